@@ -1,0 +1,30 @@
+import { diag, type DiagLogger } from '@opentelemetry/api';
+
+/** A component logger under the OTel diag API (OTEL_LOG_LEVEL), namespaced `faultline/<component>`. */
+export function logger(component: string): DiagLogger {
+  return diag.createComponentLogger({ namespace: `faultline/${component}` });
+}
+
+/**
+ * Run `fn`; on an internal error, report it through diag and return `fallback`. Nothing of ours is ever thrown
+ * into the application (the `safeExecuteInTheMiddle` way).
+ */
+export function safely<T>(log: DiagLogger, what: string, fn: () => T, fallback: T): T {
+  try {
+    return fn();
+  } catch (err) {
+    log.error(`internal error in ${what} (ignored, the application is unaffected):`, err);
+    return fallback;
+  }
+}
+
+/** Read a boolean environment switch once; warn on a value that is neither true nor false and ignore it. */
+export function envBool(name: string, env: NodeJS.ProcessEnv = process.env): boolean | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const v = raw.trim().toLowerCase();
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  diag.warn(`faultline: ignoring ${name}=${JSON.stringify(raw)}: expected true or false`);
+  return undefined;
+}
