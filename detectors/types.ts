@@ -53,7 +53,7 @@ export interface MessageObservation {
   delivered: AgentMessage[];
   hasContent: boolean;
   /** Content-free facts, always present offline. */
-  facts?: { keys?: string[]; payloadHash?: string; payloadBytes?: number; deliveredCount?: number };
+  facts?: { keys?: string[]; payloadHash?: string; payloadBytes?: number; deliveredCount?: number; deliveredHashes?: string[] };
   /** Delivery latency in ms (send to delivery), when known. */
   latencyMs?: number;
   /** The deadline the route declares, if any. */
@@ -73,6 +73,9 @@ export interface MessageContract {
   requiredEvidence?: Record<string, 'string' | 'number' | 'integer' | 'boolean' | 'object' | 'array'>;
   /** Field holding a JSON-string mirror of the evidence, compared field by field (inner/outer consistency). */
   evidenceMirror?: string;
+  /** Identity fields (e.g. `sku`, `product_id`) pinned to the value the first earlier message of the same task
+   * carried (identity pin of the receiver contract). */
+  identity?: string[];
 }
 
 export interface DetectionContext {

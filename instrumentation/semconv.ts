@@ -99,6 +99,8 @@ export const ATTR_FL_RESPONSE_CREATED = 'faultline.response.created' as const;
 export const ATTR_FL_RESPONSE_CHUNK_COUNT = 'faultline.response.chunk_count' as const;
 export const ATTR_FL_RESPONSE_DONE = 'faultline.response.done' as const;
 export const ATTR_FL_RESPONSE_ABORTED = 'faultline.response.aborted' as const;
+// SSE events whose `data:` did not parse as JSON (set only when > 0: a corrupted stream).
+export const ATTR_FL_RESPONSE_MALFORMED_EVENTS = 'faultline.response.malformed_events' as const;
 export const ATTR_FL_REQUEST_MESSAGE_COUNT = 'faultline.request.message_count' as const;
 export const ATTR_FL_REQUEST_TOOL_NAMES = 'faultline.request.tool_names' as const;
 export const ATTR_FL_REQUEST_RETRY_COUNT = 'faultline.request.retry_count' as const;
@@ -118,6 +120,19 @@ export const ATTR_FL_MESSAGE_PAYLOAD_HASH = 'faultline.message.payload_hash' as 
 export const ATTR_FL_MESSAGE_PAYLOAD = 'faultline.message.payload' as const;
 export const ATTR_FL_MESSAGE_DELIVERED_COUNT = 'faultline.message.delivered_count' as const;
 export const ATTR_FL_MESSAGE_DELIVERED_HASHES = 'faultline.message.delivered_hashes' as const;
+// What crossed the channel, when it is not what was sent (recorded only then, so a clean handoff costs nothing
+// extra; before any receiver-side guard replaced or withheld a copy — delivered_count/hashes are what the receiver
+// got): the copies' envelope facts (one entry per copy, '' when absent), the top-level keys and the content-free
+// structural changes of the first copy whose payload differs (`removed:a.b`, `added:a.c`, `type:a.d`, `value:a.e`,
+// `length:a.f` — key paths only, never values), and with content capture the copies' payloads.
+export const ATTR_FL_MESSAGE_DELIVERED_IDS = 'faultline.message.delivered_ids' as const;
+export const ATTR_FL_MESSAGE_DELIVERED_TASK_IDS = 'faultline.message.delivered_task_ids' as const;
+export const ATTR_FL_MESSAGE_DELIVERED_SESSION_IDS = 'faultline.message.delivered_session_ids' as const;
+export const ATTR_FL_MESSAGE_DELIVERED_VERSIONS = 'faultline.message.delivered_versions' as const;
+export const ATTR_FL_MESSAGE_DELIVERED_KEYS = 'faultline.message.delivered_keys' as const;
+export const ATTR_FL_MESSAGE_DELIVERED_CHANGES = 'faultline.message.delivered_changes' as const;
+/** Opt-in (content capture): the delivered payloads, one JSON string per copy. */
+export const ATTR_FL_MESSAGE_DELIVERED_PAYLOADS = 'faultline.message.delivered_payloads' as const;
 
 // Task scope (a campaign run, or any explicit task scope from the API).
 export const ATTR_FL_TASK_ID = 'faultline.task.id' as const;

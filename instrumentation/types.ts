@@ -82,8 +82,9 @@ export interface LlmResponseSummary {
   bodyBytes?: number;
   /** The body as text when it was not the expected JSON / SSE (an HTML error page, say), first 4 KiB. */
   unparsedBody?: string;
-  /** For streams: chunks seen, whether the terminal marker arrived, time to first chunk. */
-  stream?: { chunks: number; done: boolean; timeToFirstChunkMs?: number };
+  /** For streams: chunks seen, whether the terminal marker arrived, time to first chunk, and how many events had a
+   * `data:` payload that did not parse as JSON (present only when > 0). */
+  stream?: { chunks: number; done: boolean; timeToFirstChunkMs?: number; malformedEvents?: number };
   /** Low-cardinality error type when the call failed (HTTP status, timeout, connection error code). */
   errorType?: string;
   aborted?: boolean;

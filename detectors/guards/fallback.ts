@@ -1,0 +1,59 @@
+/**
+ * Fallback: once retries are exhausted, send the request to another route — another model or endpoint — chosen by
+ * health (ARCF's fallback agents, ranked by the reliability term of their score; capability and cost are the user's
+ * ordering of the list). A fallback whose circuit is open is skipped.
+ */
+import type { Dispatcher } from 'undici';
+import type { Exchange } from '../../instrumentation/types';
+import type { Circuits } from './circuit';
+import type { FallbackRoute } from './config';
+import type { RouteHealth } from './health';
+
+export function fallbackLabel(route: string, fb: FallbackRoute): string {
+  return `${route}→${fb.name ?? fb.model ?? fb.origin ?? fb.path ?? 'fallback'}`;
+}
+
+/** The healthiest untried fallback whose circuit admits calls (ties: list order). */
+export function chooseFallback(route: string, list: readonly FallbackRoute[] | undefined, tried: Set<number>, health: RouteHealth, circuits: Circuits): { index: number; fallback: FallbackRoute } | undefined {
+  let best: { index: number; fallback: FallbackRoute; score: number } | undefined;
+  (list ?? []).forEach((fb, index) => {
+    if (tried.has(index)) return;
+    const label = fallbackLabel(route, fb);
+    if (circuits.peek(label)?.state === 'open' && (circuits.peek(label)?.retryInMs() ?? 0) > 0) return;
+    const score = health.score(label);
+    if (!best || score > best.score) best = { index, fallback: fb, score };
+  });
+  return best ? { index: best.index, fallback: best.fallback } : undefined;
+}
+
+/** Dispatch options for the fallback: origin / path rewritten, and the body's `model` when a model is given. */
+export function fallbackOptions(opts: Dispatcher.DispatchOptions, exchange: Exchange, fb: FallbackRoute): Dispatcher.DispatchOptions {
+  const out: Dispatcher.DispatchOptions = { ...opts };
+  if (fb.origin) out.origin = fb.origin;
+  if (fb.path) out.path = fb.path;
+  if (fb.model && typeof exchange.request === 'object' && exchange.request !== null) {
+    const body = Buffer.from(JSON.stringify({ ...(exchange.request as Record<string, unknown>), model: fb.model }));
+    out.body = body;
+    out.headers = withHeader(opts.headers, 'content-length', String(body.length));
+  }
+  if (fb.origin) out.headers = withHeader(out.headers, 'host', new URL(fb.origin).host);
+  return out;
+}
+
+function withHeader(headers: Dispatcher.DispatchOptions['headers'], name: string, value: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const put = (k: string, v: unknown) => {
+    if (k.toLowerCase() === name || v == null) return;
+    out[k] = Array.isArray(v) ? v.map(String) : String(v);
+  };
+  if (Array.isArray(headers)) {
+    if (headers.length > 0 && Array.isArray(headers[0])) for (const [k, v] of headers as unknown as [string, string][]) put(k, v);
+    else for (let i = 0; i + 1 < headers.length; i += 2) put(String(headers[i]), headers[i + 1]);
+  } else if (headers && typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
+    for (const [k, v] of headers as Iterable<[string, string]>) put(k, v);
+  } else if (headers) {
+    for (const [k, v] of Object.entries(headers)) put(k, v);
+  }
+  out[name] = value;
+  return out;
+}

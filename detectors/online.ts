@@ -1,0 +1,161 @@
+/**
+ * Online detection: the same detectors, run on what the interceptor and the channel saw, with a bounded per-task
+ * history as context. Each finding becomes a `faultline.detection` event on the exchange / handoff span, so offline
+ * diagnosis works even when message content was not captured. Cheap: one observation per call, no I/O, and nothing
+ * thrown into the application.
+ */
+import { context as otelContext, trace, type Context, type Span } from '@opentelemetry/api';
+import { getTaskId } from '../instrumentation/agents/task';
+import {
+  ATTR_FL_DETECTION_CONFIDENCE,
+  ATTR_FL_DETECTION_DETECTOR,
+  ATTR_FL_DETECTION_EVIDENCE,
+  ATTR_FL_DETECTION_FAULT_TYPE,
+  ATTR_FL_DETECTION_LOCATION,
+  ATTR_FL_DETECTION_SEVERITY,
+  EVENT_FL_DETECTION,
+} from '../instrumentation/semconv';
+import type { AgentMessage, DeliveryContext, Exchange, ExchangeOutcome } from '../instrumentation/types';
+import { logger, safely } from '../src/diag';
+import { runDetectors } from './registry';
+import type { DetectionContext, Detector, Finding, LlmObservation, MessageContract, MessageObservation, Observation } from './types';
+
+const log = logger('detectors');
+
+/** Name of the zero-length span that carries detections when the exchange span already ended (from-span.ts reads
+ * it under the same name). */
+export const DETECTION_SPAN_NAME = 'faultline.detection';
+
+export interface OnlineDetectionOptions {
+  /** Detector names or instances (default: every registered detector). */
+  detectors?: readonly (string | Detector)[];
+  contracts?: readonly MessageContract[];
+  ttlMs?: number;
+  /** Deadline of a message delivery, by message (e.g. per boundary). */
+  deadlineMs?: number | ((message: AgentMessage) => number | undefined);
+  /** Observations kept per task as context (default 32). */
+  historySize?: number;
+  /** Tasks remembered at once (default 1000; the oldest is forgotten first). */
+  maxTasks?: number;
+  /** Called with every finding, after it was recorded. */
+  onFinding?: (finding: Finding, observation: Observation) => void;
+  /** Clock (epoch ms), for tests. */
+  now?: () => number;
+}
+
+export interface OnlineDetection {
+  onExchangeEnd(exchange: Exchange, outcome: ExchangeOutcome): void;
+  onDelivery(ctx: DeliveryContext, original: AgentMessage, delivered: AgentMessage[]): void;
+  /** Run the detectors on an observation of the given task and record the findings on `span` (used by guards). */
+  observe(observation: Observation, taskId: string, span: Span | undefined, parent?: Context): Finding[];
+}
+
+/** The attributes of one `faultline.detection` event. */
+export function detectionAttributes(f: Finding): Record<string, string | number> {
+  const a: Record<string, string | number> = {
+    [ATTR_FL_DETECTION_DETECTOR]: f.detector,
+    [ATTR_FL_DETECTION_FAULT_TYPE]: f.faultType,
+    [ATTR_FL_DETECTION_SEVERITY]: f.severity,
+    [ATTR_FL_DETECTION_CONFIDENCE]: f.confidence,
+    [ATTR_FL_DETECTION_EVIDENCE]: f.evidence,
+  };
+  if (f.location?.field !== undefined) a[ATTR_FL_DETECTION_LOCATION] = f.location.field;
+  return a;
+}
+
+/**
+ * Record findings as events on `span`; when it already ended, on a zero-length child span named
+ * `faultline.detection` (offline readers attribute those events to the parent).
+ */
+export function recordFindings(findings: readonly Finding[], span: Span | undefined, parent?: Context): void {
+  if (findings.length === 0 || !span) return;
+  let target = span;
+  let child: Span | undefined;
+  if (!span.isRecording()) {
+    const ctx = parent ?? trace.setSpan(otelContext.active(), span);
+    child = trace.getTracer('faultline').startSpan(DETECTION_SPAN_NAME, {}, ctx);
+    target = child;
+  }
+  for (const f of findings) target.addEvent(EVENT_FL_DETECTION, detectionAttributes(f));
+  child?.end();
+}
+
+/** Durations per route, for latency baselines. */
+class Baselines {
+  readonly #windows = new Map<string, number[]>();
+  add(route: string, ms: number): void {
+    let w = this.#windows.get(route);
+    if (!w) this.#windows.set(route, (w = []));
+    w.push(ms);
+    if (w.length > 32) w.shift();
+  }
+  get(route: string): { medianMs: number; madMs: number } | undefined {
+    const w = this.#windows.get(route);
+    if (!w || w.length < 8) return undefined;
+    const sorted = [...w].sort((a, b) => a - b);
+    const median = sorted[sorted.length >> 1]!;
+    const dev = w.map((x) => Math.abs(x - median)).sort((a, b) => a - b);
+    return { medianMs: median, madMs: dev[dev.length >> 1]! };
+  }
+}
+
+export function createOnlineDetection(options: OnlineDetectionOptions = {}): OnlineDetection {
+  const historySize = options.historySize ?? 32;
+  const maxTasks = options.maxTasks ?? 1000;
+  const now = options.now ?? Date.now;
+  const history = new Map<string, Observation[]>();
+  const baselines = new Baselines();
+
+  function earlierOf(task: string): Observation[] {
+    let h = history.get(task);
+    if (h) {
+      // Refresh recency: Map iteration order is insertion order.
+      history.delete(task);
+      history.set(task, h);
+    } else {
+      h = [];
+      history.set(task, h);
+      if (history.size > maxTasks) history.delete(history.keys().next().value as string);
+    }
+    return h;
+  }
+
+  function observe(obs: Observation, task: string, span: Span | undefined, parent?: Context, latency?: { medianMs: number; madMs: number }): Finding[] {
+    const earlier = earlierOf(task);
+    const ctx: DetectionContext = { earlier, now: now() };
+    if (options.contracts) ctx.contracts = options.contracts;
+    if (options.ttlMs !== undefined) ctx.ttlMs = options.ttlMs;
+    if (latency) ctx.latency = latency;
+    const findings = runDetectors(obs, ctx, options.detectors);
+    earlier.push(obs);
+    if (earlier.length > historySize) earlier.shift();
+    recordFindings(findings, span, parent);
+    if (options.onFinding) for (const f of findings) safely(log, 'onFinding', () => options.onFinding?.(f, obs), undefined);
+    return findings;
+  }
+
+  return {
+    onExchangeEnd(exchange, outcome) {
+      safely(log, 'online detection (exchange)', () => {
+        if (!exchange.llmRequest || !outcome.response) return;
+        const spanId = exchange.span.spanContext().spanId;
+        const obs: LlmObservation = { kind: 'llm', spanId, request: exchange.llmRequest, response: outcome.response, hasContent: true };
+        const route = `${exchange.provider}|${exchange.llmRequest.model ?? ''}`;
+        const task = getTaskId(exchange.context) ?? exchange.span.spanContext().traceId;
+        observe(obs, task, exchange.span, exchange.context, baselines.get(route));
+        if (outcome.response.status !== undefined && outcome.response.status < 400 && !outcome.response.errorType) baselines.add(route, outcome.durationMs);
+      }, undefined);
+    },
+    onDelivery(ctx, original, delivered) {
+      safely(log, 'online detection (delivery)', () => {
+        const obs: MessageObservation = { kind: 'message', spanId: ctx.span.spanContext().spanId, original, delivered, hasContent: true };
+        if (original.sentAt !== undefined) obs.latencyMs = now() - original.sentAt;
+        const deadline = typeof options.deadlineMs === 'function' ? options.deadlineMs(original) : options.deadlineMs;
+        if (deadline !== undefined) obs.deadlineMs = deadline;
+        const task = original.taskId ?? getTaskId(ctx.context) ?? ctx.span.spanContext().traceId;
+        observe(obs, task, ctx.span, ctx.context);
+      }, undefined);
+    },
+    observe: (obs, task, span, parent) => safely(log, 'online detection', () => observe(obs, task, span, parent), []),
+  };
+}

@@ -1,0 +1,154 @@
+/**
+ * Small text and JSON helpers shared by the detectors: the structural JSON scanner, string-leaf walking and the
+ * conversation text an argument can be grounded in. Pure and allocation-light: detectors run on every call.
+ */
+import type { GenAiMessage, LlmRequestSummary } from '../instrumentation/types';
+import type { LlmObservation } from './types';
+
+export type JsonShape = 'complete' | 'incomplete' | 'malformed';
+
+/**
+ * Classify JSON-looking text without parsing it: `incomplete` when the text ends inside a string or with unclosed
+ * brackets (a cut), `malformed` when brackets mismatch or garbage follows, `complete` when it is balanced. Cheap
+ * enough to run before JSON.parse; the caller still parses `complete` text to be sure.
+ */
+export function scanJson(text: string): JsonShape {
+  const stack: string[] = [];
+  let inString = false;
+  let escaped = false;
+  let closedTop = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (c === 92 /* \ */) escaped = true;
+      else if (c === 34 /* " */) inString = false;
+      continue;
+    }
+    if (c === 32 || c === 10 || c === 13 || c === 9) continue;
+    if (closedTop) return 'malformed';
+    if (c === 34) inString = true;
+    else if (c === 123 /* { */) stack.push('}');
+    else if (c === 91 /* [ */) stack.push(']');
+    else if (c === 125 || c === 93) {
+      if (stack.pop() !== String.fromCharCode(c)) return 'malformed';
+      if (stack.length === 0) closedTop = true;
+    } else if (stack.length === 0) {
+      // A bare scalar at top level: only complete if it parses.
+      return safeParse(text) === undefined ? 'malformed' : 'complete';
+    }
+  }
+  if (inString || stack.length > 0) return 'incomplete';
+  return 'complete';
+}
+
+/** JSON.parse that returns undefined instead of throwing. */
+export function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when the text looks like it is meant to be JSON (starts with `{` or `[` after whitespace). */
+export function looksLikeJson(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 32 || c === 10 || c === 13 || c === 9) continue;
+    return c === 123 || c === 91;
+  }
+  return false;
+}
+
+/** Call `fn` for every string leaf of a parsed JSON value, with its path. Stops descending past depth 16. */
+export function forEachString(value: unknown, fn: (s: string, path: string) => void, path = '$', depth = 0): void {
+  if (typeof value === 'string') fn(value, path);
+  else if (depth > 16 || typeof value !== 'object' || value === null) return;
+  else if (Array.isArray(value)) value.forEach((v, i) => forEachString(v, fn, `${path}[${i}]`, depth + 1));
+  else for (const [k, v] of Object.entries(value)) forEachString(v, fn, `${path}.${k}`, depth + 1);
+}
+
+/** Number of unclosed ``` / ~~~ fences (0 when balanced). */
+export function unclosedFence(text: string): boolean {
+  if (text.indexOf('```') < 0 && text.indexOf('~~~') < 0) return false;
+  let open: string | undefined;
+  for (const line of text.split('\n')) {
+    const t = line.trimStart();
+    const m = /^(`{3,}|~{3,})/.exec(t);
+    if (!m) continue;
+    const fence = m[1]!;
+    if (open === undefined) open = fence;
+    else if (fence[0] === open[0] && fence.length >= open.length && t.slice(fence.length).trim() === '') open = undefined;
+  }
+  return open !== undefined;
+}
+
+function partsText(m: GenAiMessage, out: string[]): void {
+  for (const p of m.parts) {
+    if (p.type === 'text' && typeof p.content === 'string') out.push(p.content);
+    else if (p.type === 'tool_call') out.push(stringify((p as { arguments?: unknown }).arguments));
+    else if (p.type === 'tool_call_response') {
+      const r = p as { response?: unknown; result?: unknown };
+      out.push(stringify(r.response ?? r.result));
+    } else {
+      for (const v of Object.values(p)) if (typeof v === 'string') out.push(v);
+    }
+  }
+}
+
+function stringify(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v === undefined) return '';
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return '';
+  }
+}
+
+const conversationCache = new WeakMap<LlmRequestSummary, { raw: string; lower: string }>();
+
+function conversation(req: LlmRequestSummary): { raw: string; lower: string } {
+  let c = conversationCache.get(req);
+  if (c === undefined) {
+    const out: string[] = [];
+    if (req.systemInstructions) out.push(req.systemInstructions);
+    for (const m of req.messages) partsText(m, out);
+    for (const t of req.tools) out.push(t.name, t.description ?? '', stringify(t.parameters));
+    const raw = out.join('\n');
+    c = { raw, lower: raw.toLowerCase() };
+    conversationCache.set(req, c);
+  }
+  return c;
+}
+
+/** Everything the model was given, lower-cased: messages, system instructions, tool definitions. Cached. */
+export function conversationText(req: LlmRequestSummary): string {
+  return conversation(req).lower;
+}
+
+/** The same, in its original case. */
+export function conversationRaw(req: LlmRequestSummary): string {
+  return conversation(req).raw;
+}
+
+/** The visible output of an LLM observation: text plus tool-call arguments. */
+export function outputLength(obs: LlmObservation): number {
+  if (!obs.hasContent) return obs.facts?.outputChars ?? 0;
+  let n = obs.response.text.length;
+  for (const t of obs.response.toolCalls) n += t.arguments.length + t.name.length;
+  return n;
+}
+
+/** Clip text for evidence strings: never more than a short excerpt. */
+export function excerpt(text: string, max = 60): string {
+  const t = text.replace(/\s+/g, ' ').trim();
+  return JSON.stringify(t.length > max ? `${t.slice(0, max)}…` : t);
+}
+
+/** Is the request / response exchange a failed call at the HTTP level (then content detectors stay quiet)? */
+export function failedCall(obs: LlmObservation): boolean {
+  const r = obs.response;
+  return (r.status !== undefined && r.status >= 400) || r.errorType !== undefined || r.aborted === true;
+}

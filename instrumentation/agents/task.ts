@@ -1,0 +1,79 @@
+/**
+ * Task scope. A task is one run of a multi-agent workflow (one campaign trial, one user request): the fault plan keeps
+ * its per-task state (call counters, one-shot faults) under the task id, so a new task starts fresh. The id rides in
+ * the OTel context; when no scope is given, consumers fall back to the trace id.
+ */
+import { SpanKind, context, createContextKey, isSpanContextValid, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { FaultlineInputError } from '../../src/errors';
+import { ATTR_FL_TASK_ID, ATTR_GEN_AI_OPERATION_NAME, GEN_AI_OPERATION_INVOKE_WORKFLOW } from '../semconv';
+import { tracer } from './invoke-agent';
+import { runInSpan } from './run-in-span';
+
+const TASK_KEY = createContextKey('faultline.task.id');
+
+/** The task id of the innermost `withTask` / `runWorkflow` scope in `ctx`, if any. */
+export function getTaskId(ctx: Context = context.active()): string | undefined {
+  const v = ctx.getValue(TASK_KEY);
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** Run `fn` in an explicit task scope (no span of its own). Returns what `fn` returns. */
+export function withTask<T>(taskId: string, fn: () => T): T {
+  checkTaskId('withTask', taskId);
+  if (typeof fn !== 'function') {
+    throw new FaultlineInputError('FAULTLINE_USAGE', `withTask("${taskId}", fn): fn must be a function, got ${typeof fn}`);
+  }
+  return context.with(context.active().setValue(TASK_KEY, taskId), fn);
+}
+
+export interface RunWorkflowOptions {
+  /** The task id; default: the new trace's id. */
+  taskId?: string;
+  /** Extra attributes for the workflow span. */
+  attributes?: Attributes;
+}
+
+/**
+ * Run `fn` as one task of workflow `name`: a new trace whose root is an INTERNAL `invoke_workflow {name}` span
+ * carrying faultline.task.id, with the task scope set for everything inside. Returns what `fn` returns; an error is
+ * recorded on the span and rethrown unchanged.
+ */
+export function runWorkflow<T>(name: string, fn: (span: Span) => T, options: RunWorkflowOptions = {}): T {
+  if (typeof name !== 'string') {
+    throw new FaultlineInputError('FAULTLINE_USAGE', `runWorkflow(name, fn): name must be a string, got ${typeof name}`);
+  }
+  if (typeof fn !== 'function') {
+    throw new FaultlineInputError('FAULTLINE_USAGE', `runWorkflow("${name}", fn): fn must be a function, got ${typeof fn}`);
+  }
+  if (options.taskId !== undefined) checkTaskId('runWorkflow', options.taskId);
+  const span = tracer().startSpan(
+    name === '' ? GEN_AI_OPERATION_INVOKE_WORKFLOW : `${GEN_AI_OPERATION_INVOKE_WORKFLOW} ${name}`,
+    {
+      kind: SpanKind.INTERNAL,
+      root: true,
+      attributes: {
+        ...options.attributes,
+        [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_WORKFLOW,
+        // Known up front: set at start, where span processors (the fault plan) can see it.
+        ...(options.taskId !== undefined ? { [ATTR_FL_TASK_ID]: options.taskId } : {}),
+      },
+    },
+  );
+  const spanContext = span.spanContext();
+  const taskId = options.taskId ?? (isSpanContextValid(spanContext) ? spanContext.traceId : undefined);
+  let ctx = trace.setSpan(context.active(), span);
+  if (taskId !== undefined) {
+    if (options.taskId === undefined) span.setAttribute(ATTR_FL_TASK_ID, taskId);
+    ctx = ctx.setValue(TASK_KEY, taskId);
+  }
+  return runInSpan(span, ctx, fn);
+}
+
+function checkTaskId(where: string, taskId: unknown): void {
+  if (typeof taskId !== 'string' || taskId === '') {
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `${where}: taskId must be a non-empty string, got ${taskId === '' ? 'an empty string' : typeof taskId}`,
+    );
+  }
+}

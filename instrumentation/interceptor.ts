@@ -1,0 +1,404 @@
+/**
+ * The GenAI span layer: an undici interceptor that recognises LLM and inter-agent HTTP calls, wraps each in one span
+ * (`chat gpt-4o`, `invoke_agent planner`, …), and reads what the application receives to record the outcome.
+ *
+ *     app fetch → genaiInterceptor → [steps: guard → fault] → previous global dispatcher → network
+ *
+ * The steps and the downstream dispatch run inside `context.with(spanContext)`, so instrumentation-undici's HTTP span
+ * is our span's child and the steps see our span active. Our handler wraps the application's handler *outside* the
+ * steps, so it sees exactly the chunks the application gets (after any fault or guard). Anything not recognised,
+ * and anything that goes wrong inside faultline, falls back to the untouched call.
+ */
+import { context, SpanStatusCode, trace, type Context, type Tracer } from '@opentelemetry/api';
+import type { IncomingHttpHeaders } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Dispatcher } from 'undici';
+import { logger, safely } from '../src/diag';
+import { EXCHANGE } from './exchange';
+import type { ProtocolModule, ProtocolStart, ResponseReader } from './internal-types';
+import type { GenAiMetrics } from './metrics';
+import { protocols as defaultProtocols } from './protocols';
+import { serverPort } from './providers/request-attributes';
+import { ATTR_ERROR_TYPE } from './semconv';
+import type { Exchange, ExchangeOutcome, Interceptor } from './types';
+
+const log = logger('interceptor');
+
+type DispatchFn = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean;
+type Handler = Dispatcher.DispatchHandler;
+type Controller = Dispatcher.DispatchController;
+
+export interface GenAiInterceptorOptions {
+  /** The tracer to use, resolved per call so `setTracerProvider` takes effect at once. */
+  tracer: () => Tracer;
+  /** Record message content (gen_ai.input/output.messages, …). */
+  captureContent: () => boolean;
+  /** Protocol modules, first match wins. Default: the built-in list. */
+  protocols?: readonly ProtocolModule[];
+  /** undici interceptors run inside the span layer, outermost first. */
+  steps?: readonly Interceptor[];
+  onExchangeEnd?: (exchange: Exchange, outcome: ExchangeOutcome) => void;
+  /** `host` or `host:port` entries never intercepted. */
+  ignoreHosts?: Iterable<string>;
+  metrics?: GenAiMetrics;
+  /** When it returns false every call passes through untouched (instrumentation disabled). */
+  enabled?: () => boolean;
+}
+
+/** Credentials never reach a protocol module (and so never a span). */
+const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-api-key', 'api-key', 'cookie', 'x-goog-api-key']);
+
+/** Create the GenAI span layer. */
+export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interceptor {
+  const modules = options.protocols ?? defaultProtocols;
+  const ignore = new Set([...(options.ignoreHosts ?? [])].map((h) => h.toLowerCase()));
+  const steps = options.steps ?? [];
+
+  return (dispatch: DispatchFn): DispatchFn => {
+    // Steps are composed once: steps[0] is the outermost, called first.
+    const inner = steps.reduceRight<DispatchFn>((next, step) => step(next) as DispatchFn, dispatch);
+
+    return function genaiInterceptor(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
+      const match = safely(log, 'request matching', () => recognise(opts, modules, ignore, options.enabled), undefined);
+      if (match === undefined) return dispatch(opts, handler);
+      const parent = context.active();
+      const body = opts.body;
+      const direct = directBody(body);
+      if (direct !== undefined || body == null) {
+        return run(opts, handler, match, parent, direct ?? EMPTY, false);
+      }
+      // A streamed request body (fetch gives an async iterable): buffer it, then re-supply it as a Buffer.
+      bufferBody(body as AsyncIterable<unknown>).then(
+        (buf) => {
+          if (buf === undefined) return dispatch(opts, handler);
+          return run(opts, handler, match, parent, buf, true);
+        },
+        (err: unknown) => handler.onResponseError?.(null as unknown as Controller, err as Error),
+      );
+      return true;
+    };
+
+    function run(
+      opts: Dispatcher.DispatchOptions,
+      handler: Handler,
+      match: Match,
+      parent: Context,
+      buf: Buffer,
+      rebody: boolean,
+    ): boolean {
+      const passThrough = rebody ? { ...opts, body: buf } : opts;
+      const started = safely(log, 'span start', () => startExchange(match, parent, buf, options), undefined);
+      if (started === undefined) return dispatch(passThrough, handler);
+      const { exchange, start, reader } = started;
+      let sendOpts: Dispatcher.DispatchOptions & { [EXCHANGE]?: Exchange };
+      const rewritten = start.rewriteBody ? safely(log, 'body rewrite', () => rewrite(start, exchange), undefined) : undefined;
+      if (rewritten !== undefined) {
+        sendOpts = { ...opts, body: rewritten, headers: withContentLength(opts.headers, rewritten.length), [EXCHANGE]: exchange };
+      } else {
+        sendOpts = { ...passThrough, [EXCHANGE]: exchange };
+      }
+      const wrapped = new ExchangeHandler(handler, exchange, reader, options);
+      try {
+        return context.with(exchange.context, () => inner(sendOpts, wrapped));
+      } catch (err) {
+        // A step threw instead of reporting through the handler. Before anything reached the app, fall back to the
+        // untouched call; after, report the error as the call's failure.
+        log.error('a step inside the GenAI span layer threw (falling back to the untouched call):', err);
+        if (!wrapped.touched) {
+          wrapped.abandon();
+          return dispatch(passThrough, handler);
+        }
+        wrapped.onResponseError(null as unknown as Controller, err as Error);
+        return true;
+      }
+    }
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ recognition
+
+interface Match {
+  /** Every module whose `matches` accepted the request, in order: the first whose `start` accepts it wins. */
+  modules: ProtocolModule[];
+  url: URL;
+  method: string;
+  headers: Record<string, string>;
+}
+
+function recognise(
+  opts: Dispatcher.DispatchOptions,
+  modules: readonly ProtocolModule[],
+  ignore: Set<string>,
+  enabled: (() => boolean) | undefined,
+): Match | undefined {
+  if (enabled && !enabled()) return undefined;
+  if (opts.upgrade) return undefined;
+  const method = (opts.method ?? 'GET').toUpperCase();
+  const origin = opts.origin;
+  if (origin === undefined || opts.path === undefined) return undefined;
+  const url = new URL(opts.path, origin);
+  if (ignore.size > 0 && (ignore.has(url.host.toLowerCase()) || ignore.has(url.hostname.toLowerCase()))) return undefined;
+  let matching: ProtocolModule[] | undefined;
+  for (const module of modules) {
+    if (module.matches(method, url)) (matching ??= []).push(module);
+  }
+  return matching ? { modules: matching, url, method, headers: headerRecord(opts.headers) } : undefined;
+}
+
+function headerRecord(headers: Dispatcher.DispatchOptions['headers']): Record<string, string> {
+  const out: Record<string, string> = {};
+  const put = (k: unknown, v: unknown): void => {
+    const key = String(k).toLowerCase();
+    if (CREDENTIAL_HEADERS.has(key) || v == null) return;
+    out[key] = Array.isArray(v) ? v.map(String).join(', ') : String(v);
+  };
+  if (headers == null) return out;
+  if (Array.isArray(headers)) {
+    if (headers.length > 0 && Array.isArray(headers[0])) for (const pair of headers as unknown as [unknown, unknown][]) put(pair[0], pair[1]);
+    else for (let i = 0; i + 1 < headers.length; i += 2) put(headers[i], headers[i + 1]);
+  } else if (typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
+    for (const pair of headers as Iterable<[unknown, unknown]>) put(pair[0], pair[1]);
+  } else {
+    for (const [k, v] of Object.entries(headers as Record<string, unknown>)) put(k, v);
+  }
+  return out;
+}
+
+/** content-length after a protocol module rewrote the body; other headers unchanged, in the caller's shape. */
+function withContentLength(headers: Dispatcher.DispatchOptions['headers'], length: number): Dispatcher.DispatchOptions['headers'] {
+  const value = String(length);
+  if (headers == null) return { 'content-length': value };
+  if (Array.isArray(headers)) {
+    if (headers.length > 0 && Array.isArray(headers[0])) {
+      return (headers as unknown as [string, string][]).map(([k, v]) => [k, k.toLowerCase() === 'content-length' ? value : v]) as unknown as string[];
+    }
+    const flat = [...(headers as string[])];
+    for (let i = 0; i + 1 < flat.length; i += 2) if (String(flat[i]).toLowerCase() === 'content-length') flat[i + 1] = value;
+    return flat;
+  }
+  const entries = typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function'
+    ? [...(headers as Iterable<[string, string]>)]
+    : Object.entries(headers as Record<string, string>);
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of entries) if (k.toLowerCase() !== 'content-length') out[k] = v;
+  out['content-length'] = value;
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------ request body
+
+const EMPTY = Buffer.alloc(0);
+
+function directBody(body: unknown): Buffer | undefined {
+  if (typeof body === 'string') return Buffer.from(body);
+  if (Buffer.isBuffer(body)) return body;
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return undefined;
+}
+
+/** Collect an async-iterable body; undefined when the body is of a kind we do not read. */
+async function bufferBody(body: AsyncIterable<unknown>): Promise<Buffer | undefined> {
+  if (typeof (body as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] !== 'function') return undefined;
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) {
+    if (typeof chunk === 'string') chunks.push(Buffer.from(chunk));
+    else if (chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    else throw new TypeError('request body chunk is neither a string nor bytes');
+  }
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+}
+
+// ------------------------------------------------------------------------------------------------ span start
+
+function startExchange(
+  match: Match,
+  parent: Context,
+  buf: Buffer,
+  options: GenAiInterceptorOptions,
+): { exchange: Exchange; start: ProtocolStart; reader: ResponseReader } | undefined {
+  let request: unknown;
+  if (buf.length > 0) {
+    try {
+      request = JSON.parse(buf.toString('utf8'));
+    } catch {
+      request = undefined;
+    }
+  }
+  const capture = options.captureContent();
+  let module: ProtocolModule | undefined;
+  let start: ProtocolStart | undefined;
+  for (const candidate of match.modules) {
+    start = candidate.start(match.url, request, match.headers, capture);
+    if (start !== undefined) {
+      module = candidate;
+      break;
+    }
+  }
+  if (start === undefined || module === undefined) return undefined;
+  const span = options.tracer().startSpan(start.name, { kind: start.kind, attributes: start.attributes }, parent);
+  const exchange: Exchange = {
+    protocol: module.protocol,
+    span,
+    context: trace.setSpan(parent, span),
+    operation: start.operation,
+    provider: start.provider,
+    url: match.url,
+    method: match.method,
+    requestBody: buf,
+    request,
+    stream: start.stream,
+    ...(start.llmRequest ? { llmRequest: start.llmRequest } : {}),
+    ...(start.message ? { message: start.message } : {}),
+    attempt: 0,
+    notes: new Map(),
+  };
+  let reader: ResponseReader;
+  try {
+    reader = module.reader(exchange, capture);
+  } catch (err) {
+    span.end();
+    throw err;
+  }
+  return { exchange, start, reader };
+}
+
+function rewrite(start: ProtocolStart, exchange: Exchange): Buffer | undefined {
+  const sc = exchange.span.spanContext();
+  const traceparent = `00-${sc.traceId}-${sc.spanId}-${sc.traceFlags.toString(16).padStart(2, '0')}`;
+  return start.rewriteBody?.(traceparent, sc.traceState?.serialize());
+}
+
+// ------------------------------------------------------------------------------------------------ response side
+
+function errorTypeOf(err: unknown): string {
+  if (err && typeof err === 'object') {
+    const e = err as { code?: unknown; name?: unknown; cause?: { code?: unknown } };
+    if (typeof e.code === 'string' && e.code) return e.code;
+    if (typeof e.cause?.code === 'string' && e.cause.code) return e.cause.code;
+    if (typeof e.name === 'string' && e.name && e.name !== 'Error') return e.name;
+  }
+  return 'Error';
+}
+
+function isAbort(err: unknown, controller: Controller | null | undefined): boolean {
+  if (controller?.aborted) return true;
+  if (err && typeof err === 'object') {
+    const e = err as { name?: unknown; code?: unknown };
+    return e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED' || e.code === 'ABORT_ERR';
+  }
+  return false;
+}
+
+/**
+ * Wraps the application's handler (undici 7 handler API; undici's `compose` adapts legacy handlers before we see
+ * them). Callbacks are own properties so steps may spread and override it. Each forwards first, so the app never
+ * waits for our parsing, then feeds the reader.
+ */
+class ExchangeHandler implements Handler {
+  /** A callback reached the application's handler: falling back to a fresh call is no longer possible. */
+  touched = false;
+  #ended = false;
+  #controller: Controller | undefined;
+  readonly #t0 = performance.now();
+
+  readonly onRequestStart: NonNullable<Handler['onRequestStart']>;
+  readonly onRequestUpgrade: NonNullable<Handler['onRequestUpgrade']>;
+  readonly onResponseStart: NonNullable<Handler['onResponseStart']>;
+  readonly onResponseData: NonNullable<Handler['onResponseData']>;
+  readonly onResponseEnd: NonNullable<Handler['onResponseEnd']>;
+  readonly onResponseError: NonNullable<Handler['onResponseError']>;
+
+  constructor(
+    handler: Handler,
+    private readonly exchange: Exchange,
+    private readonly reader: ResponseReader,
+    private readonly options: GenAiInterceptorOptions,
+  ) {
+    this.onRequestStart = (controller, ctx) => {
+      this.touched = true;
+      this.#controller = controller;
+      return handler.onRequestStart?.(controller, ctx);
+    };
+    this.onRequestUpgrade = (controller, statusCode, headers, socket) => {
+      this.touched = true;
+      return handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
+    };
+    this.onResponseStart = (controller, statusCode, headers, statusMessage) => {
+      this.touched = true;
+      safely(log, 'response start', () => reader.onStart(statusCode, headers as IncomingHttpHeaders), undefined);
+      return handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
+    };
+    this.onResponseData = (controller, chunk) => {
+      const r = handler.onResponseData?.(controller, chunk);
+      // The hot path: no closure per chunk, just a guard.
+      if (!this.#ended) {
+        try {
+          reader.onData(chunk);
+        } catch (err) {
+          log.error('internal error in response data (ignored, the application is unaffected):', err);
+        }
+      }
+      return r;
+    };
+    this.onResponseEnd = (controller, trailers) => {
+      this.touched = true;
+      try {
+        return handler.onResponseEnd?.(controller, trailers);
+      } finally {
+        safely(log, 'response end', () => reader.onEnd(), undefined);
+        this.#end(undefined);
+      }
+    };
+    this.onResponseError = (controller, err) => {
+      this.touched = true;
+      try {
+        return handler.onResponseError?.(controller, err);
+      } finally {
+        const aborted = isAbort(err, controller ?? this.#controller);
+        this.#end(aborted ? { aborted: true } : { errorType: errorTypeOf(err) }, aborted ? undefined : err);
+      }
+    };
+  }
+
+  /** End the span without an outcome (we are handing the call back untouched). */
+  abandon(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.exchange.span.end();
+  }
+
+  #end(failure: { errorType?: string; aborted?: boolean } | undefined, err?: unknown): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    const { exchange, reader, options } = this;
+    const span = exchange.span;
+    const durationMs = performance.now() - this.#t0;
+    const result = safely(log, 'response finish', () => reader.finish(exchange, failure, durationMs), undefined);
+    safely(log, 'span status', () => {
+      if (result) span.setAttributes(result.attributes);
+      if (failure?.errorType !== undefined) {
+        if (!result?.attributes[ATTR_ERROR_TYPE]) span.setAttribute(ATTR_ERROR_TYPE, failure.errorType);
+        if (err instanceof Error) span.recordException(err);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: failure.errorType });
+      } else if (result?.error !== undefined) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: result.error });
+      }
+    }, undefined);
+    const outcome: ExchangeOutcome = result?.outcome ?? fallbackOutcome(failure, durationMs);
+    // Before span.end(): online detectors record their findings as events on this span.
+    if (options.onExchangeEnd) {
+      const cb = options.onExchangeEnd;
+      safely(log, 'onExchangeEnd', () => cb(exchange, outcome), undefined);
+    }
+    safely(log, 'span end', () => span.end(), undefined);
+    if (options.metrics && exchange.llmRequest) {
+      const llm = exchange.llmRequest;
+      safely(log, 'metrics', () => options.metrics?.record(exchange.url, serverPort(exchange.url), llm, outcome.response), undefined);
+    }
+  }
+}
+
+function fallbackOutcome(failure: { errorType?: string } | undefined, durationMs: number): ExchangeOutcome {
+  return failure?.errorType !== undefined ? { errorType: failure.errorType, durationMs } : { durationMs };
+}
+

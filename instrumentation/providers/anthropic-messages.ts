@@ -1,0 +1,277 @@
+/**
+ * Anthropic messages (`POST …/v1/messages`), JSON and SSE (`message_start`, `content_block_*`, `message_delta`,
+ * `message_stop`). Usage follows the GenAI conventions: gen_ai.usage.input_tokens includes cached tokens, which
+ * Anthropic reports separately.
+ */
+import { SpanKind } from '@opentelemetry/api';
+import { performance } from 'node:perf_hooks';
+import {
+  ATTR_GEN_AI_REQUEST_STOP_SEQUENCES,
+  ATTR_GEN_AI_REQUEST_TOP_K,
+  ATTR_GEN_AI_REQUEST_TOP_P,
+  GEN_AI_OPERATION_CHAT,
+} from '../semconv';
+import type { ProtocolModule, ProtocolStart, ResponseReader } from '../internal-types';
+import type { Exchange, GenAiMessage, LlmRequestSummary, ToolCallSummary, UsageSummary } from '../types';
+import { anthropicInput, anthropicOutputMessage, anthropicSystem, anthropicTools, isObject } from './content';
+import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
+import { providerName } from './provider-name';
+import { llmStartAttributes, num } from './request-attributes';
+import { ResponseBody } from './response-body';
+import type { SseEvent } from './sse';
+
+type Json = Record<string, unknown>;
+
+/** Raw usage counters, merged across message_start and message_delta. */
+interface RawUsage {
+  input?: number;
+  output?: number;
+  cacheRead?: number;
+  cacheCreation?: number;
+}
+
+function mergeUsage(into: RawUsage, u: unknown): void {
+  if (!isObject(u)) return;
+  const input = num(u.input_tokens);
+  const output = num(u.output_tokens);
+  const read = num(u.cache_read_input_tokens);
+  const creation = num(u.cache_creation_input_tokens);
+  if (input !== undefined) into.input = input;
+  if (output !== undefined) into.output = output;
+  if (read !== undefined) into.cacheRead = read;
+  if (creation !== undefined) into.cacheCreation = creation;
+}
+
+function toUsage(r: RawUsage): UsageSummary | undefined {
+  if (r.input === undefined && r.output === undefined) return undefined;
+  const u: UsageSummary = {};
+  if (r.input !== undefined) u.inputTokens = r.input + (r.cacheRead ?? 0) + (r.cacheCreation ?? 0);
+  if (r.output !== undefined) u.outputTokens = r.output;
+  if (r.cacheRead !== undefined) u.cacheReadInputTokens = r.cacheRead;
+  if (r.cacheCreation !== undefined) u.cacheCreationInputTokens = r.cacheCreation;
+  return u;
+}
+
+/** A content block being streamed. */
+interface Block {
+  type: string;
+  id?: string;
+  name?: string;
+  text: string;
+  /** input_json_delta fragments of a tool_use block. */
+  json: string;
+  input?: unknown;
+}
+
+class AnthropicMessagesReader implements ResponseReader {
+  readonly #capture: boolean;
+  readonly #body: ResponseBody;
+  readonly #acc: LlmAccumulated = { finishReasons: [], text: '', toolCalls: [], done: false };
+  readonly #usage: RawUsage = {};
+  #blocks: Map<number, Block> | undefined;
+  #stopReason: string | undefined;
+  #jsonContent: unknown;
+
+  constructor(capture: boolean) {
+    this.#capture = capture;
+    this.#body = new ResponseBody(performance.now(), (e) => this.#onEvent(e));
+  }
+
+  onStart(status: number, headers: Record<string, string | string[] | undefined>): void {
+    this.#body.onStart(status, headers);
+  }
+
+  onData(chunk: Buffer): void {
+    this.#body.onData(chunk);
+  }
+
+  onEnd(): void {
+    this.#body.onEnd();
+  }
+
+  #onEvent(e: SseEvent): void {
+    let data: unknown;
+    try {
+      data = JSON.parse(e.data);
+    } catch {
+      this.#acc.malformedEvents = (this.#acc.malformedEvents ?? 0) + 1;
+      return;
+    }
+    if (!isObject(data)) return;
+    const type = typeof data.type === 'string' ? data.type : e.event;
+    const acc = this.#acc;
+    switch (type) {
+      case 'message_start': {
+        const m = isObject(data.message) ? data.message : {};
+        if (typeof m.id === 'string') acc.id = m.id;
+        if (typeof m.model === 'string') acc.model = m.model;
+        mergeUsage(this.#usage, m.usage);
+        break;
+      }
+      case 'content_block_start': {
+        const b = isObject(data.content_block) ? data.content_block : {};
+        const block: Block = { type: typeof b.type === 'string' ? b.type : 'unknown', text: '', json: '' };
+        if (typeof b.id === 'string') block.id = b.id;
+        if (typeof b.name === 'string') block.name = b.name;
+        if (typeof b.text === 'string') block.text = b.text;
+        if (b.input !== undefined) block.input = b.input;
+        this.#blocks ??= new Map();
+        this.#blocks.set(typeof data.index === 'number' ? data.index : this.#blocks.size, block);
+        break;
+      }
+      case 'content_block_delta': {
+        const block = this.#blocks?.get(typeof data.index === 'number' ? data.index : -1);
+        const d = isObject(data.delta) ? data.delta : {};
+        if (!block) break;
+        if (d.type === 'text_delta' && typeof d.text === 'string') block.text += d.text;
+        else if (d.type === 'input_json_delta' && typeof d.partial_json === 'string') block.json += d.partial_json;
+        else if (d.type === 'thinking_delta' && typeof d.thinking === 'string') block.text += d.thinking;
+        break;
+      }
+      case 'message_delta': {
+        const d = isObject(data.delta) ? data.delta : {};
+        if (typeof d.stop_reason === 'string') this.#stopReason = d.stop_reason;
+        mergeUsage(this.#usage, data.usage);
+        break;
+      }
+      case 'message_stop':
+        acc.done = true;
+        break;
+      case 'error':
+        if (isObject(data.error) && typeof data.error.type === 'string') acc.errorCode = data.error.type;
+        break;
+      default:
+        break;
+    }
+  }
+
+  #fromJson(value: unknown, preview: string | undefined): void {
+    const acc = this.#acc;
+    if (preview !== undefined) acc.unparsedBody = preview;
+    if (!isObject(value)) return;
+    if (value.type === 'error' && isObject(value.error) && typeof value.error.type === 'string') acc.errorCode = value.error.type;
+    if (typeof value.id === 'string') acc.id = value.id;
+    if (typeof value.model === 'string') acc.model = value.model;
+    if (typeof value.stop_reason === 'string') this.#stopReason = value.stop_reason;
+    mergeUsage(this.#usage, value.usage);
+    if (!Array.isArray(value.content)) return;
+    this.#jsonContent = value.content;
+    const texts: string[] = [];
+    const calls: ToolCallSummary[] = [];
+    for (const b of value.content) {
+      if (!isObject(b)) continue;
+      if (b.type === 'text' && typeof b.text === 'string') texts.push(b.text);
+      else if (b.type === 'tool_use') calls.push(toolCall(b.id, b.name, JSON.stringify(b.input ?? {})));
+    }
+    acc.text = texts.join('');
+    acc.toolCalls = calls;
+  }
+
+  #fromStream(): void {
+    if (!this.#blocks) return;
+    const texts: string[] = [];
+    const calls: ToolCallSummary[] = [];
+    for (const [, b] of [...this.#blocks.entries()].sort((x, y) => x[0] - y[0])) {
+      if (b.type === 'text') texts.push(b.text);
+      else if (b.type === 'tool_use') calls.push(toolCall(b.id, b.name, b.json || JSON.stringify(b.input ?? {})));
+    }
+    this.#acc.text = texts.join('');
+    this.#acc.toolCalls = calls;
+  }
+
+  #outputMessages(): GenAiMessage[] {
+    if (this.#jsonContent !== undefined) return [anthropicOutputMessage(this.#jsonContent, this.#stopReason)];
+    if (!this.#blocks) return [];
+    const content = [...this.#blocks.entries()]
+      .sort((x, y) => x[0] - y[0])
+      .map(([, b]) => {
+        if (b.type === 'text') return { type: 'text', text: b.text };
+        if (b.type === 'thinking') return { type: 'thinking', thinking: b.text };
+        if (b.type === 'tool_use') return { type: 'tool_use', id: b.id, name: b.name, input: parseJson(b.json) ?? b.input };
+        return { type: b.type, id: b.id, name: b.name, input: parseJson(b.json) ?? b.input };
+      });
+    return [anthropicOutputMessage(content, this.#stopReason)];
+  }
+
+  finish(_exchange: Exchange, failure: Failure, durationMs: number) {
+    const body = this.#body;
+    if (body.sse) {
+      body.text();
+      this.#fromStream();
+    } else {
+      const { value, preview } = body.json();
+      this.#fromJson(value, preview);
+    }
+    if (this.#stopReason !== undefined) this.#acc.finishReasons = [this.#stopReason];
+    const usage = toUsage(this.#usage);
+    if (usage) this.#acc.usage = usage;
+    return finishLlm(body, this.#acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs);
+  }
+}
+
+function parseJson(s: string): unknown {
+  if (!s) return undefined;
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s;
+  }
+}
+
+function toolCall(id: unknown, name: unknown, args: string): ToolCallSummary {
+  const call: ToolCallSummary = { name: typeof name === 'string' ? name : '', arguments: args };
+  if (typeof id === 'string') call.id = id;
+  return call;
+}
+
+export const anthropicMessages: ProtocolModule = {
+  protocol: 'anthropic.messages',
+
+  matches(method: string, url: URL): boolean {
+    return method === 'POST' && url.pathname.endsWith('/v1/messages');
+  },
+
+  start(url: URL, body: unknown, headers: Record<string, string>, captureContent: boolean): ProtocolStart | undefined {
+    if (!isObject(body)) return undefined;
+    const b = body as Json;
+    const model = typeof b.model === 'string' ? b.model : undefined;
+    const stream = b.stream === true;
+    const llmRequest: LlmRequestSummary = {
+      provider: providerName(url.hostname, 'anthropic'),
+      operation: GEN_AI_OPERATION_CHAT,
+      stream,
+      messages: anthropicInput(b.messages),
+      tools: anthropicTools(b),
+      time: Date.now(),
+    };
+    if (model !== undefined) llmRequest.model = model;
+    const maxTokens = num(b.max_tokens);
+    if (maxTokens !== undefined) llmRequest.maxTokens = maxTokens;
+    const temperature = num(b.temperature);
+    if (temperature !== undefined) llmRequest.temperature = temperature;
+    const system = anthropicSystem(b.system);
+    if (system !== undefined) llmRequest.systemInstructions = system;
+
+    const attributes = llmStartAttributes(url, llmRequest, headers, captureContent);
+    const topP = num(b.top_p);
+    if (topP !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_P] = topP;
+    const topK = num(b.top_k);
+    if (topK !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_K] = topK;
+    if (Array.isArray(b.stop_sequences)) {
+      attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = b.stop_sequences.filter((s): s is string => typeof s === 'string');
+    }
+    return {
+      name: model !== undefined ? `${GEN_AI_OPERATION_CHAT} ${model}` : GEN_AI_OPERATION_CHAT,
+      kind: SpanKind.CLIENT,
+      attributes,
+      stream,
+      operation: GEN_AI_OPERATION_CHAT,
+      provider: llmRequest.provider,
+      llmRequest,
+    };
+  },
+
+  reader(_exchange: Exchange, captureContent: boolean): ResponseReader {
+    return new AnthropicMessagesReader(captureContent);
+  },
+};

@@ -1,0 +1,291 @@
+/**
+ * OpenAI-compatible chat completions (`POST …/chat/completions` on any host: OpenAI, Azure, vLLM, Ollama, LiteLLM,
+ * …), JSON and SSE. Streams are read delta by delta, including parallel tool-call deltas (merged by `index`) and the
+ * optional usage chunk of `stream_options.include_usage`.
+ */
+import { SpanKind } from '@opentelemetry/api';
+import {
+  ATTR_GEN_AI_OUTPUT_TYPE,
+  ATTR_GEN_AI_REQUEST_CHOICE_COUNT,
+  ATTR_GEN_AI_REQUEST_FREQUENCY_PENALTY,
+  ATTR_GEN_AI_REQUEST_PRESENCE_PENALTY,
+  ATTR_GEN_AI_REQUEST_SEED,
+  ATTR_GEN_AI_REQUEST_STOP_SEQUENCES,
+  ATTR_GEN_AI_REQUEST_TOP_P,
+  GEN_AI_OPERATION_CHAT,
+} from '../semconv';
+import type { ProtocolModule, ProtocolStart, ResponseReader } from '../internal-types';
+import type { Exchange, GenAiMessage, GenAiPart, LlmRequestSummary, ToolCallSummary, UsageSummary } from '../types';
+import { isObject, openAiInput, openAiOutputMessage, openAiTools, parseArguments } from './content';
+import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
+import { providerName } from './provider-name';
+import { llmStartAttributes, num } from './request-attributes';
+import { ResponseBody } from './response-body';
+import type { SseEvent } from './sse';
+import { performance } from 'node:perf_hooks';
+
+type Json = Record<string, unknown>;
+
+function usageOf(u: unknown): UsageSummary | undefined {
+  if (!isObject(u)) return undefined;
+  const usage: UsageSummary = {};
+  const input = num(u.prompt_tokens);
+  const output = num(u.completion_tokens);
+  if (input !== undefined) usage.inputTokens = input;
+  if (output !== undefined) usage.outputTokens = output;
+  const cached = isObject(u.prompt_tokens_details) ? num(u.prompt_tokens_details.cached_tokens) : undefined;
+  if (cached !== undefined) usage.cacheReadInputTokens = cached;
+  const reasoning = isObject(u.completion_tokens_details) ? num(u.completion_tokens_details.reasoning_tokens) : undefined;
+  if (reasoning !== undefined) usage.reasoningOutputTokens = reasoning;
+  return usage;
+}
+
+function azureDeployment(url: URL): string | undefined {
+  const m = /\/deployments\/([^/]+)\//.exec(url.pathname);
+  return m ? decodeURIComponent(m[1] as string) : undefined;
+}
+
+/** Per-choice state of a stream. */
+interface ChoiceState {
+  text: string;
+  refusal: string;
+  finish?: string;
+  /** Tool calls by delta `index` (parallel calls interleave their argument fragments). */
+  tools: Map<number, { id?: string; name: string; args: string }>;
+}
+
+class OpenAiChatReader implements ResponseReader {
+  readonly #capture: boolean;
+  readonly #body: ResponseBody;
+  readonly #acc: LlmAccumulated = { finishReasons: [], text: '', toolCalls: [], done: false };
+  #choices: Map<number, ChoiceState> | undefined;
+  /** JSON response choices (kept for output messages). */
+  #jsonChoices: unknown[] | undefined;
+
+  constructor(capture: boolean) {
+    this.#capture = capture;
+    this.#body = new ResponseBody(performance.now(), (e) => this.#onEvent(e));
+  }
+
+  onStart(status: number, headers: Record<string, string | string[] | undefined>): void {
+    this.#body.onStart(status, headers);
+  }
+
+  onData(chunk: Buffer): void {
+    this.#body.onData(chunk);
+  }
+
+  onEnd(): void {
+    this.#body.onEnd();
+  }
+
+  // One `data:` event of the stream: a chat.completion.chunk, `[DONE]`, or an error object.
+  #onEvent(e: SseEvent): void {
+    if (e.data === '[DONE]') {
+      this.#acc.done = true;
+      return;
+    }
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(e.data);
+    } catch {
+      this.#acc.malformedEvents = (this.#acc.malformedEvents ?? 0) + 1;
+      return;
+    }
+    if (!isObject(chunk)) return;
+    const acc = this.#acc;
+    if (isObject(chunk.error)) acc.errorCode = errorCode(chunk.error);
+    if (typeof chunk.id === 'string' && acc.id === undefined) acc.id = chunk.id;
+    if (typeof chunk.model === 'string' && acc.model === undefined) acc.model = chunk.model;
+    if (typeof chunk.created === 'number' && acc.created === undefined) acc.created = chunk.created;
+    if (chunk.usage != null) acc.usage = usageOf(chunk.usage);
+    if (!Array.isArray(chunk.choices)) return;
+    for (const c of chunk.choices) {
+      if (!isObject(c)) continue;
+      const index = typeof c.index === 'number' ? c.index : 0;
+      this.#choices ??= new Map();
+      let st = this.#choices.get(index);
+      if (!st) this.#choices.set(index, (st = { text: '', refusal: '', tools: new Map() }));
+      if (typeof c.finish_reason === 'string') st.finish = c.finish_reason;
+      const d = c.delta;
+      if (!isObject(d)) continue;
+      if (typeof d.content === 'string') st.text += d.content;
+      if (typeof d.refusal === 'string') st.refusal += d.refusal;
+      if (Array.isArray(d.tool_calls)) {
+        for (const tc of d.tool_calls) {
+          if (!isObject(tc)) continue;
+          const ti = typeof tc.index === 'number' ? tc.index : st.tools.size;
+          let t = st.tools.get(ti);
+          if (!t) st.tools.set(ti, (t = { name: '', args: '' }));
+          if (typeof tc.id === 'string') t.id = tc.id;
+          const fn = isObject(tc.function) ? tc.function : {};
+          if (typeof fn.name === 'string') t.name += fn.name;
+          if (typeof fn.arguments === 'string') t.args += fn.arguments;
+        }
+      }
+      if (isObject(d.function_call)) {
+        let t = st.tools.get(-1);
+        if (!t) st.tools.set(-1, (t = { name: '', args: '' }));
+        if (typeof d.function_call.name === 'string') t.name += d.function_call.name;
+        if (typeof d.function_call.arguments === 'string') t.args += d.function_call.arguments;
+      }
+    }
+  }
+
+  #fromJson(value: unknown, preview: string | undefined): void {
+    const acc = this.#acc;
+    if (preview !== undefined) acc.unparsedBody = preview;
+    if (!isObject(value)) return;
+    if (isObject(value.error)) acc.errorCode = errorCode(value.error);
+    if (typeof value.id === 'string') acc.id = value.id;
+    if (typeof value.model === 'string') acc.model = value.model;
+    if (typeof value.created === 'number') acc.created = value.created;
+    const usage = usageOf(value.usage);
+    if (usage) acc.usage = usage;
+    if (!Array.isArray(value.choices)) return;
+    this.#jsonChoices = value.choices;
+    value.choices.forEach((c, i) => {
+      if (!isObject(c)) return;
+      if (typeof c.finish_reason === 'string') acc.finishReasons.push(c.finish_reason);
+      if (i !== 0 || !isObject(c.message)) return;
+      const m = c.message as Json;
+      if (typeof m.content === 'string') acc.text = m.content;
+      else if (typeof m.refusal === 'string') acc.text = m.refusal;
+      acc.toolCalls = jsonToolCalls(m);
+    });
+  }
+
+  #fromStream(): void {
+    const acc = this.#acc;
+    if (!this.#choices) return;
+    const sorted = [...this.#choices.entries()].sort((x, y) => x[0] - y[0]);
+    for (const [, st] of sorted) if (st.finish !== undefined) acc.finishReasons.push(st.finish);
+    const first = sorted[0]?.[1];
+    if (first) {
+      acc.text = first.text || first.refusal;
+      acc.toolCalls = streamToolCalls(first);
+    }
+  }
+
+  #outputMessages(): GenAiMessage[] {
+    if (this.#jsonChoices) {
+      return this.#jsonChoices.filter(isObject).map((c) => openAiOutputMessage(c.message, typeof c.finish_reason === 'string' ? c.finish_reason : undefined));
+    }
+    if (!this.#choices) return [];
+    return [...this.#choices.entries()]
+      .sort((x, y) => x[0] - y[0])
+      .map(([, st]) => {
+        const parts: GenAiPart[] = [];
+        if (st.text) parts.push({ type: 'text', content: st.text });
+        if (st.refusal) parts.push({ type: 'text', content: st.refusal });
+        for (const t of streamToolCalls(st)) parts.push({ type: 'tool_call', id: t.id ?? null, name: t.name, arguments: parseArguments(t.arguments) });
+        return { role: 'assistant', parts, finish_reason: st.finish ?? '' };
+      });
+  }
+
+  finish(_exchange: Exchange, failure: Failure, durationMs: number) {
+    const body = this.#body;
+    if (body.sse) {
+      body.text(); // replays an encoded stream through the parser; a no-op otherwise
+      this.#fromStream();
+    } else {
+      const { value, preview } = body.json();
+      if (value !== undefined && isObject(value) && value.object === 'chat.completion.chunk') {
+        // A stream sent without the SSE content type is not something we can read from one JSON value.
+        this.#fromJson(undefined, preview);
+      } else {
+        this.#fromJson(value, preview);
+      }
+    }
+    return finishLlm(body, this.#acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs);
+  }
+}
+
+function errorCode(e: Json): string | undefined {
+  const c = e.code ?? e.type;
+  return typeof c === 'string' ? c : undefined;
+}
+
+function jsonToolCalls(m: Json): ToolCallSummary[] {
+  const out: ToolCallSummary[] = [];
+  if (Array.isArray(m.tool_calls)) {
+    for (const tc of m.tool_calls) {
+      if (!isObject(tc)) continue;
+      const fn = isObject(tc.function) ? tc.function : {};
+      const call: ToolCallSummary = { name: typeof fn.name === 'string' ? fn.name : '', arguments: typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? '') };
+      if (typeof tc.id === 'string') call.id = tc.id;
+      out.push(call);
+    }
+  }
+  if (isObject(m.function_call)) {
+    const fc = m.function_call;
+    out.push({ name: typeof fc.name === 'string' ? fc.name : '', arguments: typeof fc.arguments === 'string' ? fc.arguments : '' });
+  }
+  return out;
+}
+
+function streamToolCalls(st: ChoiceState): ToolCallSummary[] {
+  return [...st.tools.entries()]
+    .sort((x, y) => x[0] - y[0])
+    .map(([, t]) => (t.id !== undefined ? { id: t.id, name: t.name, arguments: t.args } : { name: t.name, arguments: t.args }));
+}
+
+export const openaiChat: ProtocolModule = {
+  protocol: 'openai.chat',
+
+  matches(method: string, url: URL): boolean {
+    return method === 'POST' && url.pathname.endsWith('/chat/completions');
+  },
+
+  start(url: URL, body: unknown, headers: Record<string, string>, captureContent: boolean): ProtocolStart | undefined {
+    if (!isObject(body)) return undefined;
+    const model = typeof body.model === 'string' ? body.model : azureDeployment(url);
+    const input = openAiInput(body.messages);
+    const stream = body.stream === true;
+    const llmRequest: LlmRequestSummary = {
+      provider: providerName(url.hostname, 'openai'),
+      operation: GEN_AI_OPERATION_CHAT,
+      stream,
+      messages: input.messages,
+      tools: openAiTools(body),
+      time: Date.now(),
+    };
+    if (model !== undefined) llmRequest.model = model;
+    const maxTokens = num(body.max_completion_tokens) ?? num(body.max_tokens);
+    if (maxTokens !== undefined) llmRequest.maxTokens = maxTokens;
+    const temperature = num(body.temperature);
+    if (temperature !== undefined) llmRequest.temperature = temperature;
+    if (input.system !== undefined) llmRequest.systemInstructions = input.system;
+
+    const attributes = llmStartAttributes(url, llmRequest, headers, captureContent);
+    const topP = num(body.top_p);
+    if (topP !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_P] = topP;
+    const fp = num(body.frequency_penalty);
+    if (fp !== undefined) attributes[ATTR_GEN_AI_REQUEST_FREQUENCY_PENALTY] = fp;
+    const pp = num(body.presence_penalty);
+    if (pp !== undefined) attributes[ATTR_GEN_AI_REQUEST_PRESENCE_PENALTY] = pp;
+    const seed = num(body.seed);
+    if (seed !== undefined) attributes[ATTR_GEN_AI_REQUEST_SEED] = seed;
+    const n = num(body.n);
+    if (n !== undefined && n !== 1) attributes[ATTR_GEN_AI_REQUEST_CHOICE_COUNT] = n;
+    if (typeof body.stop === 'string') attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = [body.stop];
+    else if (Array.isArray(body.stop)) attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = body.stop.filter((s): s is string => typeof s === 'string');
+    const format = isObject(body.response_format) ? body.response_format.type : undefined;
+    if (format === 'json_object' || format === 'json_schema') attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'json';
+    else if (format === 'text') attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'text';
+
+    return {
+      name: model !== undefined ? `${GEN_AI_OPERATION_CHAT} ${model}` : GEN_AI_OPERATION_CHAT,
+      kind: SpanKind.CLIENT,
+      attributes,
+      stream,
+      operation: GEN_AI_OPERATION_CHAT,
+      provider: llmRequest.provider,
+      llmRequest,
+    };
+  },
+
+  reader(_exchange: Exchange, captureContent: boolean): ResponseReader {
+    return new OpenAiChatReader(captureContent);
+  },
+};

@@ -1,0 +1,54 @@
+/**
+ * gen_ai.provider.name from the request host. The value is "the instrumentation's best knowledge": a host we do not
+ * know is NOT labelled `openai` (unlike instrumentations that guess from the SDK); it gets the wire family's generic
+ * name, `openai_compatible` or `anthropic_compatible`, and `server.address` says where it went. Self-hosted gateways
+ * set `FAULTLINE_PROVIDER_NAME` (or the `providerName` option) to name themselves.
+ */
+
+export type WireFamily = 'openai' | 'anthropic';
+
+const EXACT: Record<string, string> = {
+  'api.openai.com': 'openai',
+  'api.anthropic.com': 'anthropic',
+  'api.deepseek.com': 'deepseek',
+  'api.groq.com': 'groq',
+  'api.mistral.ai': 'mistral_ai',
+  'api.x.ai': 'x_ai',
+  'api.perplexity.ai': 'perplexity',
+  'generativelanguage.googleapis.com': 'gcp.gemini',
+  'api.cohere.ai': 'cohere',
+  'api.cohere.com': 'cohere',
+  'api.moonshot.ai': 'moonshot_ai',
+  'api.moonshot.cn': 'moonshot_ai',
+  'openrouter.ai': 'openrouter',
+  'api.together.xyz': 'together_ai',
+  'api.fireworks.ai': 'fireworks_ai',
+};
+
+const SUFFIX: Array<[suffix: string, name: string]> = [
+  ['.openai.azure.com', 'azure.ai.openai'],
+  ['.services.ai.azure.com', 'azure.ai.inference'],
+  ['.models.ai.azure.com', 'azure.ai.inference'],
+  ['.inference.ai.azure.com', 'azure.ai.inference'],
+  ['-aiplatform.googleapis.com', 'gcp.vertex_ai'],
+  ['.aiplatform.googleapis.com', 'gcp.vertex_ai'],
+  ['.amazonaws.com', 'aws.bedrock'],
+  ['.cloud.ibm.com', 'ibm.watsonx.ai'],
+];
+
+/**
+ * Resolve the provider name for a host (`hostname` without port, any case). `override` (or FAULTLINE_PROVIDER_NAME)
+ * names hosts we do not know; a known host keeps its name, so an app talking to both a gateway and api.openai.com is
+ * labelled right.
+ */
+export function providerName(hostname: string, family: WireFamily, override?: string): string {
+  const host = hostname.toLowerCase();
+  const exact = EXACT[host];
+  if (exact !== undefined) return exact;
+  for (const [suffix, name] of SUFFIX) {
+    if (host.endsWith(suffix) && (name !== 'aws.bedrock' || host.includes('bedrock'))) return name;
+  }
+  const named = override ?? process.env.FAULTLINE_PROVIDER_NAME?.trim();
+  if (named) return named;
+  return family === 'openai' ? 'openai_compatible' : 'anthropic_compatible';
+}

@@ -1,0 +1,70 @@
+/** Request-side attributes shared by the LLM protocol modules (sampling-relevant ones are set at span start). */
+import type { Attributes } from '@opentelemetry/api';
+import {
+  ATTR_FL_REQUEST_MESSAGE_COUNT,
+  ATTR_FL_REQUEST_RETRY_COUNT,
+  ATTR_FL_REQUEST_TOOL_NAMES,
+  ATTR_GEN_AI_INPUT_MESSAGES,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_GEN_AI_REQUEST_MAX_TOKENS,
+  ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_REQUEST_STREAM,
+  ATTR_GEN_AI_REQUEST_TEMPERATURE,
+  ATTR_GEN_AI_SYSTEM_INSTRUCTIONS,
+  ATTR_GEN_AI_TOOL_DEFINITIONS,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+} from '../semconv';
+import type { LlmRequestSummary } from '../types';
+import { systemInstructionParts } from './content';
+
+export function serverPort(url: URL): number {
+  if (url.port) return Number(url.port);
+  return url.protocol === 'https:' ? 443 : 80;
+}
+
+/**
+ * Each SDK attempt is its own HTTP call and so its own chat span; the openai and Anthropic SDKs number their retries
+ * in `x-stainless-retry-count`, which we record so a retried call can be told from a new one.
+ */
+export function retryCount(headers: Record<string, string>): number | undefined {
+  const raw = headers['x-stainless-retry-count'];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  return Number.isInteger(n) && n >= 0 ? n : undefined;
+}
+
+export function llmStartAttributes(
+  url: URL,
+  req: LlmRequestSummary,
+  headers: Record<string, string>,
+  captureContent: boolean,
+): Attributes {
+  const a: Attributes = {
+    [ATTR_GEN_AI_OPERATION_NAME]: req.operation,
+    [ATTR_GEN_AI_PROVIDER_NAME]: req.provider,
+    [ATTR_SERVER_ADDRESS]: url.hostname,
+    [ATTR_SERVER_PORT]: serverPort(url),
+    [ATTR_FL_REQUEST_MESSAGE_COUNT]: req.messages.length,
+  };
+  if (req.model !== undefined) a[ATTR_GEN_AI_REQUEST_MODEL] = req.model;
+  if (req.maxTokens !== undefined) a[ATTR_GEN_AI_REQUEST_MAX_TOKENS] = req.maxTokens;
+  if (req.temperature !== undefined) a[ATTR_GEN_AI_REQUEST_TEMPERATURE] = req.temperature;
+  if (req.stream) a[ATTR_GEN_AI_REQUEST_STREAM] = true;
+  if (req.tools.length > 0) a[ATTR_FL_REQUEST_TOOL_NAMES] = req.tools.map((t) => t.name);
+  const retries = retryCount(headers);
+  if (retries !== undefined) a[ATTR_FL_REQUEST_RETRY_COUNT] = retries;
+  if (captureContent) {
+    a[ATTR_GEN_AI_INPUT_MESSAGES] = JSON.stringify(req.messages);
+    if (req.systemInstructions !== undefined) {
+      a[ATTR_GEN_AI_SYSTEM_INSTRUCTIONS] = JSON.stringify(systemInstructionParts(req.systemInstructions));
+    }
+    if (req.tools.length > 0) a[ATTR_GEN_AI_TOOL_DEFINITIONS] = JSON.stringify(req.tools);
+  }
+  return a;
+}
+
+export function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}

@@ -1,0 +1,112 @@
+/**
+ * Transport faults: what real clients really see, as opposed to AgentChaos's 200-OK bodies carrying error text.
+ * HTTP errors with provider-shaped error bodies, connection reset / refused, a hang until the client gives up, and a
+ * slow first byte. They act before the request leaves: a synthetic response never reaches the network.
+ */
+import { z } from 'zod';
+import type { FaultType } from '../taxonomy';
+import { STRATEGIES } from './agentchaos/experiments';
+import type { TransportEffect, TransportFault } from './types';
+
+const retryAfter = z.number().min(0).max(3600).default(1).meta({ description: 'Retry-After header value, in seconds' });
+const httpParams = z.strictObject({
+  retryAfterS: retryAfter,
+});
+
+interface Shape {
+  status: number;
+  openai: { message: string; type: string; code: string | null };
+  anthropic: { type: string; message: string };
+}
+
+const SHAPES: Record<string, Shape> = {
+  http_500: { status: 500, openai: { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', code: null }, anthropic: { type: 'api_error', message: 'Internal server error' } },
+  http_502: { status: 502, openai: { message: 'Bad gateway.', type: 'server_error', code: null }, anthropic: { type: 'api_error', message: 'Bad gateway' } },
+  http_503: { status: 503, openai: { message: 'The engine is currently overloaded, please try again later.', type: 'server_error', code: null }, anthropic: { type: 'api_error', message: 'Service unavailable' } },
+  http_529: { status: 529, openai: { message: 'The server is overloaded, please try again later.', type: 'server_error', code: 'overloaded' }, anthropic: { type: 'overloaded_error', message: 'Overloaded' } },
+  http_429: { status: 429, openai: { message: 'Rate limit reached for requests. Please try again in 1s.', type: 'requests', code: 'rate_limit_exceeded' }, anthropic: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } },
+};
+
+/** The error body a provider really sends for this status. */
+export function providerErrorBody(name: string, provider: string): string {
+  const s = SHAPES[name];
+  if (provider === 'anthropic') return JSON.stringify({ type: 'error', error: s.anthropic });
+  return JSON.stringify({ error: { message: s.openai.message, type: s.openai.type, param: null, code: s.openai.code } });
+}
+
+function httpFault(name: string): TransportFault {
+  const s = SHAPES[name];
+  return {
+    name,
+    base: name,
+    type: 'error',
+    category: 'crash',
+    mode: 'transport',
+    target: 'transport',
+    strategy: STRATEGIES.single,
+    fixedStrategy: false,
+    description: `HTTP ${s.status} with the provider's error body${s.status === 429 || s.status === 529 || s.status === 503 ? ' and Retry-After' : ''}`,
+    params: httpParams as unknown as z.ZodType<Record<string, unknown>>,
+    effect(params, provider): TransportEffect {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (s.status === 429 || s.status === 529 || s.status === 503) headers['retry-after'] = String(params.retryAfterS ?? 1);
+      if (provider === 'anthropic') headers['request-id'] = 'req_faultline_injected';
+      else headers['x-request-id'] = 'req_faultline_injected';
+      return { kind: 'respond', status: s.status, headers, body: providerErrorBody(name, provider) };
+    },
+  };
+}
+
+function plain(
+  name: string,
+  type: FaultType,
+  description: string,
+  params: z.ZodType,
+  effect: (p: Record<string, unknown>) => TransportEffect,
+): TransportFault {
+  return {
+    name,
+    base: name,
+    type,
+    category: type === 'delay' ? 'omission' : 'crash',
+    mode: 'transport',
+    target: 'transport',
+    strategy: STRATEGIES.single,
+    fixedStrategy: false,
+    description,
+    params: params as unknown as z.ZodType<Record<string, unknown>>,
+    effect,
+  };
+}
+
+export function transportFaults(): TransportFault[] {
+  return [
+    ...Object.keys(SHAPES).map(httpFault),
+    plain(
+      'conn_reset',
+      'error',
+      'the connection is reset before any response (ECONNRESET)',
+      z.strictObject({ afterMs: z.number().int().min(0).default(0).meta({ description: 'wait before the reset, in ms' }) }),
+      (p) => ({ kind: 'error', code: 'ECONNRESET', afterMs: Number(p.afterMs ?? 0) }),
+    ),
+    plain('conn_refused', 'error', 'the connection is refused (ECONNREFUSED); the request never leaves', z.strictObject({}), () => ({
+      kind: 'error',
+      code: 'ECONNREFUSED',
+      afterMs: 0,
+    })),
+    plain(
+      'timeout_hang',
+      'timeout',
+      'no response: held until the client gives up, or reset after stallMs',
+      z.strictObject({ stallMs: z.number().int().min(0).meta({ description: 'reset the connection after this long instead of holding until the client aborts, in ms' }).optional() }),
+      (p) => ({ kind: 'hang', stallMs: typeof p.stallMs === 'number' ? p.stallMs : undefined }),
+    ),
+    plain(
+      'slow_first_byte',
+      'delay',
+      'the request is held delayMs before it is sent (slow time to first byte); the response is untouched',
+      z.strictObject({ delayMs: z.number().int().min(0).default(3000).meta({ description: 'added latency, in ms' }) }),
+      (p) => ({ kind: 'delay', delayMs: Number(p.delayMs ?? 3000) }),
+    ),
+  ];
+}

@@ -1,0 +1,77 @@
+/** `faultline eval FILE...`: score diagnosers against the recorded ground truth (AgentChaos RQ3). */
+import { writeFileSync } from 'node:fs';
+import type { Command } from '../types';
+import { oneOf } from '../options';
+import { FaultlineInputError } from '../../errors';
+import { DIAGNOSER_NAMES, type DiagnoserName } from '../../diagnosers/types';
+
+const EVAL_FORMATS = ['table', 'json'] as const;
+
+export const command: Command = {
+  name: 'eval',
+  summary: 'Score diagnosers against the injected ground truth of labelled traces: type and step accuracy, per-type table, confusion matrix, Cohen\'s kappa, false positives on clean traces.',
+  usage: 'faultline eval FILE... [--diagnoser rule|llm|hybrid]... [--html report.html] [--format table|json]',
+  options: [
+    { name: 'diagnoser', short: 'd', value: DIAGNOSER_NAMES.join('|'), description: 'diagnoser(s) to score; repeat or comma-separate for several (kappa needs two)', multiple: true },
+    { name: 'format', short: 'f', value: EVAL_FORMATS.join('|'), description: 'terminal table, or the whole report as JSON', default: 'table' },
+    { name: 'html', value: 'file', description: 'also write a self-contained HTML report with charts' },
+    { name: 'concurrency', short: 'c', value: 'N', description: 'traces evaluated at once (default: 1, or 4 with llm / hybrid)' },
+    { name: 'min-type-accuracy', value: 'percent', description: 'exit 1 when a diagnoser\'s type accuracy is below this' },
+    { name: 'min-step-accuracy', value: 'percent', description: 'exit 1 when a diagnoser\'s step accuracy is below this' },
+  ],
+  details: [
+    'Labelled traces carry faultline.fault.* ground truth (written by the fault injector / campaign runner). The truth of',
+    'a trace is its earliest span with a faultline.fault.injected event that changed something; traces whose planned',
+    'fault never fired are excluded and counted as untriggered. Diagnosers see the traces with the ground truth removed.',
+    'Default diagnoser: rule.',
+    '',
+    'Examples:',
+    '  faultline eval campaign/traces.jsonl',
+    '  faultline eval campaign/*.json -d rule -d hybrid --html eval.html',
+  ].join('\n'),
+  async run({ options, positionals }) {
+    if (positionals.length === 0) throw new FaultlineInputError('FAULTLINE_USAGE', 'no trace files given (usage: faultline eval FILE... ; see faultline eval --help)');
+    const raw = (Array.isArray(options.diagnoser) ? options.diagnoser : typeof options.diagnoser === 'string' ? [options.diagnoser] : ['rule'])
+      .flatMap((d) => d.split(','))
+      .map((d) => d.trim())
+      .filter((d) => d !== '');
+    const names = [...new Set(raw.map((d) => oneOf<DiagnoserName>(command, 'diagnoser', d, DIAGNOSER_NAMES)))];
+    const format = oneOf(command, 'format', options.format, EVAL_FORMATS);
+    const threshold = (name: string): number | undefined => {
+      const v = options[name];
+      if (v === undefined) return undefined;
+      const n = Number(v);
+      if (typeof v !== 'string' || !Number.isFinite(n) || n < 0 || n > 100) throw new FaultlineInputError('FAULTLINE_USAGE', `--${name} must be a percentage 0..100; got ${JSON.stringify(v)}`);
+      return n;
+    };
+    const minType = threshold('min-type-accuracy');
+    const minStep = threshold('min-step-accuracy');
+    const { concurrencyOption } = require('./diagnose') as typeof import('./diagnose');
+    const concurrency = concurrencyOption(options.concurrency, names.some((n) => n !== 'rule') ? 4 : 1);
+    const { createDiagnoser } = (require('../../diagnosers/index') as typeof import('../../diagnosers/index'));
+    const { evaluate } = (require('../../evaluation/evaluate') as typeof import('../../evaluation/evaluate'));
+    const { evalText, evalJson } = (require('../../report/eval-text') as typeof import('../../report/eval-text'));
+    const { useColors } = (require('../../report/colors') as typeof import('../../report/colors'));
+    const { createProgress } = (require('../../report/progress') as typeof import('../../report/progress'));
+    const { readTraces } = (require('../../traces/read') as typeof import('../../traces/read'));
+    const diagnosers = names.map((n) => createDiagnoser(n));
+    const progress = createProgress({ label: `evaluating ${names.join(', ')}` });
+    const report = await evaluate(readTraces(positionals), diagnosers, { concurrency, onTrace: (done) => progress.update(done) });
+    progress.done();
+    if (report.traces === 0) throw new FaultlineInputError('FAULTLINE_TRACE_MALFORMED', `no traces found in ${positionals.join(', ')}`);
+    process.stdout.write(format === 'json' ? evalJson(report) : evalText(report, useColors(process.stdout)));
+    if (typeof options.html === 'string') {
+      const { evalHtml } = (require('../../report/html') as typeof import('../../report/html'));
+      writeFileSync(options.html, evalHtml(report));
+      if (format !== 'json') process.stdout.write(`\nHTML report written to ${options.html}\n`);
+    }
+    const below = report.diagnosers.filter(
+      (d) => (minType !== undefined && d.accuracy.typeAccuracy < minType) || (minStep !== undefined && d.accuracy.stepAccuracy < minStep),
+    );
+    if (below.length > 0) {
+      process.stderr.write(`✖ below the accuracy threshold: ${below.map((d) => d.diagnoser).join(', ')}\n`);
+      return 1;
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,66 @@
+/**
+ * Diagnosers over one trace, and the diagnose path: ground truth is stripped BEFORE any diagnoser sees a trace.
+ */
+import type { TraceRecord } from '../traces/model';
+import { FaultlineInputError } from '../errors';
+import { createHybridDiagnoser, type HybridDiagnoserOptions } from './hybrid';
+import { createLlmDiagnoser, type LlmDiagnoserOptions } from './llm';
+import { createRuleDiagnoser, type RuleDiagnoserOptions } from './rules';
+import { stripGroundTruth } from './strip-ground-truth';
+import { DIAGNOSER_NAMES, type Diagnoser, type DiagnoserName, type Diagnosis } from './types';
+import { defaultFindings } from './offline-detectors';
+
+export type { Diagnoser, DiagnoserName, Diagnosis, StepKind } from './types';
+export { DIAGNOSER_NAMES } from './types';
+export { stripGroundTruth, hasGroundTruth } from './strip-ground-truth';
+export { createRuleDiagnoser, diagnoseByRules, type RuleDiagnoserOptions, type Signal, type SpanFindings } from './rules';
+export { createLlmDiagnoser, type LlmDiagnoserOptions } from './llm';
+export { createHybridDiagnoser, type HybridDiagnoserOptions } from './hybrid';
+export { renderTrace } from './render';
+
+export interface DiagnoserOptions extends RuleDiagnoserOptions {
+  llm?: LlmDiagnoserOptions;
+}
+
+export function isDiagnoserName(v: string): v is DiagnoserName {
+  return (DIAGNOSER_NAMES as readonly string[]).includes(v);
+}
+
+/** Build a diagnoser by name. The offline detectors are wired in unless `findings` is given. */
+export function createDiagnoser(name: string, options: DiagnoserOptions = {}): Diagnoser {
+  const withFindings: RuleDiagnoserOptions = { ...options, findings: options.findings ?? defaultFindings() };
+  switch (name) {
+    case 'rule':
+      return createRuleDiagnoser(withFindings);
+    case 'llm':
+      return createLlmDiagnoser({ ...withFindings, ...options.llm });
+    case 'hybrid':
+      return createHybridDiagnoser({ ...withFindings, ...(options.llm ? { llm: options.llm } : {}) } as HybridDiagnoserOptions);
+    default:
+      throw new FaultlineInputError('FAULTLINE_USAGE', `unknown diagnoser ${JSON.stringify(name)}: expected one of ${DIAGNOSER_NAMES.join(', ')}`);
+  }
+}
+
+/** The diagnose path: strip the ground truth, then diagnose. */
+export async function diagnoseTrace(diagnoser: Diagnoser, trace: TraceRecord): Promise<Diagnosis> {
+  return diagnoser.diagnose(stripGroundTruth(trace));
+}
+
+/**
+ * `fn` over a stream with up to `concurrency` calls in flight (an LLM diagnoser waits on the network), yielding
+ * results in input order. Reading stays bounded: at most `concurrency` items are held.
+ */
+export async function* mapOrdered<T, R>(items: AsyncIterable<T> | Iterable<T>, concurrency: number, fn: (item: T) => Promise<R>): AsyncGenerator<{ item: T; result: R }> {
+  const window: Promise<{ item: T; result: R }>[] = [];
+  const limit = Math.max(1, Math.floor(concurrency));
+  for await (const item of items) {
+    window.push(fn(item).then((result) => ({ item, result })));
+    if (window.length >= limit) yield await window.shift()!;
+  }
+  while (window.length > 0) yield await window.shift()!;
+}
+
+/** Diagnose every trace of a stream (ground truth stripped first), in order. */
+export async function* diagnoseAll(diagnoser: Diagnoser, traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, options: { concurrency?: number } = {}): AsyncGenerator<Diagnosis> {
+  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, (t) => diagnoseTrace(diagnoser, t))) yield result;
+}

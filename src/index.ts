@@ -1,0 +1,92 @@
+/**
+ * faultline's public API. Everything a user imports comes from here (`import { … } from 'faultline'`);
+ * `faultline/register` is the one-line entry point that calls `start()`.
+ *
+ * Data flows one way: instrument → spans → detectors → diagnosers → reports.
+ */
+
+// ---------------------------------------------------------------- runtime (instrument + inject + guard, wired)
+export { start, startRuntime, shutdown, type StartOptions, type FaultlineRuntime } from './start';
+export { FileSpanExporter, DEFAULT_TRACES_FILE, type FileSpanExporterOptions } from './exporters/file-exporter';
+
+// ---------------------------------------------------------------- instrument
+export { FaultlineInstrumentation, installInstrumentation, getExchange } from '../instrumentation';
+export {
+  runAgent,
+  runWorkflow,
+  withTask,
+  getTaskId,
+  getAgentName,
+  MessageChannel,
+  configureChannels,
+  a2aAgentCardInterceptor,
+  type RunAgentOptions,
+  type RunWorkflowOptions,
+} from '../instrumentation/agents';
+export type {
+  AgentMessage,
+  DeliverStep,
+  DeliveryContext,
+  Exchange,
+  ExchangeOutcome,
+  FaultlineInstrumentationConfig,
+  GenAiMessage,
+  LlmRequestSummary,
+  LlmResponseSummary,
+} from '../instrumentation/types';
+
+// ---------------------------------------------------------------- inject
+export { definePlan, FaultPlan, type FaultPlanInput, type FaultRule, type FaultSelector } from './plan/schema';
+export { loadPlan, parsePlan, planFromEnv } from './plan/load';
+export { FAULT_NAMES, listFaults, getFault } from './catalog';
+export {
+  createInjector,
+  injectorFromEnv,
+  FaultInjectionSpanProcessor,
+  triggerReportFromSpans,
+  formatTriggerReport,
+  type Injector,
+  type TriggerReport,
+} from './inject';
+
+// ---------------------------------------------------------------- detect and guard
+export {
+  runDetectors,
+  defaultDetectors,
+  registerDetector,
+  detectSpans,
+  createOnlineDetection,
+  type Detector,
+  type Finding,
+  type Observation,
+  type MessageContract,
+} from '../detectors';
+export {
+  createGuards,
+  guard,
+  guardPreset,
+  GuardRejectedError,
+  CircuitOpenError,
+  type GuardConfig,
+  type GuardConfigInput,
+} from '../detectors/guards';
+
+// ---------------------------------------------------------------- traces, diagnosis, evaluation
+export { readTraces, readSpans, startCollector, type TraceRecord, type SpanRecord } from './traces';
+export {
+  createDiagnoser,
+  diagnoseTrace,
+  diagnoseAll,
+  stripGroundTruth,
+  type Diagnoser,
+  type Diagnosis,
+} from './diagnosers';
+export { evaluate, groundTruth, cohenKappa, type EvalReport } from './evaluation';
+
+// ---------------------------------------------------------------- campaigns and the embedded mock model
+export { runCampaign, type CampaignOptions, type CampaignResult } from './campaign/runner';
+export { startMockModel, type MockModel, type MockModelOptions } from './mock-model/server';
+
+export { FAULT_TYPES, type FaultType, type FaultCategory, type FaultMode } from './taxonomy';
+export { FaultlineError, FaultlineInputError, type FaultlineErrorCode } from './errors';
+export { VERSION } from './version';

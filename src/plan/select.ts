@@ -1,0 +1,124 @@
+/**
+ * Compiling a plan into matchers, and matching a span's start attributes against a rule's selector. Selectors read
+ * only attributes known at span start (the ones samplers see), so selection never depends on the response.
+ */
+import type { Attributes } from '@opentelemetry/api';
+import {
+  ATTR_FL_MESSAGE_BOUNDARY,
+  ATTR_FL_MESSAGE_ID,
+  ATTR_FL_MESSAGE_SOURCE,
+  ATTR_FL_MESSAGE_TARGET,
+  ATTR_GEN_AI_AGENT_NAME,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_URL_FULL,
+} from '../../instrumentation/semconv';
+import type { FaultSpec } from '../catalog/agentchaos/spec';
+import { STRATEGIES } from '../catalog/agentchaos/experiments';
+import { getFault } from '../catalog/index';
+import type { FaultDefinition, Strategy } from '../catalog/types';
+import type { FaultPlan, FaultRule, FaultSelector } from './schema';
+
+/** The operation name used for in-process channel handoffs (their spans carry no gen_ai.operation.name). */
+export const HANDOFF_OPERATION = 'handoff';
+
+export interface CompiledRule {
+  readonly index: number;
+  readonly name: string;
+  readonly fault: FaultDefinition;
+  readonly strategy: Strategy;
+  /** The specs the engine fires: the fault's own (content faults) or one spec carrying the rule's strategy. */
+  readonly specs: readonly FaultSpec[];
+  readonly params: Record<string, unknown>;
+  matches(attrs: Attributes): boolean;
+  readonly positions?: ReadonlySet<number>;
+}
+
+export interface CompiledPlan {
+  readonly plan: FaultPlan;
+  readonly rules: readonly CompiledRule[];
+  /** Some rule selects on the URL (which a span's start attributes may lack: then the fault step selects). */
+  readonly usesUrl: boolean;
+}
+
+export function compilePlan(plan: FaultPlan): CompiledPlan {
+  const counts = new Map<string, number>();
+  for (const r of plan.rules) counts.set(r.fault, (counts.get(r.fault) ?? 0) + 1);
+  const rules = plan.rules.map((r, i) => compileRule(r, i, r.name ?? ((counts.get(r.fault) ?? 0) > 1 ? `${r.fault}_${i + 1}` : r.fault)));
+  return { plan, rules, usesUrl: plan.rules.some((r) => r.match.url !== undefined) };
+}
+
+function strategyOf(rule: FaultRule, fault: FaultDefinition): Strategy {
+  if (fault.fixedStrategy || rule.strategy === undefined) return fault.strategy;
+  const base = STRATEGIES[rule.strategy];
+  if (rule.strategy === 'intermittent') return { ...base, probability: rule.probability ?? base.probability };
+  if (rule.strategy === 'burst') return { ...base, maxCount: rule.count ?? base.maxCount };
+  return base;
+}
+
+function compileRule(rule: FaultRule, index: number, name: string): CompiledRule {
+  const fault = getFault(rule.fault);
+  if (!fault) throw new Error(`unknown fault ${rule.fault}`); // unreachable: the schema checked it
+  const strategy = strategyOf(rule, fault);
+  const specs: readonly FaultSpec[] =
+    fault.mode === 'content'
+      ? fault.specs
+      : [{ action: 'set', target: '$', maxCount: strategy.maxCount, minCount: strategy.minCount, probability: strategy.probability, skipGuard: true }];
+  const params = fault.params.parse(rule.params);
+  const pos = rule.match.position;
+  return {
+    index,
+    name,
+    fault,
+    strategy,
+    specs,
+    params,
+    matches: compileSelector(rule.match),
+    positions: pos === undefined ? undefined : new Set(Array.isArray(pos) ? pos : [pos]),
+  };
+}
+
+const FIELDS: Array<[keyof FaultSelector, string]> = [
+  ['operation', ATTR_GEN_AI_OPERATION_NAME],
+  ['provider', ATTR_GEN_AI_PROVIDER_NAME],
+  ['model', ATTR_GEN_AI_REQUEST_MODEL],
+  ['agent', ATTR_GEN_AI_AGENT_NAME],
+  ['tool', ATTR_GEN_AI_TOOL_NAME],
+  ['boundary', ATTR_FL_MESSAGE_BOUNDARY],
+  ['source', ATTR_FL_MESSAGE_SOURCE],
+  ['target', ATTR_FL_MESSAGE_TARGET],
+];
+
+function globToRegExp(glob: string): RegExp {
+  return new RegExp(`^${glob.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+}
+
+function valueMatcher(spec: string | string[]): (v: string | undefined) => boolean {
+  const res = (Array.isArray(spec) ? spec : [spec]).map((s) => (s.includes('*') ? globToRegExp(s) : s));
+  return (v) => v !== undefined && res.some((r) => (typeof r === 'string' ? r === v : r.test(v)));
+}
+
+/** The operation a span stands for: gen_ai.operation.name, or `handoff` for a channel message span. */
+export function operationOf(attrs: Attributes): string | undefined {
+  const op = attrs[ATTR_GEN_AI_OPERATION_NAME];
+  if (typeof op === 'string') return op;
+  return typeof attrs[ATTR_FL_MESSAGE_ID] === 'string' ? HANDOFF_OPERATION : undefined;
+}
+
+export function compileSelector(sel: FaultSelector): (attrs: Attributes) => boolean {
+  const checks: Array<(attrs: Attributes) => boolean> = [];
+  for (const [key, attr] of FIELDS) {
+    const spec = sel[key];
+    if (spec === undefined) continue;
+    const m = valueMatcher(spec as string | string[]);
+    checks.push(key === 'operation' ? (a) => m(operationOf(a)) : (a) => m(typeof a[attr] === 'string' ? (a[attr] as string) : undefined));
+  }
+  if (sel.url !== undefined) {
+    const u = sel.url;
+    const re = u.length > 1 && u.startsWith('/') && u.endsWith('/') ? new RegExp(u.slice(1, -1)) : globToRegExp(u);
+    checks.push((a) => typeof a[ATTR_URL_FULL] === 'string' && re.test(a[ATTR_URL_FULL] as string));
+  }
+  return (attrs) => checks.every((c) => c(attrs));
+}

@@ -1,0 +1,71 @@
+/** The `faultline eval` terminal report: overall accuracy, per-type table beside AgentChaos, confusion, kappa, FP. */
+import { AGENTCHAOS_KAPPA, AGENTCHAOS_LLM, AGENTCHAOS_RULE } from '../evaluation/agentchaos';
+import type { EvalReport } from '../evaluation/evaluate';
+import { colors as makeColors, table } from './colors';
+
+const f = (x: number): string => (Number.isNaN(x) ? 'n/a' : x.toFixed(2));
+
+export function evalText(report: EvalReport, color = false): string {
+  const c = makeColors(color);
+  const out: string[] = [];
+  out.push(
+    c.bold('faultline eval') +
+      ` — ${report.traces} traces: ${report.faulty} faulty, ${report.clean} clean, ${report.untriggered} untriggered (excluded), ${report.spans} spans`,
+    '',
+  );
+  out.push(
+    table(
+      ['diagnoser', 'type acc %', 'step acc %', 'faulty', 'FP on clean %', 'clean', 'ms/trace'],
+      [
+        ...report.diagnosers.map((d) => [
+          d.diagnoser,
+          f(d.accuracy.typeAccuracy),
+          f(d.accuracy.stepAccuracy),
+          String(d.accuracy.n),
+          f(d.falsePositives.rate),
+          String(d.falsePositives.clean),
+          String(d.msPerTrace),
+        ]),
+        [c.dim('AgentChaos rule'), c.dim(f(AGENTCHAOS_RULE.typeAccuracy)), c.dim(f(AGENTCHAOS_RULE.stepAccuracy)), '', '', '', ''],
+        [c.dim('AgentChaos LLM'), c.dim(f(AGENTCHAOS_LLM.typeAccuracy)), c.dim(f(AGENTCHAOS_LLM.stepAccuracy)), '', '', '', ''],
+      ],
+      new Set([1, 2, 3, 4, 5, 6]),
+    ),
+  );
+  for (const d of report.diagnosers) {
+    out.push('', c.bold(`Per fault type — ${d.diagnoser}`) + c.dim(' (AgentChaos rule / LLM beside, where published)'));
+    out.push(
+      table(
+        ['fault type', 'n', 'type %', 'step %', 'AC rule type/step', 'AC LLM type/step'],
+        d.accuracy.perType.map((r) => {
+          const ar = AGENTCHAOS_RULE.perType[r.faultType];
+          const al = AGENTCHAOS_LLM.perType[r.faultType];
+          const tcol = r.typeAccuracy >= 90 ? c.green(f(r.typeAccuracy)) : c.yellow(f(r.typeAccuracy));
+          return [r.faultType, String(r.n), tcol, f(r.stepAccuracy), ar ? `${f(ar.type)} / ${f(ar.step)}` : '-', al ? `${f(al.type)} / ${f(al.step)}` : '-'];
+        }),
+        new Set([1, 2, 3]),
+      ),
+    );
+    const m = d.confusion;
+    if (m.labels.length > 0) {
+      out.push('', c.bold(`Confusion — ${d.diagnoser}`) + c.dim(' (rows: truth, columns: diagnosis)'));
+      out.push(
+        table(
+          ['truth \\ diag', ...m.labels],
+          m.labels.map((l, i) => [l, ...m.counts[i]!.map((n, j) => (n === 0 ? c.dim('.') : i === j ? c.green(String(n)) : c.red(String(n))))]),
+          new Set(m.labels.map((_, i) => i + 1)),
+        ),
+      );
+    }
+  }
+  if (report.kappa.length > 0) {
+    out.push('', c.bold("Cohen's kappa between diagnosers") + c.dim(` (AgentChaos rule vs LLM: type ${AGENTCHAOS_KAPPA.type}, step ${AGENTCHAOS_KAPPA.step})`));
+    out.push(table(['pair', 'type κ', 'step κ', 'n'], report.kappa.map((k) => [`${k.a} vs ${k.b}`, f(k.type), f(k.step), String(k.n)]), new Set([1, 2, 3])));
+  }
+  return out.join('\n') + '\n';
+}
+
+/** JSON form of the report (rows included, so results can be re-analysed). */
+export function evalJson(report: EvalReport): string {
+  return JSON.stringify(report, null, 2) + '\n';
+}

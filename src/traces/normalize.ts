@@ -1,0 +1,188 @@
+/**
+ * Value normalisation shared by every trace reader: ids, times, span kinds, status codes and attribute values,
+ * whatever flavour of the "same" data a producer wrote (backends.md §2.5). Bad values throw a `TraceDataError`
+ * naming the field; the reader adds the file and the place.
+ */
+import type { AttrScalar, AttrValue, Attributes, SpanKindName, StatusCodeName } from './model';
+
+/** A value a reader cannot normalise. `path` is the JSON path (or protobuf field path) of the value. */
+export class TraceDataError extends Error {
+  constructor(
+    readonly path: string,
+    readonly problem: string,
+  ) {
+    super(`${path}: ${problem}`);
+    this.name = 'TraceDataError';
+  }
+}
+
+const HEX = /^[0-9a-fA-F]+$/;
+const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
+
+function describe(v: unknown): string {
+  const s = JSON.stringify(v);
+  return s === undefined ? String(v) : s.length > 60 ? `${s.slice(0, 57)}…` : s;
+}
+
+/**
+ * An id of `bytes` bytes as lowercase hex: hex of any case (the OTLP/JSON spec), base64 (Tempo's gogo JSON), or
+ * shorter hex left-padded with zeros (Jaeger writes 16-character trace ids when the high half is zero).
+ * Returns undefined for an absent id (missing, empty).
+ */
+export function normId(v: unknown, bytes: 8 | 16, path: string): string | undefined {
+  if (v === undefined || v === null || v === '') return undefined;
+  if (typeof v !== 'string') throw new TraceDataError(path, `expected an id string, got ${describe(v)}`);
+  const hexLen = bytes * 2;
+  // Hex of the exact length, or shorter hex (Jaeger's short form) padded. Base64 of 8/16 bytes always has `=` padding
+  // or a non-hex character in practice, so hex wins the rare ambiguous case.
+  if (v.length <= hexLen && HEX.test(v)) return v.toLowerCase().padStart(hexLen, '0');
+  if (BASE64.test(v)) {
+    const buf = Buffer.from(v, v.includes('-') || v.includes('_') ? 'base64url' : 'base64');
+    if (buf.length === bytes) return buf.toString('hex');
+  }
+  throw new TraceDataError(path, `expected ${hexLen} hex characters or base64 of ${bytes} bytes, got ${describe(v)}`);
+}
+
+/** Like normId, but an all-zero id (some producers' "no parent") is absent too. */
+export function normParentId(v: unknown, path: string): string | undefined {
+  const id = normId(v, 8, path);
+  return id === undefined || /^0+$/.test(id) ? undefined : id;
+}
+
+/**
+ * Unix nanoseconds (a decimal string or a number) → epoch milliseconds, keeping microsecond precision: the
+ * microseconds of a 2020s timestamp (~1.8e15) are exact in a double, the nanoseconds (~1.8e18) are not.
+ */
+export function nanosToMs(v: unknown, path: string): number {
+  if (v === undefined || v === null || v === '') return 0;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v) || v < 0) throw new TraceDataError(path, `expected unix nanoseconds, got ${describe(v)}`);
+    return Math.round(v / 1000) / 1000;
+  }
+  if (typeof v === 'string' && /^\d+$/.test(v)) {
+    if (v.length <= 3) return 0;
+    return Number(v.slice(0, -3)) / 1000;
+  }
+  throw new TraceDataError(path, `expected unix nanoseconds as a decimal string or number, got ${describe(v)}`);
+}
+
+/** Epoch microseconds (Jaeger) → epoch milliseconds. */
+export function microsToMs(v: unknown, path: string): number {
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n)) throw new TraceDataError(path, `expected microseconds, got ${describe(v)}`);
+  return n / 1000;
+}
+
+const KINDS: readonly SpanKindName[] = ['UNSPECIFIED', 'INTERNAL', 'SERVER', 'CLIENT', 'PRODUCER', 'CONSUMER'];
+const STATUSES: readonly StatusCodeName[] = ['UNSET', 'OK', 'ERROR'];
+
+/** Span kind from an integer (OTLP/JSON spec), an enum name (`SPAN_KIND_CLIENT`) or a bare name (`client`). */
+export function normKind(v: unknown): SpanKindName {
+  if (typeof v === 'number') return KINDS[v] ?? 'UNSPECIFIED';
+  if (typeof v === 'string') {
+    const name = v.toUpperCase().replace(/^SPAN_KIND_/, '');
+    if ((KINDS as readonly string[]).includes(name)) return name as SpanKindName;
+    if (/^\d+$/.test(v)) return KINDS[Number(v)] ?? 'UNSPECIFIED';
+  }
+  // Unknown enum values are kept as "unspecified" rather than rejected: newer producers may add values.
+  return 'UNSPECIFIED';
+}
+
+/** Status code from an integer, an enum name (`STATUS_CODE_ERROR`) or a bare name (`ERROR`, `Ok`). */
+export function normStatusCode(v: unknown): StatusCodeName {
+  if (typeof v === 'number') return STATUSES[v] ?? 'UNSET';
+  if (typeof v === 'string') {
+    const name = v.toUpperCase().replace(/^STATUS_CODE_/, '');
+    if ((STATUSES as readonly string[]).includes(name)) return name as StatusCodeName;
+    if (/^\d+$/.test(v)) return STATUSES[Number(v)] ?? 'UNSET';
+  }
+  return 'UNSET';
+}
+
+/** An int64 (JSON number or decimal string) as a number when it is exactly representable, else its decimal string. */
+export function normInt64(v: unknown, path: string): number | string {
+  if (typeof v === 'number' && Number.isFinite(v)) return v;
+  if (typeof v === 'string' && /^-?\d+$/.test(v.trim())) {
+    const n = Number(v);
+    return Number.isSafeInteger(n) ? n : v.trim();
+  }
+  throw new TraceDataError(path, `expected a 64-bit integer, got ${describe(v)}`);
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** An OTLP AnyValue as plain JSON data (used inside kvlists and nested arrays, which become JSON text). */
+function anyValuePlain(v: unknown, path: string): unknown {
+  if (!isRecord(v)) return null;
+  if ('stringValue' in v) return String(v.stringValue);
+  if ('boolValue' in v) return v.boolValue === true || v.boolValue === 'true';
+  if ('intValue' in v) return normInt64(v.intValue, `${path}.intValue`);
+  if ('doubleValue' in v) return Number(v.doubleValue);
+  if ('bytesValue' in v) return String(v.bytesValue);
+  if ('arrayValue' in v) {
+    const values = isRecord(v.arrayValue) && Array.isArray(v.arrayValue.values) ? v.arrayValue.values : [];
+    return values.map((x, i) => anyValuePlain(x, `${path}.arrayValue.values[${i}]`));
+  }
+  if ('kvlistValue' in v) {
+    const values = isRecord(v.kvlistValue) && Array.isArray(v.kvlistValue.values) ? v.kvlistValue.values : [];
+    const out: Record<string, unknown> = {};
+    values.forEach((kv, i) => {
+      if (isRecord(kv) && typeof kv.key === 'string') out[kv.key] = anyValuePlain(kv.value, `${path}.kvlistValue.values[${i}].value`);
+    });
+    return out;
+  }
+  return null;
+}
+
+/** Plain JSON data → an attribute value: scalars stay, arrays of scalars stay, anything else becomes JSON text. */
+export function plainToAttr(v: unknown): AttrValue | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (typeof v === 'string' || typeof v === 'boolean') return v;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : String(v);
+  if (Array.isArray(v) && v.every((x) => typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean')) {
+    return v as AttrScalar[];
+  }
+  return JSON.stringify(v);
+}
+
+/**
+ * An OTLP AnyValue (`{stringValue}`, `{intValue}`, `{arrayValue:{values}}`, …) → an attribute value. int64 stays a
+ * number when safe (else its decimal string), bytes stay base64 text, kvlists and nested arrays become JSON text.
+ * An empty AnyValue (no field set) is undefined: the attribute is dropped.
+ */
+export function anyValueToAttr(v: unknown, path: string): AttrValue | undefined {
+  if (!isRecord(v)) return undefined;
+  if ('stringValue' in v) return String(v.stringValue);
+  if ('intValue' in v) return normInt64(v.intValue, `${path}.intValue`);
+  return plainToAttr(anyValuePlain(v, path));
+}
+
+/** OTLP `[{key, value: AnyValue}]` → attributes. Later duplicates win, as in the SDK. */
+export function keyValuesToAttrs(list: unknown, path: string): Attributes {
+  const out: Attributes = {};
+  if (list === undefined || list === null) return out;
+  if (!Array.isArray(list)) throw new TraceDataError(path, `expected a list of {key, value}, got ${describe(list)}`);
+  for (let i = 0; i < list.length; i++) {
+    const kv: unknown = list[i];
+    if (!isRecord(kv) || typeof kv.key !== 'string') throw new TraceDataError(`${path}[${i}]`, `expected {key, value}, got ${describe(kv)}`);
+    const value = anyValueToAttr(kv.value, `${path}[${i}].value`);
+    if (value !== undefined) out[kv.key] = value;
+  }
+  return out;
+}
+
+/** A plain attribute object (Tempo's LLM format, faultline span lines) → attributes. */
+export function plainObjectToAttrs(obj: unknown, path: string): Attributes {
+  const out: Attributes = {};
+  if (obj === undefined || obj === null) return out;
+  if (!isRecord(obj)) throw new TraceDataError(path, `expected an attribute object, got ${describe(obj)}`);
+  for (const [k, v] of Object.entries(obj)) {
+    const value = plainToAttr(v);
+    if (value !== undefined) out[k] = value;
+  }
+  return out;
+}
+
+export { isRecord, describe };

@@ -1,0 +1,124 @@
+/**
+ * One parsed JSON document (a whole small file, or one line of a JSON-lines file) → spans, by its shape. The
+ * shapes are those of backends.md §2.5; a document that is none of them is an `UnknownShapeError` saying what
+ * was seen.
+ */
+import type { SpanRecord } from '../model';
+import { TraceDataError, describe, isRecord, normId, normKind, normParentId, normStatusCode, plainObjectToAttrs } from '../normalize';
+import { resourceSpansOf, spansOfOtlpDocument } from './otlp-json';
+import { spansOfJaegerDocument } from './jaeger';
+import { SEARCH_RESULT_HINT, isSearchResult, spansOfTempoDocument } from './tempo';
+
+export type TraceFormat = 'otlp-json' | 'jsonl' | 'jaeger' | 'tempo' | 'otlp-proto';
+export const TRACE_FORMATS: readonly TraceFormat[] = ['otlp-json', 'jsonl', 'jaeger', 'tempo', 'otlp-proto'];
+
+export class UnknownShapeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnknownShapeError';
+  }
+}
+
+type Shape = 'otlp-json' | 'tempo' | 'jaeger' | 'span-record';
+
+export function shapeOf(doc: unknown): Shape | undefined {
+  if (Array.isArray(doc)) return 'jaeger';
+  if (!isRecord(doc)) return undefined;
+  if ('batches' in doc || (isRecord(doc.trace) && ('resourceSpans' in doc.trace || 'services' in doc.trace))) return 'tempo';
+  if (resourceSpansOf(doc) !== undefined) return 'otlp-json';
+  if ('data' in doc || 'traceID' in doc || 'spanID' in doc) return 'jaeger';
+  if (typeof doc.traceId === 'string' && typeof doc.spanId === 'string' && typeof doc.start === 'number') return 'span-record';
+  return undefined;
+}
+
+function seen(doc: unknown): string {
+  if (Array.isArray(doc)) return `an array of ${doc.length}`;
+  if (isRecord(doc)) {
+    const keys = Object.keys(doc);
+    return keys.length === 0 ? 'an empty object' : `an object with keys ${keys.slice(0, 8).map((k) => JSON.stringify(k)).join(', ')}${keys.length > 8 ? ', …' : ''}`;
+  }
+  return describe(doc);
+}
+
+/**
+ * The spans of one document. `expect` restricts the accepted shape (a `--format` override); JSON lines accept any.
+ * An empty OTLP request (`{}`, as exporters may send) has no spans and is fine.
+ */
+export function* spansOfDocument(doc: unknown, base = '', expect?: TraceFormat): Generator<SpanRecord> {
+  if (isSearchResult(doc)) throw new UnknownShapeError(SEARCH_RESULT_HINT);
+  if (isRecord(doc) && Object.keys(doc).length === 0) return;
+  const shape = shapeOf(doc);
+  if (shape === undefined) {
+    throw new UnknownShapeError(`expected OTLP/JSON (resourceSpans), Jaeger JSON (data / traceID) or Tempo JSON (batches / trace), found ${seen(doc)}`);
+  }
+  if (expect !== undefined && expect !== 'jsonl' && expect !== shape) {
+    throw new UnknownShapeError(`expected ${expect} but this is ${shape} (found ${seen(doc)})`);
+  }
+  switch (shape) {
+    case 'otlp-json':
+      yield* spansOfOtlpDocument(doc as Record<string, unknown>, base);
+      return;
+    case 'tempo':
+      yield* spansOfTempoDocument(doc as Record<string, unknown>, base);
+      return;
+    case 'jaeger':
+      if (Array.isArray(doc) && doc.length > 0 && isRecord(doc[0]) && resourceSpansOf(doc[0]) !== undefined) {
+        // An array of OTLP requests (some tools save a batch like this).
+        for (let i = 0; i < doc.length; i++) yield* spansOfOtlpDocument(doc[i] as Record<string, unknown>, `${base}[${i}].`);
+        return;
+      }
+      yield* spansOfJaegerDocument(doc, base);
+      return;
+    case 'span-record':
+      yield spanFromRecord(doc as Record<string, unknown>, base || '$');
+      return;
+  }
+}
+
+/** A line holding one normalised SpanRecord (faultline's own span lines): validated and normalised again. */
+export function spanFromRecord(o: Record<string, unknown>, path: string): SpanRecord {
+  const traceId = normId(o.traceId, 16, `${path}.traceId`) as string;
+  const spanId = normId(o.spanId, 8, `${path}.spanId`) as string;
+  const num = (v: unknown, p: string): number => {
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw new TraceDataError(p, `expected epoch milliseconds, got ${describe(v)}`);
+    return v;
+  };
+  const arr = (v: unknown, p: string): unknown[] => {
+    if (v === undefined) return [];
+    if (!Array.isArray(v)) throw new TraceDataError(p, `expected a list, got ${describe(v)}`);
+    return v;
+  };
+  const status = isRecord(o.status) ? o.status : {};
+  const scope = isRecord(o.scope) ? o.scope : {};
+  const rec: SpanRecord = {
+    traceId,
+    spanId,
+    name: typeof o.name === 'string' ? o.name : '',
+    kind: normKind(o.kind),
+    start: num(o.start, `${path}.start`),
+    end: num(o.end ?? o.start, `${path}.end`),
+    attributes: plainObjectToAttrs(o.attributes, `${path}.attributes`),
+    events: arr(o.events, `${path}.events`).map((e, i) => {
+      const ep = `${path}.events[${i}]`;
+      if (!isRecord(e)) throw new TraceDataError(ep, `expected an event object, got ${describe(e)}`);
+      return { name: String(e.name ?? ''), time: num(e.time, `${ep}.time`), attributes: plainObjectToAttrs(e.attributes, `${ep}.attributes`) };
+    }),
+    links: arr(o.links, `${path}.links`).map((l, i) => {
+      const lp = `${path}.links[${i}]`;
+      if (!isRecord(l)) throw new TraceDataError(lp, `expected a link object, got ${describe(l)}`);
+      return {
+        traceId: normId(l.traceId, 16, `${lp}.traceId`) ?? '',
+        spanId: normId(l.spanId, 8, `${lp}.spanId`) ?? '',
+        attributes: plainObjectToAttrs(l.attributes, `${lp}.attributes`),
+      };
+    }),
+    status: { code: normStatusCode(status.code) },
+    resource: plainObjectToAttrs(o.resource, `${path}.resource`),
+    scope: { name: typeof scope.name === 'string' ? scope.name : '' },
+  };
+  if (typeof scope.version === 'string') rec.scope.version = scope.version;
+  const parent = normParentId(o.parentSpanId, `${path}.parentSpanId`);
+  if (parent !== undefined) rec.parentSpanId = parent;
+  if (typeof status.message === 'string' && status.message !== '') rec.status.message = status.message;
+  return rec;
+}

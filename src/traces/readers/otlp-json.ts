@@ -1,0 +1,264 @@
+/**
+ * OTLP/JSON (ExportTraceServiceRequest / TracesData): `{resourceSpans:[{resource, scopeSpans:[{scope, spans}]}]}`.
+ * Accepts every flavour seen in practice: hex or base64 ids, int64 as strings or numbers, enums as integers or
+ * names, the pre-1.0 `instrumentationLibrarySpans`, Tempo's `batches` and `trace.resourceSpans` wrappers and
+ * Jaeger v3's `result.resourceSpans` wrapper.
+ */
+import type { Attributes, SpanRecord } from '../model';
+import type { JsonPath } from '../json-stream';
+import {
+  TraceDataError,
+  describe,
+  isRecord,
+  keyValuesToAttrs,
+  nanosToMs,
+  normId,
+  normKind,
+  normParentId,
+  normStatusCode,
+} from '../normalize';
+
+export const format = 'otlp-json' as const;
+
+/** Top-level keys that hold a list of ResourceSpans, directly or one level down. */
+const RS_KEYS = ['resourceSpans', 'batches'];
+const SS_KEYS = ['scopeSpans', 'instrumentationLibrarySpans'];
+const WRAPPERS = ['trace', 'result'];
+
+/** Claims a JSON document whose top-level keys say OTLP (including the Jaeger v3 `result` wrapper). */
+export function sniff(topKeys: readonly string[]): boolean {
+  return topKeys.includes('resourceSpans') || topKeys.includes('result');
+}
+
+/** The list of ResourceSpans in a document and its JSON path, or undefined if the document has none. */
+export function resourceSpansOf(doc: Record<string, unknown>): { list: unknown; path: string } | undefined {
+  for (const k of RS_KEYS) if (k in doc) return { list: doc[k], path: k };
+  for (const w of WRAPPERS) {
+    const inner = doc[w];
+    if (isRecord(inner)) for (const k of RS_KEYS) if (k in inner) return { list: inner[k], path: `${w}.${k}` };
+  }
+  return undefined;
+}
+
+export interface ScopeInfo {
+  name: string;
+  version?: string;
+}
+
+export function scopeOf(ss: Record<string, unknown>): ScopeInfo {
+  const s = isRecord(ss.scope) ? ss.scope : isRecord(ss.instrumentationLibrary) ? ss.instrumentationLibrary : {};
+  const out: ScopeInfo = { name: typeof s.name === 'string' ? s.name : '' };
+  if (typeof s.version === 'string' && s.version !== '') out.version = s.version;
+  return out;
+}
+
+export function resourceOf(rs: Record<string, unknown>, path: string): Attributes {
+  const r = rs.resource;
+  return isRecord(r) ? keyValuesToAttrs(r.attributes, `${path}.resource.attributes`) : {};
+}
+
+/** One OTLP/JSON span → SpanRecord. */
+export function spanFromOtlp(span: unknown, resource: Attributes, scope: ScopeInfo, path: string): SpanRecord {
+  if (!isRecord(span)) throw new TraceDataError(path, `expected a span object, got ${describe(span)}`);
+  const traceId = normId(span.traceId, 16, `${path}.traceId`);
+  const spanId = normId(span.spanId, 8, `${path}.spanId`);
+  if (traceId === undefined) throw new TraceDataError(`${path}.traceId`, 'missing');
+  if (spanId === undefined) throw new TraceDataError(`${path}.spanId`, 'missing');
+  const status = isRecord(span.status) ? span.status : {};
+  const rec: SpanRecord = {
+    traceId,
+    spanId,
+    name: typeof span.name === 'string' ? span.name : '',
+    kind: normKind(span.kind),
+    start: nanosToMs(span.startTimeUnixNano, `${path}.startTimeUnixNano`),
+    end: nanosToMs(span.endTimeUnixNano, `${path}.endTimeUnixNano`),
+    attributes: keyValuesToAttrs(span.attributes, `${path}.attributes`),
+    events: listOf(span.events, `${path}.events`).map((e, i) => {
+      const p = `${path}.events[${i}]`;
+      if (!isRecord(e)) throw new TraceDataError(p, `expected an event object, got ${describe(e)}`);
+      return {
+        name: typeof e.name === 'string' ? e.name : '',
+        time: nanosToMs(e.timeUnixNano, `${p}.timeUnixNano`),
+        attributes: keyValuesToAttrs(e.attributes, `${p}.attributes`),
+      };
+    }),
+    links: listOf(span.links, `${path}.links`).map((l, i) => {
+      const p = `${path}.links[${i}]`;
+      if (!isRecord(l)) throw new TraceDataError(p, `expected a link object, got ${describe(l)}`);
+      return {
+        traceId: normId(l.traceId, 16, `${p}.traceId`) ?? '',
+        spanId: normId(l.spanId, 8, `${p}.spanId`) ?? '',
+        attributes: keyValuesToAttrs(l.attributes, `${p}.attributes`),
+      };
+    }),
+    status: { code: normStatusCode(status.code) },
+    resource,
+    scope,
+  };
+  const parent = normParentId(span.parentSpanId, `${path}.parentSpanId`);
+  if (parent !== undefined) rec.parentSpanId = parent;
+  if (typeof status.message === 'string' && status.message !== '') rec.status.message = status.message;
+  return rec;
+}
+
+function listOf(v: unknown, path: string): unknown[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw new TraceDataError(path, `expected a list, got ${describe(v)}`);
+  return v;
+}
+
+/** The spans of one ResourceSpans element. */
+export function* spansOfResourceSpans(rs: unknown, path: string): Generator<SpanRecord> {
+  if (!isRecord(rs)) throw new TraceDataError(path, `expected a ResourceSpans object, got ${describe(rs)}`);
+  const resource = resourceOf(rs, path);
+  const ssKey = SS_KEYS.find((k) => k in rs) ?? 'scopeSpans';
+  const list = listOf(rs[ssKey], `${path}.${ssKey}`);
+  for (let j = 0; j < list.length; j++) {
+    const ss = list[j];
+    const ssPath = `${path}.${ssKey}[${j}]`;
+    if (!isRecord(ss)) throw new TraceDataError(ssPath, `expected a ScopeSpans object, got ${describe(ss)}`);
+    const scope = scopeOf(ss);
+    const spans = listOf(ss.spans, `${ssPath}.spans`);
+    for (let k = 0; k < spans.length; k++) yield spanFromOtlp(spans[k], resource, scope, `${ssPath}.spans[${k}]`);
+  }
+}
+
+/** All spans of an OTLP/JSON document (or of one of the wrappers around its resourceSpans). */
+export function* spansOfOtlpDocument(doc: Record<string, unknown>, base = ''): Generator<SpanRecord> {
+  const found = resourceSpansOf(doc);
+  if (found === undefined) return;
+  const path = base + found.path;
+  const list = listOf(found.list, path);
+  for (let i = 0; i < list.length; i++) yield* spansOfResourceSpans(list[i], `${path}[${i}]`);
+}
+
+function isRsPath(path: JsonPath, at: number): boolean {
+  // [...prefix, rsKey, i] with an optional wrapper (trace / result) as prefix
+  if (at !== 1 && at !== 2) return false;
+  if (at === 2 && !WRAPPERS.includes(path[0] as string)) return false;
+  return RS_KEYS.includes(path[at - 1] as string) && typeof path[at] === 'number';
+}
+
+/**
+ * Streaming selection (see json-stream.ts): a span is handed out as soon as it is complete if its resource and
+ * scope were already seen (producers write them first, in protobuf field order); otherwise it stays in its
+ * ResourceSpans, which is handed out whole when it closes. Memory stays bounded by one ResourceSpans element in
+ * the worst case, one span in the usual one.
+ */
+export function selectOtlp(path: JsonPath, ancestor: (depth: number) => unknown): boolean {
+  const n = path.length;
+  if (isRsPath(path, n - 1)) return true;
+  if (n >= 6 && path[n - 2] === 'spans' && typeof path[n - 1] === 'number' && isRsPath(path, n - 5) && SS_KEYS.includes(path[n - 4] as string)) {
+    // ancestors: …, ResourceSpans (n-4), scopeSpans list, ScopeSpans (n-2), spans list
+    const rs = ancestor(n - 4);
+    const ss = ancestor(n - 2);
+    return isRecord(rs) && 'resource' in rs && isRecord(ss) && ('scope' in ss || 'instrumentationLibrary' in ss);
+  }
+  return false;
+}
+
+/** Converts what `selectOtlp` handed out: a span (with its ancestors) or a whole ResourceSpans. */
+export function* spansOfSelected(value: unknown, path: JsonPath, ancestors: readonly unknown[], where: string): Generator<SpanRecord> {
+  const n = path.length;
+  if (path[n - 2] === 'spans') {
+    const rs = ancestors[n - 4] as Record<string, unknown>;
+    const ss = ancestors[n - 2] as Record<string, unknown>;
+    const rsPath = where.slice(0, where.lastIndexOf(`.${String(path[n - 4])}[`));
+    yield spanFromOtlp(value, cachedResource(rs, rsPath), scopeOf(ss), where);
+    return;
+  }
+  yield* spansOfResourceSpans(value, where);
+}
+
+// The resource of a streamed ResourceSpans is converted once, not once per span.
+const resourceCache = new WeakMap<object, Attributes>();
+function cachedResource(rs: Record<string, unknown>, path: string): Attributes {
+  let r = resourceCache.get(rs);
+  if (r === undefined) {
+    r = resourceOf(rs, path);
+    resourceCache.set(rs, r);
+  }
+  return r;
+}
+
+const KIND_NUM: Record<string, number> = { UNSPECIFIED: 0, INTERNAL: 1, SERVER: 2, CLIENT: 3, PRODUCER: 4, CONSUMER: 5 };
+const STATUS_NUM: Record<string, number> = { UNSET: 0, OK: 1, ERROR: 2 };
+
+function int64String(v: unknown): unknown {
+  return typeof v === 'number' && Number.isInteger(v) ? String(v) : v;
+}
+
+function canonicalAnyValue(v: unknown): unknown {
+  if (!isRecord(v)) return v;
+  if ('intValue' in v) return { ...v, intValue: int64String(v.intValue) };
+  if (isRecord(v.arrayValue) && Array.isArray(v.arrayValue.values)) {
+    return { arrayValue: { values: v.arrayValue.values.map(canonicalAnyValue) } };
+  }
+  if (isRecord(v.kvlistValue) && Array.isArray(v.kvlistValue.values)) {
+    return { kvlistValue: { values: canonicalKeyValues(v.kvlistValue.values) } };
+  }
+  return v;
+}
+
+function canonicalKeyValues(list: unknown): unknown {
+  return Array.isArray(list) ? list.map((kv) => (isRecord(kv) ? { ...kv, value: canonicalAnyValue(kv.value) } : kv)) : list;
+}
+
+function withAttrs<T extends Record<string, unknown>>(o: T): T {
+  return 'attributes' in o ? { ...o, attributes: canonicalKeyValues(o.attributes) } : o;
+}
+
+/**
+ * An already validated OTLP/JSON document in the spec's canonical encoding: lowercase hex ids, integer enums,
+ * int64 as decimal strings, `resourceSpans`/`scopeSpans` keys. Unknown fields are kept.
+ */
+export function canonicalOtlp(doc: Record<string, unknown>): { resourceSpans: unknown[] } {
+  const found = resourceSpansOf(doc);
+  const list = found && Array.isArray(found.list) ? found.list : [];
+  return {
+    resourceSpans: list.map((rs: unknown, i) => {
+      const r = rs as Record<string, unknown>;
+      const ssKey = SS_KEYS.find((k) => k in r) ?? 'scopeSpans';
+      const { [ssKey]: ssList, ...rest } = r;
+      const out: Record<string, unknown> = { ...rest };
+      if (isRecord(r.resource)) out.resource = withAttrs(r.resource);
+      out.scopeSpans = (Array.isArray(ssList) ? ssList : []).map((ss: unknown, j) => {
+        const s = ss as Record<string, unknown>;
+        const { instrumentationLibrary, spans, ...sRest } = s;
+        const o: Record<string, unknown> = { ...sRest };
+        const scope = isRecord(s.scope) ? s.scope : isRecord(instrumentationLibrary) ? instrumentationLibrary : undefined;
+        if (scope) o.scope = withAttrs(scope);
+        o.spans = (Array.isArray(spans) ? spans : []).map((sp: unknown, k) => canonicalSpan(sp as Record<string, unknown>, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]`));
+        return o;
+      });
+      return out;
+    }),
+  };
+}
+
+function canonicalSpan(s: Record<string, unknown>, path: string): Record<string, unknown> {
+  const o: Record<string, unknown> = withAttrs({ ...s });
+  o.traceId = normId(s.traceId, 16, `${path}.traceId`);
+  o.spanId = normId(s.spanId, 8, `${path}.spanId`);
+  const parent = normId(s.parentSpanId, 8, `${path}.parentSpanId`);
+  if (parent === undefined) delete o.parentSpanId;
+  else o.parentSpanId = parent;
+  if ('kind' in s) o.kind = KIND_NUM[normKind(s.kind)];
+  o.startTimeUnixNano = int64String(s.startTimeUnixNano);
+  o.endTimeUnixNano = int64String(s.endTimeUnixNano);
+  if (isRecord(s.status)) {
+    o.status = { ...s.status };
+    if ('code' in s.status) (o.status as Record<string, unknown>).code = STATUS_NUM[normStatusCode(s.status.code)];
+  }
+  if (Array.isArray(s.events)) {
+    o.events = s.events.map((e: unknown) => (isRecord(e) ? withAttrs({ ...e, timeUnixNano: int64String(e.timeUnixNano) }) : e));
+  }
+  if (Array.isArray(s.links)) {
+    o.links = s.links.map((l: unknown, i) =>
+      isRecord(l)
+        ? withAttrs({ ...l, traceId: normId(l.traceId, 16, `${path}.links[${i}].traceId`), spanId: normId(l.spanId, 8, `${path}.links[${i}].spanId`) })
+        : l,
+    );
+  }
+  return o;
+}

@@ -1,0 +1,81 @@
+/**
+ * The real stack for injection tests: a global NodeTracerProvider whose first processor is the injector's
+ * FaultInjectionSpanProcessor, faultline's instrumentation with the injector's HTTP and channel steps, and a plan per
+ * task (each test runs its calls in its own `withTask` scope, so per-task state starts fresh).
+ */
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan, type Sampler } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { FaultlineInstrumentation } from '../../instrumentation';
+import { withTask } from '../../instrumentation/agents/task';
+import { ATTR_FL_FAULT_NAME, EVENT_FL_FAULT_INJECTED } from '../../instrumentation/semconv';
+import { createInjector, type Injector } from '../../src/inject/index';
+import type { FaultPlanInput } from '../../src/plan/schema';
+
+export interface Harness {
+  injector: Injector;
+  exporter: InMemorySpanExporter;
+  /** The plan every new task gets (set per test). */
+  plan: FaultPlanInput | undefined;
+  /** Run `fn` as a fresh task under `plan`. */
+  task<T>(plan: FaultPlanInput | undefined, fn: () => Promise<T>): Promise<{ result: T; taskId: string }>;
+  waitForSpans(pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number): Promise<ReadableSpan[]>;
+  shutdown(): Promise<void>;
+}
+
+let n = 0;
+
+export function setupHarness(options: { sampler?: Sampler; captureMessageContent?: boolean } = {}): Harness {
+  const exporter = new InMemorySpanExporter();
+  const h = { plan: undefined as FaultPlanInput | undefined } as Harness;
+  const injector = createInjector(() => h.plan, { captureMessageContent: options.captureMessageContent ?? false });
+  const provider = new NodeTracerProvider({
+    spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)],
+    ...(options.sampler ? { sampler: options.sampler } : {}),
+  });
+  provider.register({ contextManager: new AsyncLocalStorageContextManager() });
+  const inst = new FaultlineInstrumentation({ steps: [injector.httpStep], channelSteps: [injector.channelStep], captureMessageContent: false });
+  inst.enable();
+  Object.assign(h, {
+    injector,
+    exporter,
+    async task<T>(plan: FaultPlanInput | undefined, fn: () => Promise<T>) {
+      h.plan = plan;
+      const taskId = `task-${process.pid}-${++n}`;
+      const result = await withTask(taskId, fn);
+      return { result, taskId };
+    },
+    async waitForSpans(pred: (spans: ReadableSpan[]) => boolean, timeoutMs = 5000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const spans = exporter.getFinishedSpans();
+        if (pred(spans) || Date.now() > deadline) return spans;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    },
+    async shutdown() {
+      inst.disable();
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+    },
+  });
+  return h;
+}
+
+/** Our call spans (scope faultline) with an operation, in start order. */
+export function callSpans(spans: ReadableSpan[]): ReadableSpan[] {
+  return spans
+    .filter((s) => s.instrumentationScope.name === 'faultline' && s.attributes['gen_ai.operation.name'] !== undefined)
+    .sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
+}
+
+export function faultName(span: ReadableSpan): string | undefined {
+  const v = span.attributes[ATTR_FL_FAULT_NAME];
+  return typeof v === 'string' ? v : undefined;
+}
+
+export function injectedEvents(span: ReadableSpan) {
+  return span.events.filter((e) => e.name === EVENT_FL_FAULT_INJECTED);
+}

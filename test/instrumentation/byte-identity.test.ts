@@ -1,0 +1,201 @@
+/**
+ * Do no harm: with faultline enabled and no fault planned, what the application receives is byte-identical to what
+ * the server sent, for every corpus record, through the real SDKs and raw fetch; the request the server gets is
+ * byte-identical to what the app sent. Also encoded bodies, malformed JSON, truncated SSE, HTML error pages and a
+ * 10 MB body: no change and no internal error of ours.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
+import OpenAI from 'openai';
+import { gzipSync, brotliCompressSync } from 'node:zlib';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FaultlineInstrumentation } from '../../instrumentation';
+import { loadCorpus, recordBody, type CorpusRecord } from '../support/corpus';
+import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
+import { ours, setupOtel, type TestOtel } from '../support/otel';
+
+let otel: TestOtel;
+let server: LlmServer;
+let inst: FaultlineInstrumentation;
+const problems: string[] = [];
+
+const capture: DiagLogger = {
+  error: (...a: unknown[]) => problems.push(a.map(String).join(' ')),
+  warn: (...a: unknown[]) => problems.push(a.map(String).join(' ')),
+  info: () => {},
+  debug: () => {},
+  verbose: () => {},
+};
+
+beforeAll(async () => {
+  diag.setLogger(capture, DiagLogLevel.WARN);
+  otel = setupOtel();
+  inst = new FaultlineInstrumentation({ captureMessageContent: true });
+  inst.enable();
+  server = await startLlmServer();
+});
+
+afterAll(async () => {
+  inst.disable();
+  await server.close();
+  await otel.shutdown();
+  diag.disable();
+});
+
+beforeEach(() => {
+  problems.length = 0;
+});
+
+async function rawFetch(path: string, request: unknown): Promise<{ status: number; text: string; sent: string }> {
+  const sent = JSON.stringify(request);
+  const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: sent });
+  return { status: res.status, text: await res.text(), sent };
+}
+
+function served(rec: CorpusRecord): void {
+  server.respond(() => corpusReply(rec));
+}
+
+describe.each([
+  ['openai-chat.jsonl', '/v1/chat/completions'],
+  ['openai-chat-stream.jsonl', '/v1/chat/completions'],
+  ['anthropic-messages.jsonl', '/v1/messages'],
+] as const)('%s', (file, path) => {
+  const records = loadCorpus(file);
+
+  it(`raw fetch: every record arrives unchanged (${records.length} records)`, async () => {
+    let spans = 0;
+    for (const rec of records) {
+      served(rec);
+      otel.exporter.reset();
+      const before = server.requests.length;
+      const r = await rawFetch(path, rec.request);
+      expect(r.status).toBe(rec.status);
+      expect(r.text).toBe(recordBody(rec));
+      expect(server.requests[before]?.body.toString()).toBe(r.sent);
+      spans += ours(await otel.waitForSpans((s) => ours(s).length === 1)).length;
+    }
+    expect(spans).toBe(records.length);
+    expect(problems).toEqual([]);
+  });
+
+  it('real SDK client: every record arrives unchanged', async () => {
+    const openai = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 0 });
+    const anthropic = new Anthropic({ apiKey: 'k', baseURL: server.url, maxRetries: 0, openTelemetry: false, timeout: 600_000 });
+    for (const rec of records) {
+      served(rec);
+      const call = file.startsWith('openai')
+        ? openai.chat.completions.create(rec.request as never)
+        : anthropic.messages.create(rec.request as never);
+      if (rec.status >= 400) {
+        const err = (await call.then(() => undefined, (e: unknown) => e)) as { status?: number; error?: unknown };
+        expect(err?.status).toBe(rec.status);
+        continue;
+      }
+      const res = await call.asResponse();
+      expect(await res.text()).toBe(recordBody(rec));
+    }
+    expect(problems).toEqual([]);
+  });
+});
+
+describe('unusual bodies pass unchanged', () => {
+  const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text')) as CorpusRecord;
+  const streamRec = loadCorpus('openai-chat-stream.jsonl').find((r) => r.tags.includes('usage_chunk')) as CorpusRecord;
+  const body = recordBody(rec);
+
+  it.each([
+    ['gzip', gzipSync(body)],
+    ['br', brotliCompressSync(body)],
+  ])('%s-encoded JSON: app gets the decoded body, span still has usage', async (encoding, encoded) => {
+    otel.exporter.reset();
+    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body: encoded }));
+    const r = await rawFetch('/v1/chat/completions', rec.request);
+    expect(r.text).toBe(body);
+    const span = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0];
+    expect(span?.attributes['gen_ai.usage.output_tokens']).toBe((rec.response as { usage: { completion_tokens: number } }).usage.completion_tokens);
+    expect(span?.attributes['faultline.response.body_bytes']).toBe(encoded.length);
+    expect(problems).toEqual([]);
+  });
+
+  it('gzip-encoded SSE stream is parsed', async () => {
+    otel.exporter.reset();
+    server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' }, body: gzipSync(streamRec.sse as string) }));
+    const r = await rawFetch('/v1/chat/completions', streamRec.request);
+    expect(r.text).toBe(streamRec.sse);
+    const span = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0];
+    expect(span?.attributes['faultline.response.done']).toBe(true);
+  });
+
+  it('malformed JSON body', async () => {
+    otel.exporter.reset();
+    const bad = '{"id": "chatcmpl-x", "choices": [ {"message": ';
+    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: bad }));
+    const r = await rawFetch('/v1/chat/completions', rec.request);
+    expect(r.text).toBe(bad);
+    const span = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0];
+    expect(span?.attributes['faultline.response.output_chars']).toBe(0);
+    expect(problems).toEqual([]);
+  });
+
+  it('truncated SSE (connection reset mid-stream): app sees the same error, span records it', async () => {
+    const sse = streamRec.sse as string;
+    const cut = sse.slice(0, Math.floor(sse.length / 2));
+    const results: string[] = [];
+    for (const instrumented of [false, true]) {
+      if (!instrumented) inst.disable();
+      otel.exporter.reset();
+      server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: [cut], destroyAfter: true }));
+      const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(streamRec.request) });
+      let got = '';
+      const err = await (async () => {
+        const reader = res.body!.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return 'none';
+          got += Buffer.from(value).toString();
+        }
+      })().catch((e: Error) => `${e.name}: ${e.message}`);
+      results.push(`${got === cut}|${err}`);
+      if (!instrumented) inst.enable();
+    }
+    expect(results[1]).toBe(results[0]);
+    const span = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0];
+    expect(span?.attributes['faultline.response.done']).toBe(false);
+    expect(problems).toEqual([]);
+  });
+
+  it('HTML error page', async () => {
+    otel.exporter.reset();
+    const html = '<html><body><h1>502 Bad Gateway</h1></body></html>';
+    server.respond(() => ({ status: 502, headers: { 'content-type': 'text/html' }, body: html }));
+    const r = await rawFetch('/v1/chat/completions', rec.request);
+    expect(r.status).toBe(502);
+    expect(r.text).toBe(html);
+    const span = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0];
+    expect(span?.attributes['error.type']).toBe('502');
+    expect(problems).toEqual([]);
+  });
+
+  it('10 MB JSON body', async () => {
+    otel.exporter.reset();
+    const big = JSON.stringify({ ...(rec.response as object), choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'x'.repeat(10 * 1024 * 1024) } }] });
+    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: big }));
+    const r = await rawFetch('/v1/chat/completions', rec.request);
+    expect(r.text.length).toBe(big.length);
+    expect(r.text === big).toBe(true);
+    const span = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0];
+    expect(span?.attributes['faultline.response.output_chars']).toBe(10 * 1024 * 1024);
+    expect(problems).toEqual([]);
+  });
+
+  it('non-LLM traffic gets no span of ours', async () => {
+    otel.exporter.reset();
+    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }));
+    const res = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', body: '{"input":"x"}' });
+    expect(await res.text()).toBe('{"ok":true}');
+    const get = await fetch(`${server.url}/v1/chat/completions`);
+    expect(await get.text()).toBe('{"ok":true}');
+    expect(ours(otel.spans())).toEqual([]);
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * Message content capture (opt-in): every corpus record, JSON and SSE, OpenAI and Anthropic, produces
+ * gen_ai.input.messages / gen_ai.output.messages / gen_ai.system_instructions that validate against the GenAI
+ * semconv JSON Schemas (/work/shared/reference/semconv-schemas). Also the env switch and the off default.
+ */
+import Ajv2020 from 'ajv/dist/2020';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { captureContentFromEnv, FaultlineInstrumentation } from '../../instrumentation';
+import { loadCorpus } from '../support/corpus';
+import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
+import { ours, setupOtel, type TestOtel } from '../support/otel';
+
+const SCHEMAS = process.env.FAULTLINE_SEMCONV_SCHEMAS ?? '/work/shared/reference/semconv-schemas';
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+const validator = (file: string) => ajv.compile(JSON.parse(readFileSync(join(SCHEMAS, file), 'utf8')) as object);
+const validate = {
+  input: validator('gen-ai-input-messages.json'),
+  output: validator('gen-ai-output-messages.json'),
+  system: validator('gen-ai-system-instructions.json'),
+};
+
+let otel: TestOtel;
+let server: LlmServer;
+let inst: FaultlineInstrumentation;
+const saved = process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT;
+
+beforeAll(async () => {
+  process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = 'SPAN_ONLY';
+  otel = setupOtel();
+  inst = new FaultlineInstrumentation();
+  inst.enable();
+  server = await startLlmServer();
+});
+
+afterAll(async () => {
+  if (saved === undefined) delete process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT;
+  else process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = saved;
+  inst.disable();
+  await server.close();
+  await otel.shutdown();
+});
+
+function check(kind: keyof typeof validate, json: unknown, where: string): void {
+  if (json === undefined) return;
+  const doc = JSON.parse(json as string) as unknown;
+  const ok = validate[kind](doc);
+  expect(ok, `${where} ${kind}: ${ajv.errorsText(validate[kind].errors)}`).toBe(true);
+}
+
+describe.each([
+  ['openai-chat.jsonl', '/v1/chat/completions'],
+  ['openai-chat-stream.jsonl', '/v1/chat/completions'],
+  ['anthropic-messages.jsonl', '/v1/messages'],
+] as const)('%s with content capture', (file, path) => {
+  it('every record validates against the semconv message schemas', async () => {
+    const records = loadCorpus(file);
+    let outputs = 0;
+    let toolCalls = 0;
+    for (const rec of records) {
+      otel.exporter.reset();
+      server.respond(() => corpusReply(rec));
+      const res = await fetch(`${server.url}${path}`, { method: 'POST', body: JSON.stringify(rec.request) });
+      await res.text();
+      const span = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0];
+      const a = span?.attributes ?? {};
+      expect(a['gen_ai.input.messages'], rec.id).toBeDefined();
+      check('input', a['gen_ai.input.messages'], rec.id);
+      check('system', a['gen_ai.system_instructions'], rec.id);
+      check('output', a['gen_ai.output.messages'], rec.id);
+      if (rec.status === 200) {
+        expect(a['gen_ai.output.messages'], rec.id).toBeDefined();
+        outputs++;
+        const out = JSON.parse(a['gen_ai.output.messages'] as string) as Array<{ parts: Array<{ type: string }> }>;
+        const calls = out[0]?.parts.filter((p) => p.type === 'tool_call').length ?? 0;
+        expect(calls, `${rec.id} tool calls in output = tool_call_count`).toBe(a['faultline.response.tool_call_count']);
+        toolCalls += calls;
+      }
+      if (Array.isArray(rec.request.tools) && rec.request.tools.length > 0) {
+        const defs = JSON.parse(a['gen_ai.tool.definitions'] as string) as Array<{ name: string }>;
+        expect(defs.length).toBe(rec.request.tools.length);
+      }
+    }
+    expect(outputs).toBeGreaterThan(0);
+    expect(toolCalls).toBeGreaterThan(0);
+  });
+});
+
+describe('capture switch', () => {
+  it('reads the env the contrib and Python ways', () => {
+    for (const [v, want] of [
+      ['true', true],
+      ['SPAN_ONLY', true],
+      ['span_and_event', true],
+      ['false', false],
+      ['NO_CONTENT', false],
+      ['EVENT_ONLY', false],
+      ['', undefined],
+      ['maybe', undefined],
+    ] as const) {
+      expect(captureContentFromEnv({ OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: v }), v).toBe(want);
+    }
+  });
+
+  it('is off by default: no content attributes, facts still recorded', async () => {
+    const off = new FaultlineInstrumentation({ captureMessageContent: false });
+    inst.disable();
+    off.enable();
+    try {
+      const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('system_prompt') && r.tags.includes('text') && !r.tags.includes('tool_calls'))!;
+      otel.exporter.reset();
+      server.respond(() => corpusReply(rec));
+      await (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })).text();
+      const a = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0]?.attributes ?? {};
+      for (const k of ['gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions', 'gen_ai.tool.definitions']) {
+        expect(a[k], k).toBeUndefined();
+      }
+      expect(a['faultline.response.output_chars']).toBeGreaterThan(0);
+      expect(a['faultline.response.content_hash']).toMatch(/^[0-9a-f]{16}$/);
+      expect(a['faultline.request.message_count']).toBe((rec.request.messages as unknown[]).filter((m) => !['system', 'developer'].includes((m as { role: string }).role)).length);
+    } finally {
+      off.disable();
+      inst.enable();
+    }
+  });
+});

@@ -1,0 +1,184 @@
+/**
+ * OpenAI chat completions through the real openai v6 client and raw fetch, against a loopback server replaying
+ * corpus records: span names, kinds, nesting under our span of instrumentation-undici's HTTP span, attributes.
+ */
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FaultlineInstrumentation } from '../../instrumentation';
+import { assertSpan } from '../support/assert-span';
+import { loadCorpus, type CorpusRecord } from '../support/corpus';
+import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
+import { ours, parentId, setupOtel, type TestOtel } from '../support/otel';
+
+let otel: TestOtel;
+let server: LlmServer;
+let inst: FaultlineInstrumentation;
+let undici: UndiciInstrumentation;
+let client: OpenAI;
+
+const chat = loadCorpus('openai-chat.jsonl');
+const streams = loadCorpus('openai-chat-stream.jsonl');
+
+beforeAll(async () => {
+  otel = setupOtel();
+  undici = new UndiciInstrumentation();
+  undici.enable();
+  inst = new FaultlineInstrumentation();
+  inst.enable();
+  server = await startLlmServer();
+  client = new OpenAI({ apiKey: 'sk-test-secret', baseURL: `${server.url}/v1`, maxRetries: 0 });
+});
+
+afterAll(async () => {
+  inst.disable();
+  undici.disable();
+  await server.close();
+  await otel.shutdown();
+});
+
+beforeEach(() => otel.exporter.reset());
+
+function pick(records: CorpusRecord[], pred: (r: CorpusRecord) => boolean): CorpusRecord {
+  const r = records.find(pred);
+  if (!r) throw new Error('no corpus record matches');
+  return r;
+}
+
+describe('openai chat completions (JSON)', () => {
+  it('emits one CLIENT chat span with the HTTP span as its child', async () => {
+    const rec = pick(chat, (r) => r.status === 200 && r.tags.includes('tool_calls') && r.tags.includes('parallel_tool_calls'));
+    server.respond(() => corpusReply(rec));
+    const parent = trace.getTracer('test').startSpan('workflow');
+    const res = await trace.getTracer('test').startActiveSpan('workflow', async (wf) => {
+      const out = await client.chat.completions.create(rec.request as never);
+      wf.end();
+      return out;
+    });
+    parent.end();
+    expect(res.id).toBe((rec.response as { id: string }).id);
+
+    const spans = await otel.waitForSpans((s) => ours(s).length === 1 && s.some((x) => x.name === 'POST'));
+    const span = ours(spans)[0];
+    const resp = rec.response as { id: string; model: string; usage: { prompt_tokens: number; completion_tokens: number }; choices: Array<{ finish_reason: string; message: { tool_calls: unknown[] } }> };
+    assertSpan(span, {
+      name: `chat ${rec.request.model as string}`,
+      kind: SpanKind.CLIENT,
+      status: SpanStatusCode.UNSET,
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai_compatible',
+        'gen_ai.request.model': rec.request.model,
+        'gen_ai.response.id': resp.id,
+        'gen_ai.response.model': resp.model,
+        'gen_ai.response.finish_reasons': resp.choices.map((c) => c.finish_reason),
+        'gen_ai.usage.input_tokens': resp.usage.prompt_tokens,
+        'gen_ai.usage.output_tokens': resp.usage.completion_tokens,
+        'server.address': '127.0.0.1',
+        'server.port': server.port,
+        'faultline.response.tool_call_count': resp.choices[0]?.message.tool_calls.length,
+        'faultline.request.retry_count': 0,
+        'http.response.status_code': 200,
+      },
+      absent: ['gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions', 'gen_ai.request.stream', 'gen_ai.system'],
+    });
+    expect(span?.attributes['faultline.response.content_hash']).toMatch(/^[0-9a-f]{16}$/);
+    const http = spans.find((s) => s.name === 'POST');
+    expect(parentId(http!)).toBe(span?.spanContext().spanId);
+    const wf = spans.find((s) => s.name === 'workflow' && s.spanContext().spanId === parentId(span!));
+    expect(wf, 'chat span is a child of the active span').toBeDefined();
+    // Credentials never reach a span.
+    for (const s of spans) expect(JSON.stringify(s.attributes)).not.toContain('sk-test-secret');
+  });
+
+  it('records HTTP errors with error.type and status ERROR', async () => {
+    const rec = pick(chat, (r) => r.status === 401);
+    server.respond(() => corpusReply(rec));
+    await expect(client.chat.completions.create(rec.request as never)).rejects.toThrow();
+    const spans = await otel.waitForSpans((s) => ours(s).length === 1);
+    assertSpan(ours(spans)[0], {
+      status: SpanStatusCode.ERROR,
+      attributes: { 'error.type': '401', 'http.response.status_code': 401 },
+    });
+  });
+
+  it('gives every SDK retry its own span numbered by x-stainless-retry-count', async () => {
+    const rec = pick(chat, (r) => r.status === 200 && r.tags.includes('text'));
+    let n = 0;
+    server.respond(() => (n++ === 0 ? { status: 503, headers: { 'content-type': 'application/json', 'retry-after-ms': '1' }, body: '{"error":{"message":"busy","type":"server_error"}}' } : corpusReply(rec)));
+    const retrying = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 2 });
+    await retrying.chat.completions.create(rec.request as never);
+    const spans = ours(await otel.waitForSpans((s) => ours(s).length === 2));
+    expect(spans.map((s) => s.attributes['faultline.request.retry_count']).sort()).toEqual([0, 1]);
+    expect(spans.map((s) => s.attributes['http.response.status_code']).sort()).toEqual([200, 503]);
+  });
+
+  it('records a connection error', async () => {
+    const closed = await startLlmServer();
+    await closed.close();
+    const dead = new OpenAI({ apiKey: 'k', baseURL: `${closed.url}/v1`, maxRetries: 0 });
+    await expect(dead.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })).rejects.toThrow();
+    const spans = await otel.waitForSpans((s) => ours(s).length === 1);
+    assertSpan(ours(spans)[0], { name: 'chat gpt-4o', status: SpanStatusCode.ERROR, attributes: { 'error.type': 'ECONNREFUSED' } });
+  });
+});
+
+describe('openai chat completions (SSE)', () => {
+  it('reads parallel tool-call deltas and the usage chunk', async () => {
+    const rec = pick(streams, (r) => r.tags.includes('parallel_tool_calls') && r.tags.includes('usage_chunk'));
+    server.respond(() => corpusReply(rec));
+    const stream = await client.chat.completions.create(rec.request as never);
+    const calls = new Map<number, string>();
+    for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>) {
+      for (const tc of chunk.choices[0]?.delta.tool_calls ?? []) calls.set(tc.index, (calls.get(tc.index) ?? '') + (tc.function?.arguments ?? ''));
+    }
+    const spans = await otel.waitForSpans((s) => ours(s).length === 1);
+    const span = assertSpan(ours(spans)[0], {
+      name: `chat ${rec.request.model as string}`,
+      attributes: {
+        'gen_ai.request.stream': true,
+        'faultline.response.done': true,
+        'faultline.response.tool_call_count': calls.size,
+        'gen_ai.response.finish_reasons': ['tool_calls'],
+      },
+    });
+    expect(calls.size).toBeGreaterThan(1);
+    expect(span.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
+    expect(span.attributes['gen_ai.response.time_to_first_chunk']).toBeGreaterThan(0);
+    expect(span.attributes['faultline.response.chunk_count']).toBeGreaterThan(1);
+  });
+
+  it('streams without include_usage record no usage and still end', async () => {
+    const rec = pick(streams, (r) => !r.tags.includes('usage_chunk') && r.status === 200);
+    server.respond(() => corpusReply(rec));
+    const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rec.request) });
+    expect(await res.text()).toBe(rec.sse);
+    const spans = await otel.waitForSpans((s) => ours(s).length === 1);
+    assertSpan(ours(spans)[0], { attributes: { 'faultline.response.done': true }, absent: ['gen_ai.usage.input_tokens'] });
+  });
+
+  it('ends the span with faultline.response.aborted when the consumer breaks out early', async () => {
+    const rec = pick(streams, (r) => (r.sse?.length ?? 0) > 2000);
+    server.respond(() => ({ ...corpusReply(rec), gapMs: 20 }));
+    const stream = await client.chat.completions.create(rec.request as never);
+    for await (const _chunk of stream as unknown as AsyncIterable<unknown>) break;
+    const spans = await otel.waitForSpans((s) => ours(s).length === 1);
+    assertSpan(ours(spans)[0], {
+      status: SpanStatusCode.UNSET,
+      attributes: { 'faultline.response.aborted': true, 'faultline.response.done': false },
+      absent: ['error.type'],
+    });
+  });
+
+  it('ends the span when a raw fetch consumer cancels the body stream', async () => {
+    const rec = pick(streams, (r) => (r.sse?.length ?? 0) > 2000);
+    server.respond(() => ({ ...corpusReply(rec), gapMs: 20 }));
+    const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) });
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    const spans = await otel.waitForSpans((s) => ours(s).length === 1);
+    assertSpan(ours(spans)[0], { status: SpanStatusCode.UNSET, attributes: { 'faultline.response.aborted': true }, absent: ['error.type'] });
+  });
+});

@@ -1,0 +1,50 @@
+/**
+ * The real OTel SDK for tests: a global NodeTracerProvider with an InMemorySpanExporter, and a deadline poll for
+ * spans (never a fixed sleep).
+ */
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+
+export interface TestOtel {
+  exporter: InMemorySpanExporter;
+  provider: NodeTracerProvider;
+  spans(): ReadableSpan[];
+  /** Poll until `pred(spans)` holds or the deadline passes; returns the spans (the caller asserts). */
+  waitForSpans(pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number): Promise<ReadableSpan[]>;
+  shutdown(): Promise<void>;
+}
+
+export function setupOtel(): TestOtel {
+  const exporter = new InMemorySpanExporter();
+  const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  provider.register({ contextManager: new AsyncLocalStorageContextManager() });
+  return {
+    exporter,
+    provider,
+    spans: () => exporter.getFinishedSpans(),
+    async waitForSpans(pred, timeoutMs = 5000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const spans = exporter.getFinishedSpans();
+        if (pred(spans) || Date.now() > deadline) return spans;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    },
+    async shutdown() {
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+    },
+  };
+}
+
+/** Spans of our scope (`faultline`). */
+export function ours(spans: ReadableSpan[]): ReadableSpan[] {
+  return spans.filter((s) => s.instrumentationScope.name === 'faultline');
+}
+
+export function parentId(span: ReadableSpan): string | undefined {
+  return span.parentSpanContext?.spanId;
+}
