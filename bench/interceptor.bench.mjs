@@ -19,9 +19,11 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 const require = createRequire(join(root, 'package.json'));
 const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 16); // the first is warm-up, not counted
-const JSON_CALLS = Number(process.env.BENCH_JSON_CALLS ?? 60);
-const STREAM_CALLS = Number(process.env.BENCH_STREAM_CALLS ?? 30);
+// The built package to measure (default: this checkout's dist/, from `npm run build`).
+const DIST = process.env.FAULTLINE_DIST ?? join(root, 'dist');
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 31); // the first is warm-up, not counted
+const JSON_CALLS = Number(process.env.BENCH_JSON_CALLS ?? 40);
+const STREAM_CALLS = Number(process.env.BENCH_STREAM_CALLS ?? 20);
 
 const CONFIGS = {
   bare: 'no instrumentation (SDK only)',
@@ -57,7 +59,7 @@ async function child(config) {
     new UndiciInstrumentation();
   }
   if (config === 'faultline' || config === 'faultline+undici') {
-    const { FaultlineInstrumentation } = require(join(root, 'dist/instrumentation'));
+    const { FaultlineInstrumentation } = require(join(DIST, 'instrumentation'));
     new FaultlineInstrumentation().enable();
   }
   if (config === 'otel-openai') {
@@ -156,6 +158,14 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
+const mad = (xs) => {
+  const m = median(xs);
+  return median(xs.map((x) => Math.abs(x - m)));
+};
+
+/** Per-round values of one measure, for every configuration. */
+const MEASURES = ['jsonCpu', 'streamCpu', 'jsonWall', 'streamWall', 'ttfc'];
+
 async function parent() {
   const server = await startServer();
   const url = `http://127.0.0.1:${server.address().port}`;
@@ -170,7 +180,9 @@ async function parent() {
     c.removeAllListeners('exit');
     children[name] = c;
   }
-  const samples = Object.fromEntries(names.map((n) => [n, { jsonMs: [], streamMs: [], ttfcMs: [], jsonCpuMs: [], streamCpuMs: [], spans: 0 }]));
+  // rounds[name][measure] = one value per counted round (CPU: round total ÷ calls; wall: the round's median call).
+  const rounds = Object.fromEntries(names.map((n) => [n, Object.fromEntries(MEASURES.map((m) => [m, []]))]));
+  const spans = {};
   const ask = (c) =>
     new Promise((resolve, reject) => {
       const onExit = (code) => reject(new Error(`bench child exited with ${code} during a round`));
@@ -187,60 +199,77 @@ async function parent() {
     const order = names.map((_, i) => names[(i + round) % names.length]);
     for (const name of order) {
       const r = await ask(children[name]);
-      samples[name].spans = r.spans;
+      spans[name] = r.spans;
       if (round === 0) continue;
-      samples[name].jsonMs.push(...r.jsonMs);
-      samples[name].streamMs.push(...r.streamMs);
-      samples[name].ttfcMs.push(...r.ttfcMs);
-      samples[name].jsonCpuMs.push(r.jsonCpuMs);
-      samples[name].streamCpuMs.push(r.streamCpuMs);
+      const m = rounds[name];
+      m.jsonCpu.push(r.jsonCpuMs);
+      m.streamCpu.push(r.streamCpuMs);
+      m.jsonWall.push(median(r.jsonMs));
+      m.streamWall.push(median(r.streamMs));
+      m.ttfc.push(median(r.ttfcMs));
     }
     process.stderr.write(`bench interceptor: round ${round + 1}/${ROUNDS}\n`);
   }
   for (const c of Object.values(children)) c.send('exit');
   server.close();
 
-  const med = (name, key) => median(samples[name][key]);
+  // Each configuration is compared with bare *round by round* (both measured minutes apart at most, in the same
+  // rotation), and the summary is the median over rounds: drift on a shared machine cancels out of the pairs.
+  const value = (name, m) => median(rounds[name][m]);
+  const added = (name, m) => median(rounds[name][m].map((v, i) => v - rounds.bare[m][i]));
+  const ratio = (name, m) => median(rounds[name][m].map((v, i) => v / rounds.bare[m][i] - 1));
   const us = (ms) => (ms * 1000).toFixed(0);
-  const pct = (x, b) => `${x >= b ? '+' : ''}${(((x - b) / b) * 100).toFixed(1)}%`;
+  const pct = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
+  const counted = ROUNDS - 1;
   const lines = [
     '## GenAI span layer overhead (interceptor.bench.mjs)',
     '',
-    `openai v6 client → loopback server replaying corpus bodies (one JSON answer, one SSE stream with tool calls and usage);`,
-    `${ROUNDS - 1} counted rounds × (${JSON_CALLS} JSON + ${STREAM_CALLS} streamed calls) per configuration, rounds interleaved, each configuration`,
-    'in its own process, the same SDK everywhere (spans dropped by the exporter), no fault plan.',
+    'openai v6 client → loopback server replaying corpus bodies (one JSON answer, one SSE stream with tool calls and usage);',
+    `${counted} counted rounds × (${JSON_CALLS} JSON + ${STREAM_CALLS} streamed calls) per configuration, rounds interleaved (rotating order), each`,
+    'configuration in its own process, the same SDK everywhere (spans dropped by the exporter), no fault plan.',
+    '"added" and "vs bare" are medians over rounds of the difference / ratio to bare *in the same round*, so drift of a shared',
+    'machine cancels out; ± is the median absolute deviation of those per-round values.',
     '',
-    '**Client CPU per call** (process.cpuUsage of the client process over a round ÷ calls; median of rounds). This is the cost an',
-    'instrumentation adds to the calling process, and it stays meaningful on a loaded machine, where wall-clock loopback times are',
-    'dominated by scheduling delays.',
+    '**Client CPU per call** (process.cpuUsage of the client process over a round ÷ calls). This is the cost an instrumentation adds',
+    'to the calling process, and it stays meaningful on a loaded machine, where wall-clock loopback times are dominated by',
+    'scheduling delays.',
     '',
-    '| configuration | JSON call CPU (µs) | added | vs bare | streamed call CPU (µs) | added | vs bare | spans |',
+    '| configuration | JSON call CPU (µs) | added (µs) | vs bare | streamed call CPU (µs) | added (µs) | vs bare | spans |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  const bj = med('bare', 'jsonCpuMs');
-  const bs = med('bare', 'streamCpuMs');
+  const spread = (name, m) => us(mad(rounds[name][m].map((v, i) => v - rounds.bare[m][i])));
   for (const name of names) {
-    const j = med(name, 'jsonCpuMs');
-    const st = med(name, 'streamCpuMs');
-    lines.push(`| ${CONFIGS[name]} | ${us(j)} | ${us(j - bj)} | ${pct(j, bj)} | ${us(st)} | ${us(st - bs)} | ${pct(st, bs)} | ${samples[name].spans} |`);
+    lines.push(
+      `| ${CONFIGS[name]} | ${us(value(name, 'jsonCpu'))} | ${us(added(name, 'jsonCpu'))} ± ${spread(name, 'jsonCpu')} | ${pct(ratio(name, 'jsonCpu'))} | ` +
+        `${us(value(name, 'streamCpu'))} | ${us(added(name, 'streamCpu'))} ± ${spread(name, 'streamCpu')} | ${pct(ratio(name, 'streamCpu'))} | ${spans[name]} |`,
+    );
   }
-  const wj = med('bare', 'jsonMs');
-  const ws = med('bare', 'streamMs');
-  const wt = med('bare', 'ttfcMs');
   lines.push(
     '',
-    '**Wall clock per call** (median of all counted calls) and **time to first chunk** (from `create()` to the first chunk the app',
-    'iterates). Read with the load average below: on a busy machine these carry scheduler noise of several ms.',
+    '**Wall clock per call** and **time to first chunk** (from `create()` to the first chunk the app iterates): per round the',
+    'median call, then as above. Read with the load average below: on a busy machine these carry scheduler noise.',
     '',
-    '| configuration | JSON call (ms) | vs bare | streamed call (ms) | vs bare | first chunk (ms) | vs bare |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| configuration | JSON call (ms) | vs bare | streamed call (ms) | vs bare | first chunk (ms) | added (µs) | vs bare |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
   );
   for (const name of names) {
-    const j = med(name, 'jsonMs');
-    const st = med(name, 'streamMs');
-    const tt = med(name, 'ttfcMs');
-    lines.push(`| ${CONFIGS[name]} | ${j.toFixed(3)} | ${pct(j, wj)} | ${st.toFixed(3)} | ${pct(st, ws)} | ${tt.toFixed(3)} | ${pct(tt, wt)} |`);
+    lines.push(
+      `| ${CONFIGS[name]} | ${value(name, 'jsonWall').toFixed(3)} | ${pct(ratio(name, 'jsonWall'))} | ${value(name, 'streamWall').toFixed(3)} | ` +
+        `${pct(ratio(name, 'streamWall'))} | ${value(name, 'ttfc').toFixed(3)} | ${us(added(name, 'ttfc'))} ± ${spread(name, 'ttfc')} | ${pct(ratio(name, 'ttfc'))} |`,
+    );
   }
+  // The goal of issue 2: faultline's added median below every GenAI instrumentation, JSON and streamed.
+  const genai = ['otel-openai', 'traceloop', 'openinference'];
+  const verdict = (m) => {
+    const ours = added('faultline', m);
+    const best = Math.min(...genai.map((n) => added(n, m)));
+    return `${ours < best ? 'below' : 'NOT below'} every GenAI instrumentation (faultline ${us(ours)} µs, lowest of them ${us(best)} µs)`;
+  };
+  lines.push(
+    '',
+    `Goal check (CPU added per call): JSON ${verdict('jsonCpu')}; streamed ${verdict('streamCpu')}. ` +
+      `First chunk: faultline adds ${us(added('faultline', 'ttfc'))} µs ± ${spread('faultline', 'ttfc')} (wall).`,
+  );
   lines.push('', `Load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs.`);
   lines.push('', `Run took ${((Date.now() - t0) / 1000).toFixed(1)} s on Node ${process.version}.`);
   process.stdout.write(lines.join('\n') + '\n');

@@ -52,9 +52,12 @@ class ForeignDispatcher extends Dispatcher {
   }
 }
 
+let UnwrapHandler: { unwrap(h: unknown): Dispatcher.DispatchHandler } | undefined;
+
 function unwrap(handler: Dispatcher.DispatchHandler): Dispatcher.DispatchHandler {
   // undici has no public export for its v2→legacy adapter; the package has no `exports` map, so the file is reachable.
-  const UnwrapHandler = require('undici/lib/handler/unwrap-handler') as { unwrap(h: unknown): Dispatcher.DispatchHandler };
+  // Resolved once: a require() per call costs a module-path lookup on every request.
+  UnwrapHandler ??= require('undici/lib/handler/unwrap-handler') as { unwrap(h: unknown): Dispatcher.DispatchHandler };
   return UnwrapHandler.unwrap(handler);
 }
 

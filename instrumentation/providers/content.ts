@@ -4,6 +4,7 @@
  * formats, plus the content hash recorded on every span. Inputs are untrusted JSON: every reader is defensive and
  * never throws on an unexpected shape (it just yields fewer parts).
  */
+import * as crypto from 'node:crypto';
 import { createHash } from 'node:crypto';
 import type { GenAiMessage, GenAiPart, ToolCallSummary, ToolDefinition } from '../types';
 
@@ -32,10 +33,14 @@ export function parseArguments(raw: unknown): unknown {
  * with the same hash said the same thing; detectors compare it across calls (stale / duplicate) without content.
  */
 export function contentHash(text: string, toolCalls: readonly ToolCallSummary[]): string {
-  const h = createHash('sha256').update(text);
-  for (const call of toolCalls) h.update('\u0000').update(call.name).update('\u0000').update(call.arguments);
-  return h.digest('hex').slice(0, 16);
+  let input = text;
+  for (const call of toolCalls) input += `\u0000${call.name}\u0000${call.arguments}`;
+  // One-shot crypto.hash (Node >= 20.12) skips the Hash object; same digest as createHash().update(input).
+  if (oneShotHash) return oneShotHash('sha256', input, 'hex').slice(0, 16);
+  return createHash('sha256').update(input).digest('hex').slice(0, 16);
 }
+
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
 // ------------------------------------------------------------------------------------------------ media parts
 

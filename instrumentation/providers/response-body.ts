@@ -5,6 +5,7 @@
  * kept as copies and decoded once at the end, tolerating truncation; the application still gets the original bytes.
  */
 import { performance } from 'node:perf_hooks';
+import { StringDecoder } from 'node:string_decoder';
 import * as zlib from 'node:zlib';
 import type { IncomingHttpHeaders } from 'node:http';
 import { SseParser, type SseEvent } from './sse';
@@ -33,7 +34,11 @@ export class ResponseBody {
   readonly #t0: number;
   readonly #onEvent: (e: SseEvent) => void;
   #parser: SseParser | undefined;
+  /** Encoded bodies: our own copies of the chunks, decompressed at the end. */
   #copies: Buffer[] | undefined;
+  /** Plain bodies: decoded as they arrive (no copy, no concat), joined at the end. */
+  #decoder: StringDecoder | undefined;
+  #texts: string[] | undefined;
 
   constructor(t0: number, onEvent: (e: SseEvent) => void) {
     this.#t0 = t0;
@@ -46,8 +51,12 @@ export class ResponseBody {
     const enc = headerValue(headers, 'content-encoding')?.trim().toLowerCase();
     this.encoding = enc && enc !== 'identity' ? enc : undefined;
     this.sse = this.contentType?.toLowerCase().includes('text/event-stream') === true;
-    if (this.sse && this.encoding === undefined) this.#parser = new SseParser(this.#onEvent);
-    else this.#copies = [];
+    if (this.encoding !== undefined) this.#copies = [];
+    else if (this.sse) this.#parser = new SseParser(this.#onEvent);
+    else {
+      this.#decoder = new StringDecoder('utf8');
+      this.#texts = [];
+    }
   }
 
   onData(chunk: Buffer): void {
@@ -56,14 +65,15 @@ export class ResponseBody {
     this.bytes += chunk.length;
     if (this.#parser) {
       this.#parser.push(chunk);
+    } else if (this.bytes > MAX_PARSE_BYTES) {
+      if (this.#copies || this.#texts) this.overflow = true;
+      this.#copies = undefined;
+      this.#texts = undefined;
+    } else if (this.#texts) {
+      this.#texts.push((this.#decoder as StringDecoder).write(chunk));
     } else if (this.#copies) {
-      if (this.bytes > MAX_PARSE_BYTES) {
-        this.overflow = true;
-        this.#copies = undefined;
-      } else {
-        // The application may reuse nothing here, but a step upstream might: keep our own copy.
-        this.#copies.push(Buffer.from(chunk));
-      }
+      // A step upstream may reuse its buffers: keep our own copy.
+      this.#copies.push(Buffer.from(chunk));
     }
   }
 
@@ -73,6 +83,13 @@ export class ResponseBody {
 
   /** The decoded body (non-SSE, or SSE that was encoded), once. SSE that was encoded is replayed as events. */
   text(): string | undefined {
+    if (this.#texts) {
+      const texts = this.#texts;
+      this.#texts = undefined;
+      const tail = (this.#decoder as StringDecoder).end();
+      if (tail) texts.push(tail);
+      return texts.length === 1 ? texts[0] : texts.join('');
+    }
     if (!this.#copies) {
       this.#parser?.end();
       return undefined;

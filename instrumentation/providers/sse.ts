@@ -16,7 +16,8 @@ export class SseParser {
   readonly #onEvent: (event: SseEvent) => void;
   #buffer = '';
   #event = '';
-  #data: string[] = [];
+  /** `data:` lines so far, joined with LF (undefined: none yet). */
+  #data: string | undefined;
   /** The previous chunk ended with CR: a leading LF in the next chunk belongs to the same line break. */
   #pendingCr = false;
 
@@ -26,42 +27,48 @@ export class SseParser {
 
   push(chunk: Uint8Array): void {
     let text = this.#decoder.decode(chunk, { stream: true });
-    if (this.#pendingCr && text.startsWith('\n')) text = text.slice(1);
-    this.#pendingCr = false;
+    if (this.#pendingCr) {
+      this.#pendingCr = false;
+      if (text.charCodeAt(0) === 10) text = text.slice(1);
+    }
+    // The carried-over buffer holds no line break, so only the new text is searched. Lines are found with native
+    // indexOf (LF, the common case, first; CR only when the text has one) instead of a per-character loop.
+    const buf = this.#buffer.length > 0 ? this.#buffer + text : text;
     let start = 0;
-    const buf = this.#buffer + text;
-    const offset = this.#buffer.length;
-    this.#buffer = '';
-    // Scan only the new text for line breaks (the carried-over buffer has none).
-    for (let i = offset; i < buf.length; i++) {
-      const c = buf.charCodeAt(i);
-      if (c !== 10 && c !== 13) continue;
+    let from = this.#buffer.length;
+    // Next CR at or after `from` (-1: none left), searched again only once passed.
+    let cr = buf.indexOf('\r', from);
+    for (;;) {
+      let i = buf.indexOf('\n', from);
+      if (cr !== -1) {
+        if (cr < from) cr = buf.indexOf('\r', from);
+        if (cr !== -1 && (i === -1 || cr < i)) i = cr;
+      }
+      if (i === -1) break;
       this.#line(buf.slice(start, i));
-      if (c === 13) {
+      if (buf.charCodeAt(i) === 13) {
         if (i + 1 < buf.length) {
           if (buf.charCodeAt(i + 1) === 10) i++;
         } else {
           this.#pendingCr = true;
         }
       }
-      start = i + 1;
+      start = from = i + 1;
     }
-    this.#buffer = buf.slice(start);
+    this.#buffer = start === 0 ? buf : buf.slice(start);
   }
 
   /** End of stream: an unterminated last event is discarded, as the spec says. */
   end(): void {
     this.#buffer = '';
-    this.#data = [];
+    this.#data = undefined;
     this.#event = '';
   }
 
   #line(line: string): void {
     if (line === '') {
-      if (this.#data.length > 0) {
-        this.#onEvent({ event: this.#event || 'message', data: this.#data.join('\n') });
-      }
-      this.#data = [];
+      if (this.#data !== undefined) this.#onEvent({ event: this.#event || 'message', data: this.#data });
+      this.#data = undefined;
       this.#event = '';
       return;
     }
@@ -70,7 +77,7 @@ export class SseParser {
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.charCodeAt(0) === 32) value = value.slice(1);
-    if (field === 'data') this.#data.push(value);
+    if (field === 'data') this.#data = this.#data === undefined ? value : `${this.#data}\n${value}`;
     else if (field === 'event') this.#event = value;
   }
 }

@@ -237,7 +237,7 @@ function replaySignals(span: SpanRecord, facts: DeliveredFacts, foreign: string[
   }
   const behind = facts.sentVersion === undefined ? undefined : facts.versions?.find((v) => v !== undefined && v < facts.sentVersion!);
   if (behind !== undefined) {
-    out.push({ faultType: 'stale', confidence: 0.9, evidence: `delivered version ${behind}, behind the version ${facts.sentVersion} sent`, source: 'metadata' });
+    out.push({ faultType: 'stale', confidence: 0.93, evidence: `delivered version ${behind}, behind the version ${facts.sentVersion} sent`, source: 'metadata' });
   }
   const sent = str(span.attributes, ATTR_FL_MESSAGE_PAYLOAD_HASH);
   const replayed = (strList(span.attributes, ATTR_FL_MESSAGE_DELIVERED_HASHES) ?? []).find((h) => h !== '' && h !== sent && earlierHashes.has(h));

@@ -56,9 +56,19 @@ export interface TraceRecord {
   spans: SpanRecord[];
 }
 
-/** Sort spans by start time (ties: span id) in place and return them. */
+/**
+ * Sort spans by start time in place and return them. The OTel JS SDK stamps span starts from `Date.now()` (whole
+ * milliseconds) while durations are sub-millisecond, so sequential siblings often share a start: ties go parent
+ * first, then by end time (the earlier call ended first), then by span id (stable).
+ */
 export function sortSpans(spans: SpanRecord[]): SpanRecord[] {
-  return spans.sort((a, b) => a.start - b.start || (a.spanId < b.spanId ? -1 : a.spanId > b.spanId ? 1 : 0));
+  return spans.sort(
+    (a, b) =>
+      a.start - b.start ||
+      (a.spanId === b.parentSpanId ? -1 : b.spanId === a.parentSpanId ? 1 : 0) ||
+      a.end - b.end ||
+      (a.spanId < b.spanId ? -1 : a.spanId > b.spanId ? 1 : 0),
+  );
 }
 
 export function str(attrs: Attributes, key: string): string | undefined {

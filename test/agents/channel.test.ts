@@ -183,6 +183,59 @@ describe('MessageChannel steps', () => {
     expect(payloadHash(got.auditor[0].payload)).not.toBe(payloadHash(sent.payload));
   });
 
+  it('records how a delivered copy differs: keys and content-free changes, payloads only with content capture', async () => {
+    // Removes a key, renames one, retypes one, shortens a list and changes a value at depth: one of each change.
+    const alter: DeliverStep = (m, _ctx, next) => {
+      const p = m.payload as { sku: string; evidence_result: { rows: number[]; total: number }; candidate_answer: string };
+      return next({ ...m, payload: { answer: p.candidate_answer, evidence_result: { rows: [p.evidence_result.rows[0]], total: String(p.evidence_result.total) }, note: 'x' } });
+    };
+    await new MessageChannel({ steps: [alter] }).send(evidence());
+    await new MessageChannel({ steps: [alter], captureMessageContent: true }).send(evidence());
+    const [plain, captured] = otel.spans();
+    expect(plain.attributes['faultline.message.delivered_keys']).toEqual(['answer', 'evidence_result', 'note']);
+    expect(plain.attributes['faultline.message.delivered_changes']).toEqual([
+      'added:answer',
+      'added:note',
+      'length:evidence_result.rows',
+      'removed:candidate_answer',
+      'removed:sku',
+      'type:evidence_result.total',
+    ]);
+    // Content-free: no value of the payload reaches the span without content capture.
+    expect(JSON.stringify(plain.attributes)).not.toMatch(/B07-XL|Kings Cross|12\.5/);
+    expect(plain.attributes['faultline.message.delivered_payloads']).toBeUndefined();
+    // Same envelope: no envelope lists.
+    for (const k of ['ids', 'task_ids', 'session_ids', 'versions']) expect(plain.attributes[`faultline.message.delivered_${k}`]).toBeUndefined();
+    expect(JSON.parse((captured.attributes['faultline.message.delivered_payloads'] as string[])[0])).toEqual({ answer: 'Kings Cross', evidence_result: { rows: [3], total: '12.5' }, note: 'x' });
+  });
+
+  it('records the envelope of each copy when a copy is another message (a replay of another task, an older version)', async () => {
+    const older = evidence({ id: 'msg-40-001', taskId: 'admin-40', sessionId: 'sess-8', version: 1, payload: { sku: 'A01', evidence_result: { rows: [1], total: 1 }, candidate_answer: 'Euston' } });
+    const replay: DeliverStep = async (m, _ctx, next) => [...(await next(m)), ...(await next(older))];
+    await new MessageChannel({ steps: [replay] }).send(evidence());
+    const a = otel.spans()[0].attributes;
+    expect(a['faultline.message.delivered_count']).toBe(2);
+    expect(a['faultline.message.delivered_ids']).toEqual(['msg-41-009', 'msg-40-001']);
+    expect(a['faultline.message.delivered_task_ids']).toEqual(['admin-41', 'admin-40']);
+    expect(a['faultline.message.delivered_session_ids']).toEqual(['sess-9', 'sess-8']);
+    expect(a['faultline.message.delivered_versions']).toEqual(['3', '1']);
+    expect(a['faultline.message.delivered_changes']).toEqual(['length:evidence_result.rows', 'value:candidate_answer', 'value:evidence_result.rows[]', 'value:evidence_result.total', 'value:sku']);
+  });
+
+  it('records what crossed the channel even when an outer step (a guard) replaced it before the receiver', async () => {
+    const fault: DeliverStep = (m, _ctx, next) => next({ ...m, payload: { candidate_answer: 'Kings Cross' } });
+    const readback: DeliverStep = async (m, _ctx, next) => {
+      await next(m); // the changed copy crosses the channel and fails the guard's check...
+      return next({ ...m, id: 'msg-41-010', version: 4 }); // ...so the guard fetches a fresh one
+    };
+    const delivered = await new MessageChannel({ steps: [readback, fault] }).send(evidence());
+    expect(delivered.map((m) => m.id)).toEqual(['msg-41-010']);
+    const a = otel.spans()[0].attributes;
+    expect(a['faultline.message.delivered_count']).toBe(1); // what the receiver got
+    expect(a['faultline.message.delivered_ids']).toEqual(['msg-41-009', 'msg-41-010']); // what crossed the channel
+    expect(a['faultline.message.delivered_changes']).toEqual(['removed:evidence_result', 'removed:sku']);
+  });
+
   it('takes steps and onDelivery from configureChannels, read at send time', async () => {
     const channel = new MessageChannel({ name: 'evidence' }); // created before the configuration
     const calls: Array<{ ctx: DeliveryContext; original: AgentMessage; delivered: AgentMessage[] }> = [];

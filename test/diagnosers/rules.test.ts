@@ -1,3 +1,4 @@
+import { SpanKind } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { diagnoseByRules } from '../../src/diagnosers/rules';
 import { stepOf } from '../../src/traces/model';
@@ -163,6 +164,92 @@ describe('rule diagnoser: inter-agent messages', () => {
     const d = diagnoseByRules(t);
     expect(d).toMatchObject({ faultType: 'partial', spanId: id, step: 2, stepKind: 'message' });
     expect(stepOf(t, id)).toBe(2);
+  });
+});
+
+describe('rule diagnoser: how a delivered message differs from what was sent', () => {
+  const SENT = { task_id: 't-1', session_id: 's-1', sku: 'MUG-12', product_id: 'P-1', title: 'Blue Mug', quantity: 3, evidence: '{"sku":"MUG-12"}', rows: [1, 2, 3] };
+  const changed = (changes: string[], extra: Record<string, string | string[]> = {}) =>
+    b.trace((w) => { w.message({ source: 'p', target: 'w', boundary: 'I1' }); w.message({ source: 'w', target: 'v', boundary: 'I4', deliveredHashes: ['p2'], attributes: { 'faultline.message.delivered_changes': changes, ...extra } }); });
+
+  it.each([
+    [['removed:sku', 'removed:product_id', 'removed:evidence'], 'partial'],
+    [['removed:evidence_result.rows', 'length:visible_evidence'], 'partial'],
+    [['removed:task_id', 'added:task_binding'], 'schema'],
+    [['type:quantity'], 'schema'],
+    [['value:task_id', 'value:evidence'], 'stale'],
+    [['value:sku', 'value:product_id', 'value:evidence'], 'semantic'],
+    [['value:evidence_result.candidate_answer', 'length:evidence_result.rows'], 'semantic'],
+    [['value:title'], 'corrupt'],
+  ])('content-free changes %j → %s, at the changed handoff', (changes, type) => {
+    expect(diagnoseByRules(changed(changes))).toMatchObject({ faultType: type, step: 2, stepKind: 'message' });
+  });
+
+  it('reads the same changes from captured content when only the payloads were recorded', () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ...SENT, sku: undefined, product_id: undefined }, 'partial'],
+      [{ ...SENT, quantity: '3' }, 'schema'],
+      [{ ...SENT, sku: 'LAMP-01', product_id: 'P-9', evidence: '{"sku":"LAMP-01"}' }, 'semantic'],
+      [{ ...SENT, title: 'Bl\ufffde Mug' }, 'corrupt'],
+    ];
+    for (const [got, type] of cases) {
+      const t = b.trace((w) => {
+        w.message({ source: 'w', target: 'v', deliveredHashes: ['p2'], payload: JSON.stringify(SENT), attributes: { 'faultline.message.delivered_payloads': [JSON.stringify(got)] } });
+      });
+      expect(diagnoseByRules(t).faultType, JSON.stringify(got)).toBe(type);
+    }
+  });
+
+  it('a delivered copy that is another message is stale: another task, session, an older version, another id, an earlier payload', () => {
+    const env = (attributes: Record<string, string | string[] | number>, delivered = 1) =>
+      b.trace((w) => { w.message({ source: 'w', target: 'v', boundary: 'I4', taskId: 't-1', delivered, deliveredHashes: Array.from({ length: delivered }, (_, i) => (i === 0 ? 'p1' : 'p9')), attributes }); }, { taskId: 't-1' });
+    expect(diagnoseByRules(env({ 'faultline.message.delivered_task_ids': ['t-0'] })).faultType).toBe('stale');
+    expect(diagnoseByRules(env({ 'faultline.message.session_id': 's-1', 'faultline.message.delivered_session_ids': ['s-0'] })).faultType).toBe('stale');
+    expect(diagnoseByRules(env({ 'faultline.message.version': 2, 'faultline.message.delivered_versions': ['2', '1'] }, 2)).faultType).toBe('stale');
+    // A reordering: the older message delivered after this one is not a duplicate of it.
+    const reordered = env({ 'faultline.message.delivered_ids': ['SELF', 'msg-older'] }, 2);
+    reordered.spans[1]!.attributes['faultline.message.delivered_ids'] = [String(reordered.spans[1]!.attributes['faultline.message.id']), 'msg-older'];
+    expect(diagnoseByRules(reordered).faultType).toBe('stale');
+    // The payload an earlier message of the trace carried, delivered again.
+    const replay = b.trace((w) => { w.message({ source: 'w', target: 'v', payloadHash: 'h-old' }); w.message({ source: 'w', target: 'v', payloadHash: 'h-new', deliveredHashes: ['h-old'] }); });
+    expect(diagnoseByRules(replay)).toMatchObject({ faultType: 'stale', step: 2 });
+  });
+
+  it('a guard that replaced or withheld the changed copy does not hide the fault', () => {
+    // Reacquired: the guard's fresh readback (another id, a newer version) crossed the channel after the partial copy.
+    const readback = b.trace((w) => {
+      w.message({ source: 'w', target: 'v', boundary: 'I4', deliveredHashes: ['p3'], attributes: { 'faultline.message.delivered_ids': ['m-orig', 'm-fresh'], 'faultline.message.delivered_changes': ['removed:sku'] }, guards: [{ action: 'reacquire', reason: 'failed its contract' }, { action: 'accept', reason: 'the readback passed' }] });
+    });
+    readback.spans[1]!.attributes['faultline.message.id'] = 'm-orig';
+    expect(diagnoseByRules(readback).faultType).toBe('partial');
+    // Dropped by the guard: the message arrived (changed), it was not lost.
+    const dropped = b.trace((w) => {
+      w.message({ source: 'w', target: 'v', boundary: 'I4', delivered: 0, attributes: { 'faultline.message.delivered_changes': ['value:sku'] }, guards: [{ action: 'drop', reason: 'failed its contract' }] });
+    });
+    expect(diagnoseByRules(dropped).faultType).toBe('semantic');
+  });
+
+  it('detector readings the delivered facts contradict are dropped: partial on a rename, duplicate on another message', () => {
+    const partialFinding = [{ detector: 'message_integrity', faultType: 'partial' as const, confidence: 0.9, evidence: 'delivered payload lacks task_id' }];
+    const renamed = b.trace((w) => { w.message({ source: 'w', target: 'v', deliveredHashes: ['p2'], detections: partialFinding, attributes: { 'faultline.message.delivered_changes': ['added:task_binding', 'removed:task_id'] } }); });
+    expect(diagnoseByRules(renamed).faultType).toBe('schema');
+    const dupFinding = [{ detector: 'duplicate_delivery', faultType: 'duplicate' as const, confidence: 0.95, evidence: 'one send delivered 2 times' }];
+    const reordered = b.trace((w) => { w.message({ source: 'w', target: 'v', delivered: 2, deliveredHashes: ['p1', 'p0'], detections: dupFinding }); });
+    reordered.spans[1]!.attributes['faultline.message.delivered_ids'] = [String(reordered.spans[1]!.attributes['faultline.message.id']), 'msg-older'];
+    expect(diagnoseByRules(reordered).faultType).toBe('stale');
+    // Without the delivered facts the detector's reading stands.
+    const plain = b.trace((w) => { w.message({ source: 'w', target: 'v', deliveredHashes: ['p2'], detections: partialFinding }); });
+    expect(diagnoseByRules(plain).faultType).toBe('partial');
+  });
+
+  it('an A2A call span with the same message facts is read the same way as a handoff', () => {
+    const a2a = b.trace((w) => {
+      w.message({ source: 'w', target: 'verifier', kind: SpanKind.CLIENT, deliveredHashes: ['p2'], attributes: { 'a2a.method.name': 'SendMessage', 'gen_ai.operation.name': 'invoke_agent', 'faultline.message.delivered_changes': ['removed:sku'] } });
+    });
+    expect(diagnoseByRules(a2a)).toMatchObject({ faultType: 'partial', step: 1, stepKind: 'message' });
+    // Without delivered facts (the A2A module records only the message as sent) nothing changes: clean stays clean.
+    const clean = b.trace((w) => { w.message({ source: 'w', target: 'verifier', kind: SpanKind.CLIENT, attributes: { 'a2a.method.name': 'SendMessage' } }); });
+    expect(diagnoseByRules(clean).faultType).toBe('none');
   });
 });
 

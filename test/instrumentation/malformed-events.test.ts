@@ -62,7 +62,7 @@ function record(span: ReadableSpan): SpanRecord {
     kind: 'CLIENT',
     start: 0,
     end: 1,
-    attributes: { ...span.attributes },
+    attributes: { ...span.attributes } as SpanRecord['attributes'],
     events: [],
     links: [],
     status: { code: 'UNSET' },

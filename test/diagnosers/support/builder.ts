@@ -64,6 +64,10 @@ export interface MessageSpec {
   /** `faultline.guard` events (a protection's recorded actions). */
   guards?: { action: string; reason: string }[];
   truth?: Truth;
+  /** Further span attributes (delivered-copy facts, A2A / MCP attributes). */
+  attributes?: OtelAttributes;
+  /** Default PRODUCER; CLIENT with a2a.method.name for an A2A call. */
+  kind?: SpanKind;
 }
 
 let idSeq = 0;
@@ -180,7 +184,7 @@ export class TraceScope {
     this.clock += spec.gapMs ?? 2;
     const id = `msg-${idSeq++}`;
     const span = this.tracer.startSpan(`handoff ${spec.source} -> ${spec.target}`, {
-      kind: SpanKind.PRODUCER,
+      kind: spec.kind ?? SpanKind.PRODUCER,
       startTime: this.clock,
       attributes: {
         [sc.ATTR_FL_MESSAGE_ID]: id,
@@ -190,6 +194,7 @@ export class TraceScope {
         ...(spec.taskId ? { [sc.ATTR_FL_MESSAGE_TASK_ID]: spec.taskId } : {}),
         [sc.ATTR_FL_MESSAGE_PAYLOAD_HASH]: spec.payloadHash ?? 'p1',
         ...(spec.payload ? { [sc.ATTR_FL_MESSAGE_PAYLOAD]: spec.payload } : {}),
+        ...spec.attributes,
       },
     }, this.ctx);
     const delivered = spec.delivered ?? 1;
