@@ -21,7 +21,7 @@ const require = createRequire(join(root, 'package.json'));
 const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
 // The built package to measure (default: this checkout's dist/, from `npm run build`).
 const DIST = process.env.FAULTLINE_DIST ?? join(root, 'dist');
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 31); // the first is warm-up, not counted
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 61); // the first is warm-up, not counted
 const JSON_CALLS = Number(process.env.BENCH_JSON_CALLS ?? 40);
 const STREAM_CALLS = Number(process.env.BENCH_STREAM_CALLS ?? 20);
 

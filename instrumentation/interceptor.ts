@@ -53,13 +53,14 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
   const modules = options.protocols ?? defaultProtocols;
   const ignore = new Set([...(options.ignoreHosts ?? [])].map((h) => h.toLowerCase()));
   const steps = options.steps ?? [];
+  const routes: RouteCache = new Map();
 
   return (dispatch: DispatchFn): DispatchFn => {
     // Steps are composed once: steps[0] is the outermost, called first.
     const inner = steps.reduceRight<DispatchFn>((next, step) => step(next) as DispatchFn, dispatch);
 
     return function genaiInterceptor(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
-      const match = safely(log, 'request matching', () => recognise(opts, modules, ignore, options.enabled), undefined);
+      const match = safely(log, 'request matching', () => recognise(opts, modules, ignore, options.enabled, routes), undefined);
       if (match === undefined) return dispatch(opts, handler);
       const parent = context.active();
       const body = opts.body;
@@ -125,43 +126,61 @@ interface Match {
   headers: Record<string, string>;
 }
 
+/**
+ * Which modules accept a method + origin + path, and its parsed URL; null when none does (or the host is ignored).
+ * Apps call the same few endpoints over and over, so this saves a URL parse and the module checks on every request,
+ * ours or not. The URL is shared by the exchanges of one route: it is read, never written (Exchange.url is readonly).
+ */
+type RouteCache = Map<string, { url: URL; modules: ProtocolModule[] } | null>;
+const MAX_ROUTES = 512;
+
 function recognise(
   opts: Dispatcher.DispatchOptions,
   modules: readonly ProtocolModule[],
   ignore: Set<string>,
   enabled: (() => boolean) | undefined,
+  routes: RouteCache,
 ): Match | undefined {
   if (enabled && !enabled()) return undefined;
   if (opts.upgrade) return undefined;
   const method = (opts.method ?? 'GET').toUpperCase();
   const origin = opts.origin;
   if (origin === undefined || opts.path === undefined) return undefined;
-  const url = new URL(opts.path, origin);
-  if (ignore.size > 0 && (ignore.has(url.host.toLowerCase()) || ignore.has(url.hostname.toLowerCase()))) return undefined;
-  let matching: ProtocolModule[] | undefined;
-  for (const module of modules) {
-    if (module.matches(method, url)) (matching ??= []).push(module);
+  const key = `${method} ${String(origin)} ${opts.path}`;
+  let route = routes.get(key);
+  if (route === undefined) {
+    route = resolveRoute(method, new URL(opts.path, origin), modules, ignore);
+    // A cheap bound for apps with unbounded paths (ids in the path or query): start over rather than track recency.
+    if (routes.size >= MAX_ROUTES) routes.clear();
+    routes.set(key, route);
   }
-  return matching ? { modules: matching, url, method, headers: headerRecord(opts.headers) } : undefined;
+  return route === null ? undefined : { modules: route.modules, url: route.url, method, headers: headerRecord(opts.headers) };
+}
+
+function resolveRoute(method: string, url: URL, modules: readonly ProtocolModule[], ignore: Set<string>): { url: URL; modules: ProtocolModule[] } | null {
+  if (ignore.size > 0 && (ignore.has(url.host.toLowerCase()) || ignore.has(url.hostname.toLowerCase()))) return null;
+  const matching = modules.filter((module) => module.matches(method, url));
+  return matching.length > 0 ? { url, modules: matching } : null;
 }
 
 function headerRecord(headers: Dispatcher.DispatchOptions['headers']): Record<string, string> {
   const out: Record<string, string> = {};
-  const put = (k: unknown, v: unknown): void => {
-    const key = String(k).toLowerCase();
-    if (CREDENTIAL_HEADERS.has(key) || v == null) return;
-    out[key] = Array.isArray(v) ? v.map(String).join(', ') : String(v);
-  };
   if (headers == null) return out;
   if (Array.isArray(headers)) {
-    if (headers.length > 0 && Array.isArray(headers[0])) for (const pair of headers as unknown as [unknown, unknown][]) put(pair[0], pair[1]);
-    else for (let i = 0; i + 1 < headers.length; i += 2) put(headers[i], headers[i + 1]);
+    if (headers.length > 0 && Array.isArray(headers[0])) for (const pair of headers as unknown as [unknown, unknown][]) putHeader(out, pair[0], pair[1]);
+    else for (let i = 0; i + 1 < headers.length; i += 2) putHeader(out, headers[i], headers[i + 1]);
   } else if (typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
-    for (const pair of headers as Iterable<[unknown, unknown]>) put(pair[0], pair[1]);
+    for (const pair of headers as Iterable<[unknown, unknown]>) putHeader(out, pair[0], pair[1]);
   } else {
-    for (const [k, v] of Object.entries(headers as Record<string, unknown>)) put(k, v);
+    for (const k of Object.keys(headers)) putHeader(out, k, (headers as Record<string, unknown>)[k]);
   }
   return out;
+}
+
+function putHeader(out: Record<string, string>, k: unknown, v: unknown): void {
+  const key = String(k).toLowerCase();
+  if (CREDENTIAL_HEADERS.has(key) || v == null) return;
+  out[key] = Array.isArray(v) ? v.map(String).join(', ') : String(v);
 }
 
 /** content-length after a protocol module rewrote the body; other headers unchanged, in the caller's shape. */

@@ -48,7 +48,15 @@ export function providerName(hostname: string, family: WireFamily, override?: st
   for (const [suffix, name] of SUFFIX) {
     if (host.endsWith(suffix) && (name !== 'aws.bedrock' || host.includes('bedrock'))) return name;
   }
-  const named = override ?? process.env.FAULTLINE_PROVIDER_NAME?.trim();
+  const named = override ?? envProviderName();
   if (named) return named;
   return family === 'openai' ? 'openai_compatible' : 'anthropic_compatible';
+}
+
+let fromEnv: { value: string | undefined } | undefined;
+
+/** FAULTLINE_PROVIDER_NAME, read once: process.env is a slow accessor and this runs on every call. */
+function envProviderName(): string | undefined {
+  fromEnv ??= { value: process.env.FAULTLINE_PROVIDER_NAME?.trim() || undefined };
+  return fromEnv.value;
 }

@@ -46,6 +46,12 @@ describe('SseParser', () => {
     }
   });
 
+  it('ignores a byte order mark at the start of the stream, also when split across chunks', () => {
+    const bytes = Buffer.from('\ufeffdata: a\n\n');
+    expect(parse([bytes])).toEqual([{ event: 'message', data: 'a' }]);
+    expect(parse([bytes.subarray(0, 1), bytes.subarray(1, 2), bytes.subarray(2)])).toEqual([{ event: 'message', data: 'a' }]);
+  });
+
   it('decodes UTF-8 split inside a multi-byte character', () => {
     const bytes = Buffer.from('data: héllo ✓\n\n');
     const chunks = [...bytes].map((b) => Uint8Array.of(b));
