@@ -92,7 +92,8 @@ describe('register with a fault plan', () => {
   });
 
   it('injects nothing with FAULTLINE_DISABLE=1, and nothing without a plan', async () => {
-    for (const extra of [{ FAULTLINE_PLAN: join(dir, 'plan.json'), FAULTLINE_DISABLE: '1' }, {}]) {
+    const runs: Record<string, string>[] = [{ FAULTLINE_PLAN: join(dir, 'plan.json'), FAULTLINE_DISABLE: '1' }, {}];
+    for (const extra of runs) {
       const traces = join(dir, `clean-${Object.keys(extra).length}.jsonl`);
       const r = await runNode(['--import', REGISTER_MJS, join(dir, 'app.mjs')], { env: env({ ...extra, FAULTLINE_TRACES_FILE: traces }) });
       expect(r.code, r.stderr).toBe(0);
