@@ -10,5 +10,8 @@ export default defineConfig({
     isolate: true,
     fileParallelism: true,
     maxWorkers: 2,
+    // The JSON report lets .ci/run print a plain "N passed, N failed" closing line.
+    reporters: ['default', 'json'],
+    outputFile: { json: 'coverage/vitest-results.json' },
   },
 });
