@@ -62,7 +62,8 @@ export function heatmap(title: string, m: ConfusionMatrix): string {
   const left = 100;
   const top = 90;
   const n = m.labels.length;
-  const w = left + n * cell + 10;
+  // Wide enough for the title (under 8.5 px a character in bold 13 px) as well as the grid.
+  const w = Math.max(left + n * cell + 10, 8 + Math.ceil(title.length * 8.5));
   const h = top + n * cell + 10;
   const parts: string[] = [`<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="${escapeHtml(title)}" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}">`];
   parts.push(`<text x="4" y="16" font-size="13" font-weight="600">${escapeHtml(title)}</text>`);
