@@ -9,18 +9,18 @@
  * steps, so it sees exactly the chunks the application gets (after any fault or guard). Anything not recognised,
  * and anything that goes wrong inside faultline, falls back to the untouched call.
  */
-import { context, SpanStatusCode, trace, type Context, type Tracer } from '@opentelemetry/api';
+import { context, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { logger, safely } from '../src/diag';
 import { EXCHANGE } from './exchange';
-import type { ProtocolModule, ProtocolStart, ResponseReader } from './internal-types';
+import type { LlmRequestHead, ProtocolModule, ProtocolStart, ResponseReader } from './internal-types';
 import type { GenAiMetrics } from './metrics';
 import { protocols as defaultProtocols } from './protocols';
 import { serverPort } from './providers/request-attributes';
 import { ATTR_ERROR_TYPE } from './semconv';
-import type { Exchange, ExchangeOutcome, Interceptor } from './types';
+import type { AgentMessage, Exchange, ExchangeOutcome, Interceptor, LlmRequestSummary, Protocol } from './types';
 
 const log = logger('interceptor');
 
@@ -60,7 +60,12 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
     const inner = steps.reduceRight<DispatchFn>((next, step) => step(next) as DispatchFn, dispatch);
 
     return function genaiInterceptor(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
-      const match = safely(log, 'request matching', () => recognise(opts, modules, ignore, options.enabled, routes), undefined);
+      let match: Match | undefined;
+      try {
+        match = recognise(opts, modules, ignore, options.enabled, routes);
+      } catch (err) {
+        log.error('internal error in request matching (ignored, the application is unaffected):', err);
+      }
       if (match === undefined) return dispatch(opts, handler);
       const parent = context.active();
       const body = opts.body;
@@ -87,16 +92,20 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       buf: Buffer,
       rebody: boolean,
     ): boolean {
-      const passThrough = rebody ? { ...opts, body: buf } : opts;
-      const started = safely(log, 'span start', () => startExchange(match, parent, buf, options), undefined);
-      if (started === undefined) return dispatch(passThrough, handler);
+      let started: ReturnType<typeof startExchange>;
+      try {
+        started = startExchange(match, parent, buf, options);
+      } catch (err) {
+        log.error('internal error in span start (ignored, the application is unaffected):', err);
+      }
+      if (started === undefined) return dispatch(rebody ? { ...opts, body: buf } : opts, handler);
       const { exchange, start, reader } = started;
       let sendOpts: Dispatcher.DispatchOptions & { [EXCHANGE]?: Exchange };
       const rewritten = start.rewriteBody ? safely(log, 'body rewrite', () => rewrite(start, exchange), undefined) : undefined;
       if (rewritten !== undefined) {
         sendOpts = { ...opts, body: rewritten, headers: withContentLength(opts.headers, rewritten.length), [EXCHANGE]: exchange };
       } else {
-        sendOpts = { ...passThrough, [EXCHANGE]: exchange };
+        sendOpts = rebody ? { ...opts, body: buf, [EXCHANGE]: exchange } : { ...opts, [EXCHANGE]: exchange };
       }
       const wrapped = new ExchangeHandler(handler, exchange, reader, options);
       try {
@@ -107,7 +116,7 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
         log.error('a step inside the GenAI span layer threw (falling back to the untouched call):', err);
         if (!wrapped.touched) {
           wrapped.abandon();
-          return dispatch(passThrough, handler);
+          return dispatch(rebody ? { ...opts, body: buf } : opts, handler);
         }
         wrapped.onResponseError(null as unknown as Controller, err as Error);
         return true;
@@ -255,22 +264,7 @@ function startExchange(
   }
   if (start === undefined || module === undefined) return undefined;
   const span = options.tracer().startSpan(start.name, { kind: start.kind, attributes: start.attributes }, parent);
-  const exchange: Exchange = {
-    protocol: module.protocol,
-    span,
-    context: trace.setSpan(parent, span),
-    operation: start.operation,
-    provider: start.provider,
-    url: match.url,
-    method: match.method,
-    requestBody: buf,
-    request,
-    stream: start.stream,
-    ...(start.llmRequest ? { llmRequest: start.llmRequest } : {}),
-    ...(start.message ? { message: start.message } : {}),
-    attempt: 0,
-    notes: new Map(),
-  };
+  const exchange = new LiveExchange(module.protocol, span, trace.setSpan(parent, span), start, match, buf, request);
   let reader: ResponseReader;
   try {
     reader = module.reader(exchange, capture);
@@ -279,6 +273,53 @@ function startExchange(
     throw err;
   }
   return { exchange, start, reader };
+}
+
+/**
+ * The Exchange of one call. `llmRequest` (messages in semconv shape) is built on first read, and `notes` on first
+ * use: most calls with no steps and content capture off never touch either.
+ */
+class LiveExchange implements Exchange {
+  readonly operation: string;
+  readonly provider: string;
+  readonly url: URL;
+  readonly method: string;
+  readonly stream: boolean;
+  readonly message?: AgentMessage;
+  attempt = 0;
+  #notes: Map<string, unknown> | undefined;
+  readonly #start: ProtocolStart;
+
+  constructor(
+    readonly protocol: Protocol,
+    readonly span: Span,
+    readonly context: Context,
+    start: ProtocolStart,
+    match: Match,
+    readonly requestBody: Buffer,
+    readonly request: unknown,
+  ) {
+    this.operation = start.operation;
+    this.provider = start.provider;
+    this.url = match.url;
+    this.method = match.method;
+    this.stream = start.stream;
+    if (start.message) this.message = start.message;
+    this.#start = start;
+  }
+
+  get llmRequest(): LlmRequestSummary | undefined {
+    return this.#start.llmRequest;
+  }
+
+  /** What the metrics need, without building the whole request summary. */
+  llmHead(): LlmRequestHead | undefined {
+    return this.#start.llmHead ?? this.#start.llmRequest;
+  }
+
+  get notes(): Map<string, unknown> {
+    return (this.#notes ??= new Map());
+  }
 }
 
 function rewrite(start: ProtocolStart, exchange: Exchange): Buffer | undefined {
@@ -344,7 +385,11 @@ class ExchangeHandler implements Handler {
     };
     this.onResponseStart = (controller, statusCode, headers, statusMessage) => {
       this.touched = true;
-      safely(log, 'response start', () => reader.onStart(statusCode, headers as IncomingHttpHeaders), undefined);
+      try {
+        reader.onStart(statusCode, headers as IncomingHttpHeaders);
+      } catch (err) {
+        log.error('internal error in response start (ignored, the application is unaffected):', err);
+      }
       return handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
     };
     this.onResponseData = (controller, chunk) => {
@@ -364,7 +409,11 @@ class ExchangeHandler implements Handler {
       try {
         return handler.onResponseEnd?.(controller, trailers);
       } finally {
-        safely(log, 'response end', () => reader.onEnd(), undefined);
+        try {
+          reader.onEnd();
+        } catch (err) {
+          log.error('internal error in response end (ignored, the application is unaffected):', err);
+        }
         this.#end(undefined);
       }
     };
@@ -392,8 +441,13 @@ class ExchangeHandler implements Handler {
     const { exchange, reader, options } = this;
     const span = exchange.span;
     const durationMs = performance.now() - this.#t0;
-    const result = safely(log, 'response finish', () => reader.finish(exchange, failure, durationMs), undefined);
-    safely(log, 'span status', () => {
+    let result: ReturnType<ResponseReader['finish']> | undefined;
+    try {
+      result = reader.finish(exchange, failure, durationMs);
+    } catch (e) {
+      log.error('internal error in response finish (ignored, the application is unaffected):', e);
+    }
+    try {
       if (result) span.setAttributes(result.attributes);
       if (failure?.errorType !== undefined) {
         if (!result?.attributes[ATTR_ERROR_TYPE]) span.setAttribute(ATTR_ERROR_TYPE, failure.errorType);
@@ -402,17 +456,31 @@ class ExchangeHandler implements Handler {
       } else if (result?.error !== undefined) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: result.error });
       }
-    }, undefined);
+    } catch (e) {
+      log.error('internal error in span status (ignored, the application is unaffected):', e);
+    }
     const outcome: ExchangeOutcome = result?.outcome ?? fallbackOutcome(failure, durationMs);
     // Before span.end(): online detectors record their findings as events on this span.
-    if (options.onExchangeEnd) {
-      const cb = options.onExchangeEnd;
-      safely(log, 'onExchangeEnd', () => cb(exchange, outcome), undefined);
+    const onEnd = options.onExchangeEnd;
+    if (onEnd) {
+      try {
+        onEnd(exchange, outcome);
+      } catch (e) {
+        log.error('internal error in onExchangeEnd (ignored, the application is unaffected):', e);
+      }
     }
-    safely(log, 'span end', () => span.end(), undefined);
-    if (options.metrics && exchange.llmRequest) {
-      const llm = exchange.llmRequest;
-      safely(log, 'metrics', () => options.metrics?.record(exchange.url, serverPort(exchange.url), llm, outcome.response), undefined);
+    try {
+      span.end();
+    } catch (e) {
+      log.error('internal error in span end (ignored, the application is unaffected):', e);
+    }
+    if (options.metrics) {
+      try {
+        const head = exchange instanceof LiveExchange ? exchange.llmHead() : exchange.llmRequest;
+        if (head) options.metrics.record(exchange.url, serverPort(exchange.url), head, outcome.response);
+      } catch (e) {
+        log.error('internal error in metrics (ignored, the application is unaffected):', e);
+      }
     }
   }
 }

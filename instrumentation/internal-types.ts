@@ -6,6 +6,8 @@ import type { Attributes, SpanKind } from '@opentelemetry/api';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AgentMessage, Exchange, ExchangeOutcome, LlmRequestSummary, Protocol } from './types';
 
+export type LlmRequestHead = Pick<LlmRequestSummary, 'operation' | 'provider' | 'model'>;
+
 /** What a protocol module decides when a request is recognised. */
 export interface ProtocolStart {
   /** Span name, e.g. `chat gpt-4o`, `invoke_agent planner`, `execute_tool get_weather`. */
@@ -18,6 +20,8 @@ export interface ProtocolStart {
   operation: string;
   provider: string;
   llmRequest?: LlmRequestSummary;
+  /** What the metrics need of `llmRequest`, when building all of it costs more (set iff `llmRequest` is). */
+  llmHead?: LlmRequestHead;
   message?: AgentMessage;
   /**
    * Optional: produce the request body to send, given the started span's context (MCP puts `traceparent` into

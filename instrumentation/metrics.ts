@@ -51,7 +51,7 @@ export class GenAiMetrics {
     return this.#duration && this.#tokens ? { duration: this.#duration, tokens: this.#tokens } : undefined;
   }
 
-  record(url: URL, port: number, request: LlmRequestSummary, response: LlmResponseSummary | undefined): void {
+  record(url: URL, port: number, request: Pick<LlmRequestSummary, 'operation' | 'provider' | 'model'>, response: LlmResponseSummary | undefined): void {
     const inst = this.#instruments();
     if (!inst) return;
     const attrs: Attributes = {

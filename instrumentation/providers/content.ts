@@ -133,6 +133,18 @@ export function openAiInput(messages: unknown): { messages: GenAiMessage[]; syst
   return system.length > 0 ? { messages: out, system: system.join('\n\n') } : { messages: out };
 }
 
+/** How many messages {@link openAiInput} would return (system/developer messages excluded), without building them. */
+export function openAiMessageCount(messages: unknown): number {
+  if (!Array.isArray(messages)) return 0;
+  let n = 0;
+  for (const m of messages) {
+    if (!isObject(m)) continue;
+    const role = str(m.role) ?? 'user';
+    if (role !== 'system' && role !== 'developer') n++;
+  }
+  return n;
+}
+
 export function openAiTools(body: Json): ToolDefinition[] {
   const tools: ToolDefinition[] = [];
   if (Array.isArray(body.tools)) {

@@ -16,7 +16,7 @@ import {
 } from '../semconv';
 import type { ProtocolModule, ProtocolStart, ResponseReader } from '../internal-types';
 import type { Exchange, GenAiMessage, GenAiPart, LlmRequestSummary, ToolCallSummary, UsageSummary } from '../types';
-import { isObject, openAiInput, openAiOutputMessage, openAiTools, parseArguments } from './content';
+import { isObject, openAiInput, openAiMessageCount, openAiOutputMessage, openAiTools, parseArguments } from './content';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { llmStartAttributes, num } from './request-attributes';
@@ -240,24 +240,29 @@ export const openaiChat: ProtocolModule = {
   start(url: URL, body: unknown, headers: Record<string, string>, captureContent: boolean): ProtocolStart | undefined {
     if (!isObject(body)) return undefined;
     const model = typeof body.model === 'string' ? body.model : azureDeployment(url);
-    const input = openAiInput(body.messages);
     const stream = body.stream === true;
-    const llmRequest: LlmRequestSummary = {
-      provider: providerName(url.hostname, 'openai'),
-      operation: GEN_AI_OPERATION_CHAT,
-      stream,
-      messages: input.messages,
-      tools: openAiTools(body),
-      time: Date.now(),
-    };
-    if (model !== undefined) llmRequest.model = model;
+    const provider = providerName(url.hostname, 'openai');
+    const time = Date.now();
+    const tools = openAiTools(body);
     const maxTokens = num(body.max_completion_tokens) ?? num(body.max_tokens);
-    if (maxTokens !== undefined) llmRequest.maxTokens = maxTokens;
     const temperature = num(body.temperature);
-    if (temperature !== undefined) llmRequest.temperature = temperature;
-    if (input.system !== undefined) llmRequest.systemInstructions = input.system;
-
-    const attributes = llmStartAttributes(url, llmRequest, headers, captureContent);
+    // The request summary (messages in semconv shape) is built only when something reads it: content capture,
+    // a step, an onExchangeEnd consumer, metrics. The span's attributes need only the message count.
+    let summary: LlmRequestSummary | undefined;
+    const summarise = (): LlmRequestSummary => {
+      if (summary !== undefined) return summary;
+      const input = openAiInput(body.messages);
+      const llmRequest: LlmRequestSummary = { provider, operation: GEN_AI_OPERATION_CHAT, stream, messages: input.messages, tools, time };
+      if (model !== undefined) llmRequest.model = model;
+      if (maxTokens !== undefined) llmRequest.maxTokens = maxTokens;
+      if (temperature !== undefined) llmRequest.temperature = temperature;
+      if (input.system !== undefined) llmRequest.systemInstructions = input.system;
+      return (summary = llmRequest);
+    };
+    const head = captureContent
+      ? summarise()
+      : { provider, operation: GEN_AI_OPERATION_CHAT, stream, model, maxTokens, temperature, tools, messageCount: openAiMessageCount(body.messages) };
+    const attributes = llmStartAttributes(url, head, headers, captureContent);
     const topP = num(body.top_p);
     if (topP !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_P] = topP;
     const fp = num(body.frequency_penalty);
@@ -280,8 +285,11 @@ export const openaiChat: ProtocolModule = {
       attributes,
       stream,
       operation: GEN_AI_OPERATION_CHAT,
-      provider: llmRequest.provider,
-      llmRequest,
+      provider,
+      llmHead: model !== undefined ? { operation: GEN_AI_OPERATION_CHAT, provider, model } : { operation: GEN_AI_OPERATION_CHAT, provider },
+      get llmRequest() {
+        return summarise();
+      },
     };
   },
 

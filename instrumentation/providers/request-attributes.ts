@@ -35,9 +35,14 @@ export function retryCount(headers: Record<string, string>): number | undefined 
   return Number.isInteger(n) && n >= 0 ? n : undefined;
 }
 
+/** What the start attributes need: a full summary, or (content capture off) its head with the message count. */
+export type LlmStartHead =
+  | LlmRequestSummary
+  | (Pick<LlmRequestSummary, 'provider' | 'operation' | 'stream' | 'tools'> & { model?: string | undefined; maxTokens?: number | undefined; temperature?: number | undefined; messageCount: number });
+
 export function llmStartAttributes(
   url: URL,
-  req: LlmRequestSummary,
+  req: LlmStartHead,
   headers: Record<string, string>,
   captureContent: boolean,
 ): Attributes {
@@ -46,7 +51,7 @@ export function llmStartAttributes(
     [ATTR_GEN_AI_PROVIDER_NAME]: req.provider,
     [ATTR_SERVER_ADDRESS]: url.hostname,
     [ATTR_SERVER_PORT]: serverPort(url),
-    [ATTR_FL_REQUEST_MESSAGE_COUNT]: req.messages.length,
+    [ATTR_FL_REQUEST_MESSAGE_COUNT]: 'messageCount' in req ? req.messageCount : req.messages.length,
   };
   if (req.model !== undefined) a[ATTR_GEN_AI_REQUEST_MODEL] = req.model;
   if (req.maxTokens !== undefined) a[ATTR_GEN_AI_REQUEST_MAX_TOKENS] = req.maxTokens;
@@ -55,7 +60,7 @@ export function llmStartAttributes(
   if (req.tools.length > 0) a[ATTR_FL_REQUEST_TOOL_NAMES] = req.tools.map((t) => t.name);
   const retries = retryCount(headers);
   if (retries !== undefined) a[ATTR_FL_REQUEST_RETRY_COUNT] = retries;
-  if (captureContent) {
+  if (captureContent && 'messages' in req) {
     a[ATTR_GEN_AI_INPUT_MESSAGES] = JSON.stringify(req.messages);
     if (req.systemInstructions !== undefined) {
       a[ATTR_GEN_AI_SYSTEM_INSTRUCTIONS] = JSON.stringify(systemInstructionParts(req.systemInstructions));
