@@ -15,6 +15,7 @@ import type { MessageContract } from '../../detectors/types';
 import { createInjector } from '../../src/inject/index';
 import type { FaultPlanInput } from '../../src/plan/schema';
 import type { SpanRecord } from '../../src/traces/model';
+import { pollSpans } from '../support/otel';
 
 export interface GuardHarness {
   guards: Guards;
@@ -54,14 +55,7 @@ export function setupGuardHarness(options: GuardOptions & { contracts?: MessageC
       const result = await withTask(taskId, fn);
       return { result, taskId };
     },
-    async waitForSpans(pred: (spans: ReadableSpan[]) => boolean, timeoutMs = 5000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const spans = exporter.getFinishedSpans();
-        if (pred(spans) || Date.now() > deadline) return spans;
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    },
+    waitForSpans: (pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number) => pollSpans(exporter, pred, timeoutMs),
     async shutdown() {
       inst.disable();
       await provider.shutdown();

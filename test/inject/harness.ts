@@ -12,6 +12,7 @@ import { withTask } from '../../instrumentation/agents/task';
 import { ATTR_FL_FAULT_NAME, EVENT_FL_FAULT_INJECTED } from '../../instrumentation/semconv';
 import { createInjector, type Injector } from '../../src/inject/index';
 import type { FaultPlanInput } from '../../src/plan/schema';
+import { pollSpans } from '../support/otel';
 
 export interface Harness {
   injector: Injector;
@@ -46,14 +47,7 @@ export function setupHarness(options: { sampler?: Sampler; captureMessageContent
       const result = await withTask(taskId, fn);
       return { result, taskId };
     },
-    async waitForSpans(pred: (spans: ReadableSpan[]) => boolean, timeoutMs = 5000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const spans = exporter.getFinishedSpans();
-        if (pred(spans) || Date.now() > deadline) return spans;
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    },
+    waitForSpans: (pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number) => pollSpans(exporter, pred, timeoutMs),
     async shutdown() {
       inst.disable();
       await provider.shutdown();

@@ -24,20 +24,27 @@ export function setupOtel(): TestOtel {
     exporter,
     provider,
     spans: () => exporter.getFinishedSpans(),
-    async waitForSpans(pred, timeoutMs = 5000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const spans = exporter.getFinishedSpans();
-        if (pred(spans) || Date.now() > deadline) return spans;
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    },
+    waitForSpans: (pred, timeoutMs) => pollSpans(exporter, pred, timeoutMs),
     async shutdown() {
       await provider.shutdown();
       trace.disable();
       context.disable();
     },
   };
+}
+
+/** Poll the exporter until `pred(spans)` holds or the deadline passes; returns the spans (the caller asserts). */
+export async function pollSpans(
+  exporter: InMemorySpanExporter,
+  pred: (spans: ReadableSpan[]) => boolean,
+  timeoutMs = 5000,
+): Promise<ReadableSpan[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const spans = exporter.getFinishedSpans();
+    if (pred(spans) || Date.now() > deadline) return spans;
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 /** Spans of our scope (`faultline`). */

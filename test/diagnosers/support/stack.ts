@@ -12,6 +12,7 @@ import { FaultlineInstrumentation } from '../../../instrumentation';
 import { createOnlineDetection } from '../../../detectors/online';
 import { createInjector } from '../../../src/inject/index';
 import type { FaultPlanInput } from '../../../src/plan/schema';
+import { pollSpans } from '../../support/otel';
 
 export interface Stack {
   plan: FaultPlanInput | undefined;
@@ -36,14 +37,7 @@ export function setupStack(options: { captureMessageContent: boolean; onlineDete
   inst.enable();
   return Object.assign(stack, {
     exporter,
-    async waitForSpans(pred: (spans: ReadableSpan[]) => boolean, timeoutMs = 5000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const spans = exporter.getFinishedSpans();
-        if (pred(spans) || Date.now() > deadline) return spans;
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    },
+    waitForSpans: (pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number) => pollSpans(exporter, pred, timeoutMs),
     async shutdown() {
       inst.disable();
       await provider.shutdown();
