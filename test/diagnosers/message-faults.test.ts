@@ -15,7 +15,7 @@ import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers/index';
 import type { FaultPlanInput } from '../../src/plan/schema';
 import type { TraceRecord } from '../../src/traces/model';
 import { setupStack, type Stack } from './support/stack';
-import { toTraces } from './support/to-traces';
+import { toTraces } from '../support/to-traces';
 
 interface Product {
   title: string;

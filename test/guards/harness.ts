@@ -14,7 +14,6 @@ import { createGuards, type GuardConfigSource, type GuardOptions, type Guards } 
 import type { MessageContract } from '../../detectors/types';
 import { createInjector } from '../../src/inject/index';
 import type { FaultPlanInput } from '../../src/plan/schema';
-import type { SpanRecord } from '../../src/traces/model';
 import { pollSpans } from '../support/otel';
 
 export interface GuardHarness {
@@ -76,26 +75,7 @@ export function chatSpans(spans: ReadableSpan[]): ReadableSpan[] {
   return spans.filter((s) => s.instrumentationScope.name === 'faultline' && s.attributes['gen_ai.operation.name'] === 'chat');
 }
 
-export function toRecord(s: ReadableSpan): SpanRecord {
-  const ms = (t: [number, number]) => t[0] * 1000 + t[1] / 1e6;
-  const r: SpanRecord = {
-    traceId: s.spanContext().traceId,
-    spanId: s.spanContext().spanId,
-    name: s.name,
-    kind: 'CLIENT',
-    start: ms(s.startTime),
-    end: ms(s.endTime),
-    attributes: s.attributes as SpanRecord['attributes'],
-    events: s.events.map((e) => ({ name: e.name, time: ms(e.time), attributes: (e.attributes ?? {}) as SpanRecord['attributes'] })),
-    links: [],
-    status: { code: 'UNSET' },
-    resource: {},
-    scope: { name: s.instrumentationScope.name },
-  };
-  const parent = s.parentSpanContext?.spanId;
-  if (parent) r.parentSpanId = parent;
-  return r;
-}
+export { spanRecord as toRecord } from '../support/to-traces';
 
 /** The error chain of a thrown value (SDK error → fetch TypeError → our coded error). */
 export function causes(e: unknown): unknown[] {

@@ -3,16 +3,15 @@
  * sampling, position and selectors, trigger verification live and offline, and safety switches.
  */
 import { AlwaysOffSampler, SamplingDecision, type Sampler } from '@opentelemetry/sdk-trace-base';
-import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LLM_ERROR_TEXT } from '../../src/catalog/agentchaos/experiments';
 import { FaultlineInputError } from '../../src/errors';
 import { createInjector, formatTriggerReport, triggerReportFromSpans } from '../../src/inject/index';
-import type { SpanRecord } from '../../src/traces/model';
 import { loadCorpus } from '../support/corpus';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { callSpans, faultName, setupHarness, type Harness } from './harness';
+import { spanRecord } from '../support/to-traces';
 
 const TEXT = loadCorpus('openai-chat.jsonl').find((r) => r.id === '55dae6f503a5')!;
 const ORIGINAL = (TEXT.response as { choices: [{ message: { content: string } }] }).choices[0].message.content;
@@ -34,24 +33,6 @@ const contentsOf = async (client: OpenAI, n: number, model?: string) => {
   return out;
 };
 const hits = (contents: string[]) => contents.flatMap((c, i) => (c === LLM_ERROR_TEXT ? [i + 1] : []));
-
-function toRecord(s: ReadableSpan): SpanRecord {
-  const ms = (t: [number, number]) => t[0] * 1000 + t[1] / 1e6;
-  return {
-    traceId: s.spanContext().traceId,
-    spanId: s.spanContext().spanId,
-    name: s.name,
-    kind: 'CLIENT',
-    start: ms(s.startTime),
-    end: ms(s.endTime),
-    attributes: s.attributes as SpanRecord['attributes'],
-    events: s.events.map((e) => ({ name: e.name, time: ms(e.time), attributes: (e.attributes ?? {}) as SpanRecord['attributes'] })),
-    links: [],
-    status: { code: 'UNSET' },
-    resource: {},
-    scope: { name: s.instrumentationScope.name },
-  };
-}
 
 describe('with the plan processor in the provider', () => {
   let h: Harness;
@@ -96,7 +77,7 @@ describe('with the plan processor in the provider', () => {
   it('trigger verification offline from exported spans matches the live ledger', async () => {
     const { taskId } = await h.task({ rules: [{ name: 'cut', fault: 'llm_truncate_burst' }, { name: 'ascii', fault: 'llm_corrupt_single', match: { model: 'never' } }] }, () => contentsOf(client, 4));
     const spans = callSpans(await h.waitForSpans((s) => callSpans(s).length >= 4));
-    const offline = triggerReportFromSpans(spans.map(toRecord));
+    const offline = triggerReportFromSpans(spans.map(spanRecord));
     const live = h.injector.triggerReport(taskId);
     expect(live.tasks[0].rules.find((r) => r.rule === 'cut')).toMatchObject({ matched: 4, fires: 3, noops: 0, triggered: true });
     expect(offline.tasks).toHaveLength(1);

@@ -9,10 +9,10 @@ import { finishReasonDetector } from '../../detectors/finish-reason';
 import { llmObservationFromSpan } from '../../detectors/from-span';
 import { FaultlineInstrumentation } from '../../instrumentation';
 import type { ExchangeOutcome } from '../../instrumentation/types';
-import type { SpanRecord } from '../../src/traces/model';
 import { loadCorpus, sseEvents, type CorpusRecord } from '../support/corpus';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
+import { spanRecord } from '../support/to-traces';
 
 let otel: TestOtel;
 let server: LlmServer;
@@ -54,22 +54,6 @@ async function fetchStream(path: string, request: unknown, events: string[]): Pr
   return res.text();
 }
 
-function record(span: ReadableSpan): SpanRecord {
-  return {
-    traceId: span.spanContext().traceId,
-    spanId: span.spanContext().spanId,
-    name: span.name,
-    kind: 'CLIENT',
-    start: 0,
-    end: 1,
-    attributes: { ...span.attributes } as SpanRecord['attributes'],
-    events: [],
-    links: [],
-    status: { code: 'UNSET' },
-    resource: {},
-    scope: { name: 'faultline' },
-  };
-}
 
 describe('malformed SSE events', () => {
   it('counts OpenAI chunks that do not parse, on the outcome and the span, and detectors see it offline', async () => {
@@ -86,7 +70,7 @@ describe('malformed SSE events', () => {
     expect(outcomes).toHaveLength(1);
     expect(outcomes[0]?.response?.stream?.malformedEvents).toBe(2);
 
-    const obs = llmObservationFromSpan(record(span));
+    const obs = llmObservationFromSpan(spanRecord(span));
     expect(obs.response.stream?.malformedEvents).toBe(2);
     const findings = finishReasonDetector.detect(obs, { earlier: [], now: Date.now() });
     expect(findings.some((f) => f.faultType === 'corrupt')).toBe(true);

@@ -8,7 +8,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import * as sc from '../../../instrumentation/semconv';
 import type { FaultType } from '../../../src/taxonomy';
 import type { TraceRecord } from '../../../src/traces/model';
-import { toTraces } from './to-traces';
+import { toTraces } from '../../support/to-traces';
 
 export interface Detection {
   detector: string;

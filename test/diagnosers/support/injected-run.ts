@@ -15,7 +15,7 @@ import { evalText } from '../../../src/report/eval-text';
 import { loadCorpus, type CorpusRecord } from '../../support/corpus';
 import { corpusReply, startLlmServer, type LlmServer } from '../../support/llm-server';
 import { setupStack, type Stack } from './stack';
-import { toTraces } from './to-traces';
+import { toTraces } from '../../support/to-traces';
 
 const chat = loadCorpus('openai-chat.jsonl');
 const byId = (id: string): CorpusRecord => chat.find((r) => r.id === id)!;

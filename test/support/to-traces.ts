@@ -1,7 +1,7 @@
 /** ReadableSpans of the real OTel SDK → the normalised TraceRecords every offline consumer reads. */
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { HrTime } from '@opentelemetry/api';
-import { sortSpans, type AttrValue, type Attributes, type SpanKindName, type SpanRecord, type TraceRecord } from '../../../src/traces/model';
+import { sortSpans, type AttrValue, type Attributes, type SpanKindName, type SpanRecord, type TraceRecord } from '../../src/traces/model';
 
 const KINDS: SpanKindName[] = ['INTERNAL', 'SERVER', 'CLIENT', 'PRODUCER', 'CONSUMER'];
 
