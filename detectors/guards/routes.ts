@@ -13,16 +13,8 @@ export interface RouteMatch {
   host?: string;
 }
 
-/** What is known about one call or delivery, to match routes against. */
-export interface RouteFacts {
-  provider?: string;
-  model?: string;
-  agent?: string;
-  tool?: string;
-  boundary?: string;
-  source?: string;
-  host?: string;
-}
+/** What is known about one call or delivery, to match routes against: the same fields, as values. */
+export type RouteFacts = RouteMatch;
 
 function matchValue(pattern: string | undefined, value: string | undefined): boolean {
   if (pattern === undefined || pattern === '*') return true;
