@@ -4,12 +4,15 @@
  *
  * Node's fetch reads `globalThis[Symbol.for('undici.globalDispatcher.1')]`; npm undici's `setGlobalDispatcher`
  * writes that slot and `.2`. Node 20/22's bundled undici 6 talks to it with legacy handlers, which undici 7's
- * `compose` adapts before they reach us. OTLP export goes through node:http, so it never reaches this layer; the
- * configured OTLP endpoints are ignored here anyway.
+ * `compose` adapts before they reach us. When nothing was installed before, the dispatcher below us is Node's own
+ * (see fetch-dispatcher.ts), not a fresh npm undici Agent. OTLP export goes through node:http, so it never reaches
+ * this layer; the configured OTLP endpoints are ignored here anyway.
  */
+import './fetch-dispatcher';
 import { Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { logger } from '../src/diag';
 import { createGenAiInterceptor, type GenAiInterceptorOptions } from './interceptor';
+import type { Interceptor } from './types';
 
 const log = logger('install');
 
@@ -61,6 +64,23 @@ function unwrap(handler: Dispatcher.DispatchHandler): Dispatcher.DispatchHandler
   return UnwrapHandler.unwrap(handler);
 }
 
+/**
+ * `base` with the GenAI layer in front: like undici's `Dispatcher#compose` (a view of the base whose `dispatch` goes
+ * through the layer first), except that the caller's handler reaches the layer as it is. `compose` would adapt the
+ * legacy handlers of Node 20/22's fetch to undici 7's API, and the base would adapt them back, parsing and rebuilding
+ * the response headers on the way; the layer speaks both APIs itself.
+ */
+function withLayer(base: Dispatcher, layer: Interceptor): Dispatcher {
+  const dispatch = layer(base.dispatch.bind(base));
+  return new Proxy(base, {
+    get(target, key) {
+      if (key === 'dispatch') return dispatch;
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
 /** host:port of the OTLP endpoints in the environment: never intercepted. */
 export function otlpHosts(env: NodeJS.ProcessEnv = process.env): string[] {
   const hosts: string[] = [];
@@ -84,7 +104,7 @@ export function installInstrumentation(options: GenAiInterceptorOptions): Instal
   const previous = mine && current === mine.dispatcher ? mine.previous : current;
   const base = previous instanceof Dispatcher ? previous : new ForeignDispatcher(previous);
   const ignoreHosts = [...(options.ignoreHosts ?? []), ...otlpHosts()];
-  const dispatcher = base.compose(createGenAiInterceptor({ ...options, ignoreHosts })) as Dispatcher;
+  const dispatcher = withLayer(base, createGenAiInterceptor({ ...options, ignoreHosts }));
   setGlobalDispatcher(dispatcher);
   const installed: Installed = { dispatcher, previous };
   slot[INSTALLED] = installed;

@@ -5,11 +5,14 @@
  *     app fetch → genaiInterceptor → [steps: guard → fault] → previous global dispatcher → network
  *
  * The steps and the downstream dispatch run inside `context.with(spanContext)`, so instrumentation-undici's HTTP span
- * is our span's child and the steps see our span active. Our handler wraps the application's handler *outside* the
+ * is our span's child and the steps see our span active. With no step and nobody tracing undici's requests there is
+ * no reader of that context, and the call is dispatched without entering it: on Node 20/22 the first `context.with`
+ * switches AsyncLocalStorage on for the whole process (a hook on every promise), a cost we do not impose for nothing. Our handler wraps the application's handler *outside* the
  * steps, so it sees exactly the chunks the application gets (after any fault or guard). Anything not recognised,
  * and anything that goes wrong inside faultline, falls back to the untouched call.
  */
 import { context, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { hasSubscribers } from 'node:diagnostics_channel';
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
@@ -45,6 +48,9 @@ export interface GenAiInterceptorOptions {
   enabled?: () => boolean;
 }
 
+/** undici's diagnostics channel for a new request: HTTP client instrumentations create their span there. */
+const UNDICI_REQUEST_CREATE = 'undici:request:create';
+
 /** Credentials never reach a protocol module (and so never a span). */
 const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-api-key', 'api-key', 'cookie', 'x-goog-api-key']);
 
@@ -79,7 +85,7 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
           if (buf === undefined) return dispatch(opts, handler);
           return run(opts, handler, match, parent, buf, true);
         },
-        (err: unknown) => handler.onResponseError?.(null as unknown as Controller, err as Error),
+        (err: unknown) => reportError(handler, err as Error),
       );
       return true;
     };
@@ -107,18 +113,26 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       } else {
         sendOpts = rebody ? { ...opts, body: buf, [EXCHANGE]: exchange } : { ...opts, [EXCHANGE]: exchange };
       }
-      const wrapped = new ExchangeHandler(handler, exchange, reader, options);
+      const tap = new ExchangeTap(exchange, reader, options);
+      // Steps speak undici 7's handler API, so a legacy handler is adapted for them; with no step it is wrapped as is.
+      const legacy = isLegacyHandler(handler);
+      const wrapped: TappingHandler & object =
+        legacy && steps.length === 0
+          ? new LegacyExchangeHandler(handler as unknown as LegacyHandler, tap)
+          : new ExchangeHandler(legacy ? adaptLegacy(handler) : handler, tap);
       try {
-        return context.with(exchange.context, () => inner(sendOpts, wrapped));
+        const next = wrapped as Handler;
+        if (steps.length === 0 && !hasSubscribers(UNDICI_REQUEST_CREATE)) return inner(sendOpts, next);
+        return context.with(exchange.context, () => inner(sendOpts, next));
       } catch (err) {
         // A step threw instead of reporting through the handler. Before anything reached the app, fall back to the
         // untouched call; after, report the error as the call's failure.
         log.error('a step inside the GenAI span layer threw (falling back to the untouched call):', err);
         if (!wrapped.touched) {
-          wrapped.abandon();
+          tap.abandon();
           return dispatch(rebody ? { ...opts, body: buf } : opts, handler);
         }
-        wrapped.onResponseError(null as unknown as Controller, err as Error);
+        wrapped.fail(err as Error);
         return true;
       }
     }
@@ -350,82 +364,49 @@ function isAbort(err: unknown, controller: Controller | null | undefined): boole
 }
 
 /**
- * Wraps the application's handler (undici 7 handler API; undici's `compose` adapts legacy handlers before we see
- * them). Callbacks are own properties so steps may spread and override it. Each forwards first, so the app never
- * waits for our parsing, then feeds the reader.
+ * What the span layer does with a response, whichever handler API delivers it: feed the reader, and at the end set
+ * the span's outcome, hand it to `onExchangeEnd`, end the span and record the metrics. Every step is guarded: an
+ * error of ours is logged, never thrown into the application.
  */
-class ExchangeHandler implements Handler {
-  /** A callback reached the application's handler: falling back to a fresh call is no longer possible. */
-  touched = false;
+class ExchangeTap {
   #ended = false;
-  #controller: Controller | undefined;
   readonly #t0 = performance.now();
 
-  readonly onRequestStart: NonNullable<Handler['onRequestStart']>;
-  readonly onRequestUpgrade: NonNullable<Handler['onRequestUpgrade']>;
-  readonly onResponseStart: NonNullable<Handler['onResponseStart']>;
-  readonly onResponseData: NonNullable<Handler['onResponseData']>;
-  readonly onResponseEnd: NonNullable<Handler['onResponseEnd']>;
-  readonly onResponseError: NonNullable<Handler['onResponseError']>;
-
   constructor(
-    handler: Handler,
-    private readonly exchange: Exchange,
+    readonly exchange: Exchange,
     private readonly reader: ResponseReader,
     private readonly options: GenAiInterceptorOptions,
-  ) {
-    this.onRequestStart = (controller, ctx) => {
-      this.touched = true;
-      this.#controller = controller;
-      return handler.onRequestStart?.(controller, ctx);
-    };
-    this.onRequestUpgrade = (controller, statusCode, headers, socket) => {
-      this.touched = true;
-      return handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
-    };
-    this.onResponseStart = (controller, statusCode, headers, statusMessage) => {
-      this.touched = true;
-      try {
-        reader.onStart(statusCode, headers as IncomingHttpHeaders);
-      } catch (err) {
-        log.error('internal error in response start (ignored, the application is unaffected):', err);
-      }
-      return handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
-    };
-    this.onResponseData = (controller, chunk) => {
-      const r = handler.onResponseData?.(controller, chunk);
-      // The hot path: no closure per chunk, just a guard.
-      if (!this.#ended) {
-        try {
-          reader.onData(chunk);
-        } catch (err) {
-          log.error('internal error in response data (ignored, the application is unaffected):', err);
-        }
-      }
-      return r;
-    };
-    this.onResponseEnd = (controller, trailers) => {
-      this.touched = true;
-      try {
-        return handler.onResponseEnd?.(controller, trailers);
-      } finally {
-        try {
-          reader.onEnd();
-        } catch (err) {
-          log.error('internal error in response end (ignored, the application is unaffected):', err);
-        }
-        this.#end(undefined);
-      }
-    };
-    this.onResponseError = (controller, err) => {
-      this.touched = true;
-      try {
-        return handler.onResponseError?.(controller, err);
-      } finally {
-        const aborted = isAbort(err, controller ?? this.#controller);
-        this.#end(aborted ? { aborted: true } : { errorType: errorTypeOf(err) }, aborted ? undefined : err);
-      }
-    };
+  ) {}
+
+  start(statusCode: number, headers: IncomingHttpHeaders): void {
+    try {
+      this.reader.onStart(statusCode, headers);
+    } catch (err) {
+      log.error('internal error in response start (ignored, the application is unaffected):', err);
+    }
+  }
+
+  /** The hot path: no closure per chunk, just a guard. */
+  data(chunk: Buffer): void {
+    if (this.#ended) return;
+    try {
+      this.reader.onData(chunk);
+    } catch (err) {
+      log.error('internal error in response data (ignored, the application is unaffected):', err);
+    }
+  }
+
+  complete(): void {
+    try {
+      this.reader.onEnd();
+    } catch (err) {
+      log.error('internal error in response end (ignored, the application is unaffected):', err);
+    }
+    this.#end(undefined);
+  }
+
+  fail(err: unknown, aborted: boolean): void {
+    this.#end(aborted ? { aborted: true } : { errorType: errorTypeOf(err) }, aborted ? undefined : err);
   }
 
   /** End the span without an outcome (we are handing the call back untouched). */
@@ -483,6 +464,188 @@ class ExchangeHandler implements Handler {
       }
     }
   }
+}
+
+/** The handler the layer puts in front of the application's: it forwards every callback first, then taps it. */
+interface TappingHandler {
+  /** A callback reached the application's handler: falling back to a fresh call is no longer possible. */
+  readonly touched: boolean;
+  /** Report a failure of the call (a step threw after the application was reached). */
+  fail(err: Error): void;
+}
+
+/**
+ * Wraps an application handler of undici 7's handler API (Node 24's fetch; Node 20/22's when steps run, adapted).
+ * Callbacks are own properties so steps may spread and override it.
+ */
+class ExchangeHandler implements Handler, TappingHandler {
+  touched = false;
+  #controller: Controller | undefined;
+
+  readonly onRequestStart: NonNullable<Handler['onRequestStart']>;
+  readonly onRequestUpgrade: NonNullable<Handler['onRequestUpgrade']>;
+  readonly onResponseStart: NonNullable<Handler['onResponseStart']>;
+  readonly onResponseData: NonNullable<Handler['onResponseData']>;
+  readonly onResponseEnd: NonNullable<Handler['onResponseEnd']>;
+  readonly onResponseError: NonNullable<Handler['onResponseError']>;
+
+  constructor(handler: Handler, tap: ExchangeTap) {
+    this.onRequestStart = (controller, ctx) => {
+      this.touched = true;
+      this.#controller = controller;
+      return handler.onRequestStart?.(controller, ctx);
+    };
+    this.onRequestUpgrade = (controller, statusCode, headers, socket) => {
+      this.touched = true;
+      return handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
+    };
+    this.onResponseStart = (controller, statusCode, headers, statusMessage) => {
+      this.touched = true;
+      tap.start(statusCode, headers as IncomingHttpHeaders);
+      return handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
+    };
+    this.onResponseData = (controller, chunk) => {
+      const r = handler.onResponseData?.(controller, chunk);
+      tap.data(chunk);
+      return r;
+    };
+    this.onResponseEnd = (controller, trailers) => {
+      this.touched = true;
+      try {
+        return handler.onResponseEnd?.(controller, trailers);
+      } finally {
+        tap.complete();
+      }
+    };
+    this.onResponseError = (controller, err) => {
+      this.touched = true;
+      try {
+        return handler.onResponseError?.(controller, err);
+      } finally {
+        tap.fail(err, isAbort(err, controller ?? this.#controller));
+      }
+    };
+  }
+
+  fail(err: Error): void {
+    this.onResponseError(null as unknown as Controller, err);
+  }
+}
+
+/** undici's legacy handler API: what Node 20/22's fetch (bundled undici 6) hands its dispatcher. */
+interface LegacyHandler {
+  onConnect?(abort: (err?: Error) => void, context?: unknown): void;
+  onError?(err: Error): void;
+  onUpgrade?(statusCode: number, headers: Buffer[] | string[] | null, socket: unknown): void;
+  onResponseStarted?(): void;
+  onHeaders?(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean;
+  onData?(chunk: Buffer): boolean;
+  onComplete?(trailers: string[] | null): void;
+  onBodySent?(chunkSize: number, totalBytesSent: number): void;
+  onRequestSent?(): void;
+}
+
+export function isLegacyHandler(handler: object): boolean {
+  return typeof (handler as Handler).onRequestStart !== 'function' && typeof (handler as LegacyHandler).onHeaders === 'function';
+}
+
+/**
+ * Wraps a legacy application handler and is itself one, for a downstream that takes legacy handlers (every undici
+ * dispatcher does): with no steps, a call from Node 20/22's fetch crosses no handler adapter, and the raw response
+ * headers reach the application exactly as the server sent them.
+ */
+class LegacyExchangeHandler implements LegacyHandler, TappingHandler {
+  touched = false;
+
+  constructor(
+    private readonly handler: LegacyHandler,
+    private readonly tap: ExchangeTap,
+  ) {}
+
+  onConnect(abort: (err?: Error) => void, context?: unknown): void {
+    this.touched = true;
+    this.handler.onConnect?.(abort, context);
+  }
+
+  onResponseStarted(): void {
+    this.handler.onResponseStarted?.();
+  }
+
+  onBodySent(chunkSize: number, totalBytesSent: number): void {
+    this.handler.onBodySent?.(chunkSize, totalBytesSent);
+  }
+
+  onRequestSent(): void {
+    this.handler.onRequestSent?.();
+  }
+
+  onUpgrade(statusCode: number, headers: Buffer[] | string[] | null, socket: unknown): void {
+    this.touched = true;
+    this.handler.onUpgrade?.(statusCode, headers, socket);
+  }
+
+  onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
+    this.touched = true;
+    this.tap.start(statusCode, bodyHeaders(headers));
+    return this.handler.onHeaders?.(statusCode, headers, resume, statusText) ?? true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    const r = this.handler.onData?.(chunk) ?? true;
+    this.tap.data(chunk);
+    return r;
+  }
+
+  onComplete(trailers: string[] | null): void {
+    this.touched = true;
+    try {
+      this.handler.onComplete?.(trailers);
+    } finally {
+      this.tap.complete();
+    }
+  }
+
+  onError(err: Error): void {
+    this.touched = true;
+    try {
+      if (!this.handler.onError) throw err;
+      this.handler.onError(err);
+    } finally {
+      this.tap.fail(err, isAbort(err, undefined));
+    }
+  }
+
+  fail(err: Error): void {
+    this.onError(err);
+  }
+}
+
+/** Report a failure to the application's handler, whichever API it speaks. */
+function reportError(handler: Handler, err: Error): void {
+  if (isLegacyHandler(handler)) (handler as unknown as LegacyHandler).onError?.(err);
+  else handler.onResponseError?.(null as unknown as Controller, err);
+}
+
+let WrapHandler: { wrap(h: unknown): Handler } | undefined;
+
+/** undici's own legacy → undici 7 adapter (what `compose` applies); the package has no `exports` map, so it is reachable. */
+function adaptLegacy(handler: Handler): Handler {
+  WrapHandler ??= require('undici/lib/handler/wrap-handler') as { wrap(h: unknown): Handler };
+  return WrapHandler.wrap(handler);
+}
+
+/** The two headers a reader needs (content-type, content-encoding), read from undici's raw name/value list. */
+function bodyHeaders(raw: readonly (Buffer | string)[] | null | undefined): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {};
+  if (!raw) return out;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as Buffer | string;
+    // Cheap length check first: most headers are neither.
+    if (name.length !== 12 && name.length !== 16) continue;
+    const key = name.toString().toLowerCase();
+    if ((key === 'content-type' || key === 'content-encoding') && out[key] === undefined) out[key] = String(raw[i + 1]);
+  }
+  return out;
 }
 
 function fallbackOutcome(failure: { errorType?: string } | undefined, durationMs: number): ExchangeOutcome {

@@ -189,6 +189,24 @@ describe('unusual bodies pass unchanged', () => {
     expect(problems).toEqual([]);
   });
 
+  it('response headers reach the app as without faultline (repeated headers, cookies, case)', async () => {
+    const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200)!;
+    const headers = { 'content-type': 'application/json', 'X-Request-Id': 'req_1', 'x-dup': ['a', 'b'], 'set-cookie': ['s=1; Path=/', 't=2'] };
+    server.respond(() => ({ status: 200, headers: headers as unknown as Record<string, string>, body: recordBody(rec) }));
+    const seen = async () => {
+      const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) });
+      await res.text();
+      return { all: [...res.headers].filter(([k]) => k !== 'date'), cookies: res.headers.getSetCookie() };
+    };
+    otel.exporter.reset();
+    const instrumented = await seen();
+    inst.disable();
+    const plain = await seen().finally(() => inst.enable());
+    expect(instrumented).toEqual(plain);
+    expect(instrumented.cookies).toEqual(['s=1; Path=/', 't=2']);
+    expect(ours(await otel.waitForSpans((s) => ours(s).length === 1))).toHaveLength(1);
+  });
+
   it('non-LLM traffic gets no span of ours', async () => {
     otel.exporter.reset();
     server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }));

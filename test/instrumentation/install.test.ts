@@ -80,6 +80,20 @@ describe('installInstrumentation', () => {
     expect(ours(otel.spans())).toHaveLength(0);
   });
 
+  it("keeps Node's own fetch client under the layer in a fresh process, instead of swapping in npm undici's (child process)", async () => {
+    const script = `
+      const { FaultlineInstrumentation } = require(${JSON.stringify(join(ROOT, 'dist/instrumentation'))});
+      new FaultlineInstrumentation().enable();
+      const installed = globalThis[Symbol.for('faultline.instrumentation.installed')];
+      (async () => {
+        const body = await (await fetch(process.env.LLM_URL + '/v1/chat/completions', { method: 'POST', body: process.env.REQ })).text();
+        console.log(JSON.stringify({ belowIsNodes: !(installed.previous instanceof require('undici').Dispatcher), same: body === process.env.EXPECT }));
+      })();`;
+    const res = await runNode(['-e', script], { cwd: ROOT, env: { LLM_URL: server.url, REQ: JSON.stringify(rec.request), EXPECT: recordBody(rec) } });
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toEqual({ belowIsNodes: true, same: true });
+  });
+
   it("adapts Node's bundled undici dispatcher when fetch ran before faultline (child process)", async () => {
     const script = `
       const url = process.env.LLM_URL + '/v1/chat/completions';

@@ -92,6 +92,25 @@ describe('openai chat completions (JSON)', () => {
     for (const s of spans) expect(JSON.stringify(s.attributes)).not.toContain('sk-test-secret');
   });
 
+  it('without an undici tracer (nobody reads the context downstream) the chat span still nests under the active span', async () => {
+    const rec = pick(chat, (r) => r.status === 200 && r.tags.includes('text'));
+    server.respond(() => corpusReply(rec));
+    undici.disable();
+    try {
+      await trace.getTracer('test').startActiveSpan('workflow', async (wf) => {
+        await client.chat.completions.create(rec.request as never);
+        wf.end();
+      });
+      const spans = await otel.waitForSpans((s) => ours(s).length === 1 && s.some((x) => x.name === 'workflow'));
+      expect(spans.some((s) => s.name === 'POST')).toBe(false);
+      const span = ours(spans)[0]!;
+      expect(spans.find((s) => s.name === 'workflow')?.spanContext().spanId).toBe(parentId(span));
+      expect(span.attributes['gen_ai.response.id']).toBe((rec.response as { id: string }).id);
+    } finally {
+      undici.enable();
+    }
+  });
+
   it('records HTTP errors with error.type and status ERROR', async () => {
     const rec = pick(chat, (r) => r.status === 401);
     server.respond(() => corpusReply(rec));
