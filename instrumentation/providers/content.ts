@@ -4,8 +4,6 @@
  * formats, plus the content hash recorded on every span. Inputs are untrusted JSON: every reader is defensive and
  * never throws on an unexpected shape (it just yields fewer parts).
  */
-import * as crypto from 'node:crypto';
-import { createHash } from 'node:crypto';
 import type { GenAiMessage, GenAiPart, ToolCallSummary, ToolDefinition } from '../types';
 
 type Json = Record<string, unknown>;
@@ -29,18 +27,30 @@ export function parseArguments(raw: unknown): unknown {
 }
 
 /**
- * sha256 of the output text and every tool call (name and raw arguments), first 16 hex characters. Two responses
- * with the same hash said the same thing; detectors compare it across calls (stale / duplicate) without content.
+ * A 64-bit fingerprint (16 hex characters) of the output text and every tool call (name and raw arguments). Two
+ * responses with the same fingerprint said the same thing; detectors compare it across calls (stale / duplicate)
+ * without content. It is an equality check, not a cryptographic digest: computed on every call, it costs a loop over
+ * the text instead of a hash context (crypto.hash spends most of its time setting one up for a few KB).
  */
 export function contentHash(text: string, toolCalls: readonly ToolCallSummary[]): string {
   let input = text;
   for (const call of toolCalls) input += `\u0000${call.name}\u0000${call.arguments}`;
-  // One-shot crypto.hash (Node >= 20.12) skips the Hash object; same digest as createHash().update(input).
-  if (oneShotHash) return oneShotHash('sha256', input, 'hex').slice(0, 16);
-  return createHash('sha256').update(input).digest('hex').slice(0, 16);
+  return fingerprint64(input);
 }
 
-const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+/** Two 32-bit multiply-xorshift lanes over the UTF-16 code units, cross-mixed at the end (as in cyrb53). */
+function fingerprint64(s: string): string {
+  let h1 = 0xdeadbeef ^ s.length;
+  let h2 = 0x41c6ce57 ^ s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (h2 >>> 0).toString(16).padStart(8, '0') + (h1 >>> 0).toString(16).padStart(8, '0');
+}
 
 // ------------------------------------------------------------------------------------------------ media parts
 

@@ -1,18 +1,20 @@
 /**
  * Message content capture (opt-in): every corpus record, JSON and SSE, OpenAI and Anthropic, produces
  * gen_ai.input.messages / gen_ai.output.messages / gen_ai.system_instructions that validate against the GenAI
- * semconv JSON Schemas (/work/shared/reference/semconv-schemas). Also the env switch and the off default.
+ * semconv JSON Schemas (../shared/reference/semconv-schemas). Also the env switch and the off default.
  */
 import Ajv2020 from 'ajv/dist/2020';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureContentFromEnv, FaultlineInstrumentation } from '../../instrumentation';
+import { contentHash } from '../../instrumentation/providers/content';
 import { loadCorpus } from '../support/corpus';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
+import { SEMCONV_SCHEMAS } from '../support/shared';
 
-const SCHEMAS = process.env.FAULTLINE_SEMCONV_SCHEMAS ?? '/work/shared/reference/semconv-schemas';
+const SCHEMAS = process.env.FAULTLINE_SEMCONV_SCHEMAS ?? SEMCONV_SCHEMAS;
 const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
 const validator = (file: string) => ajv.compile(JSON.parse(readFileSync(join(SCHEMAS, file), 'utf8')) as object);
 const validate = {
@@ -123,5 +125,26 @@ describe('capture switch', () => {
       off.disable();
       inst.enable();
     }
+  });
+});
+
+describe('content hash', () => {
+  it('is a 16-hex fingerprint that tells apart text, tool names, arguments and where the text ends', () => {
+    const call = { name: 'search', arguments: '{"q":"tea"}' };
+    const base = contentHash('hello', [call]);
+    expect(base).toMatch(/^[0-9a-f]{16}$/);
+    expect(contentHash('hello', [{ ...call }])).toBe(base);
+    const variants = [
+      contentHash('hello', []),
+      contentHash('hellp', [call]),
+      contentHash('hello', [{ ...call, name: 'searcH' }]),
+      contentHash('hello', [{ ...call, arguments: '{"q":"tee"}' }]),
+      contentHash('hello\u0000search', [{ name: '', arguments: '{"q":"tea"}' }]),
+      contentHash('', []),
+    ];
+    expect(new Set([base, ...variants]).size).toBe(variants.length + 1);
+    // Every recorded answer text of the corpus gets its own fingerprint.
+    const texts = new Set(loadCorpus('openai-chat.jsonl').map((r) => JSON.stringify(r.response)));
+    expect(new Set([...texts].map((t) => contentHash(t, []))).size).toBe(texts.size);
   });
 });
