@@ -32,7 +32,6 @@ const CONFIGS = {
   bare: 'no instrumentation (SDK only)',
   'otel-undici': '@opentelemetry/instrumentation-undici 0.33 alone',
   faultline: 'faultline GenAI layer (no plan)',
-  'faultline-als': 'faultline GenAI layer, AsyncLocalStorage already on in the app',
   'faultline+undici': 'faultline register default (GenAI layer + instrumentation-undici)',
   'otel-openai': '@opentelemetry/instrumentation-openai 0.21',
   traceloop: '@traceloop/instrumentation-openai 0.27',
@@ -62,13 +61,7 @@ async function child(config) {
     const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici');
     new UndiciInstrumentation();
   }
-  if (config === 'faultline-als') {
-    // An app that already propagates OTel context (an HTTP server instrumentation, its own context.with) has
-    // AsyncLocalStorage switched on before any LLM call; the GenAI instrumentations switch it on themselves.
-    const api = require('@opentelemetry/api');
-    api.context.with(api.context.active().setValue(Symbol('app'), true), () => {});
-  }
-  if (config === 'faultline' || config === 'faultline-als' || config === 'faultline+undici') {
+  if (config === 'faultline' || config === 'faultline+undici') {
     const { FaultlineInstrumentation } = require(join(DIST, 'instrumentation'));
     new FaultlineInstrumentation().enable();
   }
@@ -277,10 +270,7 @@ async function parent() {
     '',
     'What the rows measure differently: faultline works at the HTTP level, so it reads both bodies itself (JSON.parse of the',
     'request, and of the answer or of every stream event) to record response id, finish reasons, usage, output length, tool calls',
-    'and a content fingerprint; the module-patching instrumentations receive the objects the SDK has already parsed. The layer',
-    'enters its span context only when something downstream reads it (a step, or an undici tracer such as instrumentation-undici);',
-    'the GenAI instrumentations call context.with, which switches AsyncLocalStorage on, so the second faultline row charges that',
-    'cost to the app, as it is in any app that already propagates context.',
+    'and a content fingerprint; the module-patching instrumentations receive the objects the SDK has already parsed.',
     '',
     '**Client CPU per call** (process.cpuUsage of the client process over a round ÷ calls). This is the cost an instrumentation adds',
     'to the calling process, and it stays meaningful on a loaded machine, where wall-clock loopback times are dominated by',
@@ -320,8 +310,6 @@ async function parent() {
   lines.push(
     '',
     `Goal check (CPU added per call), faultline GenAI layer: JSON ${verdict('faultline', 'jsonCpu')}; streamed ${verdict('faultline', 'streamCpu')}. ` +
-      `With AsyncLocalStorage already on (the cost every context-propagating instrumentation pays, here charged to nobody): ` +
-      `JSON ${verdict('faultline-als', 'jsonCpu')}; streamed ${verdict('faultline-als', 'streamCpu')}. ` +
       `First chunk: faultline adds ${us(added('faultline', 'ttfc'))} µs ± ${spread('faultline', 'ttfc')} (wall), the GenAI instrumentations ` +
       `${genai.map((n) => us(added(n, 'ttfc'))).join(' / ')} µs.`,
   );

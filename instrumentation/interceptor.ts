@@ -5,14 +5,11 @@
  *     app fetch → genaiInterceptor → [steps: guard → fault] → previous global dispatcher → network
  *
  * The steps and the downstream dispatch run inside `context.with(spanContext)`, so instrumentation-undici's HTTP span
- * is our span's child and the steps see our span active. With no step and nobody tracing undici's requests there is
- * no reader of that context, and the call is dispatched without entering it: on Node 20/22 the first `context.with`
- * switches AsyncLocalStorage on for the whole process (a hook on every promise), a cost we do not impose for nothing. Our handler wraps the application's handler *outside* the
+ * is our span's child and the steps see our span active. Our handler wraps the application's handler *outside* the
  * steps, so it sees exactly the chunks the application gets (after any fault or guard). Anything not recognised,
  * and anything that goes wrong inside faultline, falls back to the untouched call.
  */
 import { context, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
-import { hasSubscribers } from 'node:diagnostics_channel';
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
@@ -47,9 +44,6 @@ export interface GenAiInterceptorOptions {
   /** When it returns false every call passes through untouched (instrumentation disabled). */
   enabled?: () => boolean;
 }
-
-/** undici's diagnostics channel for a new request: HTTP client instrumentations create their span there. */
-const UNDICI_REQUEST_CREATE = 'undici:request:create';
 
 /** Credentials never reach a protocol module (and so never a span). */
 const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-api-key', 'api-key', 'cookie', 'x-goog-api-key']);
@@ -121,9 +115,7 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
           ? new LegacyExchangeHandler(handler as unknown as LegacyHandler, tap)
           : new ExchangeHandler(legacy ? adaptLegacy(handler) : handler, tap);
       try {
-        const next = wrapped as Handler;
-        if (steps.length === 0 && !hasSubscribers(UNDICI_REQUEST_CREATE)) return inner(sendOpts, next);
-        return context.with(exchange.context, () => inner(sendOpts, next));
+        return context.with(exchange.context, () => inner(sendOpts, wrapped as Handler));
       } catch (err) {
         // A step threw instead of reporting through the handler. Before anything reached the app, fall back to the
         // untouched call; after, report the error as the call's failure.

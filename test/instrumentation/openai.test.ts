@@ -92,7 +92,7 @@ describe('openai chat completions (JSON)', () => {
     for (const s of spans) expect(JSON.stringify(s.attributes)).not.toContain('sk-test-secret');
   });
 
-  it('without an undici tracer (nobody reads the context downstream) the chat span still nests under the active span', async () => {
+  it('without instrumentation-undici the chat span still nests under the active span, with no HTTP span', async () => {
     const rec = pick(chat, (r) => r.status === 200 && r.tags.includes('text'));
     server.respond(() => corpusReply(rec));
     undici.disable();
