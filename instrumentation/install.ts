@@ -3,8 +3,8 @@
  * dispatcher was installed before (a proxy agent, a test's mock agent, …) and restoring it on uninstall.
  *
  * Node's fetch reads `globalThis[Symbol.for('undici.globalDispatcher.1')]`; npm undici's `setGlobalDispatcher`
- * writes that slot and `.2`. Node 20/22's bundled undici 6 talks to it with legacy handlers, which undici 7's
- * `compose` adapts before they reach us. When nothing was installed before, the dispatcher below us is Node's own
+ * writes that slot and `.2`. Node 20/22's bundled undici 6 talks to it with legacy handlers, which reach the layer as
+ * they are (see `withLayer`). When nothing was installed before, the dispatcher below us is Node's own
  * (see fetch-dispatcher.ts), not a fresh npm undici Agent. OTLP export goes through node:http, so it never reaches
  * this layer; the configured OTLP endpoints are ignored here anyway.
  */

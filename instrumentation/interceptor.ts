@@ -6,8 +6,9 @@
  *
  * The steps and the downstream dispatch run inside `context.with(spanContext)`, so instrumentation-undici's HTTP span
  * is our span's child and the steps see our span active. Our handler wraps the application's handler *outside* the
- * steps, so it sees exactly the chunks the application gets (after any fault or guard). Anything not recognised,
- * and anything that goes wrong inside faultline, falls back to the untouched call.
+ * steps, so it sees exactly the chunks the application gets (after any fault or guard), and speaks the handler API
+ * the application's handler speaks (legacy for Node 20/22's fetch) unless a step needs undici 7's. Anything not
+ * recognised, and anything that goes wrong inside faultline, falls back to the untouched call.
  */
 import { context, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -110,12 +111,13 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       const tap = new ExchangeTap(exchange, reader, options);
       // Steps speak undici 7's handler API, so a legacy handler is adapted for them; with no step it is wrapped as is.
       const legacy = isLegacyHandler(handler);
-      const wrapped: TappingHandler & object =
+      const wrapped: TappingHandler =
         legacy && steps.length === 0
           ? new LegacyExchangeHandler(handler as unknown as LegacyHandler, tap)
           : new ExchangeHandler(legacy ? adaptLegacy(handler) : handler, tap);
       try {
-        return context.with(exchange.context, () => inner(sendOpts, wrapped as Handler));
+        // Every undici dispatcher takes both handler APIs.
+        return context.with(exchange.context, () => inner(sendOpts, wrapped as unknown as Handler));
       } catch (err) {
         // A step threw instead of reporting through the handler. Before anything reached the app, fall back to the
         // untouched call; after, report the error as the call's failure.
@@ -537,7 +539,7 @@ interface LegacyHandler {
   onRequestSent?(): void;
 }
 
-export function isLegacyHandler(handler: object): boolean {
+function isLegacyHandler(handler: object): boolean {
   return typeof (handler as Handler).onRequestStart !== 'function' && typeof (handler as LegacyHandler).onHeaders === 'function';
 }
 
