@@ -11,6 +11,7 @@
 import './fetch-dispatcher';
 import { Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { logger } from '../src/diag';
+import { toLegacyHandler } from './handler-api';
 import { createGenAiInterceptor, type GenAiInterceptorOptions } from './interceptor';
 import type { Interceptor } from './types';
 
@@ -43,7 +44,7 @@ class ForeignDispatcher extends Dispatcher {
   }
 
   override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    return this.#target.dispatch(opts, this.#legacy ? unwrap(handler) : handler);
+    return this.#target.dispatch(opts, this.#legacy ? toLegacyHandler(handler) : handler);
   }
 
   override close(...args: unknown[]): Promise<void> {
@@ -53,15 +54,6 @@ class ForeignDispatcher extends Dispatcher {
   override destroy(...args: unknown[]): Promise<void> {
     return (this.#target.destroy as (...a: unknown[]) => Promise<void>)(...args);
   }
-}
-
-let UnwrapHandler: { unwrap(h: unknown): Dispatcher.DispatchHandler } | undefined;
-
-function unwrap(handler: Dispatcher.DispatchHandler): Dispatcher.DispatchHandler {
-  // undici has no public export for its v2→legacy adapter; the package has no `exports` map, so the file is reachable.
-  // Resolved once: a require() per call costs a module-path lookup on every request.
-  UnwrapHandler ??= require('undici/lib/handler/unwrap-handler') as { unwrap(h: unknown): Dispatcher.DispatchHandler };
-  return UnwrapHandler.unwrap(handler);
 }
 
 /**

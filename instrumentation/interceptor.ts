@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { logger, safely } from '../src/diag';
 import { EXCHANGE } from './exchange';
+import { isLegacyHandler, toUndici7Handler, type LegacyHandler } from './handler-api';
 import type { LlmRequestHead, ProtocolModule, ProtocolStart, ResponseReader } from './internal-types';
 import type { GenAiMetrics } from './metrics';
 import { protocols as defaultProtocols } from './protocols';
@@ -114,7 +115,7 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       const wrapped: TappingHandler =
         legacy && steps.length === 0
           ? new LegacyExchangeHandler(handler as unknown as LegacyHandler, tap)
-          : new ExchangeHandler(legacy ? adaptLegacy(handler) : handler, tap);
+          : new ExchangeHandler(legacy ? toUndici7Handler(handler) : handler, tap);
       try {
         // Every undici dispatcher takes both handler APIs.
         return context.with(exchange.context, () => inner(sendOpts, wrapped as unknown as Handler));
@@ -526,23 +527,6 @@ class ExchangeHandler implements Handler, TappingHandler {
   }
 }
 
-/** undici's legacy handler API: what Node 20/22's fetch (bundled undici 6) hands its dispatcher. */
-interface LegacyHandler {
-  onConnect?(abort: (err?: Error) => void, context?: unknown): void;
-  onError?(err: Error): void;
-  onUpgrade?(statusCode: number, headers: Buffer[] | string[] | null, socket: unknown): void;
-  onResponseStarted?(): void;
-  onHeaders?(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean;
-  onData?(chunk: Buffer): boolean;
-  onComplete?(trailers: string[] | null): void;
-  onBodySent?(chunkSize: number, totalBytesSent: number): void;
-  onRequestSent?(): void;
-}
-
-function isLegacyHandler(handler: object): boolean {
-  return typeof (handler as Handler).onRequestStart !== 'function' && typeof (handler as LegacyHandler).onHeaders === 'function';
-}
-
 /**
  * Wraps a legacy application handler and is itself one, for a downstream that takes legacy handlers (every undici
  * dispatcher does): with no steps, a call from Node 20/22's fetch crosses no handler adapter, and the raw response
@@ -618,14 +602,6 @@ class LegacyExchangeHandler implements LegacyHandler, TappingHandler {
 function reportError(handler: Handler, err: Error): void {
   if (isLegacyHandler(handler)) (handler as unknown as LegacyHandler).onError?.(err);
   else handler.onResponseError?.(null as unknown as Controller, err);
-}
-
-let WrapHandler: { wrap(h: unknown): Handler } | undefined;
-
-/** undici's own legacy → undici 7 adapter (what `compose` applies); the package has no `exports` map, so it is reachable. */
-function adaptLegacy(handler: Handler): Handler {
-  WrapHandler ??= require('undici/lib/handler/wrap-handler') as { wrap(h: unknown): Handler };
-  return WrapHandler.wrap(handler);
 }
 
 /** The two headers a reader needs (content-type, content-encoding), read from undici's raw name/value list. */
