@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Per-call overhead of faultline's GenAI span layer (no fault plan) against the same workload with no
-// instrumentation, @opentelemetry/instrumentation-undici alone, and the GenAI instrumentations users would otherwise
-// pick. Workload: the real openai v6 client calling a loopback server that replays corpus bodies (one JSON answer,
-// one SSE stream with tool calls and usage). Each configuration runs in its own child process (the undici dispatcher
+// instrumentation, @opentelemetry/instrumentation-undici alone, the GenAI instrumentations users would otherwise
+// pick, and a floor: reading both bodies at the HTTP level with no span at all (http-floor.cjs). Workload: the real
+// openai v6 client calling a loopback server that replays corpus bodies (one JSON answer, one SSE stream with tool
+// calls and usage). Each configuration runs in its own child process (the undici dispatcher
 // and OTel registrations are process-wide); rounds are interleaved across configurations; we report medians and
 // ratios to bare, from the same run. Every configuration uses the same SDK: NodeTracerProvider + BatchSpanProcessor
 // with an exporter that drops spans, so only instrumentation cost differs. Needs `npm run build` (dist/).
@@ -21,7 +22,7 @@ const require = createRequire(join(root, 'package.json'));
 const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
 // The built package to measure (default: this checkout's dist/, from `npm run build`).
 const DIST = process.env.FAULTLINE_DIST ?? join(root, 'dist');
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 61); // the first is warm-up, not counted
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 121); // the first is warm-up, not counted
 const JSON_CALLS = Number(process.env.BENCH_JSON_CALLS ?? 40);
 const STREAM_CALLS = Number(process.env.BENCH_STREAM_CALLS ?? 20);
 // Calls each process makes before the counted rounds: V8 keeps compiling the request path for the first thousand or
@@ -31,8 +32,9 @@ const WARM_CALLS = Number(process.env.BENCH_WARM_CALLS ?? 1500);
 const CONFIGS = {
   bare: 'no instrumentation (SDK only)',
   'otel-undici': '@opentelemetry/instrumentation-undici 0.33 alone',
+  floor: 'HTTP-level reading alone, no spans (JSON.parse of request and answer / every event)',
   faultline: 'faultline GenAI layer (no plan)',
-  'faultline+undici': 'faultline register default (GenAI layer + instrumentation-undici)',
+  register: 'faultline register default (GenAI layer + online detectors + instrumentation-undici)',
   'otel-openai': '@opentelemetry/instrumentation-openai 0.21',
   traceloop: '@traceloop/instrumentation-openai 0.27',
   openinference: '@arizeai/openinference-instrumentation-openai 4.2',
@@ -57,14 +59,18 @@ async function child(config) {
   const provider = new NodeTracerProvider({ spanProcessors: [counter, new BatchSpanProcessor(drop)] });
   provider.register();
 
-  if (config === 'otel-undici' || config === 'faultline+undici') {
+  if (config === 'otel-undici' || config === 'register') {
     const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici');
     new UndiciInstrumentation();
   }
-  if (config === 'faultline' || config === 'faultline+undici') {
+  if (config === 'faultline' || config === 'register') {
     const { FaultlineInstrumentation } = require(join(DIST, 'instrumentation'));
-    new FaultlineInstrumentation().enable();
+    // What `faultline/register` wires by default besides the layer: the online detectors (FAULTLINE_DETECT).
+    const detect =
+      config === 'register' ? { onExchangeEnd: require(join(DIST, 'detectors', 'online')).createOnlineDetection().onExchangeEnd } : {};
+    new FaultlineInstrumentation(detect).enable();
   }
+  if (config === 'floor') require(join(here, 'http-floor.cjs')).install();
   if (config === 'otel-openai') {
     const { OpenAIInstrumentation } = require('@opentelemetry/instrumentation-openai');
     const inst = new OpenAIInstrumentation(); // hooks require('openai')
@@ -270,7 +276,9 @@ async function parent() {
     '',
     'What the rows measure differently: faultline works at the HTTP level, so it reads both bodies itself (JSON.parse of the',
     'request, and of the answer or of every stream event) to record response id, finish reasons, usage, output length, tool calls',
-    'and a content fingerprint; the module-patching instrumentations receive the objects the SDK has already parsed.',
+    'and a content fingerprint; the module-patching instrumentations receive the objects the SDK has already parsed. The floor',
+    'row (bench/http-floor.cjs) does only that reading, with no span and no OTel: it is the least any HTTP-level instrumentation pays.',
+    'The register-default row adds what `faultline/register` wires by default: online detectors and instrumentation-undici.',
     '',
     '**Client CPU per call** (process.cpuUsage of the client process over a round ÷ calls). This is the cost an instrumentation adds',
     'to the calling process, and it stays meaningful on a loaded machine, where wall-clock loopback times are dominated by',
@@ -312,6 +320,12 @@ async function parent() {
     `Goal check (CPU added per call), faultline GenAI layer: JSON ${verdict('faultline', 'jsonCpu')}; streamed ${verdict('faultline', 'streamCpu')}. ` +
       `First chunk: faultline adds ${us(added('faultline', 'ttfc'))} µs ± ${spread('faultline', 'ttfc')} (wall), the GenAI instrumentations ` +
       `${genai.map((n) => us(added(n, 'ttfc'))).join(' / ')} µs.`,
+    '',
+    // The floor row is what any instrumentation at the HTTP level pays before it records anything.
+    `Floor (CPU added per call): reading both bodies at the HTTP level, with no span, adds ${us(added('floor', 'jsonCpu'))} µs to a JSON call ` +
+      `and ${us(added('floor', 'streamCpu'))} µs to a streamed one; the lowest GenAI instrumentation adds ${us(Math.min(...genai.map((n) => added(n, 'jsonCpu'))))} ` +
+      `and ${us(Math.min(...genai.map((n) => added(n, 'streamCpu'))))} µs. faultline's layer costs ${us(added('faultline', 'jsonCpu') - added('floor', 'jsonCpu'))} ` +
+      `and ${us(added('faultline', 'streamCpu') - added('floor', 'streamCpu'))} µs more than the floor.`,
   );
   lines.push('', `Load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs.`);
   lines.push('', `Run took ${((Date.now() - t0) / 1000).toFixed(1)} s on Node ${process.version}.`);
