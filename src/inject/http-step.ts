@@ -99,6 +99,7 @@ class StepController implements Controller {
   #paused = false;
   rawHeaders?: Controller['rawHeaders'];
   onAbort?: (reason: Error) => void;
+  #hold: NodeJS.Timeout | undefined;
 
   get aborted(): boolean {
     return this.#aborted || (this.real?.aborted ?? false);
@@ -114,7 +115,20 @@ class StepController implements Controller {
     if (this.#aborted) real.abort(this.#reason ?? new Error('aborted'));
     else if (this.#paused) real.pause();
   }
+  /**
+   * Hold the call open until the application aborts, as a server that never answers does. A real hung call is kept
+   * alive by its socket; a held one has none, and no timer either: without this, a garbage collection could take the
+   * whole call (and with it the application's abort wiring: fetch follows the caller's signal only weakly) and the
+   * application's timeout would never fire. The timer keeps the call reachable and, like the socket, the process
+   * waiting.
+   */
+  hold(): void {
+    this.#hold ??= setInterval(() => this, 0x7fffffff);
+  }
+
   abort(reason: Error): void {
+    if (this.#hold !== undefined) clearInterval(this.#hold);
+    this.#hold = undefined;
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason ?? new Error('aborted');
@@ -265,6 +279,8 @@ class FaultedCall {
         // Held until the application aborts (the controller reports it), or reset after stallMs.
         if (effect.stallMs !== undefined) {
           after(effect.stallMs, this.ctl, this.handler, () => this.handler.onResponseError?.(this.ctl, socketError('ECONNRESET', this.ex.url)));
+        } else {
+          this.ctl.hold();
         }
         return true;
       case 'delay':
@@ -675,7 +691,11 @@ class ResponseFaults implements Handler {
       this.recordStream();
       this.call.h.onResponseError?.(this.ctl, reason);
     };
-    if (stallMs === undefined) return; // held until the application gives up
+    if (stallMs === undefined) {
+      // Held until the application gives up; the real response may be over already, so nothing else keeps it alive.
+      this.ctl.hold();
+      return;
+    }
     sse.timer = setTimeout(() => {
       sse.stalled = false;
       sse.resumed = true;

@@ -5,6 +5,8 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { SpanStatusCode } from '@opentelemetry/api';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ATTR_FL_FAULT_MODE, ATTR_FL_FAULT_TYPE, ATTR_HTTP_RESPONSE_STATUS_CODE } from '../../instrumentation/semconv';
@@ -42,6 +44,10 @@ beforeEach(() => {
 
 const openai = (o: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
   new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0, ...o });
+// A full garbage collection on demand (as --expose-gc gives), to show a held call survives one.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
 const plan = (fault: string, params: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({ rules: [{ fault, params, match: { operation: 'chat' }, ...extra }] });
 const spansOf = async (n: number) => callSpans(await h.waitForSpans((s) => callSpans(s).length >= n));
 
@@ -109,6 +115,14 @@ describe('connection faults and timeouts', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
     const [span] = await spansOf(1);
     expect(span.attributes[ATTR_FL_FAULT_TYPE]).toBe('timeout');
+  });
+
+  it('a held call survives a garbage collection: the client’s timeout still ends it', async () => {
+    // A hung call has no socket and no timer; fetch follows the caller's abort signal only weakly, so if nothing kept
+    // the held call reachable, a collection would take it and the timeout would never reach the application.
+    setTimeout(gc, 100);
+    const err = await h.task(plan('timeout_hang'), () => openai({ timeout: 300 }).chat.completions.create(TEXT.request as never)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
   });
 
   it('timeout_hang with stallMs resets after the stall', async () => {
@@ -184,6 +198,17 @@ describe('streaming faults (event-wise, never buffered)', () => {
     expect(Date.now() - t0).toBeGreaterThanOrEqual(240);
     const [span] = await spansOf(1);
     expect(faultName(span)).toBe('stream_stall');
+    // The same stall survives a garbage collection while it holds the stream (the real response may be over by then).
+    const ac2 = new AbortController();
+    const { result: again } = await h.task(plan('stream_stall', { afterEvents: 2 }), async () => {
+      const s = await streamCall(ac2.signal);
+      const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+      setTimeout(gc, 100);
+      setTimeout(() => ac2.abort(), 250);
+      for await (const c of s) chunks.push(c);
+      return chunks;
+    });
+    expect(again).toHaveLength(2);
     const t1 = Date.now();
     const { result } = await h.task(plan('stream_stall', { afterEvents: 2, stallMs: 200 }), async () => (await rawStream()).text());
     expect(Date.now() - t1).toBeGreaterThanOrEqual(190);
