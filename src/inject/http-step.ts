@@ -126,9 +126,14 @@ class StepController implements Controller {
     this.#hold ??= setInterval(() => this, 0x7fffffff);
   }
 
-  abort(reason: Error): void {
+  /** The call settled (ended, failed or aborted): stop holding it. */
+  release(): void {
     if (this.#hold !== undefined) clearInterval(this.#hold);
     this.#hold = undefined;
+  }
+
+  abort(reason: Error): void {
+    this.release();
     if (this.#aborted) return;
     this.#aborted = true;
     this.#reason = reason ?? new Error('aborted');
@@ -232,7 +237,7 @@ class FaultedCall {
     private readonly captureContent: boolean,
   ) {
     this.task = decision.task;
-    this.handler = settleOnce(handler);
+    this.handler = settleOnce(handler, () => this.ctl.release());
     for (const hit of decision.hits) this[hit.rule.fault.mode === 'content' ? 'content' : hit.rule.fault.mode].push(hit);
   }
 
@@ -414,8 +419,11 @@ function describe(e: TransportEffect): string {
   }
 }
 
-/** The application's handler, guarded so it hears exactly one end or error whatever races (abort vs. upstream end). */
-function settleOnce(handler: Handler): Handler {
+/**
+ * The application's handler, guarded so it hears exactly one end or error whatever races (abort vs. upstream end);
+ * `onSettle` runs once it has.
+ */
+function settleOnce(handler: Handler, onSettle: () => void): Handler {
   let settled = false;
   return {
     onRequestStart: (c, ctx) => handler.onRequestStart?.(c, ctx),
@@ -429,11 +437,13 @@ function settleOnce(handler: Handler): Handler {
     onResponseEnd: (c, t) => {
       if (settled) return;
       settled = true;
+      onSettle();
       handler.onResponseEnd?.(c, t);
     },
     onResponseError: (c, e) => {
       if (settled) return;
       settled = true;
+      onSettle();
       handler.onResponseError?.(c, e);
     },
   };

@@ -33,6 +33,20 @@ const body = await res.json();
 process.stdout.write(JSON.stringify({ status: res.status, content: body.choices[0].message.content, finish: body.choices[0].finish_reason }));
 `;
 
+// An app with a client timeout (AbortSignal.timeout: an unref'd timer) that forces a garbage collection while it waits.
+const TIMEOUT_APP = `
+const t0 = Date.now();
+setTimeout(() => globalThis.gc(), 100);
+try {
+  await fetch(process.env.LLM_URL + '/v1/chat/completions', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: process.env.REQ, signal: AbortSignal.timeout(300),
+  });
+  process.stdout.write(JSON.stringify({ resolved: true }));
+} catch (err) {
+  process.stdout.write(JSON.stringify({ error: err.name, ms: Date.now() - t0 }));
+}
+`;
+
 let server: LlmServer;
 let dir: string;
 
@@ -41,6 +55,8 @@ beforeAll(async () => {
   server = await startLlmServer(() => corpusReply(rec));
   dir = mkdtempSync(join(tmpdir(), 'faultline-plan-'));
   writeFileSync(join(dir, 'app.mjs'), APP);
+  writeFileSync(join(dir, 'timeout-app.mjs'), TIMEOUT_APP);
+  writeFileSync(join(dir, 'hang.json'), JSON.stringify({ rules: [{ fault: 'timeout_hang', match: { operation: 'chat' } }] }));
   writeFileSync(join(dir, 'plan.json'), JSON.stringify({ seed: 42, rules: [{ fault: 'llm_truncate_single', match: { operation: 'chat' } }] }));
   writeFileSync(join(dir, 'bad.yaml'), 'seed: 42\nrules:\n  - fault: llm_truncate_singel\n    match: { operation: chat }\n');
 });
@@ -79,6 +95,17 @@ describe('register with a fault plan', () => {
     const detections = chat.events.filter((e) => e.name === 'faultline.detection');
     expect(detections.map((e) => e.attributes['faultline.detection.fault_type'])).toContain('truncate');
     expect(JSON.stringify(chat)).not.toContain('sk-test');
+  });
+
+  it('timeout_hang holds the call like a server that never answers: through a garbage collection, until the app times out; then the process exits', async () => {
+    const r = await runNode(['--expose-gc', '--import', REGISTER_MJS, join(dir, 'timeout-app.mjs')], {
+      env: env({ FAULTLINE_PLAN: join(dir, 'hang.json'), FAULTLINE_TRACES_FILE: join(dir, 'hang.jsonl') }),
+      timeoutMs: 20_000, // a call held past the app's timeout (or a hold kept after it) never lets the process exit
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { error: string; ms: number };
+    expect(out.error).toBe('TimeoutError');
+    expect(out.ms).toBeGreaterThanOrEqual(290);
   });
 
   it('stops start-up on a bad plan, naming the rule and the nearest fault name, before the app runs', async () => {

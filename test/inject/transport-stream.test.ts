@@ -120,6 +120,7 @@ describe('connection faults and timeouts', () => {
   it('a held call survives a garbage collection: the client’s timeout still ends it', async () => {
     // A hung call has no socket and no timer; fetch follows the caller's abort signal only weakly, so if nothing kept
     // the held call reachable, a collection would take it and the timeout would never reach the application.
+    // (test/e2e/register-plan.test.ts also shows that, once the application gave up, the process exits by itself.)
     setTimeout(gc, 100);
     const err = await h.task(plan('timeout_hang'), () => openai({ timeout: 300 }).chat.completions.create(TEXT.request as never)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
