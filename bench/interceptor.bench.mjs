@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Per-call overhead of faultline's GenAI span layer (no fault plan) against the same workload with no
 // instrumentation, @opentelemetry/instrumentation-undici alone, the GenAI instrumentations users would otherwise
-// pick, and a floor: reading both bodies at the HTTP level with no span at all (http-floor.cjs). Workload: the real
+// pick, and a floor: reading both bodies at the HTTP level with no span at all, and with one bare span (http-floor.cjs). Workload: the real
 // openai v6 client calling a loopback server that replays corpus bodies (one JSON answer, one SSE stream with tool
 // calls and usage). Each configuration runs in its own child process (the undici dispatcher
 // and OTel registrations are process-wide); rounds are interleaved across configurations; we report medians and
@@ -22,7 +22,10 @@ const require = createRequire(join(root, 'package.json'));
 const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
 // The built package to measure (default: this checkout's dist/, from `npm run build`).
 const DIST = process.env.FAULTLINE_DIST ?? join(root, 'dist');
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 121); // the first is warm-up, not counted
+// Processes per configuration, used in turn round by round: one process keeps its own luck (what V8 compiled and when,
+// where the heap landed) for the whole run, and between runs that moved a configuration's median by 100 µs or more.
+const PROCS = Math.max(1, Number(process.env.BENCH_PROCS ?? 3));
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 120 + PROCS); // the first round of each process is not counted
 const JSON_CALLS = Number(process.env.BENCH_JSON_CALLS ?? 40);
 const STREAM_CALLS = Number(process.env.BENCH_STREAM_CALLS ?? 20);
 // Calls each process makes before the counted rounds: V8 keeps compiling the request path for the first thousand or
@@ -33,6 +36,7 @@ const CONFIGS = {
   bare: 'no instrumentation (SDK only)',
   'otel-undici': '@opentelemetry/instrumentation-undici 0.33 alone',
   floor: 'HTTP-level reading alone, no spans (JSON.parse of request and answer / every event)',
+  'floor-span': 'HTTP-level reading + one span without attributes, entered around the dispatch',
   faultline: 'faultline GenAI layer (no plan)',
   register: 'faultline register default (GenAI layer + online detectors + instrumentation-undici)',
   'otel-openai': '@opentelemetry/instrumentation-openai 0.21',
@@ -70,7 +74,7 @@ async function child(config) {
       config === 'register' ? { onExchangeEnd: require(join(DIST, 'detectors', 'online')).createOnlineDetection().onExchangeEnd } : {};
     new FaultlineInstrumentation(detect).enable();
   }
-  if (config === 'floor') require(join(here, 'http-floor.cjs')).install();
+  if (config === 'floor' || config === 'floor-span') require(join(here, 'http-floor.cjs')).install({ span: config === 'floor-span' });
   if (config === 'otel-openai') {
     const { OpenAIInstrumentation } = require('@opentelemetry/instrumentation-openai');
     const inst = new OpenAIInstrumentation(); // hooks require('openai')
@@ -182,6 +186,16 @@ const mad = (xs) => {
   return median(xs.map((x) => Math.abs(x - m)));
 };
 
+/**
+ * Median of per-round paired differences, with its 95% distribution-free confidence interval (the sign test's order
+ * statistics: no assumption about the shape of the noise, which on a shared machine is anything but normal).
+ */
+function pairedMedian(diffs) {
+  const s = [...diffs].sort((a, b) => a - b);
+  const k = Math.max(0, Math.floor(s.length / 2 - 0.98 * Math.sqrt(s.length)));
+  return { median: median(s), lo: s[k], hi: s[s.length - 1 - k] };
+}
+
 /** Per-round values of one measure, for every configuration. */
 const MEASURES = ['jsonCpu', 'streamCpu', 'jsonWall', 'streamWall', 'ttfc'];
 
@@ -205,21 +219,25 @@ async function parent() {
   const server = await startServer();
   const url = `http://127.0.0.1:${server.address().port}`;
   const names = Object.keys(CONFIGS);
-  const children = {};
-  for (const name of names) {
-    const args = [fileURLToPath(import.meta.url), '--child', name];
-    const options = { env: { ...process.env, BENCH_URL: url }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] };
-    const c = pin ? spawn('taskset', ['-c', pin.client, process.execPath, ...args], options) : fork(args[0], args.slice(1), options);
-    await new Promise((resolve, reject) => {
-      c.once('message', resolve);
-      c.once('exit', (code) => reject(new Error(`bench child ${name} exited with ${code} before it was ready`)));
-    });
-    c.removeAllListeners('exit');
-    children[name] = c;
+  // children[name][k]: the k-th process of a configuration.
+  const children = Object.fromEntries(names.map((n) => [n, []]));
+  for (let k = 0; k < PROCS; k++) {
+    for (const name of names) {
+      const args = [fileURLToPath(import.meta.url), '--child', name];
+      const options = { env: { ...process.env, BENCH_URL: url }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] };
+      const c = pin ? spawn('taskset', ['-c', pin.client, process.execPath, ...args], options) : fork(args[0], args.slice(1), options);
+      await new Promise((resolve, reject) => {
+        c.once('message', resolve);
+        c.once('exit', (code) => reject(new Error(`bench child ${name} exited with ${code} before it was ready`)));
+      });
+      c.removeAllListeners('exit');
+      children[name].push(c);
+    }
   }
   // rounds[name][measure] = one value per counted round (CPU: round total ÷ calls; wall: the round's median call).
   const rounds = Object.fromEntries(names.map((n) => [n, Object.fromEntries(MEASURES.map((m) => [m, []]))]));
-  const spans = {};
+  // spans[name][k]: spans the k-th process has ended so far.
+  const spans = Object.fromEntries(names.map((n) => [n, []]));
   const ask = (c, what = 'round') =>
     new Promise((resolve, reject) => {
       const onExit = (code) => reject(new Error(`bench child exited with ${code} during a round`));
@@ -232,17 +250,18 @@ async function parent() {
     });
   // Warm every configuration up, one after the other, before any counted round.
   for (const name of names) {
-    await ask(children[name], 'warm');
-    process.stderr.write(`bench interceptor: warmed up ${name} (${WARM_CALLS} calls)\n`);
+    for (const c of children[name]) await ask(c, 'warm');
+    process.stderr.write(`bench interceptor: warmed up ${name} (${PROCS} × ${WARM_CALLS} calls)\n`);
   }
   const t0 = Date.now();
   for (let round = 0; round < ROUNDS; round++) {
     // Rotate the order so no configuration always runs first (or right after another).
     const order = names.map((_, i) => names[(i + round) % names.length]);
+    const k = round % PROCS;
     for (const name of order) {
-      const r = await ask(children[name]);
-      spans[name] = r.spans;
-      if (round === 0) continue;
+      const r = await ask(children[name][k]);
+      spans[name][k] = r.spans;
+      if (round < PROCS) continue;
       const m = rounds[name];
       m.jsonCpu.push(r.jsonCpuMs);
       m.streamCpu.push(r.streamCpuMs);
@@ -252,7 +271,7 @@ async function parent() {
     }
     process.stderr.write(`bench interceptor: round ${round + 1}/${ROUNDS}\n`);
   }
-  for (const c of Object.values(children)) c.send('exit');
+  for (const c of Object.values(children).flat()) c.send('exit');
   server.close();
 
   // Each configuration is compared with bare *round by round* (both measured minutes apart at most, in the same
@@ -262,22 +281,26 @@ async function parent() {
   const ratio = (name, m) => median(rounds[name][m].map((v, i) => v / rounds.bare[m][i] - 1));
   const us = (ms) => (ms * 1000).toFixed(0);
   const pct = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
-  const counted = ROUNDS - 1;
+  const counted = ROUNDS - PROCS;
   const lines = [
     '## GenAI span layer overhead (interceptor.bench.mjs)',
     '',
     'openai v6 client → loopback server replaying corpus bodies (one JSON answer, one SSE stream with tool calls and usage);',
     `${counted} counted rounds × (${JSON_CALLS} JSON + ${STREAM_CALLS} streamed calls) per configuration, rounds interleaved (rotating order), each`,
-    'configuration in its own process, the same SDK everywhere (spans dropped by the exporter), no fault plan;',
-    `${WARM_CALLS} warm-up calls per process before the first round; ${pin ? `every client pinned to CPU ${pin.client}, the server to CPU ${pin.server} (taskset)` : 'processes not pinned'}.`,
+    `configuration in ${PROCS} processes of its own, used in turn (a process keeps its own JIT and heap luck for the whole run), the same SDK`,
+    'everywhere (spans dropped by the exporter), no fault plan;',
+    `${WARM_CALLS} warm-up calls per process, whose first round is not counted either; ${pin ? `every client pinned to CPU ${pin.client}, the server to CPU ${pin.server} (taskset)` : 'processes not pinned'}.`,
     '"added" and "vs bare" are medians over rounds of the difference / ratio to bare *in the same round*, so drift of a shared',
     'machine cancels out; ± is the median absolute deviation of those per-round values. Between runs on this shared machine the',
-    'medians still move by up to ~100 µs: compare configurations within one run.',
+    'medians still move by 100 µs or more (more when it is busy): compare configurations within one run, through the goal check\'s',
+    'intervals.',
     '',
     'What the rows measure differently: faultline works at the HTTP level, so it reads both bodies itself (JSON.parse of the',
     'request, and of the answer or of every stream event) to record response id, finish reasons, usage, output length, tool calls',
     'and a content fingerprint; the module-patching instrumentations receive the objects the SDK has already parsed. The floor',
     'row (bench/http-floor.cjs) does only that reading, with no span and no OTel: it is the least any HTTP-level instrumentation pays.',
+    'The floor-with-span row adds the one thing such an instrumentation exists for: a span (no attributes) around each call, entered as',
+    'the active context for the dispatch (which turns on AsyncLocalStorage\'s promise hooks, as every row that emits spans does).',
     'The register-default row adds what `faultline/register` wires by default: online detectors and instrumentation-undici.',
     '',
     '**Client CPU per call** (process.cpuUsage of the client process over a round ÷ calls). This is the cost an instrumentation adds',
@@ -291,7 +314,7 @@ async function parent() {
   for (const name of names) {
     lines.push(
       `| ${CONFIGS[name]} | ${us(value(name, 'jsonCpu'))} | ${us(added(name, 'jsonCpu'))} ± ${spread(name, 'jsonCpu')} | ${pct(ratio(name, 'jsonCpu'))} | ` +
-        `${us(value(name, 'streamCpu'))} | ${us(added(name, 'streamCpu'))} ± ${spread(name, 'streamCpu')} | ${pct(ratio(name, 'streamCpu'))} | ${spans[name]} |`,
+        `${us(value(name, 'streamCpu'))} | ${us(added(name, 'streamCpu'))} ± ${spread(name, 'streamCpu')} | ${pct(ratio(name, 'streamCpu'))} | ${spans[name].reduce((a, b) => a + b, 0)} |`,
     );
   }
   lines.push(
@@ -308,25 +331,47 @@ async function parent() {
         `${pct(ratio(name, 'streamWall'))} | ${value(name, 'ttfc').toFixed(3)} | ${us(added(name, 'ttfc'))} ± ${spread(name, 'ttfc')} | ${pct(ratio(name, 'ttfc'))} |`,
     );
   }
-  // The goal of issue 2: faultline's added median below every GenAI instrumentation, JSON and streamed.
+  // The goal of issue 2: faultline's added median below every GenAI instrumentation, JSON and streamed, and no
+  // measurable delay of the first chunk. Within one round every configuration ran minutes apart at most, so the
+  // per-round differences are paired; "below" / "above" only when the 95% interval excludes zero.
   const genai = ['otel-openai', 'traceloop', 'openinference'];
   const lowest = (m) => Math.min(...genai.map((n) => added(n, m)));
-  const verdict = (name, m) => {
-    const ours = added(name, m);
-    const best = lowest(m);
-    return `${ours < best ? 'below' : 'NOT below'} every GenAI instrumentation (${us(ours)} µs, lowest of them ${us(best)} µs)`;
-  };
+  const vs = (a, b, m) => pairedMedian(rounds[a][m].map((v, i) => v - rounds[b][m][i]));
+  const signed = (ms) => `${ms > 0 ? '+' : ms < 0 ? '−' : ''}${us(Math.abs(ms))}`;
+  const call = (d) => `${signed(d.median)} (${signed(d.lo)} … ${signed(d.hi)}) ${d.hi < 0 ? 'below' : d.lo > 0 ? 'above' : 'not distinguishable'}`;
   lines.push(
     '',
-    `Goal check (CPU added per call), faultline GenAI layer: JSON ${verdict('faultline', 'jsonCpu')}; streamed ${verdict('faultline', 'streamCpu')}. ` +
-      `First chunk: faultline adds ${us(added('faultline', 'ttfc'))} µs ± ${spread('faultline', 'ttfc')} (wall), the GenAI instrumentations ` +
-      `${genai.map((n) => us(added(n, 'ttfc'))).join(' / ')} µs.`,
+    '**Goal check** (issue 2): one configuration minus another, per round, then the median and its 95% confidence interval over',
+    'rounds (µs; CPU per call, first chunk wall clock). "below" / "above" only when the interval excludes zero. The last rows',
+    'ask the same of the floor with a span: whether any HTTP-level instrumentation that emits a span could be below.',
     '',
-    // The floor row is what any instrumentation at the HTTP level pays before it records anything.
+    '| | JSON call CPU | streamed call CPU | first chunk |',
+    '|---|---|---|---|',
+  );
+  const short = { bare: 'bare', 'floor-span': 'the floor with a span', 'otel-openai': 'instrumentation-openai', traceloop: 'traceloop', openinference: 'openinference' };
+  const pairs = [...[...genai, 'floor-span', 'bare'].map((n) => ['faultline', n]), ...genai.map((n) => ['floor-span', n])];
+  for (const [a, b] of pairs) {
+    const label = `${a === 'faultline' ? 'faultline' : short[a]} − ${short[b]}`;
+    lines.push(`| ${label} | ${call(vs(a, b, 'jsonCpu'))} | ${call(vs(a, b, 'streamCpu'))} | ${call(vs(a, b, 'ttfc'))} |`);
+  }
+  const goal = (m) => {
+    const ds = genai.map((n) => vs('faultline', n, m));
+    if (ds.every((d) => d.hi < 0)) return 'met (below every one)';
+    if (ds.some((d) => d.lo > 0)) return 'NOT met (above at least one)';
+    return 'not settled by this run (not distinguishable from at least one, above none)';
+  };
+  const ttfc = vs('faultline', 'bare', 'ttfc');
+  lines.push(
+    '',
+    `Goal: JSON ${goal('jsonCpu')}; streamed ${goal('streamCpu')}; first chunk ${ttfc.lo > 0 ? 'measurably delayed' : 'not measurably delayed'} ` +
+      `(faultline minus bare: ${signed(ttfc.median)} µs, 95% interval ${signed(ttfc.lo)} … ${signed(ttfc.hi)}).`,
+    '',
+    // The floor rows are what any instrumentation at the HTTP level pays before it records anything, without and with
+    // the one span it exists to emit.
     `Floor (CPU added per call): reading both bodies at the HTTP level, with no span, adds ${us(added('floor', 'jsonCpu'))} µs to a JSON call ` +
-      `and ${us(added('floor', 'streamCpu'))} µs to a streamed one; the lowest GenAI instrumentation adds ${us(lowest('jsonCpu'))} ` +
-      `and ${us(lowest('streamCpu'))} µs. faultline's layer costs ${us(added('faultline', 'jsonCpu') - added('floor', 'jsonCpu'))} ` +
-      `and ${us(added('faultline', 'streamCpu') - added('floor', 'streamCpu'))} µs more than the floor.`,
+      `and ${us(added('floor', 'streamCpu'))} µs to a streamed one; with one span without attributes, ${us(added('floor-span', 'jsonCpu'))} ` +
+      `and ${us(added('floor-span', 'streamCpu'))} µs (first chunk ${us(added('floor-span', 'ttfc'))} µs, wall). The lowest GenAI instrumentation ` +
+      `adds ${us(lowest('jsonCpu'))} and ${us(lowest('streamCpu'))} µs.`,
   );
   lines.push('', `Load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs.`);
   lines.push('', `Run took ${((Date.now() - t0) / 1000).toFixed(1)} s on Node ${process.version}.`);
