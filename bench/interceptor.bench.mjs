@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // Per-call overhead of faultline's GenAI span layer (no fault plan) against the same workload with no
 // instrumentation, @opentelemetry/instrumentation-undici alone, the GenAI instrumentations users would otherwise
-// pick, and a floor: reading both bodies at the HTTP level with no span at all, and with one bare span (http-floor.cjs). Workload: the real
-// openai v6 client calling a loopback server that replays corpus bodies (one JSON answer, one SSE stream with tool
-// calls and usage). Each configuration runs in its own child process (the undici dispatcher
-// and OTel registrations are process-wide); rounds are interleaved across configurations; we report medians and
-// ratios to bare, from the same run. Every configuration uses the same SDK: NodeTracerProvider + BatchSpanProcessor
+// pick, and a floor: reading both bodies at the HTTP level with no span at all, and with one bare span
+// (http-floor.cjs). Workload: the real openai v6 client calling a loopback server that replays corpus bodies (one JSON
+// answer, one SSE stream with tool calls and usage). Each configuration runs in child processes of its own
+// (BENCH_PROCS, default 3: the undici dispatcher and OTel registrations are process-wide); rounds are interleaved
+// across configurations; we report medians, ratios to bare and paired differences with intervals, from the same run. Every configuration uses the same SDK: NodeTracerProvider + BatchSpanProcessor
 // with an exporter that drops spans, so only instrumentation cost differs. Needs `npm run build` (dist/).
 import { execFileSync, fork, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
