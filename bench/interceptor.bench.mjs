@@ -277,7 +277,9 @@ async function parent() {
   // Each configuration is compared with bare *round by round* (both measured minutes apart at most, in the same
   // rotation), and the summary is the median over rounds: drift on a shared machine cancels out of the pairs.
   const value = (name, m) => median(rounds[name][m]);
-  const added = (name, m) => median(rounds[name][m].map((v, i) => v - rounds.bare[m][i]));
+  // a minus b, round by round (both measured in the same round).
+  const diffs = (a, b, m) => rounds[a][m].map((v, i) => v - rounds[b][m][i]);
+  const added = (name, m) => median(diffs(name, 'bare', m));
   const ratio = (name, m) => median(rounds[name][m].map((v, i) => v / rounds.bare[m][i] - 1));
   const us = (ms) => (ms * 1000).toFixed(0);
   const pct = (x) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%`;
@@ -310,7 +312,7 @@ async function parent() {
     '| configuration | JSON call CPU (µs) | added (µs) | vs bare | streamed call CPU (µs) | added (µs) | vs bare | spans |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  const spread = (name, m) => us(mad(rounds[name][m].map((v, i) => v - rounds.bare[m][i])));
+  const spread = (name, m) => us(mad(diffs(name, 'bare', m)));
   for (const name of names) {
     lines.push(
       `| ${CONFIGS[name]} | ${us(value(name, 'jsonCpu'))} | ${us(added(name, 'jsonCpu'))} ± ${spread(name, 'jsonCpu')} | ${pct(ratio(name, 'jsonCpu'))} | ` +
@@ -336,7 +338,7 @@ async function parent() {
   // per-round differences are paired; "below" / "above" only when the 95% interval excludes zero.
   const genai = ['otel-openai', 'traceloop', 'openinference'];
   const lowest = (m) => Math.min(...genai.map((n) => added(n, m)));
-  const vs = (a, b, m) => pairedMedian(rounds[a][m].map((v, i) => v - rounds[b][m][i]));
+  const vs = (a, b, m) => pairedMedian(diffs(a, b, m));
   const signed = (ms) => `${ms > 0 ? '+' : ms < 0 ? '−' : ''}${us(Math.abs(ms))}`;
   const call = (d) => `${signed(d.median)} (${signed(d.lo)} … ${signed(d.hi)}) ${d.hi < 0 ? 'below' : d.lo > 0 ? 'above' : 'not distinguishable'}`;
   lines.push(
