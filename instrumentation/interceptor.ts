@@ -17,6 +17,7 @@ import type { Dispatcher } from 'undici';
 import { logger, safely } from '../src/diag';
 import { EXCHANGE } from './exchange';
 import { isLegacyHandler, toUndici7Handler, type LegacyHandler } from './handler-api';
+import { parseJsonBody } from './json-body';
 import type { LlmRequestHead, ProtocolModule, ProtocolStart, ResponseReader } from './internal-types';
 import type { GenAiMetrics } from './metrics';
 import { protocols as defaultProtocols } from './protocols';
@@ -256,7 +257,7 @@ function startExchange(
   let request: unknown;
   if (buf.length > 0) {
     try {
-      request = JSON.parse(buf.toString('utf8'));
+      request = parseJsonBody(buf);
     } catch {
       request = undefined;
     }

@@ -1,0 +1,139 @@
+/**
+ * parseJsonBody: a large request body is parsed piecewise (its top-level members and their array elements one by
+ * one, so no string of the whole body is made), with exactly JSON.parse's result, and JSON.parse's failure on what
+ * is not JSON. Then the real thing: a long-history chat request through the openai client, recorded on its span.
+ */
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FaultlineInstrumentation } from '../../instrumentation';
+import { parseJsonBody, parsePiecewise } from '../../instrumentation/json-body';
+import { loadCorpus, type CorpusRecord } from '../support/corpus';
+import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
+import { ours, setupOtel, type TestOtel } from '../support/otel';
+
+const corpus = [...loadCorpus('openai-chat.jsonl'), ...loadCorpus('openai-chat-stream.jsonl'), ...loadCorpus('anthropic-messages.jsonl')];
+const allMessages = corpus.flatMap((r) => (Array.isArray(r.request.messages) ? (r.request.messages as unknown[]) : []));
+
+/** A record's request with its history grown from corpus messages until the body has at least `bytes` bytes. */
+function longHistory(r: CorpusRecord, bytes: number): Record<string, unknown> {
+  const messages = [...((r.request.messages as unknown[] | undefined) ?? [])];
+  let size = Buffer.byteLength(JSON.stringify({ ...r.request, messages }));
+  for (let i = 0; size < bytes; i++) {
+    const m = allMessages[i % allMessages.length];
+    messages.push(m);
+    size += Buffer.byteLength(JSON.stringify(m)) + 1;
+  }
+  return { ...r.request, messages };
+}
+
+/**
+ * Both parsers on the same bytes: the same value, or both throw a SyntaxError. A JSON object is parsed piecewise
+ * (not through the whole-body fallback), anything else is left to JSON.parse.
+ */
+function expectSameAsJsonParse(body: string): void {
+  const buf = Buffer.from(body);
+  let expected: unknown;
+  try {
+    expected = JSON.parse(body);
+  } catch {
+    expect(parsePiecewise(buf)).toBeUndefined();
+    expect(() => parseJsonBody(buf)).toThrow(SyntaxError);
+    return;
+  }
+  const isObject = typeof expected === 'object' && expected !== null && !Array.isArray(expected);
+  const piecewise = parsePiecewise(buf);
+  if (isObject) {
+    expect(piecewise).toStrictEqual(expected);
+    expect(JSON.stringify(piecewise)).toBe(JSON.stringify(expected)); // key order too
+  } else {
+    expect(piecewise).toBeUndefined();
+  }
+  expect(parseJsonBody(buf)).toStrictEqual(expected);
+}
+
+/** Large enough to be parsed piecewise. */
+const PAD = 'x'.repeat(70 * 1024);
+
+describe('parseJsonBody', () => {
+  it('parses every corpus request, grown to a long history of 64 KB to 300 KB, exactly as JSON.parse', () => {
+    expect(corpus.length).toBeGreaterThan(20);
+    for (const [i, r] of corpus.entries()) {
+      const request = longHistory(r, [64, 100, 300][i % 3]! * 1024);
+      expectSameAsJsonParse(JSON.stringify(request));
+      expectSameAsJsonParse(JSON.stringify(request, null, i % 2 ? 2 : '\t')); // whitespace between every token
+    }
+  });
+
+  it('keeps JSON.parse’s meaning in the corners: escapes, Unicode, repeated keys, __proto__, nested and empty arrays', () => {
+    const cases = [
+      `{"pad":"${PAD}","a":"ends in a backslash \\\\","b":"\\"quoted\\"","c":"\\\\\\"","d":["\\\\",""]}`,
+      `{"pad":"${PAD}","emoji":"😀 日本語 é","lone":"\\ud800","esc":"\\u0022\\u005c\\n"}`,
+      `{"model":"first","pad":"${PAD}","model":"last"}`,
+      `{"pad":"${PAD}","__proto__":{"polluted":true},"messages":[{"__proto__":1}]}`,
+      `{"pad":"${PAD}","m":[[1,[2]],{"a":[3]},[],"s",-1.5e-7,true,false,null],"e":[],"o":{}}`,
+      ` \r\n\t{ "pad" : "${PAD}" , "n" : [ 1 , 2 ] , "x" : 0 } \n`,
+      `{"pad":"${PAD}","k\\u0041y":1,"":2}`,
+    ];
+    for (const body of cases) expectSameAsJsonParse(body);
+    const proto = parseJsonBody(Buffer.from(cases[3]!)) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(proto)).toBe(Object.prototype);
+    expect(Object.keys(proto)).toEqual(['pad', '__proto__', 'messages']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('fails as JSON.parse does on what is not JSON', () => {
+    const bad = [
+      `{"pad":"${PAD}","a":[1,],"b":2}`,
+      `{"pad":"${PAD}","a":1,}`,
+      `{"pad":"${PAD}","a":}`,
+      `{"pad":"${PAD}","a":[1}`,
+      `{"pad":"${PAD}","a":01}`,
+      `{"pad":"${PAD}","a":1} trailing`,
+      `{"pad":"${PAD}","a":"unterminated}`,
+      `{"pad":"${PAD}" "a":1}`,
+      `{"pad":"${PAD}","a":[{"b":1]]}`,
+      `\ufeff{"pad":"${PAD}"}`,
+      `{"pad":"${PAD}","a":1`,
+    ];
+    for (const body of bad) expectSameAsJsonParse(body);
+    // A body that is JSON but not an object is parsed whole.
+    expectSameAsJsonParse(JSON.stringify([PAD, { a: 1 }]));
+    expectSameAsJsonParse(JSON.stringify(PAD));
+  });
+});
+
+describe('a long-history chat request through the openai client', () => {
+  let otel: TestOtel;
+  let server: LlmServer;
+  let inst: FaultlineInstrumentation;
+  const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('tool_calls'))!;
+
+  beforeAll(async () => {
+    otel = setupOtel();
+    inst = new FaultlineInstrumentation();
+    inst.enable();
+    server = await startLlmServer(() => corpusReply(rec));
+  });
+  afterAll(async () => {
+    inst.disable();
+    await server.close();
+    await otel.shutdown();
+  });
+
+  it('is sent byte for byte and recorded like a short one (model, message count, tool names)', async () => {
+    const request = longHistory(rec, 200 * 1024);
+    const client = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 0 });
+    await client.chat.completions.create(request as never);
+    expect(server.requests[0]?.body.toString('utf8')).toBe(JSON.stringify(request));
+    const [span] = ours(await otel.waitForSpans((s) => ours(s).length === 1));
+    const tools = (request.tools as Array<{ function: { name: string } }>).map((t) => t.function.name);
+    // Counted as the conventions' input messages: system and developer messages are instructions.
+    const input = (request.messages as Array<{ role?: string }>).filter((m) => m.role !== 'system' && m.role !== 'developer');
+    expect(span?.attributes).toMatchObject({
+      'gen_ai.request.model': request.model,
+      'faultline.request.message_count': input.length,
+      'faultline.request.tool_names': tools,
+    });
+    expect(tools.length).toBeGreaterThan(0);
+  });
+});
