@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median } from './stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(join(here, '..', 'package.json'));
@@ -31,11 +32,6 @@ const rec = records
   .sort((a, b) => Math.abs(JSON.stringify(a.response).length - TARGET) - Math.abs(JSON.stringify(b.response).length - TARGET))[0];
 const responseBody = Buffer.from(JSON.stringify({ ...rec.response, created: Math.floor(Date.now() / 1000) }));
 const requestBody = Buffer.from(JSON.stringify(rec.request));
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 /** Median per-call µs of `fn(i)` over `batches` batches of `size` calls (after a warm-up). */
 function measure(fn, { size = 200, batches = 60, warm = 2000 } = {}) {

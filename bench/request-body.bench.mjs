@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median } from './stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -43,12 +44,6 @@ function child(method, kb) {
   for (let i = 0; i < CALLS; i++) parse();
   process.stdout.write(JSON.stringify({ us: ((performance.now() - t0) * 1000) / CALLS, bytes: buf.length, messages: parse().messages.length }));
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 function parent() {
   const run = (method, kb) => JSON.parse(execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--child', method, String(kb)], { encoding: 'utf8' }));
