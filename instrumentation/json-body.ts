@@ -2,8 +2,8 @@
  * JSON.parse of a request body, without decoding a large body into one string.
  *
  * V8 allocates a string over 128 KB (64K characters once one of them is outside Latin-1) in large-object space, and
- * allocating and dropping one per call costs about 0.7 ms of garbage collection: more than everything else the span
- * layer does per call. An agent's chat request passes that size as its history grows, but its bulk is one array of
+ * allocating and dropping one per call costs 0.7 ms or more (bench/request-body.bench.mjs): more than everything else
+ * the span layer does per call. An agent's chat request passes that size as its history grows, but its bulk is one array of
  * small elements (`messages`). So a large body is parsed piecewise: its top-level members are located on the bytes,
  * each top-level array's elements too, and each piece is decoded and JSON.parse'd on its own. The result equals
  * JSON.parse's; a body the byte scan does not accept is parsed whole, as before.
