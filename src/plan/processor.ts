@@ -9,7 +9,7 @@
  */
 import type { Context } from '@opentelemetry/api';
 import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { ATTR_FL_MESSAGE_ID, ATTR_GEN_AI_OPERATION_NAME, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '../../instrumentation/semconv';
+import { ATTR_FL_MESSAGE_ID, ATTR_FL_MESSAGE_SIDE, ATTR_GEN_AI_OPERATION_NAME, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '../../instrumentation/semconv';
 import { PACKAGE_NAME } from '../version';
 import { logger, safely } from '../diag';
 import { FaultEngine, type Decision } from '../inject/engine';
@@ -27,6 +27,8 @@ const seen = new WeakMap<object, Seen>();
 /** Whether a span is one faultline call span a fault can be applied to. */
 export function isFaultableSpan(scopeName: string | undefined, attrs: Attributes): boolean {
   if (scopeName !== undefined && scopeName !== PACKAGE_NAME) return false;
+  // A receive span records what arrived; faults apply between sender and receiver, on the sender's span.
+  if (attrs[ATTR_FL_MESSAGE_SIDE] === 'receive') return false;
   const op = attrs[ATTR_GEN_AI_OPERATION_NAME];
   if (typeof op === 'string') return typeof attrs[ATTR_URL_FULL] === 'string' || typeof attrs[ATTR_SERVER_ADDRESS] === 'string';
   return typeof attrs[ATTR_FL_MESSAGE_ID] === 'string';
