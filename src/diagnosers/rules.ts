@@ -8,18 +8,11 @@
  * are considered only when none of those is faulty, and then a parent that failed because a child failed is never
  * chosen over that child.
  */
-import {
-  ATTR_FL_MESSAGE_DELIVERED_COUNT,
-  ATTR_FL_MESSAGE_DELIVERED_HASHES,
-  ATTR_FL_MESSAGE_PAYLOAD_HASH,
-  ATTR_FL_MESSAGE_TASK_ID,
-  ATTR_FL_TASK_ID,
-} from '../../instrumentation/semconv';
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
-import { isLlmSpan, isMessageSpan, num, str, strList, type SpanRecord, type TraceRecord } from '../traces/model';
+import { isLlmSpan, isMessageSpan, type SpanRecord, type TraceRecord } from '../traces/model';
+import { analyseMessages } from './messages';
 import {
-  deliveredFacts,
   detectionEvents,
   durationMs,
   errorType,
@@ -31,7 +24,6 @@ import {
   outputTokens,
   rpcStatus,
   streamFacts,
-  type DeliveredFacts,
 } from './span-facts';
 import { noFault, type Diagnoser, type Diagnosis, type StepKind } from './types';
 
@@ -173,128 +165,6 @@ function slowness(span: SpanRecord, medianOthers: number | undefined, opts: { de
 /** Extra latency that is a fault rather than variance (AgentChaos's slow response adds 5 s). */
 const EXTREME_DELAY_MS = 4000;
 
-function messageSignals(span: SpanRecord, taskId: string | undefined, medianOthers: number | undefined, earlierHashes: ReadonlySet<string>): Signal[] {
-  const out: Signal[] = [];
-  const a = span.attributes;
-  const delivered = num(a, ATTR_FL_MESSAGE_DELIVERED_COUNT);
-  const failure = failureSignal(span);
-  const facts = deliveredFacts(span);
-  const guards = guardEvents(span);
-  // A receiver-side guard that withheld a changed copy: the message arrived (changed), it was not lost.
-  const withheld = guards.some((g) => g.action === 'drop' || g.action === 'reject') && (facts.changes?.length ?? 0) > 0;
-  if (delivered === 0 && !withheld) {
-    const d = durationMs(span);
-    // A drop is immediate; a delivery that waited for a deadline and then delivered nothing timed out.
-    const waited = d >= 250 && d >= 5 * Math.max(medianOthers ?? 0, 1);
-    const timeout = looksLikeTimeout(errorType(span), span.status.message) || waited;
-    out.push({
-      faultType: timeout ? 'timeout' : 'non_delivery',
-      confidence: 0.95,
-      evidence: timeout ? `message not delivered before its deadline (waited ${Math.round(d)} ms)` : 'message not delivered (0 copies)',
-      source: 'metadata',
-    });
-  } else if (failure) {
-    out.push(failure);
-  }
-  // A copy carrying another message id is another message (a replay or a reordered older one), not a duplicate —
-  // except a guard's readback: a fresh message the guard fetched, crossing the channel after the copy it replaced.
-  const readbacks = guards.filter((g) => g.action === 'reacquire').length;
-  const ids = facts.ids?.slice(0, Math.max(0, facts.ids.length - readbacks));
-  const foreign = ids && facts.sentId !== undefined ? ids.filter((id) => id !== facts.sentId) : [];
-  const copies = ids && facts.sentId !== undefined ? ids.length - foreign.length : delivered;
-  if (copies !== undefined && copies > 1) {
-    out.push({ faultType: 'duplicate', confidence: 0.92, evidence: `message delivered ${copies} times`, source: 'metadata' });
-  }
-  out.push(...replaySignals(span, facts, foreign, taskId, earlierHashes));
-  const sent = str(a, ATTR_FL_MESSAGE_PAYLOAD_HASH);
-  const got = strList(a, ATTR_FL_MESSAGE_DELIVERED_HASHES);
-  if (sent !== undefined && got && got.length > 0 && got.some((h) => h !== sent)) {
-    out.push({ faultType: 'corrupt', confidence: 0.6, evidence: 'delivered payload differs from the payload sent', source: 'metadata' });
-  }
-  if (facts.changes && facts.changes.length > 0) out.push(changeSignal(facts.changes));
-  const msgTask = str(a, ATTR_FL_MESSAGE_TASK_ID);
-  if (taskId !== undefined && msgTask !== undefined && msgTask !== taskId) {
-    out.push({ faultType: 'stale', confidence: 0.85, evidence: `message bound to task ${msgTask.slice(0, 40)}, not ${taskId.slice(0, 40)}`, source: 'metadata' });
-  }
-  return out;
-}
-
-/**
- * A delivered copy that is another message: bound to another task or session, a version behind the one sent, another
- * message id, or a payload an earlier message of this trace carried. All are stale deliveries (a replay, a reordered
- * older message); the envelope decides before the payload changes it implies.
- */
-function replaySignals(span: SpanRecord, facts: DeliveredFacts, foreign: string[], taskId: string | undefined, earlierHashes: ReadonlySet<string>): Signal[] {
-  const out: Signal[] = [];
-  const expectTask = str(span.attributes, ATTR_FL_MESSAGE_TASK_ID) ?? taskId;
-  const otherTask = facts.taskIds?.find((t) => t !== '' && t !== expectTask);
-  if (otherTask !== undefined) {
-    out.push({ faultType: 'stale', confidence: 0.93, evidence: `delivered a message bound to task ${otherTask.slice(0, 40)}, not ${(expectTask ?? '?').slice(0, 40)}`, source: 'metadata' });
-  }
-  const otherSession = facts.sessionIds?.find((t) => t !== '' && t !== facts.sentSession);
-  if (otherSession !== undefined && facts.sentSession !== undefined) {
-    out.push({ faultType: 'stale', confidence: 0.93, evidence: `delivered a message of session ${otherSession.slice(0, 40)}, not ${facts.sentSession.slice(0, 40)}`, source: 'metadata' });
-  }
-  const behind = facts.sentVersion === undefined ? undefined : facts.versions?.find((v) => v !== undefined && v < facts.sentVersion!);
-  if (behind !== undefined) {
-    out.push({ faultType: 'stale', confidence: 0.93, evidence: `delivered version ${behind}, behind the version ${facts.sentVersion} sent`, source: 'metadata' });
-  }
-  const sent = str(span.attributes, ATTR_FL_MESSAGE_PAYLOAD_HASH);
-  const replayed = (strList(span.attributes, ATTR_FL_MESSAGE_DELIVERED_HASHES) ?? []).find((h) => h !== '' && h !== sent && earlierHashes.has(h));
-  if (replayed !== undefined) {
-    out.push({ faultType: 'stale', confidence: 0.9, evidence: 'delivered the payload of an earlier message of this trace', source: 'metadata' });
-  }
-  if (foreign.length > 0) {
-    out.push({ faultType: 'stale', confidence: 0.9, evidence: `delivered another message (${foreign[0]!.slice(0, 40)}) in place of or besides the one sent`, source: 'metadata' });
-  }
-  return out;
-}
-
-/** Keys naming the message's binding inside the payload: a changed value means the payload belongs elsewhere. */
-const BINDING_KEY = /^(task_?id|session_?id|context_?id|conversation_?id|thread_?id|run_?id|state_?version|version)$/i;
-/** Keys naming an entity (sku, product_id, entity ids) or the evidence a message carries. */
-const ENTITY_KEY = /^(id|sku|uuid|urn|isbn|asin|gtin|ean|upc)$|(_id|Id|_ids|Ids|_sku|_key)$/;
-const EVIDENCE_KEY = /evidence/i;
-
-function lastKey(path: string): string {
-  const segs = path.replace(/\[\]/g, '').split('.');
-  return segs[segs.length - 1] ?? path;
-}
-
-/**
- * How the first changed copy differs from what was sent, from the structural changes (key paths only): keys only
- * removed, the message otherwise intact → partial; keys renamed or value types changed → schema; the payload's own
- * binding (task/session/version) changed → stale; same shape with an entity id or the evidence block changed →
- * semantic; any other change of content → corrupt.
- */
-function changeSignal(changes: readonly string[]): Signal {
-  const ops = changes.map((c) => {
-    const i = c.indexOf(':');
-    return { op: c.slice(0, i), path: c.slice(i + 1) };
-  });
-  const paths = (op: string): string[] => ops.filter((o) => o.op === op).map((o) => o.path);
-  const removed = paths('removed');
-  const added = paths('added');
-  const retyped = paths('type');
-  const values = paths('value');
-  const lengths = paths('length');
-  const list = (xs: string[]): string => xs.slice(0, 4).join(', ');
-  const sig = (faultType: Signal['faultType'], confidence: number, evidence: string): Signal => ({ faultType, confidence, evidence, source: 'metadata' });
-  if (retyped.length > 0 || (removed.length > 0 && added.length > 0)) {
-    return sig('schema', 0.85, retyped.length > 0 ? `value type changed in transit: ${list(retyped)}` : `keys renamed in transit: ${list(removed)} → ${list(added)}`);
-  }
-  if (removed.length > 0 && values.length === 0) {
-    return sig('partial', 0.85, `delivered payload lacks ${list(removed)}${lengths.length > 0 ? ` (and ${list(lengths)} shortened)` : ''}`);
-  }
-  if (added.length > 0 && values.length === 0 && removed.length === 0) return sig('schema', 0.7, `keys added in transit: ${list(added)}`);
-  const changed = [...values, ...lengths, ...removed];
-  const binding = changed.filter((p) => BINDING_KEY.test(lastKey(p)));
-  if (binding.length > 0) return sig('stale', 0.85, `the payload's binding changed in transit: ${list(binding)}`);
-  const meaning = changed.filter((p) => ENTITY_KEY.test(lastKey(p)) || p.split('.').some((k) => EVIDENCE_KEY.test(k)));
-  if (meaning.length > 0) return sig('semantic', 0.85, `same shape, entity / evidence values changed in transit: ${list(meaning)}`);
-  return sig('corrupt', 0.7, `content changed in transit: ${list(changed)}`);
-}
-
 /** What a guard's action says happened. Only actions with one meaning; the others accompany detection events. */
 function guardSignals(span: SpanRecord): Signal[] {
   const out: Signal[] = [];
@@ -331,17 +201,6 @@ function strongest(signals: Signal[]): Signal | undefined {
   return best;
 }
 
-/** The task id a span runs under: the nearest ancestor-or-self with faultline.task.id. */
-function taskIdOf(span: SpanRecord, byId: Map<string, SpanRecord>): string | undefined {
-  let cur: SpanRecord | undefined = span;
-  for (let depth = 0; cur && depth < 64; depth++) {
-    const t = str(cur.attributes, ATTR_FL_TASK_ID);
-    if (t !== undefined) return t;
-    cur = cur.parentSpanId ? byId.get(cur.parentSpanId) : undefined;
-  }
-  return undefined;
-}
-
 export interface SpanVerdict {
   span: SpanRecord;
   stepKind: StepKind | null;
@@ -371,12 +230,11 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     carried.set(s.parentSpanId, [...(carried.get(s.parentSpanId) ?? []), s]);
   }
   const llm = trace.spans.filter(isLlmSpan);
-  const msgDurations = trace.spans.filter(isMessageSpan).map(durationMs).sort((a, b) => a - b);
   const llmDurations = llm.map(durationMs).sort((a, b) => a - b);
+  // Message faults are judged per message (both ends, the trace's baselines): src/diagnosers/messages.ts.
+  const messages = analyseMessages(trace);
   let llmIndex = 0;
   let msgIndex = 0;
-  /** Payload hashes of the messages sent so far (a later delivery of one of them is a replay). */
-  const sentHashes = new Set<string>();
   const out: SpanVerdict[] = [];
   for (const span of trace.spans) {
     if (span.name === DETECTION_CHILD && span.parentSpanId !== undefined && byId.has(span.parentSpanId)) continue;
@@ -390,9 +248,7 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     } else if (isMessageSpan(span)) {
       stepKind = 'message';
       step = ++msgIndex;
-      signals.push(...messageSignals(span, taskIdOf(span, byId), medianWithout(msgDurations, durationMs(span)), sentHashes));
-      const h = str(span.attributes, ATTR_FL_MESSAGE_PAYLOAD_HASH);
-      if (h !== undefined) sentHashes.add(h);
+      signals.push(...messages.signalsFor(span));
     } else {
       const failure = failureSignal(span);
       if (failure) signals.push(failure);
@@ -406,13 +262,7 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
       // A response that carried tool calls is not empty by definition, whatever a text-length heuristic says.
       findings = findings.filter((f) => f.faultType !== 'empty');
     }
-    const delivered = num(span.attributes, ATTR_FL_MESSAGE_DELIVERED_COUNT);
-    if (stepKind === 'message' && delivered !== undefined && delivered > 0) {
-      // Copies were delivered: a finding built from uncaptured content cannot say otherwise.
-      findings = findings.filter((f) => f.faultType !== 'non_delivery');
-    }
     signals.push(...findings);
-    if (stepKind === 'message') contradicted(span, signals);
     if (stepKind === 'llm') {
       // Detectors' latency findings against a baseline: the same variance caveat as our own outlier check.
       const extreme = slowness(span, medianWithout(llmDurations, durationMs(span)), opts)?.extreme === true;
@@ -420,22 +270,8 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     }
     out.push({ span, stepKind, step, signals });
   }
+  messages.review(out);
   return out;
-}
-
-/**
- * Drop detector readings of a message that the span's own delivered-copy facts contradict (known detector gaps):
- * `partial` when the "missing" keys reappear under other names (a rename is schema drift), and `duplicate` when the
- * extra copy carries another message id (an older message delivered again is a stale delivery, not a duplicate).
- */
-function contradicted(span: SpanRecord, signals: Signal[]): void {
-  const facts = deliveredFacts(span);
-  const changes = facts.changes ?? [];
-  const renamed = changes.some((c) => c.startsWith('removed:')) && changes.some((c) => c.startsWith('added:') || c.startsWith('type:'));
-  const sameIdCopies = facts.ids && facts.sentId !== undefined ? facts.ids.filter((id) => id === facts.sentId).length : undefined;
-  const drop = (s: Signal): boolean =>
-    (s.source === 'detection' || s.source === 'detector') && ((renamed && s.faultType === 'partial') || (sameIdCopies !== undefined && sameIdCopies <= 1 && s.faultType === 'duplicate'));
-  for (let i = signals.length - 1; i >= 0; i--) if (drop(signals[i]!)) signals.splice(i, 1);
 }
 
 function toDiagnosis(trace: TraceRecord, v: SpanVerdict, best: Signal, name: string): Diagnosis {
