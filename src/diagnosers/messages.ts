@@ -41,6 +41,8 @@ import type { Signal, SpanVerdict } from './rules';
  * delivery takes a millisecond; over HTTP on a busy host, a hundred or two: the margin is above both.)
  */
 const DELAY_EXTRA_MS = 300;
+/** Over the network (A2A, MCP), where a busy host's scheduling alone moves a delivery by hundreds of ms. */
+const REMOTE_DELAY_EXTRA_MS = 500;
 const DELAY_RATIO = 3;
 /** A sender that waited this long beyond the median of its other calls, and 3× it, before nothing arrived timed out. */
 const WAITED_MS = 250;
@@ -132,7 +134,21 @@ function copiesOf(l: Logical): Copy[] {
     return copies;
   }
   const d = l.send?.delivered;
-  if (!d) return [];
+  if (!d) {
+    // A span that does not say which end it records, with the message's facts and no delivered-copy facts (a plain
+    // receiver-side record): the message it records is the copy to judge.
+    const v = l.send;
+    if (v === undefined || v.side !== 'unknown' || v.payload === undefined) return [];
+    const c: Copy = { view: v, readback: false };
+    if (v.id !== undefined) c.id = v.id;
+    if (v.taskId !== undefined) c.taskId = v.taskId;
+    if (v.sessionId !== undefined) c.sessionId = v.sessionId;
+    if (v.version !== undefined) c.version = v.version;
+    if (v.sentAt !== undefined) c.sentAt = v.sentAt;
+    if (v.payload.hash !== undefined) c.hash = v.payload.hash;
+    c.payload = v.payload;
+    return [c];
+  }
   // The envelope lists describe what crossed the channel (before a receiver-side guard replaced or withheld a copy);
   // count and hashes what the receiver got. Without lists the two are the same copies.
   const lists = [d.ids, d.taskIds, d.sessionIds, d.versions].filter((x) => x !== undefined);
@@ -287,7 +303,8 @@ function consensus(values: readonly (string | undefined)[]): string | undefined 
 function transitOf(l: Logical, traceStart: number): { ms: number; exact: boolean } | undefined {
   const r = l.receives[0];
   if (l.send && r) return { ms: Math.max(0, r.start - l.send.start), exact: true };
-  if (l.send?.delivered) return { ms: durationMs(l.send.span), exact: true };
+  // A handoff span (or a plain record of one) lasts as long as the delivery itself.
+  if (l.send?.delivered || (l.send?.side === 'unknown' && l.system === 'channel')) return { ms: durationMs(l.send.span), exact: true };
   if (r?.sentAt !== undefined && r.sentAt >= traceStart - CLOCK_SLACK_MS) return { ms: Math.max(0, r.start - r.sentAt), exact: true };
   if (l.send) return { ms: durationMs(l.send.span), exact: false };
   return undefined;
@@ -465,14 +482,16 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
 
     // 2. Copies: a duplicate is the same message twice; a copy that is another message is a stale delivery. (An MCP
     // call carries no message id on the wire: the client's id is its own, not comparable with the server's.)
-    const sentId = l.system === 'mcp' ? undefined : send?.id;
+    // A plain record is its own copy: it has no other end to compare with.
+    const selfCopy = send !== undefined && copies.length === 1 && copies[0]!.view === send;
+    const sentId = l.system === 'mcp' || selfCopy ? undefined : send?.id;
     const foreign = sentId !== undefined ? copies.filter((c) => c.id !== undefined && c.id !== sentId) : [];
     const sameId = sentId !== undefined ? copies.length - foreign.length : copies.length;
     l.sameIdCopies = sameId;
     if (sameId > 1) out.push(sig('duplicate', 0.92, `message delivered ${sameId} times`));
     if (l.replayOf) out.push(sig('stale', 0.85, `message ${short(l.receives[0]?.id ?? '')} delivered again after newer messages on this edge`));
     if (foreign.length > 0) out.push(sig('stale', 0.9, `delivered another message (${short(foreign[0]!.id!)}) in place of or besides the one sent`));
-    if (send) {
+    if (send && !selfCopy) {
       const reference = taskReference(l);
       if (send.taskId !== undefined && reference !== undefined && send.taskId !== reference) {
         out.push(sig('stale', 0.85, `message bound to task ${short(send.taskId)}, not the run's ${short(reference)}`));
@@ -507,7 +526,7 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
 
     // 3. Content.
     const d = l.receives.length === 0 ? send?.delivered : undefined;
-    let changed = copies.findIndex((c) => c.hash !== undefined && send?.payload?.hash !== undefined && c.hash !== send.payload.hash);
+    let changed = selfCopy ? -1 : copies.findIndex((c) => c.hash !== undefined && send?.payload?.hash !== undefined && c.hash !== send.payload.hash);
     // The sender span's own account of a changed copy (recorded only when one differed).
     if (changed < 0 && d && ((d.changes?.length ?? 0) > 0 || d.shape !== undefined) && copies.length > 0) changed = 0;
     if (!staleEnvelope && send?.payload !== undefined && changed >= 0) {
@@ -530,7 +549,7 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
       out.push(sig(v.faultType, v.confidence, v.evidence));
       if (v.confidence >= 0.7) l.changeType = v.faultType;
       l.renamed = v.faultType === 'schema' && /renamed/.test(v.evidence);
-    } else if (!staleEnvelope && copies.length > 0 && !(send?.payload?.hash !== undefined && copies.every((c) => c.hash === send.payload!.hash))) {
+    } else if (!staleEnvelope && copies.length > 0 && (selfCopy || !(send?.payload?.hash !== undefined && copies.every((c) => c.hash === send.payload!.hash)))) {
       // No copy sent to compare with: the receiver's contract, the values themselves, the run's other messages.
       const c = copies[0]!;
       const content = copyContent(l, c, 0);
@@ -571,7 +590,7 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
         const mirror = mirrorConflict(content.value);
         if (mirror) out.push(sig('semantic', 0.75, `the message contradicts itself: ${mirror}`));
       }
-    } else if (send?.payload?.hash !== undefined && copies.length === 1 && copies[0]!.hash === send.payload.hash && foreign.length === 0 && !staleEnvelope) {
+    } else if (!selfCopy && send?.payload?.hash !== undefined && copies.length === 1 && copies[0]!.hash === send.payload.hash && foreign.length === 0 && !staleEnvelope) {
       l.intact = true;
     }
     if (send?.payload?.hash !== undefined) sentHashes.push(send.payload.hash);
@@ -589,7 +608,8 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
       const others = [...transits].filter(([o, x]) => o !== l && x.exact === t.exact && (o.delivered ?? 1) > 0).map(([, x]) => x.ms);
       const med = median(others);
       if (med !== undefined) {
-        if (t.exact && t.ms >= med + DELAY_EXTRA_MS && t.ms >= DELAY_RATIO * Math.max(med, 2)) {
+        const extra = l.system === 'channel' ? DELAY_EXTRA_MS : REMOTE_DELAY_EXTRA_MS;
+        if (t.exact && t.ms >= med + extra && t.ms >= DELAY_RATIO * Math.max(med, 2)) {
           out.push(sig('delay', 0.85, `delivered after ${Math.round(t.ms)} ms; the trace's other messages took ${Math.round(med)} ms`));
         } else if (!t.exact && t.ms >= med + 1500 && t.ms >= 3 * Math.max(med, 1)) {
           const extreme = t.ms >= med + 4000 && t.ms >= 4 * Math.max(med, 1);
@@ -644,7 +664,7 @@ function recoveredReceives(messages: Logical[]): { spans: Map<string, string>; w
     const l = messages[i]!;
     const id = l.send?.id ?? l.receives[0]?.id;
     if (id === undefined || l.system === 'mcp') continue;
-    const again = messages.slice(i + 1).find((o) => (o.send?.id ?? o.receives[0]?.id) === id && o.target === l.target && (o.delivered ?? o.receives.length) > 0 && !o.receives.some((r) => r.span.status.code === 'ERROR') && !o.signals.some((x) => x.confidence >= 0.55));
+    const again = messages.slice(i + 1).find((o) => (o.send?.id ?? o.receives[0]?.id) === id && o.target === l.target && o.delivered !== 0 && !o.receives.some((r) => r.span.status.code === 'ERROR') && !o.signals.some((x) => x.confidence >= 0.55));
     if (!again) continue;
     const why = `recovered: the receiver failed on message ${short(id)} and its sender sent it again`;
     for (const r of l.receives) if (r.span.status.code === 'ERROR') spans.set(r.span.spanId, why);
@@ -701,10 +721,39 @@ function review(verdicts: SpanVerdict[], ofSpan: Map<string, Logical>): void {
       if (l.intact && (CONTENT_TYPES.has(s.faultType) || DELIVERY_TYPES.has(s.faultType))) return false;
       // The two ends say what changed: another reading of the change is overruled.
       if (l.changeType !== undefined && CONTENT_TYPES.has(s.faultType) && s.faultType !== l.changeType) return false;
-      if ((l.delivered ?? 0) > 0 && s.faultType === 'non_delivery') return false;
+      // A detector reads non-delivery into a message span that records no delivered copies; only a count this
+      // module knows to be zero says so.
+      if (s.faultType === 'non_delivery' && l.delivered !== 0) return false;
       if (l.renamed && s.faultType === 'partial') return false;
       if (l.sameIdCopies !== undefined && l.sameIdCopies <= 1 && l.send?.id !== undefined && s.faultType === 'duplicate') return false;
       return true;
     });
   }
+}
+
+// ------------------------------------------------------------------------------------------------ per-step hooks
+
+const analyses = new WeakMap<TraceRecord, MessageAnalysis>();
+
+/** The analysis of a trace, computed once per trace object (the per-step hooks below share it). */
+export function messageAnalysis(trace: TraceRecord): MessageAnalysis {
+  let a = analyses.get(trace);
+  if (!a) {
+    a = analyseMessages(trace);
+    analyses.set(trace, a);
+  }
+  return a;
+}
+
+/**
+ * The per-step form the span-normalisation layer's rule loop calls (`messageSignals(step, { view })` for each message
+ * step, `reviewMessages(trace, verdicts)` once at the end): the same analysis, shared per trace.
+ */
+export function messageSignals(msg: { span: SpanRecord }, ctx: { view: { trace: TraceRecord } }): Signal[] {
+  return messageAnalysis(ctx.view.trace).signalsFor(msg.span);
+}
+
+/** Once every span's signals are in (see `MessageAnalysis.review`). */
+export function reviewMessages(trace: TraceRecord, verdicts: SpanVerdict[]): void {
+  messageAnalysis(trace).review(verdicts);
 }

@@ -11,7 +11,7 @@
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
 import { isLlmSpan, isMessageSpan, type SpanRecord, type TraceRecord } from '../traces/model';
-import { analyseMessages } from './messages';
+import { messageAnalysis } from './messages';
 import {
   detectionEvents,
   durationMs,
@@ -232,7 +232,7 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
   const llm = trace.spans.filter(isLlmSpan);
   const llmDurations = llm.map(durationMs).sort((a, b) => a - b);
   // Message faults are judged per message (both ends, the trace's baselines): src/diagnosers/messages.ts.
-  const messages = analyseMessages(trace);
+  const messages = messageAnalysis(trace);
   let llmIndex = 0;
   let msgIndex = 0;
   const out: SpanVerdict[] = [];
