@@ -75,13 +75,12 @@ function diffStrings(a: string, b: string, path: string, depth: number, d: Diff)
   if (fb === 'broken_json') return add(d.corrupt, path, 'JSON text that no longer parses');
   if (fb === 'empty') return add(d.emptied, path);
   if (fa === 'json' && fb === 'json') {
-    // JSON text inside the payload (a mirror of its fields, an embedded document): read it as structure, except that
-    // keys it merely gained are a change of the text's value, not of the message's schema.
+    // JSON text inside the payload (a mirror of its fields, an embedded document) is a value of the message: another
+    // valid document there is another value, whatever its own keys; only a value inside it that broke is corrupt.
     const inner = newDiff();
     diffValues(parsedJson(a), parsedJson(b), `${at(path)}{}`, depth + 1, inner);
-    const onlyAdded = inner.added.length > 0 && Object.entries(inner).every(([k, v]) => k === 'added' || (v as string[]).length === 0);
-    if (onlyAdded) return add(d.changed, path);
-    for (const k of Object.keys(inner) as (keyof Diff)[]) for (const p of inner[k]) if (d[k].length < MAX_PATHS) d[k].push(p);
+    if (inner.corrupt.length > 0) for (const p of inner.corrupt) add(d.corrupt, p.replace(/ \(.*\)$/, ''), p.match(/\((.*)\)$/)?.[1]);
+    else add(d.changed, path);
     return;
   }
   if (isStructuredFormat(fa) && !sameFormatFamily(fa, fb)) return add(d.corrupt, path, `no longer a ${fa} value`);

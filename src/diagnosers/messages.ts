@@ -116,9 +116,9 @@ function edgeKey(l: Pick<Logical, 'source' | 'target' | 'system'>): string {
 /** Transport failures that mean the request never got through (connection reset, refused, closed). */
 const LOST = /ECONNRESET|ECONNREFUSED|EPIPE|ENOTFOUND|EHOSTUNREACH|UND_ERR_SOCKET|UND_ERR_CLOSED|socket hang up|other side closed|fetch failed/i;
 
-function copiesOf(l: Logical): Copy[] {
+function copiesOf(l: Logical, from: 'receiver' | 'wire' = 'receiver'): Copy[] {
   const readbacks = l.send ? l.send.guards.filter((g) => g.action === 'reacquire').length : 0;
-  if (l.receives.length > 0) {
+  if (l.receives.length > 0 && from === 'receiver') {
     const copies: Copy[] = l.receives.map((r) => ({
       view: r,
       ...(r.id !== undefined ? { id: r.id } : {}),
@@ -453,6 +453,9 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
     const out = l.signals;
     const send = l.send;
     const copies = copiesOf(l).filter((c) => !c.readback);
+    // What crossed the wire, by the sender span's own account (before a receiver-side guard replaced a copy).
+    const crossed = l.receives.length > 0 && send?.delivered ? copiesOf(l, 'wire').filter((c) => !c.readback) : [];
+    const envelopes = [...copies, ...crossed];
     const knownCount = send?.delivered?.count ?? (receiverSeen(l) ? l.receives.length : undefined);
     // A receiver-side guard that withheld a changed copy: the message arrived (changed), it was not lost.
     const withheld = (send?.guards ?? []).some((g) => g.action === 'drop' || g.action === 'reject') && (send?.delivered?.changes?.length ?? 0) > 0;
@@ -485,8 +488,8 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
     // A plain record is its own copy: it has no other end to compare with.
     const selfCopy = send !== undefined && copies.length === 1 && copies[0]!.view === send;
     const sentId = l.system === 'mcp' || selfCopy ? undefined : send?.id;
-    const foreign = sentId !== undefined ? copies.filter((c) => c.id !== undefined && c.id !== sentId) : [];
-    const sameId = sentId !== undefined ? copies.length - foreign.length : copies.length;
+    const foreign = sentId !== undefined ? envelopes.filter((c) => c.id !== undefined && c.id !== sentId) : [];
+    const sameId = sentId !== undefined ? copies.filter((c) => c.id === undefined || c.id === sentId).length : copies.length;
     l.sameIdCopies = sameId;
     if (sameId > 1) out.push(sig('duplicate', 0.92, `message delivered ${sameId} times`));
     if (l.replayOf) out.push(sig('stale', 0.85, `message ${short(l.receives[0]?.id ?? '')} delivered again after newer messages on this edge`));
@@ -497,15 +500,15 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
         out.push(sig('stale', 0.85, `message bound to task ${short(send.taskId)}, not the run's ${short(reference)}`));
       }
       const expectTask = send.taskId ?? taskConsensus;
-      const otherTask = copies.find((c) => c.taskId !== undefined && expectTask !== undefined && c.taskId !== expectTask);
+      const otherTask = envelopes.find((c) => c.taskId !== undefined && expectTask !== undefined && c.taskId !== expectTask);
       if (otherTask) out.push(sig('stale', 0.93, `delivered a message bound to task ${short(otherTask.taskId!)}, not ${short(expectTask!)}`));
-      const otherSession = copies.find((c) => c.sessionId !== undefined && send.sessionId !== undefined && c.sessionId !== send.sessionId);
+      const otherSession = envelopes.find((c) => c.sessionId !== undefined && send.sessionId !== undefined && c.sessionId !== send.sessionId);
       if (otherSession) out.push(sig('stale', 0.93, `delivered a message of session ${short(otherSession.sessionId!)}, not ${short(send.sessionId!)}`));
-      const behind = copies.find((c) => c.version !== undefined && send.version !== undefined && c.version < send.version);
+      const behind = envelopes.find((c) => c.version !== undefined && send.version !== undefined && c.version < send.version);
       if (behind) out.push(sig('stale', 0.93, `delivered version ${behind.version}, behind the version ${send.version} sent`));
-      const older = copies.find((c) => c.sentAt !== undefined && send.sentAt !== undefined && c.sentAt < send.sentAt);
+      const older = envelopes.find((c) => c.sentAt !== undefined && send.sentAt !== undefined && c.sentAt < send.sentAt);
       if (older) out.push(sig('stale', 0.9, `delivered a message sent ${Math.round(send.sentAt! - older.sentAt!)} ms before the one it arrived for`));
-      const replayed = copies.find((c) => c.hash !== undefined && send.payload?.hash !== undefined && c.hash !== send.payload.hash && sentHashes.includes(c.hash));
+      const replayed = envelopes.find((c) => c.hash !== undefined && send.payload?.hash !== undefined && c.hash !== send.payload.hash && sentHashes.includes(c.hash));
       if (replayed) out.push(sig('stale', 0.93, 'delivered the payload of an earlier message of this trace'));
     } else {
       // Receiver side only: the run's own consensus is the reference.
@@ -524,16 +527,17 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
     if (copyVersion !== undefined) versionsSeen.set(edge, Math.max(lastVersion ?? copyVersion, copyVersion));
     const staleEnvelope = out.some((s) => s.faultType === 'stale');
 
-    // 3. Content.
-    const d = l.receives.length === 0 ? send?.delivered : undefined;
+    // 3. Content. What the receiver got (its receive spans), else the sender span's own account of what crossed the
+    // wire — recorded only when a copy differed, and kept even when a receiver-side guard then replaced the copy.
+    const d = send?.delivered;
     let changed = selfCopy ? -1 : copies.findIndex((c) => c.hash !== undefined && send?.payload?.hash !== undefined && c.hash !== send.payload.hash);
-    // The sender span's own account of a changed copy (recorded only when one differed).
-    if (changed < 0 && d && ((d.changes?.length ?? 0) > 0 || d.shape !== undefined) && copies.length > 0) changed = 0;
+    const wire = changed < 0 && d !== undefined && ((d.changes?.length ?? 0) > 0 || d.shape !== undefined);
+    if (wire) changed = 0;
     if (!staleEnvelope && send?.payload !== undefined && changed >= 0) {
-      const c = copies[changed]!;
+      const c: Copy | undefined = wire ? undefined : copies[changed];
       const sentContent = send.payload.content;
-      const gotContent = d?.payloads !== undefined ? changedPayload(d.payloads, sentContent) : copyContent(l, c, changed);
-      const gotShape = copyShape(l, c);
+      const gotContent = wire ? (d!.payloads !== undefined ? changedPayload(d!.payloads, sentContent) : undefined) : copyContent(l, c!, changed);
+      const gotShape = wire ? d!.shape : copyShape(l, c!);
       let v: ChangeVerdict | undefined;
       if (sentContent?.ok && gotContent?.ok) v = compareContent(sentContent.value, gotContent.value);
       else if (sentContent?.ok && gotContent && !gotContent.ok) v = { faultType: 'corrupt', confidence: 0.9, evidence: 'the delivered payload is no longer JSON' };
