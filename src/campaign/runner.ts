@@ -177,7 +177,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     preset: options.spec.name,
     startedAt: new Date(started).toISOString(),
     wallMs,
-    model: `${llm.model}${llm.embedded ? ' (embedded mock)' : ` @ ${llm.baseURL}`}`,
+    model: `model ${llm.model}${llm.embedded ? ' (embedded mock)' : ` @ ${llm.baseURL}`}`,
     interrupted,
     tracesFile: files.traces,
   };
