@@ -127,13 +127,16 @@ export function openTraceInput(command: string, options: ParsedOptions, position
     gen = tempoTraces(backend, { start, end, limit, pageSize, ...(query ? { query } : {}), ...(traceIds.length ? { traceIds } : {}) }, hooks);
   }
   async function* guarded(): AsyncGenerator<TraceRecord> {
+    let failed = false;
     try {
       yield* gen;
     } catch (err) {
       if (!(err instanceof FaultlineInputError) || err.code === 'FAULTLINE_USAGE') throw err;
+      failed = true;
       problems.push(err);
     } finally {
-      progress.done(`${backend.name} ${backend.base}: ${count} trace${count === 1 ? '' : 's'} in ${requests} request${requests === 1 ? '' : 's'}`);
+      // The summary when the backend answered; its error (printed by finish) says the rest.
+      progress.done(failed && count === 0 ? undefined : `${backend.name} ${backend.base}: ${count} trace${count === 1 ? '' : 's'} in ${requests} request${requests === 1 ? '' : 's'}`);
     }
   }
   return { traces: withoutDiagnoses(guarded()), problems, label: backend.base };

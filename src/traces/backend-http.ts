@@ -40,6 +40,7 @@ function cause(err: unknown): string {
   // fetch wraps the socket error: `TypeError: fetch failed` with the real one as cause.
   while (e?.cause !== undefined && typeof e.cause === 'object') e = e.cause as typeof e;
   if (e?.name === 'TimeoutError') return 'no answer before the deadline';
+  if (e?.message === 'bad port') return 'fetch refuses to connect to this port (a blocked port such as 1, 25 or 6000)';
   switch (e?.code) {
     case 'ECONNREFUSED':
       return 'connection refused (is it running, and on this port?)';

@@ -35,11 +35,12 @@ interface Hit {
 }
 
 function hitsOf(backend: Backend, path: string, doc: unknown): Hit[] {
-  if (!isRecord(doc) || !(doc.traces === undefined || doc.traces === null || Array.isArray(doc.traces))) {
+  // gogo JSON leaves an empty list out: no matches is `{"metrics":{…}}`.
+  if (!isRecord(doc) || !(Array.isArray(doc.traces) || (doc.traces === undefined && isRecord(doc.metrics)))) {
     throw new FaultlineInputError('FAULTLINE_TRACE_UNKNOWN_FORMAT', `${backend.name} at ${backend.base}${path}: expected a search result {"traces":[…]}, found ${seenShape(doc)}`);
   }
   const hits: Hit[] = [];
-  for (const t of (doc.traces as unknown[] | null | undefined) ?? []) {
+  for (const t of (doc.traces as unknown[] | undefined) ?? []) {
     if (!isRecord(t) || typeof t.traceID !== 'string' || !/^[0-9a-fA-F]{1,32}$/.test(t.traceID)) continue;
     const ns = Number(t.startTimeUnixNano);
     hits.push({ traceId: t.traceID.toLowerCase().padStart(32, '0'), ...(Number.isFinite(ns) && ns > 0 ? { start: ns / 1e6 } : {}) });

@@ -103,7 +103,7 @@ export const command: Command = {
     }
     progress.done();
     if (format === 'json') process.stdout.write(JSON.stringify(rows.map((r) => ('error' in r ? failureJson(r) : diagnosisJson(r))), null, 2) + '\n');
-    else if (format === 'table') process.stdout.write(n === 0 ? 'no traces found\n' : diagnosesTable(rows, useColors(process.stdout)));
+    else if (format === 'table' && (n > 0 || input.problems.length === 0)) process.stdout.write(n === 0 ? 'no traces found\n' : diagnosesTable(rows, useColors(process.stdout)));
     let code = 0;
     if (exporter) {
       const sent = await exporter.finish();
