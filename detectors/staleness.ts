@@ -8,7 +8,8 @@
  * Messages: a task / session binding that is foreign to the expected one, a version behind the minimum or behind an
  * earlier delivery on the same edge, a message id re-delivered with a different payload, an age over the TTL.
  */
-import type { AgentMessage, LlmRequestSummary } from '../instrumentation/types';
+import type { AgentMessage } from '../instrumentation/types';
+import { contentPrint, payloadPrint, requestPrint } from './history';
 import type { DetectionContext, Detector, Finding, LlmObservation, MessageObservation, Observation } from './types';
 import { failedCall } from './text';
 
@@ -17,30 +18,10 @@ const CREATED_SKEW_S = 300;
 /** A `created` before 2015 is a placeholder or an unset clock, not a time. */
 const PLAUSIBLE_CREATED_S = 1_420_070_400;
 
-const requestPrints = new WeakMap<LlmRequestSummary, string>();
-
-function requestPrint(req: LlmRequestSummary | undefined): string | undefined {
-  if (!req) return undefined;
-  let p = requestPrints.get(req);
-  if (p === undefined) {
-    const last = req.messages[req.messages.length - 1];
-    p = `${req.model ?? ''}|${req.messages.length}|${last ? JSON.stringify(last).slice(0, 2000) : ''}`;
-    requestPrints.set(req, p);
-  }
-  return p;
-}
-
-/** Same output (text and tool calls, or the recorded content hash when content was not captured)? No copies made. */
+/** Same output (by fingerprint: remembered observations keep no text)? */
 function sameContent(a: LlmObservation, b: LlmObservation): boolean {
-  if (a.hasContent && b.hasContent) {
-    const ta = a.response.toolCalls;
-    const tb = b.response.toolCalls;
-    if (a.response.text !== b.response.text || ta.length !== tb.length) return false;
-    for (let i = 0; i < ta.length; i++) if (ta[i]!.name !== tb[i]!.name || ta[i]!.arguments !== tb[i]!.arguments) return false;
-    return true;
-  }
-  const ha = a.facts?.contentHash;
-  return ha !== undefined && ha === b.facts?.contentHash;
+  const pa = contentPrint(a);
+  return pa !== undefined && pa === contentPrint(b);
 }
 
 function contentSize(o: LlmObservation): number {
@@ -66,8 +47,8 @@ function detectLlm(o: LlmObservation, ctx: DetectionContext): Finding[] {
     if (size <= 1 || (!sameId && size < 80)) continue;
     {
       if (!sameContent(o, e)) continue;
-      const req = requestPrint(o.request);
-      const ereq = requestPrint(e.request);
+      const req = requestPrint(o);
+      const ereq = requestPrint(e);
       if (req !== undefined && ereq !== undefined && ereq === req) continue; // same request: a retry, not a replay
       out.push(stale(o, sameId ? 0.9 : 0.6, `response ${sameId ? `id ${r.id} and body` : 'body'} already returned for an earlier, different request`, 'id'));
       break;
@@ -174,14 +155,9 @@ function latestOnEdge(d: AgentMessage, earlier: DetectionContext['earlier']): Ag
 }
 
 function replayOf(d: AgentMessage, earlier: DetectionContext['earlier']): boolean {
-  let payload: string | undefined;
   for (const o of earlier) {
     if (o.kind !== 'message') continue;
-    for (const e of o.delivered) {
-      if (e.id !== d.id) continue;
-      payload ??= JSON.stringify(d.payload) ?? '';
-      if ((JSON.stringify(e.payload) ?? '') !== payload) return true;
-    }
+    for (const e of o.delivered) if (e.id === d.id && payloadPrint(e) !== payloadPrint(d)) return true;
   }
   return false;
 }

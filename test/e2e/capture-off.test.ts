@@ -28,7 +28,7 @@ let server: LlmServer;
 beforeAll(async () => {
   let i = 0;
   server = await startLlmServer(() => {
-    const message = { role: 'assistant', ...answers[i++ % answers.length] };
+    const message: Record<string, unknown> = { role: 'assistant', ...answers[i++ % answers.length] };
     const finish = message.tool_calls ? 'tool_calls' : 'stop';
     return {
       headers: { 'content-type': 'application/json' },
