@@ -44,8 +44,8 @@ function kindOf(path: string): 'dir' | 'file' | undefined {
   }
 }
 
-/** Create `dir` (and missing parents) and return its absolute path; `what` names it in the error (`--out`). */
-export function ensureDir(dir: string, what: string): string {
+/** Create `dir` (and missing parents) and return its absolute path; `what` and `shown` name it in the error (`--out DIR`). */
+export function ensureDir(dir: string, what: string, shown = dir): string {
   const abs = resolve(dir);
   const missing: string[] = [];
   let at = abs;
@@ -59,7 +59,7 @@ export function ensureDir(dir: string, what: string): string {
     if (kindOf(at) === 'file') throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
     for (const d of missing) mkdirSync(d);
   } catch (err) {
-    throw unwritable(what, dir, err);
+    throw unwritable(what, shown, err);
   }
   return abs;
 }
@@ -70,7 +70,7 @@ export function ensureDir(dir: string, what: string): string {
  */
 export function checkWritable(file: string, what: string): string {
   const abs = resolve(file);
-  ensureDir(dirname(abs), what);
+  ensureDir(dirname(abs), what, file);
   const existed = kindOf(abs);
   if (existed === 'dir') throw unwritable(what, file, Object.assign(new Error('is a directory'), { code: 'EISDIR' }));
   try {
