@@ -210,6 +210,7 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
   if (o.fresh || !state || previous.length === 0) {
     for (const f of [files.runs, files.traces, files.summary, files.report]) rmSync(f, { force: true });
     rmSync(join(out, 'runs'), { recursive: true, force: true });
+    rmSync(join(out, 'plans'), { recursive: true, force: true });
     previous = [];
     state = { fingerprint: plan.fingerprint, campaignId: `c${started.toString(36)}`, cmd: o.cmd, tasks: o.tasks, matrix: o.matrix, ...(o.oracle ? { oracle: o.oracle } : {}), createdAt: new Date(started).toISOString() };
     writeFileSync(statePath, `${JSON.stringify(state, null, 2)}\n`);
@@ -222,9 +223,13 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
   // One plan file per (condition, repetition).
   const plansDir = join(out, 'plans');
   if (!existsSync(plansDir)) mkdirSync(plansDir);
+  const written = new Set<string>();
   const planFile = (r: PlannedRun): string => {
     const f = join(plansDir, `${plan.matrix.conditions.indexOf(r.condition) + 1}-rep${r.rep}.json`);
-    if (!existsSync(f)) writeFileSync(f, `${JSON.stringify(planOf(r.condition, r.seed), null, 2)}\n`);
+    if (!written.has(f)) {
+      writeFileSync(f, `${JSON.stringify(planOf(r.condition, r.seed), null, 2)}\n`);
+      written.add(f);
+    }
     return f;
   };
   const runsDir = join(out, 'runs');
