@@ -81,11 +81,24 @@ const IDENT = /^[\p{L}\p{N}_.:/#@+~-]+$/u;
 /** Strings longer than this are classified from their head and tail (a long text is text). */
 const SCAN_LIMIT = 4096;
 
+/** Printable ASCII (space to tilde, tab, newlines) only: nothing in it can be mis-decoded or symbol noise. */
+function plainAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0x7e || (c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d)) return false;
+  }
+  return true;
+}
+
+const WORD_ASCII = /^[A-Za-z]+$/;
+const IDENT_ASCII = /^[\w.:/#@+~-]+$/;
+
 /** The format class of a string. */
 export function stringFormat(s: string): StringFormat {
   if (s === '') return 'empty';
   const probe = s.length > SCAN_LIMIT ? s.slice(0, SCAN_LIMIT / 2) + s.slice(-SCAN_LIMIT / 2) : s;
-  if (isGarbled(probe)) return 'garbled';
+  const ascii = plainAscii(probe);
+  if (!ascii && isGarbled(probe)) return 'garbled';
   const t = s.trim();
   if (t === '') return 'text';
   if (JSON_LIKE.test(t) && s.length <= 1 << 20) {
@@ -97,6 +110,18 @@ export function stringFormat(s: string): StringFormat {
     }
   }
   if (t.length > 256) return /\s/.test(t) ? 'text' : 'ident';
+  const c0 = t.charCodeAt(0);
+  const digitOrSign = (c0 >= 0x30 && c0 <= 0x39) || c0 === 0x2b || c0 === 0x2d || c0 === 0x2e;
+  if (!digitOrSign && !/\d/.test(t)) {
+    // No digit: none of the numeric, date, UUID or hex formats; a URL, an e-mail, a flag or free text.
+    if (t === 'true' || t === 'false') return 'bool';
+    if (URL_RE.test(t)) return 'url';
+    if (EMAIL.test(t)) return 'email';
+    if (/\s/.test(t)) return 'text';
+    if (ascii ? WORD_ASCII.test(t) : WORD.test(t)) return 'word';
+    if (ascii ? IDENT_ASCII.test(t) : IDENT.test(t)) return 'ident';
+    return 'text';
+  }
   if (INT.test(t)) return 'int';
   if (DEC.test(t)) return 'dec';
   if (t === 'true' || t === 'false') return 'bool';
@@ -107,8 +132,8 @@ export function stringFormat(s: string): StringFormat {
   if (EMAIL.test(t)) return 'email';
   if (HEX.test(t) && /\d/.test(t)) return 'hex';
   if (/\s/.test(t)) return 'text';
-  if (WORD.test(t)) return 'word';
-  if (IDENT.test(t)) return 'ident';
+  if (ascii ? WORD_ASCII.test(t) : WORD.test(t)) return 'word';
+  if (ascii ? IDENT_ASCII.test(t) : IDENT.test(t)) return 'ident';
   return 'text';
 }
 
@@ -128,13 +153,27 @@ const MAX_DEPTH = 8;
 
 const MAX_ELEMENTS = 16;
 
-/** Merge the kind of a further array element into the first element's entry for the same path. */
-function merge(first: string, next: string): string {
-  const [ta, fa] = first.split(':');
-  const [tb, fb] = next.split(':');
-  if (ta !== tb) return 'mixed';
-  if (ta === 'str' && (fb === 'garbled' || fb === 'broken_json') && fa !== fb) return first.replace(`str:${fa}:`, `str:${fb}:`);
-  return first;
+function typeToken(v: unknown): string {
+  if (v === null || v === undefined) return 'null';
+  if (Array.isArray(v)) return 'arr';
+  const t = typeof v;
+  return t === 'string' ? 'str' : t === 'number' ? 'num' : t === 'boolean' ? 'bool' : t === 'object' ? 'obj' : 'null';
+}
+
+/**
+ * Fold a further array element into the first element's entry for the same path: `mixed` when the JSON types differ;
+ * a string element that is garbled or broken JSON marks the entry so. (Cheap: most elements change nothing.)
+ */
+function merge(first: string, v: unknown): string {
+  const colon = first.indexOf(':');
+  const type = colon < 0 ? first : first.slice(0, colon);
+  if (type !== typeToken(v)) return 'mixed';
+  if (type !== 'str' || typeof v !== 'string') return first;
+  if (plainAscii(v) && !JSON_LIKE.test(v.trimStart())) return first;
+  const f = stringFormat(v);
+  if (f !== 'garbled' && f !== 'broken_json') return first;
+  const had = first.slice(colon + 1, first.indexOf(':', colon + 1));
+  return had === f ? first : `str:${f}${first.slice(first.indexOf(':', colon + 1))}`;
 }
 
 /** The shape of a payload (see the module comment). Never throws; cycles end the walk. */
@@ -145,18 +184,19 @@ export function payloadShape(payload: unknown): string[] {
     const json = v !== null && typeof v === 'object' ? (v as { toJSON?: () => unknown }).toJSON : undefined;
     if (typeof json === 'function') v = json.call(v);
     const at = path === '' ? '$' : path;
-    const kind = valueKind(v);
     const had = entries.get(at);
     if (had === undefined) {
       if (entries.size >= MAX_ENTRIES) return;
-      entries.set(at, kind);
-    } else if (element) {
-      entries.set(at, merge(had, kind));
+      entries.set(at, valueKind(v));
+    } else if (element && had !== 'mixed') {
+      entries.set(at, merge(had, v));
     }
     if (v === null || typeof v !== 'object' || depth >= MAX_DEPTH || seen.has(v)) return;
     seen.add(v);
     if (Array.isArray(v)) {
-      for (const x of v.slice(0, MAX_ELEMENTS)) walk(x, `${at}[]`, depth + 1, true);
+      const inner = `${at}[]`;
+      const n = Math.min(v.length, MAX_ELEMENTS);
+      for (let i = 0; i < n; i++) walk(v[i], inner, depth + 1, true);
     } else {
       for (const k of Object.keys(v)) {
         const child = (v as Record<string, unknown>)[k];
@@ -171,7 +211,9 @@ export function payloadShape(payload: unknown): string[] {
   } catch {
     /* a getter that throws: keep what was walked */
   }
-  return [...entries].map(([path, kind]) => `${path}=${kind}`);
+  const out: string[] = [];
+  for (const [path, kind] of entries) out.push(`${path}=${kind}`);
+  return out;
 }
 
 /** One parsed shape entry. */
