@@ -39,12 +39,14 @@ export function addScopeSource(source: ScopeSource): () => void {
 
 /**
  * The context work started now belongs to: `base` (the active OTel context), or the context of the innermost
- * framework span when the framework is inside one that `base`'s span is not below.
+ * framework span when the framework is inside one that `base`'s span is not below. A bridge finding the parent of a
+ * run it is starting passes its own source as `except`.
  */
-export function frameworkContext(base: Context = context.active()): Context {
+export function frameworkContext(base: Context = context.active(), except?: ScopeSource): Context {
   if (sources.size === 0) return base;
   let best: Mirror | undefined;
   for (const source of sources) {
+    if (source === except) continue;
     let m: Mirror | undefined;
     try {
       m = source();
