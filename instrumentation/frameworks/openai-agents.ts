@@ -210,7 +210,6 @@ export class AgentsTraceProcessor {
       case 'function': {
         const name = data.name ?? '';
         const attributes: Attributes = { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL, [ATTR_GEN_AI_TOOL_NAME]: name, [ATTR_GEN_AI_TOOL_TYPE]: 'function' };
-        if (this.options.captureContent() && typeof data.input === 'string' && data.input !== '') attributes[ATTR_GEN_AI_TOOL_CALL_ARGUMENTS] = data.input;
         return startMirror(`${GEN_AI_OPERATION_EXECUTE_TOOL} ${name}`, parent, { ...at, attributes });
       }
       case 'handoff': {
@@ -235,8 +234,10 @@ export class AgentsTraceProcessor {
     if (mirror === undefined) return;
     const data = span.spanData;
     const otel = mirror.span;
-    if (data.type === 'function' && this.options.captureContent() && typeof data.output === 'string' && data.output !== '') {
-      otel.setAttribute(ATTR_GEN_AI_TOOL_CALL_RESULT, data.output);
+    // The SDK fills a tool span's input after starting it: both are read at the end.
+    if (data.type === 'function' && this.options.captureContent()) {
+      if (typeof data.input === 'string' && data.input !== '') otel.setAttribute(ATTR_GEN_AI_TOOL_CALL_ARGUMENTS, data.input);
+      if (typeof data.output === 'string' && data.output !== '') otel.setAttribute(ATTR_GEN_AI_TOOL_CALL_RESULT, data.output);
     }
     if (data.type === 'handoff' && data.to_agent !== undefined) {
       otel.updateName(`handoff ${data.to_agent}`);

@@ -1,9 +1,10 @@
 /**
  * The OpenAI Agents SDK's agent structure under `register` (issue 14): the real `@openai/agents` 0.14 app in
  * ./apps (a planner with a tool, a guardrail and a handoff to a worker; one run and one streamed run) against a
- * loopback server speaking recorded chat-completions traffic, in child processes with `--import` (ES module app) and
- * `--require` (CommonJS app), and without faultline: the same output byte for byte, and the SDK's agents, tools,
- * handoff and guardrail as OTel spans with faultline's LLM spans under the agent that made each call.
+ * loopback server speaking recorded OpenAI traffic — chat completions, and the Responses API (the SDK's default) —
+ * in child processes with `--import` (ES module app) and `--require` (CommonJS app), and without faultline: the same
+ * output byte for byte, and the SDK's agents, tools, handoff and guardrail as OTel spans with faultline's LLM spans
+ * under the agent that made each call.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SpanRecord } from '../../src/traces/model';
@@ -109,6 +110,42 @@ describe('OpenAI Agents SDK (chat-completions mode)', () => {
       const tool = named(r.spans, 'execute_tool get_weather')[0];
       expect(tool.attributes['gen_ai.tool.call.arguments']).toBe('{"location":"Paris"}');
       expect(tool.attributes['gen_ai.tool.call.result']).toBe('sunny, 21°C in Paris');
+    });
+  });
+
+  describe('Responses API mode (the SDK’s default)', () => {
+    let plainResponses: AppRun;
+    let r: AppRun;
+    beforeAll(async () => {
+      const env = { AGENTS_API: 'responses' };
+      [plainResponses, r] = await Promise.all([runApp('agents.mjs', server, { env }), runApp('agents.mjs', server, { register: 'import', env })]);
+    });
+
+    it('the app’s output is byte-identical to the run without faultline', () => {
+      expect(plainResponses.out).toMatchObject({ json: { agent: 'worker' }, stream: { agent: 'worker', text: '4200 + 42 equals 4242.' } });
+      expect(r.stdout).toBe(plainResponses.stdout);
+    });
+
+    it('the same agent structure, with faultline’s Responses API spans under the agents', () => {
+      const [json, streamed] = workflows(r.spans);
+      expect(outline(r.spans, json)).toEqual([
+        'invoke_workflow Agent workflow',
+        '  invoke_agent planner',
+        '    guardrail on_topic',
+        '    chat gpt-4.1-mini',
+        '    execute_tool get_weather',
+        '    chat gpt-4.1-mini',
+        '    handoff worker',
+        '  invoke_agent worker',
+        '    chat gpt-4o',
+      ]);
+      expect(outline(r.spans, streamed).map((l) => l.trim()).sort()).toEqual(outline(r.spans, json).map((l) => l.trim()).sort());
+      const calls = r.spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat');
+      expect(calls).toHaveLength(6);
+      for (const c of calls) {
+        expect(c.attributes['openai.api.type']).toBe('responses');
+        expect(parentOf(r.spans, c)?.attributes['gen_ai.operation.name']).toBe('invoke_agent');
+      }
     });
   });
 });

@@ -1,8 +1,8 @@
 /**
- * What the framework tests share: a loopback OpenAI chat-completions server that answers like the model an agent app
- * talks to (recorded corpus bodies: a get_weather tool call until the tool was called, then a text answer; SSE when
- * the request streams), the example apps in ./apps run in child processes with and without faultline, and the spans
- * they exported.
+ * What the framework tests share: a loopback OpenAI server (chat completions and the Responses API) that answers like
+ * the model an agent app talks to (recorded corpus bodies: a get_weather tool call until the tool was called, then a
+ * text answer; SSE when the request streams), the example apps in ./apps run in child processes with and without
+ * faultline, and the spans they exported.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,14 +24,22 @@ const TOOL_CALL = chat.find((r) => r.id === '395b6ac2f196')!; // gpt-4o: get_wea
 const TOOL_CALL_SSE = streams.find((r) => r.id === 'aacd6b73cf57')!; // gpt-4o: get_weather({"location":"New York, NY"}), streamed
 const TEXT = chat.find((r) => r.id === '55dae6f503a5')!; // a long text answer
 const TEXT_SSE = streams.find((r) => r.id === '68715d67ef39')!; // a text answer in 12 events, usage chunk, [DONE]
+const responses = loadCorpus('openai-responses.jsonl');
+const R_TOOL_CALL = responses.find((r) => r.id === '9f0740aa164d')!; // gpt-4o-mini: get_weather({"location":"Tokyo"})
+const R_TOOL_CALL_SSE = responses.find((r) => r.id === 'fbfce628fe88')!; // the same, streamed (typed events)
+const R_TEXT = responses.find((r) => r.id === '182a460c8401')!; // gpt-4.1: a one-sentence weather answer
+const R_TEXT_SSE = responses.find((r) => r.id === '61b63d72ebea')!; // gpt-4o: "4200 + 42 equals 4242.", streamed
 
 /** The tools the server calls, in order, when a request offers them and has not called them yet. */
 export const SCRIPTED_TOOLS = ['get_weather', 'transfer_to_worker'] as const;
 
 interface ChatBody {
   stream?: boolean;
-  tools?: Array<{ function?: { name?: string } }>;
+  tools?: Array<{ name?: string; function?: { name?: string } }>;
+  /** Chat completions. */
   messages?: Array<{ role?: string; tool_calls?: Array<{ function?: { name?: string } }> }>;
+  /** The Responses API. */
+  input?: unknown;
 }
 
 let live = 0;
@@ -41,18 +49,25 @@ function fresh(text: string): string {
   return text.replace(/"created":\s*\d+/g, `"created":${Math.floor(Date.now() / 1000)}`).replace(/"id":"chatcmpl-[A-Za-z0-9]+"/g, `"id":"${id}"`);
 }
 
+const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
+
 /**
- * The answer to one chat-completions request: a call of the first scripted tool the request offers and has not
- * called (a handoff is a tool call too: the recorded get_weather call renamed), else the text answer.
+ * The answer to one request: a call of the first scripted tool the request offers and has not called (a handoff is
+ * a tool call too: the recorded get_weather call renamed), else the text answer.
  */
 export function scriptedReply(req: SeenRequest): Reply {
   const body = JSON.parse(req.body.toString('utf8')) as ChatBody;
-  const offered = (n: string) => body.tools?.some((t) => t.function?.name === n) ?? false;
-  const called = (n: string) => body.messages?.some((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.function?.name === n)) ?? false;
+  const responsesApi = req.url.split('?')[0].endsWith('/responses');
+  const offered = (n: string) => body.tools?.some((t) => (t.function?.name ?? t.name) === n) ?? false;
+  const called = (n: string) =>
+    responsesApi
+      ? Array.isArray(body.input) && body.input.some((i: { type?: string; name?: string }) => i.type === 'function_call' && i.name === n)
+      : (body.messages?.some((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.function?.name === n)) ?? false);
   const tool = SCRIPTED_TOOLS.find((n) => offered(n) && !called(n));
+  if (responsesApi) return responsesReply(body, tool);
   if (body.stream) {
     const sse = tool === undefined ? TEXT_SSE.sse! : TOOL_CALL_SSE.sse!.replaceAll('"name":"get_weather"', `"name":"${tool}"`);
-    return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }, chunks: sseEvents(fresh(sse)) };
+    return { status: 200, headers: SSE_HEADERS, chunks: sseEvents(fresh(sse)) };
   }
   let response = TEXT.response as Record<string, unknown>;
   if (tool !== undefined) {
@@ -60,6 +75,19 @@ export function scriptedReply(req: SeenRequest): Reply {
     (response as { choices: [{ message: { tool_calls: [{ function: { name: string } }] } }] }).choices[0].message.tool_calls[0].function.name = tool;
   }
   return { status: 200, headers: { 'content-type': 'application/json' }, body: fresh(JSON.stringify(response)) };
+}
+
+function responsesReply(body: ChatBody, tool: string | undefined): Reply {
+  const rename = (text: string) => (tool === undefined ? text : text.replaceAll('"name":"get_weather"', `"name":"${tool}"`));
+  if (body.stream) return { status: 200, headers: SSE_HEADERS, chunks: sseEvents(freshResponse(rename((tool === undefined ? R_TEXT_SSE : R_TOOL_CALL_SSE).sse!))) };
+  return { status: 200, headers: { 'content-type': 'application/json' }, body: freshResponse(rename(JSON.stringify((tool === undefined ? R_TEXT : R_TOOL_CALL).response))) };
+}
+
+/** A Responses API body as a live server would send it: fresh `created_at` / `completed_at` and response id. */
+function freshResponse(text: string): string {
+  const now = Math.floor(Date.now() / 1000);
+  const id = `resp_live${++live}`;
+  return text.replace(/"(created_at|completed_at)":\s*\d+/g, `"$1":${now}`).replace(/"id":"resp_[A-Za-z0-9]+"/g, `"id":"${id}"`);
 }
 
 export function startScriptedServer(): Promise<LlmServer> {

@@ -1,8 +1,11 @@
-// The agents.mjs app as CommonJS (`node --require faultline/register`): same agents, same two runs.
+// The agents.mjs app as CommonJS (`node --require faultline/register`): same agents, same two runs, without the
+// SDK's own OpenAI trace export.
 const OpenAI = require('openai').default;
-const { Agent, run, setDefaultOpenAIClient, setOpenAIAPI, tool } = require('@openai/agents');
+const { Agent, run, setDefaultOpenAIClient, setOpenAIAPI, setTraceProcessors, tool } = require('@openai/agents');
 
 setOpenAIAPI(process.env.AGENTS_API ?? 'chat_completions');
+// As apps do to stop the SDK exporting to OpenAI: the processor list is replaced (faultline's is registered again).
+setTraceProcessors([]);
 setDefaultOpenAIClient(new OpenAI({ apiKey: 'sk-test', baseURL: `${process.env.LLM_URL}/v1` }));
 
 const getWeather = tool({
