@@ -1,0 +1,36 @@
+/**
+ * LangChain loaded before faultline started (so the bridge never saw it load, as with `start()` called late or a
+ * bundled app): no run is seen until the one documented line registers the handler, and then runs are.
+ */
+import * as lcContext from '@langchain/core/context';
+import { RunnableLambda } from '@langchain/core/runnables';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { FaultlineInstrumentation } from '../../instrumentation';
+import { enableFrameworks, registerLangChain, type Frameworks } from '../../instrumentation/frameworks';
+import { setupOtel, type TestOtel } from '../support/otel';
+
+let otel: TestOtel;
+let inst: FaultlineInstrumentation;
+let frameworks: Frameworks;
+beforeAll(() => {
+  otel = setupOtel();
+  inst = new FaultlineInstrumentation();
+  inst.enable();
+  frameworks = enableFrameworks({ captureContent: () => false });
+});
+afterAll(async () => {
+  frameworks.disable();
+  inst.disable();
+  await otel.shutdown();
+});
+
+it('registerLangChain(await import("@langchain/core/context")) is the one line that turns the runs into spans', async () => {
+  const double = RunnableLambda.from(async (x: number) => x * 2);
+  expect(await double.withConfig({ runName: 'before' }).invoke(21)).toBe(42);
+  expect(otel.spans().filter((s) => s.name.startsWith('invoke_workflow'))).toEqual([]);
+
+  expect(registerLangChain(lcContext)).toBe(true);
+  expect(await double.withConfig({ runName: 'after' }).invoke(21)).toBe(42);
+  const spans = await otel.waitForSpans((s) => s.some((x) => x.name === 'invoke_workflow after'));
+  expect(spans.find((s) => s.name === 'invoke_workflow after')?.attributes['faultline.task.id']).toMatch(/^[0-9a-f-]{36}$/);
+});
