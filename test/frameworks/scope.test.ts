@@ -78,6 +78,25 @@ describe('inside an OpenAI Agents SDK tool', () => {
     expect(ours(otel.spans()).filter((s) => s.name === 'chat gpt-4.1-mini').map(parentName)).toEqual(['invoke_agent planner', 'invoke_agent planner']);
   });
 
+  it('a tool that throws (the SDK reports the error to the model) is an execute_tool span with error.type tool_error', async () => {
+    const agents = await import('@openai/agents');
+    const failing = agents.tool({
+      name: 'get_weather',
+      description: 'Get the current weather in a given location',
+      parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'], additionalProperties: false },
+      strict: true,
+      execute: async () => {
+        throw new Error('weather service down');
+      },
+    });
+    const result = await agents.run(new agents.Agent({ name: 'unlucky', instructions: 'Look up the weather.', model: 'gpt-4o', tools: [failing] }), 'Paris?');
+    expect(typeof result.finalOutput).toBe('string');
+    const spans = await otel.waitForSpans((s) => s.some((x) => x.name === 'invoke_agent unlucky'));
+    const tool = spans.filter((s) => s.name === 'execute_tool get_weather' && parentName(s) === 'invoke_agent unlucky')[0];
+    expect(tool.attributes['error.type']).toBe('tool_error');
+    expect(tool.status.code).toBe(2);
+  });
+
   it('a processor call with data the bridge cannot read is logged, never thrown into the SDK', async () => {
     const processor = new AgentsTraceProcessor({ captureContent: () => false });
     await expect(processor.onSpanStart(null as never)).resolves.toBeUndefined();
