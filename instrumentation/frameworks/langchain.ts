@@ -309,8 +309,10 @@ function callerCopy(): { dist: string; ext: string } | undefined {
 export function bridgeLangChain(options: LangChainBridgeOptions): () => void {
   const handler = new FaultlineCallbackHandler(options);
   active = handler;
-  const removeSource = addScopeSource(handler.source);
+  // The scope source is added once LangChain is there: until then a call pays nothing for it.
+  let removeSource: (() => void) | undefined;
   const removeTrap = whenGlobalSet(STORAGE_KEY, () => {
+    removeSource ??= addScopeSource(handler.source);
     // Now, synchronously: this runs while the app's imports are evaluated, in the app's top-level async context,
     // which is where a context variable set outside any run is seen by every run (LangChain's "global").
     const copy = callerCopy();
@@ -329,7 +331,7 @@ export function bridgeLangChain(options: LangChainBridgeOptions): () => void {
   });
   return () => {
     removeTrap();
-    removeSource();
+    removeSource?.();
     handler.disable();
     if (active === handler) active = undefined;
   };

@@ -263,7 +263,8 @@ export class AgentsTraceProcessor {
 /** Bridge the Agents SDK when the app loads it. Returns the removal. */
 export function bridgeOpenAIAgents(options: AgentsBridgeOptions): () => void {
   const processor = new AgentsTraceProcessor(options);
-  const removeSource = addScopeSource(processor.source);
+  // The scope source is added once the SDK is there: until then a call pays nothing for it.
+  let removeSource = (): void => {};
   let provider: SdkProvider | undefined;
   const register = (): void => {
     safely(log, 'registering the trace processor', () => provider?.registerProcessor(processor), undefined);
@@ -271,6 +272,7 @@ export function bridgeOpenAIAgents(options: AgentsBridgeOptions): () => void {
   processor.onReplaced = register;
   const removeTrap = whenGlobalSet(PROVIDER_KEY, (value) => {
     if (value === provider || typeof (value as Partial<SdkProvider>).registerProcessor !== 'function') return;
+    if (provider === undefined) removeSource = addScopeSource(processor.source);
     provider = value as SdkProvider;
     register();
   });

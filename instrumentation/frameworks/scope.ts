@@ -6,7 +6,7 @@
  * it, e.g. a `runAgent` in a tool). The mirror's context also carries the agent's name and the framework run, which is
  * a task (see `resolveTaskId` in ../agents/task.ts).
  */
-import { context, createContextKey, isSpanContextValid, SpanKind, trace, type Attributes, type Context, type Span, type TimeInput } from '@opentelemetry/api';
+import { ROOT_CONTEXT, context, createContextKey, isSpanContextValid, SpanKind, trace, type Attributes, type Context, type Span, type TimeInput } from '@opentelemetry/api';
 import { logger } from '../../src/diag';
 import { PACKAGE_NAME, VERSION } from '../../src/version';
 import { aiSdkFunctionId } from './ai-sdk';
@@ -28,6 +28,7 @@ export type ScopeSource = () => Mirror | undefined;
 const MIRROR_KEY = createContextKey('faultline.framework.mirror');
 const RUN_KEY = createContextKey('faultline.framework.run');
 const ROOT_CALL_KEY = createContextKey('faultline.call.root');
+const ROOT_CALL_CONTEXT = ROOT_CONTEXT.setValue(ROOT_CALL_KEY, true);
 
 const sources = new Set<ScopeSource>();
 
@@ -70,7 +71,9 @@ export function frameworkContext(base: Context = context.active(), except?: Scop
 export function callContext(base: Context = context.active()): Context {
   const ctx = frameworkContext(base);
   const sc = trace.getSpanContext(ctx);
-  return sc !== undefined && isSpanContextValid(sc) ? ctx : ctx.setValue(ROOT_CALL_KEY, true);
+  if (sc !== undefined && isSpanContextValid(sc)) return ctx;
+  // The common case (a script's call, nothing in context) without a new context per call.
+  return ctx === ROOT_CONTEXT ? ROOT_CALL_CONTEXT : ctx.setValue(ROOT_CALL_KEY, true);
 }
 
 /** Whether `ctx` (a call's parent context, or the call's own) belongs to a call started without a parent span. */
