@@ -317,14 +317,14 @@ export function bridgeLangChain(options: LangChainBridgeOptions): () => void {
     // which is where a context variable set outside any run is seen by every run (LangChain's "global").
     const copy = callerCopy();
     if (copy === undefined) {
-      log.info('LangChain loaded from a copy faultline cannot locate (bundled?): add registerLangChain(await import("@langchain/core/context"))');
+      log.warn('LangChain was loaded from a copy faultline cannot locate (bundled?), so its runs are not recorded as spans: add registerLangChain(await import("@langchain/core/context")) at the top of the app');
       return;
     }
     let mod: LangChainContextModule;
     try {
       mod = require(`${copy.dist}singletons/async_local_storage/context.${copy.ext}`) as LangChainContextModule;
     } catch (err) {
-      log.info(`cannot load LangChain's configure hooks (${(err as Error).message}); add registerLangChain(await import("@langchain/core/context"))`);
+      log.warn(`cannot reach LangChain's configure hooks (${(err as Error).message}), so its runs are not recorded as spans: add registerLangChain(await import("@langchain/core/context")) at the top of the app`);
       return;
     }
     registerLangChain(mod);

@@ -16,6 +16,7 @@ import { logger, safely } from '../../src/diag';
 import { withAgentName } from '../agents/invoke-agent';
 import {
   ATTR_ERROR_TYPE,
+  ATTR_FL_GUARDRAIL_TRIGGERED,
   ATTR_FL_MESSAGE_SOURCE,
   ATTR_FL_MESSAGE_TARGET,
   ATTR_FL_TASK_ID,
@@ -40,8 +41,8 @@ const PROVIDER_KEY = Symbol.for('openai.agents.core.traceProvider');
 const CONTEXT_KEY = Symbol.for('openai.agents.core.asyncLocalStorage');
 /** The SDK's id of a span or trace it does not record (tracing disabled). */
 const NOOP_ID = 'no-op';
-
-export const ATTR_FL_GUARDRAIL_TRIGGERED = 'faultline.guardrail.triggered' as const;
+/** The SDK span types that get a span of their own. */
+const MIRRORED = new Set(['agent', 'function', 'handoff', 'guardrail']);
 
 // The parts of the SDK's tracing objects the bridge reads (@openai/agents-core tracing/spans.d.ts, traces.d.ts).
 interface SdkTrace {
@@ -228,7 +229,8 @@ export class AgentsTraceProcessor {
   }
 
   #end(span: SdkSpan): void {
-    const entry = this.#spans.get(span.spanId) ?? (span.spanData.type === 'agent' || span.spanData.type === 'function' || span.spanData.type === 'handoff' || span.spanData.type === 'guardrail' ? this.#entry(span) : undefined);
+    // A span whose start the processor missed (registered late) is mirrored now, from its recorded start time.
+    const entry = this.#spans.get(span.spanId) ?? (MIRRORED.has(span.spanData.type) ? this.#entry(span) : undefined);
     this.#spans.delete(span.spanId);
     const mirror = entry?.mirror;
     if (mirror === undefined) return;

@@ -64,10 +64,8 @@ interface Attempt {
 /** One rule selected for one call. */
 export interface Hit {
   readonly rule: CompiledRule;
-  /** 1-based index among the calls this rule matched in the task. */
+  /** 1-based index among the calls this rule matched in the task (a retry has its call's). */
   readonly callIndex: number;
-  /** The call is a retry of an earlier, failed one (same request); `callIndex` is that call's. */
-  readonly retry?: boolean;
 }
 
 export interface Decision {
@@ -172,7 +170,7 @@ export class FaultEngine {
       if (rule.positions && !rule.positions.has(callIndex)) continue;
       // A rule whose strategy is used up (a single fault that fired) leaves the call alone: no buffering, no state.
       if (!specsActive(rule.specs, state.specs)) continue;
-      hits.push(retryOf ? { rule, callIndex, retry: true } : { rule, callIndex });
+      hits.push({ rule, callIndex });
     }
     return hits.length > 0 ? { task, hits } : undefined;
   }
