@@ -42,6 +42,8 @@ it('registerLangChain(await import("@langchain/core/context")) is the one line t
 });
 
 it('a runnable without a graph: its root run is the workflow span, with the LLM call it makes under it', async () => {
+  // The registration holds in the async context it was made in (an app's top level); each test has its own.
+  registerLangChain(lcContext);
   const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'sk-test', configuration: { baseURL: `${server.url}/v1` } });
   const chain = RunnableLambda.from((q: string) => model.invoke(`Answer briefly: ${q}`)).withConfig({ runName: 'ask' });
   const reply = await chain.invoke('What is the weather in Paris?');
