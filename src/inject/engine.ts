@@ -81,6 +81,8 @@ export interface EngineOptions {
 const DONORS_PER_BOUNDARY = 32;
 /** Calls per task remembered for retry recognition (an SDK retries one call at a time; a few are in flight at once). */
 const ATTEMPTS_PER_TASK = 16;
+/** Request bytes the remembered calls of all tasks may keep alive (the oldest are forgotten first). */
+const ATTEMPT_BYTES = 16 * 1024 * 1024;
 
 export class FaultEngine {
   readonly ledger = new Ledger();
@@ -91,6 +93,9 @@ export class FaultEngine {
   private readonly donors = new Map<string, AgentMessage[]>();
   /** The attempt a call (keyed by its span) made, until it settles. */
   private readonly attemptOf = new WeakMap<object, Attempt>();
+  /** Every remembered attempt, oldest first, and the request bytes they hold. */
+  private readonly remembered = new Set<Attempt>();
+  private rememberedBytes = 0;
   /** How tasks are found when the app declares none (a plan per task cannot change it: it is read before the task). */
   readonly taskScope: TaskScope;
 
@@ -184,9 +189,7 @@ export class FaultEngine {
       attempt.failed = true;
       return;
     }
-    const list = attempt.task.attempts;
-    const i = list.indexOf(attempt);
-    if (i >= 0) list.splice(i, 1);
+    this.forget(attempt);
   }
 
   private retryOf(task: TaskState, request: CallRequest): Attempt | undefined {
@@ -205,8 +208,19 @@ export class FaultEngine {
   private newAttempt(task: TaskState, request: CallRequest): Attempt {
     const attempt: Attempt = { task, key: `${request.method} ${request.url}`, body: request.body, indexes: new Map(), failed: false };
     task.attempts.push(attempt);
-    if (task.attempts.length > ATTEMPTS_PER_TASK) task.attempts.shift();
+    this.remembered.add(attempt);
+    this.rememberedBytes += attempt.body.length;
+    if (task.attempts.length > ATTEMPTS_PER_TASK) this.forget(task.attempts[0]);
+    while (this.rememberedBytes > ATTEMPT_BYTES && this.remembered.size > 1) this.forget(this.remembered.values().next().value as Attempt);
     return attempt;
+  }
+
+  private forget(attempt: Attempt): void {
+    if (!this.remembered.delete(attempt)) return;
+    this.rememberedBytes -= attempt.body.length;
+    const list = attempt.task.attempts;
+    const i = list.indexOf(attempt);
+    if (i >= 0) list.splice(i, 1);
   }
 
   /** The strategy draw for a non-content fault on an eligible call (max → probability → count++ → min). */

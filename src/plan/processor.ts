@@ -123,6 +123,8 @@ export function decideFor(engine: FaultEngine, attributes: Attributes, context: 
  */
 export function decisionFor(engine: FaultEngine, span: object, attributes: () => Attributes, context: Context, exchange?: Exchange): Decision | undefined {
   let s = seen.get(span);
+  // Only a call the processor saw start will be seen to end: only its request is remembered for retries.
+  const settles = s !== undefined && s.engine === engine;
   if (s === undefined || s.engine !== engine) {
     s = { engine, taskId: engine.taskIdOf(context), attributes: selectionAttributes(attributes(), context) };
     seen.set(span, s);
@@ -131,7 +133,7 @@ export function decisionFor(engine: FaultEngine, span: object, attributes: () =>
   let attrs = s.attributes;
   // A URL selector needs url.full, which the span may not carry at start: the call's own attributes have it.
   if (typeof attrs[ATTR_URL_FULL] !== 'string' && engine.task(s.taskId).compiled?.usesUrl) attrs = { ...attributes(), ...attrs };
-  const request: CallRequest | undefined = exchange ? { method: exchange.method, url: exchange.url.href, body: exchange.requestBody } : undefined;
+  const request: CallRequest | undefined = exchange && settles ? { method: exchange.method, url: exchange.url.href, body: exchange.requestBody } : undefined;
   const decision = engine.select(attrs, s.taskId, request ? { key: span, request } : undefined);
   s.selected = { decision };
   return decision;

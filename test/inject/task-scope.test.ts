@@ -14,7 +14,9 @@ import { FaultlineInstrumentation } from '../../instrumentation';
 import { processTaskId, withTask } from '../../instrumentation/agents/task';
 import { ATTR_FL_FAULT_CALL_INDEX } from '../../instrumentation/semconv';
 import { ATTR_FL_FAULT_TASK_ID } from '../../src/inject/record';
+import { FaultEngine } from '../../src/inject/engine';
 import { createInjector, type Injector } from '../../src/inject/index';
+import { parsePlan } from '../../src/plan/load';
 import type { FaultPlanInput } from '../../src/plan/schema';
 import { loadCorpus } from '../support/corpus';
 import { corpusReply, startLlmServer, type LlmServer, type Reply } from '../support/llm-server';
@@ -172,5 +174,21 @@ describe('a retry of a failed call is the same call, not a new position', () => 
       const second = (await (await post(OTHER)).json()) as { choices: [{ message: { content: string } }] };
       expect(second.choices[0].message.content).toBe(CUT); // call 2
     });
+  });
+
+  it('what is remembered for retries is bounded: past 16 MiB of failed requests the oldest is forgotten (its retry is then a new call)', () => {
+    const engine = new FaultEngine(parsePlan({ rules: [{ fault: 'http_500', strategy: 'persistent', match: { operation: 'chat' } }] }));
+    const attrs = { 'gen_ai.operation.name': 'chat' };
+    const call = (task: string, fill: number) => {
+      const key = {};
+      const request = { method: 'POST', url: 'http://127.0.0.1/v1/chat/completions', body: Buffer.alloc(1024 * 1024, fill) };
+      const hit = engine.select(attrs, task, { key, request })!.hits[0];
+      engine.settle(key, false);
+      return hit.callIndex;
+    };
+    expect(call('a', 1)).toBe(1);
+    expect(call('a', 1)).toBe(1); // a retry
+    for (let i = 0; i < 17; i++) call(`other-${i}`, 2); // 17 MiB of other tasks' failed calls
+    expect(call('a', 1)).toBe(2); // forgotten: a new call
   });
 });
