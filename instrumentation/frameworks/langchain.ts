@@ -17,6 +17,7 @@ import { SpanStatusCode, context, type Attributes } from '@opentelemetry/api';
 import { fileURLToPath } from 'node:url';
 import { logger, safely } from '../../src/diag';
 import { withAgentName } from '../agents/invoke-agent';
+import { getTaskId } from '../agents/task';
 import { errorTypeOf } from '../agents/run-in-span';
 import {
   ATTR_ERROR_TYPE,
@@ -34,7 +35,7 @@ import {
   GEN_AI_OPERATION_INVOKE_WORKFLOW,
 } from '../semconv';
 import { whenGlobalSet } from './global-trap';
-import { addScopeSource, frameworkContext, startMirror, type Mirror, type ScopeSource } from './scope';
+import { addScopeSource, frameworkContext, getFrameworkRun, startMirror, type Mirror, type ScopeSource } from './scope';
 
 const log = logger('frameworks/langchain');
 
@@ -190,11 +191,15 @@ export class FaultlineCallbackHandler {
     const name = runName ?? nameOf(chain);
     const parent = parentRunId === undefined ? undefined : this.#runs.get(parentRunId);
     if (parent === undefined) {
-      // A root run (or one whose parent faultline never saw): the framework run, and the task.
-      const attributes: Attributes = { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_WORKFLOW, [ATTR_FL_TASK_ID]: runId };
+      // A root run (or one whose parent faultline never saw): the framework run, and a task of its own unless it was
+      // started inside one (declared, or another framework's run).
+      const attributes: Attributes = { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_WORKFLOW };
       const thread = (metadata?.thread_id ?? (metadata?.configurable as Record<string, unknown> | undefined)?.thread_id) as unknown;
       if (typeof thread === 'string' && thread !== '') attributes[ATTR_GEN_AI_CONVERSATION_ID] = thread;
-      const mirror = startMirror(`${GEN_AI_OPERATION_INVOKE_WORKFLOW} ${name}`, frameworkContext(context.active(), this.source), { attributes, run: runId });
+      const parent = frameworkContext(context.active(), this.source);
+      const own = getTaskId(parent) === undefined && getFrameworkRun(parent) === undefined;
+      if (own) attributes[ATTR_FL_TASK_ID] = runId;
+      const mirror = startMirror(`${GEN_AI_OPERATION_INVOKE_WORKFLOW} ${name}`, parent, { attributes, ...(own ? { run: runId } : {}) });
       this.#add(runId, { mirror, scope: mirror });
       return;
     }

@@ -14,6 +14,7 @@
 import { SpanStatusCode, context, type Attributes, type Context } from '@opentelemetry/api';
 import { logger, safely } from '../../src/diag';
 import { withAgentName } from '../agents/invoke-agent';
+import { getTaskId } from '../agents/task';
 import {
   ATTR_ERROR_TYPE,
   ATTR_FL_GUARDRAIL_TRIGGERED,
@@ -33,7 +34,7 @@ import {
   GEN_AI_OPERATION_INVOKE_WORKFLOW,
 } from '../semconv';
 import { whenGlobalSet } from './global-trap';
-import { addScopeSource, frameworkContext, startMirror, type Mirror, type ScopeSource } from './scope';
+import { addScopeSource, frameworkContext, getFrameworkRun, startMirror, type Mirror, type ScopeSource } from './scope';
 
 const log = logger('frameworks/openai-agents');
 
@@ -171,10 +172,14 @@ export class AgentsTraceProcessor {
   #trace(sdkTrace: SdkTrace): Mirror {
     let mirror = this.#traces.get(sdkTrace.traceId);
     if (mirror !== undefined) return mirror;
-    const attributes: Attributes = { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_WORKFLOW, [ATTR_FL_TASK_ID]: sdkTrace.traceId };
+    const attributes: Attributes = { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_WORKFLOW };
     if (typeof sdkTrace.groupId === 'string' && sdkTrace.groupId !== '') attributes[ATTR_GEN_AI_CONVERSATION_ID] = sdkTrace.groupId;
-    // Under whatever the run was started in: the app's span, a runWorkflow (whose task then wins), another framework.
-    mirror = startMirror(`${GEN_AI_OPERATION_INVOKE_WORKFLOW} ${sdkTrace.name}`, frameworkContext(context.active(), this.source), { attributes, run: sdkTrace.traceId });
+    // Under whatever the run was started in: the app's span, a runWorkflow, another framework's tool. A run started
+    // inside a task (declared, or another framework's run) is part of that task; else it is a task of its own.
+    const parent = frameworkContext(context.active(), this.source);
+    const own = getTaskId(parent) === undefined && getFrameworkRun(parent) === undefined;
+    if (own) attributes[ATTR_FL_TASK_ID] = sdkTrace.traceId;
+    mirror = startMirror(`${GEN_AI_OPERATION_INVOKE_WORKFLOW} ${sdkTrace.name}`, parent, { attributes, ...(own ? { run: sdkTrace.traceId } : {}) });
     this.#traces.set(sdkTrace.traceId, mirror);
     return mirror;
   }

@@ -96,7 +96,7 @@ export interface MirrorOptions {
   startTime?: TimeInput;
   /** Adds to the span's context what work under it should see (the agent whose turn it is: `withAgentName`). */
   decorate?: (ctx: Context) => Context;
-  /** This span is a framework run: the task of everything under it, unless an explicit task scope is set. */
+  /** This span is a framework run and a task: the task of everything under it, unless an explicit scope is set. */
   run?: string;
 }
 

@@ -12,7 +12,7 @@ import { loadCorpus } from '../support/corpus';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { runApp } from '../frameworks/support';
 
-vi.setConfig({ testTimeout: 60_000 });
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 const rec = loadCorpus('openai-chat.jsonl').find((r) => r.id === '55dae6f503a5')!;
 const TEXT = (rec.response as { choices: [{ message: { content: string } }] }).choices[0].message.content;

@@ -13,7 +13,7 @@ import { triggerReportFromSpans } from '../../src/inject/verify';
 import type { LlmServer } from '../support/llm-server';
 import { named, parentOf, runApp, startScriptedServer, type AppRun } from './support';
 
-vi.setConfig({ testTimeout: 120_000 });
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 let server: LlmServer;
 let plain: AppRun;

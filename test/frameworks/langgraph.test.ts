@@ -11,7 +11,7 @@ import type { SpanRecord } from '../../src/traces/model';
 import type { LlmServer } from '../support/llm-server';
 import { named, outline, parentOf, runApp, startScriptedServer, type AppRun } from './support';
 
-vi.setConfig({ testTimeout: 120_000 });
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 let server: LlmServer;
 let plain: AppRun;

@@ -15,7 +15,7 @@ import { loadCorpus } from '../support/corpus';
 import type { LlmServer } from '../support/llm-server';
 import { ROOT, named, parentOf, runApp, startScriptedServer, type AppRun } from './support';
 
-vi.setConfig({ testTimeout: 120_000 });
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 // README.md, "Inject: fault plans".
 const README_PLAN = `# plan.yaml

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
 import { MessageChannel } from '../../instrumentation/agents/channel';
 import { runAgent } from '../../instrumentation/agents/invoke-agent';
-import { enableFrameworks, type Frameworks } from '../../instrumentation/frameworks';
+import { resolveTaskId, runWorkflow } from '../../instrumentation/agents/task';
+import { enableFrameworks, frameworkContext, type Frameworks } from '../../instrumentation/frameworks';
 import { AgentsTraceProcessor } from '../../instrumentation/frameworks/openai-agents';
 import { FaultlineCallbackHandler } from '../../instrumentation/frameworks/langchain';
 import type { LlmServer } from '../support/llm-server';
@@ -95,6 +96,30 @@ describe('inside an OpenAI Agents SDK tool', () => {
     const tool = spans.filter((s) => s.name === 'execute_tool get_weather' && parentName(s) === 'invoke_agent unlucky')[0];
     expect(tool.attributes['error.type']).toBe('tool_error');
     expect(tool.status.code).toBe(2);
+  });
+
+  it('a run is its own task, unless started inside a declared one: then it is part of it', async () => {
+    const agents = await import('@openai/agents');
+    const seen: string[] = [];
+    const probe = agents.tool({
+      name: 'get_weather',
+      description: 'Get the current weather in a given location',
+      parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'], additionalProperties: false },
+      strict: true,
+      execute: async () => {
+        seen.push(resolveTaskId(frameworkContext()));
+        return 'sunny';
+      },
+    });
+    const agent = new agents.Agent({ name: 'prober', instructions: 'Look up the weather.', model: 'gpt-4o', tools: [probe] });
+    await agents.run(agent, 'Paris?');
+    await runWorkflow('outer', () => agents.run(agent, 'Paris?'), { taskId: 'outer-task' });
+    expect(seen[0]).toMatch(/^trace_[0-9a-f]{32}$/);
+    expect(seen[1]).toBe('outer-task');
+    const spans = await otel.waitForSpans((s) => s.some((x) => x.name === 'invoke_workflow outer'));
+    const inner = spans.filter((s) => s.name === 'invoke_workflow Agent workflow' && parentName(s) === 'invoke_workflow outer');
+    expect(inner).toHaveLength(1);
+    expect(inner[0].attributes['faultline.task.id']).toBeUndefined(); // the task is the declared one, on the outer span
   });
 
   it('a processor call with data the bridge cannot read is logged, never thrown into the SDK', async () => {

@@ -113,7 +113,7 @@ export async function runApp(app: string, server: LlmServer, options: { register
   const r = await runNode([...args, join(APPS, app)], {
     cwd: ROOT,
     env: { LLM_URL: server.url, FAULTLINE_TRACES_FILE: tracesFile, OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'undici', ...options.env },
-    timeoutMs: 60_000,
+    timeoutMs: 100_000,
   });
   if (r.code !== 0) throw new Error(`${app} exited with ${r.code}:\n${r.stderr}`);
   const spans: SpanRecord[] = [];
