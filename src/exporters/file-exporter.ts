@@ -45,7 +45,8 @@ function ensureParentDir(file: string): void {
 
 function describe(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
-  return e?.code ? `${e.code}: ${e.message.replace(/^[A-Z]+: /, '').replace(/, \w+ '.*'$/, '')}` : String(err);
+  // "ENOENT: no such file or directory, open '/proc/x'" → "ENOENT: no such file or directory": the path is said once.
+  return e?.code ? `${e.code}: ${e.message.replace(/^[A-Z]+: /, '').replace(/, \w+( '.*')?$/, '')}` : String(err);
 }
 
 export class FileSpanExporter implements SpanExporter {
