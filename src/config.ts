@@ -22,6 +22,7 @@ import type { GuardConfig, GuardConfigInput } from '../detectors/guards/config';
 import type { OnlineDetectionOptions } from '../detectors/online';
 import { captureContentFromEnv, isProduction, readList as list, readSwitch } from './env';
 import { FaultlineInputError } from './errors';
+import { parts } from './parts';
 import type { FaultPlan, FaultPlanInput } from './plan/schema';
 import type { ConfigFile } from './config-schema';
 
@@ -144,7 +145,7 @@ export function resolveConfig(options: ResolveOptions = {}): FaultlineConfig {
   const cwd = options.cwd ?? process.cwd();
   const o = options.overrides ?? {};
   const filePath = findConfigFile(env, cwd);
-  const file: ConfigFile = filePath ? (require('./config-schema') as typeof import('./config-schema')).loadConfigFile(filePath) : {};
+  const file: ConfigFile = filePath ? parts.configFile().loadConfigFile(filePath) : {};
   const fileDir = filePath ? dirname(filePath) : cwd;
   const fromFile = (p: string): string => (isAbsolute(p) ? p : resolve(fileDir, p));
   const fileName = filePath ?? 'the configuration file';
@@ -160,7 +161,7 @@ export function resolveConfig(options: ResolveOptions = {}): FaultlineConfig {
   if (planGiven !== undefined && injectionDisabled) {
     disabledPlan = typeof planGiven === 'string' ? `fault plan ${planGiven}` : o.plan !== undefined ? 'start({ plan })' : `the plan in ${fileName}`;
   } else if (planGiven !== undefined) {
-    const load = require('./plan/load') as typeof import('./plan/load');
+    const load = parts.plans();
     if (o.plan !== undefined) {
       plan = typeof o.plan === 'string' ? { plan: load.loadPlan(o.plan), where: `fault plan ${o.plan}` } : { plan: load.parsePlan(o.plan, 'start({ plan })'), where: 'start({ plan })' };
     } else if (envPlan !== undefined) {
@@ -177,7 +178,7 @@ export function resolveConfig(options: ResolveOptions = {}): FaultlineConfig {
   const envGuards = env.FAULTLINE_GUARDS?.trim() || undefined;
   let guards: FaultlineConfig['guards'];
   if (o.guards !== undefined || envGuards !== undefined || file.guards !== undefined) {
-    const g = require('../detectors/guards/config') as typeof import('../detectors/guards/config');
+    const g = parts.guardConfig();
     if (o.guards !== undefined) {
       guards = typeof o.guards === 'string' ? { config: g.loadGuardConfig(o.guards), where: o.guards } : { config: g.parseGuardConfig(o.guards, 'start({ guards })'), where: 'start({ guards })' };
     } else if (envGuards !== undefined) {

@@ -5,6 +5,8 @@
  * Data flows one way: instrument → spans → detectors → diagnosers → reports.
  */
 
+import { parts } from './parts';
+
 // ---------------------------------------------------------------- runtime (instrument + inject + guard, wired)
 export { start, startRuntime, shutdown, type StartOptions, type FaultlineRuntime } from './start';
 export { resolveConfig, type FaultlineConfig, type ExportConfig, type ConfigOverrides } from './config';
@@ -93,12 +95,12 @@ export type { MockModel, MockModelOptions } from './mock-model/server';
 
 /** Run a campaign (see docs/campaigns.md). The example workflows need the `openai` package installed. */
 export async function runCampaign(options: import('./campaign/runner').CampaignOptions): Promise<import('./campaign/runner').CampaignResult> {
-  return (require('./campaign/runner') as typeof import('./campaign/runner')).runCampaign(options);
+  return parts.campaign().runCampaign(options);
 }
 
 /** Start the embedded mock model (an OpenAI-compatible server on loopback). */
 export async function startMockModel(options?: import('./mock-model/server').MockModelOptions): Promise<import('./mock-model/server').MockModel> {
-  return (require('./mock-model/server') as typeof import('./mock-model/server')).startMockModel(options);
+  return parts.mockModel().startMockModel(options);
 }
 
 export { FAULT_TYPES, type FaultType, type FaultCategory, type FaultMode } from './taxonomy';

@@ -16,10 +16,12 @@ import type { UndiciInstrumentation } from '@opentelemetry/instrumentation-undic
 import type { Sampler, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Guards } from '../detectors/guards';
 import { FaultlineInstrumentation } from '../instrumentation/instrumentation';
+import { redactQuery } from '../instrumentation/redact-url';
 import type { DeliverStep, FaultlineInstrumentationConfig, Interceptor } from '../instrumentation/types';
 import { resolveConfig, type ConfigOverrides, type FaultlineConfig } from './config';
 import { installExitHooks } from './exit-hooks';
 import type { Injector } from './inject';
+import { parts } from './parts';
 import { setupSdk, type SdkHandle } from './sdk';
 
 export interface StartOptions extends ConfigOverrides {
@@ -156,17 +158,17 @@ interface Wired {
 function wire(config: FaultlineConfig): Wired {
   let injector: Injector | undefined;
   if (config.plan) {
-    const { createInjector } = require('./inject') as typeof import('./inject');
+    const { createInjector } = parts.inject();
     injector = createInjector(config.plan.plan, { captureMessageContent: config.captureContent, disabled: false, production: config.production });
   }
   let guards: Guards | undefined;
   if (config.guards) {
-    const { createGuards } = require('../detectors/guards') as typeof import('../detectors/guards');
+    const { createGuards } = parts.guards();
     guards = createGuards(config.guards.config);
   }
   let online: ReturnType<typeof import('../detectors/online').createOnlineDetection> | undefined;
   if (config.detect !== false) {
-    const { createOnlineDetection } = require('../detectors/online') as typeof import('../detectors/online');
+    const { createOnlineDetection } = parts.online();
     online = createOnlineDetection(config.detect === true ? {} : config.detect);
   }
   // Guards are outermost: they see (and recover from) what the fault step did, as they would a real failure.
@@ -183,7 +185,6 @@ function wire(config: FaultlineConfig): Wired {
 /** instrumentation-undici, with credentials in URL queries redacted from `url.full` and `url.query`. */
 function httpSpans(): UndiciInstrumentation {
   const { UndiciInstrumentation: Undici } = require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
-  const { redactQuery } = require('../instrumentation/redact-url') as typeof import('../instrumentation/redact-url');
   return new Undici({
     // Runs before the span starts and overrides the attributes undici's instrumentation computed, so the
     // credential never reaches a span processor or an exporter.
@@ -200,7 +201,7 @@ function httpSpans(): UndiciInstrumentation {
 
 function announceStart(config: FaultlineConfig): void {
   if (config.plan) {
-    const { armedLine } = require('./announce') as typeof import('./announce');
+    const { armedLine } = parts.announce();
     process.stderr.write(armedLine(config.plan.plan, config.plan.where) + '\n');
   } else if (config.disabledPlan) {
     process.stderr.write(`faultline: FAULTLINE_DISABLE is set: ${config.disabledPlan} is not armed, no fault is injected\n`);
@@ -209,7 +210,7 @@ function announceStart(config: FaultlineConfig): void {
 
 function summaryOf(config: FaultlineConfig, injector: Injector): () => string | undefined {
   const plan = config.plan!;
-  const { summaryLine } = require('./announce') as typeof import('./announce');
+  const { summaryLine } = parts.announce();
   return () => summaryLine(plan.plan, plan.where, injector.triggerReport());
 }
 

@@ -1,15 +1,11 @@
-/**
- * start(): adopts a tracer provider the app registered (adds only instrumentation) and shuts down cleanly. The built
- * start() is used: it loads its optional parts with require(), which only the compiled package can follow.
- */
+/** start(): adopts a tracer provider the app registered (adds only instrumentation) and shuts down cleanly. */
 import { getGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { dist } from '../support/dist';
+import { shutdown, start } from '../../src/start';
 import { loadCorpus, recordBody } from '../support/corpus';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 
-const { shutdown, start } = dist<typeof import('../../src/start')>('src/start');
 let otel: TestOtel;
 let server: LlmServer;
 const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;

@@ -9,13 +9,11 @@ import { join } from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { parse as parseYaml } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { dist, ROOT } from '../support/dist';
+import * as config from '../../src/config';
+import * as schema from '../../src/config-schema';
 import { runNode } from '../support/child';
+import { ROOT } from '../support/dist';
 
-type ConfigModule = typeof import('../../src/config');
-type SchemaModule = typeof import('../../src/config-schema');
-let config: ConfigModule;
-let schema: SchemaModule;
 let dir: string;
 
 const plan = { seed: 7, rules: [{ fault: 'http_503', match: { operation: 'chat' } }] };
@@ -36,8 +34,6 @@ function folder(files: Record<string, string>): string {
 }
 
 beforeAll(() => {
-  config = dist<ConfigModule>('src/config');
-  schema = dist<SchemaModule>('src/config-schema');
   dir = mkdtempSync(join(tmpdir(), 'faultline-config-'));
 });
 

@@ -8,6 +8,9 @@ import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+// Imported with the file (it loads about 1,500 modules): a pause that long between two calls can outlive the
+// server's keep-alive on a loaded machine and reset the pooled connection.
+import { NodeSDK } from '@opentelemetry/sdk-node';
 import { getGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
@@ -80,7 +83,6 @@ describe('FaultlineInstrumentation', () => {
   });
 
   it('NodeSDK: `instrumentations: [new FaultlineInstrumentation()]` gives GenAI spans through the SDK it sets up', async () => {
-    const { NodeSDK } = await import('@opentelemetry/sdk-node');
     const exporter = new InMemorySpanExporter();
     const reader = new TestReader();
     const sdk = new NodeSDK({
