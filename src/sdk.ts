@@ -254,6 +254,7 @@ export function setupSdk(config: ExportConfig, options: SdkOptions = {}): SdkHan
     flushSync(timeoutMs) {
       // A batch processor's forceFlush hands its buffer to the exporter before it returns (it schedules nothing when
       // the resource has no pending attributes); the promise only reports the export's end.
+      for (const o of out.otlp) o.holdForExit();
       for (const b of out.batches) b.forceFlush().catch(() => {});
       const result: SyncFlushResult = { interrupted: 0 };
       for (const o of out.otlp) {

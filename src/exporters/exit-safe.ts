@@ -38,6 +38,7 @@ export class ExitSafeExporter implements SpanExporter {
   readonly #inner: SpanExporter;
   readonly #options: ExitSafeOptions;
   readonly #pending = new Set<ReadableSpan[]>();
+  #exiting = false;
 
   constructor(inner: SpanExporter, options: ExitSafeOptions) {
     this.#inner = inner;
@@ -46,6 +47,9 @@ export class ExitSafeExporter implements SpanExporter {
 
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
     this.#pending.add(spans);
+    // Exiting: the batch waits for sendPendingSync (an HTTP request started now would never be sent, and an
+    // exporter that refuses at once, e.g. at its concurrency limit, would drop it).
+    if (this.#exiting) return;
     this.#inner.export(spans, (result) => {
       this.#pending.delete(spans);
       resultCallback(result);
@@ -57,6 +61,11 @@ export class ExitSafeExporter implements SpanExporter {
     let n = 0;
     for (const b of this.#pending) n += b.length;
     return n;
+  }
+
+  /** From now on, keep what the span processors hand over for `sendPendingSync` (the exit path). */
+  holdForExit(): void {
+    this.#exiting = true;
   }
 
   /**

@@ -30,11 +30,13 @@ function main(): void {
     const fromExporter = createRequire(require.resolve('@opentelemetry/exporter-trace-otlp-proto'));
     const http = fromExporter('@opentelemetry/otlp-exporter-base/node-http') as typeof NodeHttp;
     const options = http.convertLegacyHttpOptions(
-      { ...(header.url ? { url: header.url } : {}), ...(header.headers ? { headers: header.headers } : {}), timeoutMillis: header.timeoutMillis },
+      { ...(header.url ? { url: header.url } : {}), ...(header.headers ? { headers: header.headers } : {}) },
       'TRACES',
       'v1/traces',
       { 'Content-Type': header.contentType },
     );
+    // OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT when it is shorter than what the exiting process waits for.
+    options.timeoutMillis = Math.min(options.timeoutMillis, header.timeoutMillis);
     const delegate = http.createOtlpHttpExportDelegate(
       options,
       { serializeRequest: (b: Uint8Array) => b, deserializeResponse: () => ({}) },
