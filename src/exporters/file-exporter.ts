@@ -7,15 +7,16 @@
  * - No torn line: a batch is written whole or not at all (a failed write is cut back to where it started), and a
  *   file whose last line was cut short by an earlier crash gets a newline first, so that line stays alone.
  * - A path that cannot be written gets one line on stderr saying so (spans are not recorded); the process is never
- *   held up by it. Missing directories are created one level at a time: Node 20's `mkdirSync(…, { recursive })`
- *   never returns for a path under /proc.
+ *   held up by it. Missing directories are created by the CLI's `ensureDir` (src/report/output.ts), one level at
+ *   a time: Node 20's `mkdirSync(…, { recursive })` never returns for a path under /proc.
  */
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 // The JSON serializer alone: the package's index also loads the protobuf serializers (about 100 more modules).
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer/build/src/trace/json/trace';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { ensureDir } from '../report/output';
 
 export const DEFAULT_TRACES_FILE = 'faultline-traces.jsonl';
 
@@ -28,23 +29,9 @@ export interface FileSpanExporterOptions {
 
 const NEWLINE = 0x0a;
 
-/** Create the missing directories above `file`, from the nearest existing one down. */
-function ensureParentDir(file: string): void {
-  const missing: string[] = [];
-  for (let dir = dirname(file); ; dir = dirname(dir)) {
-    try {
-      statSync(dir);
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(dir) === dir) throw err;
-      missing.unshift(dir);
-    }
-  }
-  for (const dir of missing) mkdirSync(dir);
-}
-
 function describe(err: unknown): string {
-  const e = err as NodeJS.ErrnoException;
+  // ensureDir's error carries the system's as its cause.
+  const e = ((err as { cause?: unknown }).cause ?? err) as NodeJS.ErrnoException;
   // "ENOENT: no such file or directory, open '/proc/x'" → "ENOENT: no such file or directory": the path is said once.
   return e?.code ? `${e.code}: ${e.message.replace(/^[A-Z]+: /, '').replace(/, \w+( '.*')?$/, '')}` : String(err);
 }
@@ -90,7 +77,7 @@ export class FileSpanExporter implements SpanExporter {
 
   /** One line, written whole: on a failed or short write the file is cut back to its previous end. */
   #append(bytes: Uint8Array): void {
-    if (!this.#opened) ensureParentDir(this.path);
+    if (!this.#opened) ensureDir(dirname(this.path), 'the trace file directory');
     const fd = openSync(this.path, 'a+');
     try {
       const size = fstatSync(fd).size;
