@@ -11,7 +11,7 @@
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
 import { str, type SpanRecord, type TraceRecord } from '../traces/model';
-import { viewTrace, type LlmCall, type Step, type TraceView } from '../traces/view';
+import { viewTrace, type LlmCall, type Step, type ToolStep, type TraceView } from '../traces/view';
 import { dropContradicted, messageSignals } from './messages';
 import { describeFault } from './summary';
 import { detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
@@ -64,24 +64,58 @@ function requiredParams(schema: unknown): string[] {
 }
 
 /**
- * The model's tool calls that came with no arguments where the tool needs them (its schema requires parameters, or
- * the trace's other calls of the same tool carried arguments): the call cannot run — AgentChaos's `tool_error`, whose
- * catalog type is `error` (it empties the arguments).
+ * The tool executions that ran the tool calls of an LLM call: by tool-call id when both spans carry it, else the
+ * executions of a tool of that name in the same agent after the call ended and before that agent's next LLM call.
  */
-function emptyToolArguments(call: LlmCall, view: TraceView): Signal | undefined {
-  if (!call.hasContent) return undefined;
-  for (const tc of call.toolCalls) {
-    if (!emptyArguments(tc.arguments)) continue;
-    const def = call.tools.find((t) => t.name === tc.name);
-    const required = def ? requiredParams(def.parameters) : [];
-    const usedElsewhere =
-      def === undefined && view.llm.some((c) => c !== call && c.hasContent && c.toolCalls.some((o) => o.name === tc.name && !emptyArguments(o.arguments)));
-    if (required.length > 0 || usedElsewhere) {
-      const needs = required.length > 0 ? `, though it requires ${required.slice(0, 3).join(', ')}` : ', though its other calls in this trace carry arguments';
-      return sig('error', 0.96, `the call to tool ${tc.name} came with empty arguments ${JSON.stringify(tc.arguments.trim() || '')}${needs}`);
+function executionsOf(call: LlmCall, view: TraceView): Map<number, ToolStep[]> {
+  const out = new Map<number, ToolStep[]>();
+  if (call.toolCalls.length === 0 && (call.toolCallCount ?? 0) === 0) return out;
+  const agent = call.agent?.span.spanId;
+  const next = view.llm.find((c) => c.step > call.step && c.agent?.span.spanId === agent);
+  const window = (t: ToolStep): boolean => t.span.start >= call.span.end - 1 && (next === undefined || t.span.start <= next.span.start) && t.agent?.span.spanId === agent;
+  call.toolCalls.forEach((tc, i) => {
+    const byId = tc.id !== undefined ? view.tools.filter((t) => t.callId === tc.id) : [];
+    out.set(i, byId.length > 0 ? byId : view.tools.filter((t) => t.name === tc.name && window(t)));
+  });
+  return out;
+}
+
+/** A tool failure that says the arguments were rejected (not a transient or a lookup that found nothing). */
+const REJECTED_TYPE = /^(TypeError|ValidationError|ValueError|SyntaxError|ZodError|AssertionError|ArgumentError|InvalidArgument\w*|BadRequest\w*|SchemaError|JSONDecodeError|KeyError)$/i;
+const REJECTED_TEXT = /\b(invalid|must be|must look like|needs?|required|missing|expected|unexpected (key|argument|param\w*|field)|unknown (argument|param\w*|field|key)|not a valid|malformed|cannot parse|unexpected token)\b/i;
+
+function rejectedArguments(t: ToolStep): boolean {
+  const f = t.failure;
+  if (!f || f.timeout) return false;
+  return (f.errorType !== undefined && REJECTED_TYPE.test(f.errorType)) || (f.message !== undefined && REJECTED_TEXT.test(f.message));
+}
+
+/**
+ * Tool calls whose arguments cannot be right: arguments that carry nothing where the tool needs some (its schema
+ * requires parameters, the tool rejected them, or the trace's other calls of the same tool carried arguments) — the
+ * call cannot run, AgentChaos's `tool_error` (catalog type `error`); and arguments the tool itself rejected as
+ * invalid — a broken contract (`schema`), which the producer's missing tool definitions would otherwise hide.
+ */
+function toolArgumentSignals(call: LlmCall, view: TraceView): Signal[] {
+  if (!call.hasContent || call.toolCalls.length === 0) return [];
+  const out: Signal[] = [];
+  const runs = executionsOf(call, view);
+  call.toolCalls.forEach((tc, i) => {
+    const rejected = (runs.get(i) ?? []).find(rejectedArguments);
+    const why = rejected ? `${rejected.failure!.errorType ?? 'error'}: ${(rejected.failure!.message ?? '').slice(0, 100)}` : '';
+    if (emptyArguments(tc.arguments)) {
+      const def = call.tools.find((t) => t.name === tc.name);
+      const required = def ? requiredParams(def.parameters) : [];
+      const usedElsewhere = view.llm.some((c) => c !== call && c.hasContent && c.toolCalls.some((o) => o.name === tc.name && !emptyArguments(o.arguments)));
+      if (required.length > 0 || rejected || usedElsewhere) {
+        const needs = required.length > 0 ? `, though it requires ${required.slice(0, 3).join(', ')}` : rejected ? `, and the tool rejected them (${why})` : ', though its other calls in this trace carry arguments';
+        out.push(sig('error', 0.96, `the call to tool ${tc.name} came with empty arguments ${JSON.stringify(tc.arguments.trim() || '')}${needs}`));
+      }
+    } else if (rejected) {
+      out.push(sig('schema', 0.8, `tool ${tc.name} rejected the arguments the model produced (${why})`));
     }
-  }
-  return undefined;
+  });
+  return out;
 }
 
 function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): Signal[] {
@@ -123,8 +157,7 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
       // Weaker: the text that replaced the tool calls may say more (a detector names it).
       out.push(sig('empty', 0.6, `finish_reason=${toolReason} but no tool calls`));
     }
-    const empty = emptyToolArguments(call, view);
-    if (empty) out.push(empty);
+    out.push(...toolArgumentSignals(call, view));
   }
   if (delay) out.push(delay);
   return out;

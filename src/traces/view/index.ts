@@ -119,8 +119,8 @@ function build(trace: TraceRecord): TraceView {
     if (tool !== undefined) {
       const t: ToolStep = { kind: 'tool', span: s, name: tool };
       const a = s.attributes;
-      const callId = str(a, 'gen_ai.tool.call.id') ?? str(a, 'tool_call.id');
-      const args = str(a, 'gen_ai.tool.call.arguments') ?? str(a, 'tool.parameters') ?? str(a, 'traceloop.entity.input') ?? (a['openinference.span.kind'] !== undefined ? str(a, 'input.value') : undefined);
+      const callId = str(a, 'gen_ai.tool.call.id') ?? str(a, 'tool.id') ?? str(a, 'tool_call.id');
+      const args = str(a, 'gen_ai.tool.call.arguments') ?? str(a, 'traceloop.entity.input') ?? (a['openinference.span.kind'] !== undefined ? str(a, 'input.value') : undefined);
       const result = str(a, 'gen_ai.tool.call.result') ?? str(a, 'traceloop.entity.output') ?? (a['openinference.span.kind'] !== undefined ? str(a, 'output.value') : undefined);
       if (callId !== undefined) t.callId = callId;
       if (args !== undefined) t.arguments = args;
