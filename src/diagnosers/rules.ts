@@ -118,6 +118,76 @@ function toolArgumentSignals(call: LlmCall, view: TraceView): Signal[] {
   return out;
 }
 
+/** Characters that end a token of the conversation (a value the model would copy ends before one of these). */
+const TOKEN_END = /[\s"'`,;()[\]{}<>|]/;
+
+/**
+ * Whether an argument string was cut from a value the conversation holds: every place the conversation has it, the
+ * same token goes on ("Lis" of "Lisbon", "A-" of "A-10293", "retrieval-augme" of "retrieval-augmented"), and it
+ * never stands there whole. A cut at a word boundary ("energy use" of "energy use of …") is not claimed: a model
+ * legitimately copies the start of a phrase.
+ */
+function cutFromConversation(value: string, convo: string): boolean {
+  const v = value.trim();
+  if (v.length < 2 || v.length > 300 || v !== value) return false;
+  let hits = 0;
+  for (let at = convo.indexOf(v); at >= 0; at = convo.indexOf(v, at + 1)) {
+    const before = at > 0 ? convo[at - 1]! : ' ';
+    if (!TOKEN_END.test(before) && before !== '=' && before !== ':') continue; // inside another token
+    const after = convo.slice(at + v.length, at + v.length + 2);
+    const whole = after === '' || TOKEN_END.test(after[0]!) || (/^[.!?:]/.test(after) && (after.length < 2 || TOKEN_END.test(after[1]!)));
+    if (whole) return false;
+    hits++;
+  }
+  return hits > 0;
+}
+
+function stringLeaves(v: unknown, path: string, out: { path: string; value: string }[]): void {
+  if (typeof v === 'string') out.push({ path, value: v });
+  else if (Array.isArray(v)) v.forEach((x, i) => stringLeaves(x, `${path}[${i}]`, out));
+  else if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) stringLeaves(x, path ? `${path}.${k}` : k, out);
+}
+
+/** Pictographs and other symbols (U+2600 dingbats, emoji) inside an identifier-like value: nothing names an id so. */
+const SYMBOL_IN_ID = /\p{So}/u;
+
+/** Tool arguments garbled in transit: an identifier-like string (no spaces, short) carrying symbol characters. */
+function garbledArguments(call: LlmCall): Signal | undefined {
+  if (!call.hasContent) return undefined;
+  for (const tc of call.toolCalls) {
+    let args: unknown;
+    try {
+      args = JSON.parse(tc.arguments);
+    } catch {
+      continue;
+    }
+    const leaves: { path: string; value: string }[] = [];
+    stringLeaves(args, '', leaves);
+    const bad = leaves.find((l) => l.value.length <= 60 && !/\s/.test(l.value.trim()) && /[\p{L}\p{N}]/u.test(l.value) && SYMBOL_IN_ID.test(l.value));
+    if (bad) return sig('corrupt', 0.85, `tool ${tc.name} argument ${bad.path}=${JSON.stringify(bad.value.slice(0, 40))} carries symbol characters no identifier has`);
+  }
+  return undefined;
+}
+
+/** Tool arguments cut short: a string the model copied from the conversation, cut inside its token. */
+function cutArguments(call: LlmCall): Signal | undefined {
+  if (!call.hasContent || call.toolCalls.length === 0 || !call.input) return undefined;
+  const convo = [call.system ?? '', ...call.input.map((m) => m.parts.map((p) => (p.type === 'text' ? String((p as { content?: unknown }).content ?? '') : JSON.stringify(p))).join(' '))].join('\n');
+  for (const tc of call.toolCalls) {
+    let args: unknown;
+    try {
+      args = JSON.parse(tc.arguments);
+    } catch {
+      continue;
+    }
+    const leaves: { path: string; value: string }[] = [];
+    stringLeaves(args, '', leaves);
+    const cut = leaves.find((l) => cutFromConversation(l.value, convo));
+    if (cut) return sig('truncate', 0.85, `tool ${tc.name} argument ${cut.path}=${JSON.stringify(cut.value.slice(0, 40))} stops inside a value the conversation holds whole`);
+  }
+  return undefined;
+}
+
 function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): Signal[] {
   const out: Signal[] = [];
   const fl = call.faultline;
@@ -158,6 +228,10 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
       out.push(sig('empty', 0.6, `finish_reason=${toolReason} but no tool calls`));
     }
     out.push(...toolArgumentSignals(call, view));
+    const cut = cutArguments(call);
+    if (cut) out.push(cut);
+    const garbled = garbledArguments(call);
+    if (garbled) out.push(garbled);
   }
   if (delay) out.push(delay);
   return out;
@@ -279,6 +353,7 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     }
     signals.push(...findings);
     if (step?.kind === 'message') dropContradicted(step, signals);
+    if (step?.kind === 'llm') yieldRejection(signals);
     if (step?.kind === 'llm') {
       // Detectors' latency findings against a baseline: the same variance caveat as our own outlier check.
       const extreme = (delays.get(step)?.confidence ?? 0) >= 0.75;
@@ -287,6 +362,17 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     out.push({ span, step, stepKind: step?.kind ?? null, stepIndex: step?.step ?? null, signals });
   }
   return out;
+}
+
+/**
+ * A tool's rejection of the arguments says that they were wrong, not how: when the call's own content says how (cut,
+ * garbled, emptied, a wrong entity), that names the fault and the rejection is its consequence.
+ */
+function yieldRejection(signals: Signal[]): void {
+  const i = signals.findIndex((s) => s.faultType === 'schema' && s.source === 'metadata' && s.evidence.includes('rejected the arguments'));
+  if (i < 0) return;
+  const how = signals.some((s, j) => j !== i && s.confidence >= 0.55 && (s.faultType === 'truncate' || s.faultType === 'corrupt' || s.faultType === 'error' || s.faultType === 'semantic'));
+  if (how) signals.splice(i, 1);
 }
 
 /**

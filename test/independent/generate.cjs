@@ -92,14 +92,15 @@ const FAULTS = [
     }),
   },
   { name: 'inband_timeout', type: 'timeout', eligible: isText, make: (r) => ({ kind: 'inband', content: ['[TIMEOUT] The request timed out. The server did not respond within the expected time.', 'upstream request timeout', 'Error: the operation timed out after 30000 ms'][Math.floor(r() * 3)] }) },
-  { name: 'tool_timeout', type: 'timeout', eligible: isTool, make: () => ({ kind: 'inband', content: '[TIMEOUT] Connection dropped. The server did not respond.' }) },
+  { name: 'tool_timeout', rare: true, type: 'timeout', eligible: isTool, make: () => ({ kind: 'inband', content: '[TIMEOUT] Connection dropped. The server did not respond.' }) },
   { name: 'empty', type: 'empty', eligible: isText, make: () => ({ kind: 'empty' }) },
   { name: 'content_filter', type: 'empty', eligible: () => true, make: () => ({ kind: 'content_filter' }) },
-  { name: 'tool_drop', type: 'empty', eligible: isTool, make: () => ({ kind: 'tool_drop' }) },
+  { name: 'tool_drop', rare: true, type: 'empty', eligible: isTool, make: () => ({ kind: 'tool_drop' }) },
   { name: 'truncate_length', type: 'truncate', eligible: (reply, req) => isText(reply) && reply.text.length >= 60 && !req.stream, make: (r) => ({ kind: 'truncate', ratio: 0.3 + r() * 0.3 }) },
-  { name: 'stream_cut', type: 'truncate', eligible: (reply, req) => isText(reply) && req.stream === true && reply.text.split(/\s+/).length >= 12, make: (r) => ({ kind: 'stream_cut', fraction: 0.3 + r() * 0.4 }) },
+  { name: 'stream_cut', rare: true, type: 'truncate', eligible: (reply, req) => isText(reply) && req.stream === true && reply.text.split(/\s+/).length >= 12, make: (r) => ({ kind: 'stream_cut', fraction: 0.3 + r() * 0.4 }) },
   {
     name: 'tool_truncate',
+    rare: true,
     type: 'truncate',
     // Only arguments the model copied from the conversation: a cut elsewhere (a composed query) leaves no trace.
     eligible: (reply, req) => isTool(reply) && Object.values(JSON.parse(reply.toolCalls[0].arguments)).some((v) => typeof v === 'string' && v.length >= 6 && JSON.stringify(req.messages).includes(v)),
@@ -109,9 +110,10 @@ const FAULTS = [
       return { kind: 'tool_args', arguments: JSON.stringify(args) };
     },
   },
-  { name: 'tool_empty_args', type: 'error', eligible: (reply, req) => isTool(reply) && requiredOf(req, reply.toolCalls[0].name).length > 0, make: () => ({ kind: 'tool_args', arguments: '{}' }) },
+  { name: 'tool_empty_args', rare: true, type: 'error', eligible: (reply, req) => isTool(reply) && requiredOf(req, reply.toolCalls[0].name).length > 0, make: () => ({ kind: 'tool_args', arguments: '{}' }) },
   {
     name: 'tool_schema',
+    rare: true,
     type: 'schema',
     eligible: isTool,
     make: (r, reply) => {
@@ -131,9 +133,10 @@ const FAULTS = [
     },
   },
   { name: 'llm_schema', type: 'schema', eligible: isText, make: () => ({ kind: 'inband', content: '{"error": "content_policy_violation", "message": "This response has been filtered."}' }) },
-  { name: 'mojibake', type: 'corrupt', eligible: (reply) => isText(reply) && nonAscii(reply.text), make: () => ({ kind: 'mojibake' }) },
+  { name: 'mojibake', rare: true, workflows: ['trip'], type: 'corrupt', eligible: (reply) => isText(reply) && nonAscii(reply.text), make: () => ({ kind: 'mojibake' }) },
   {
     name: 'tool_corrupt',
+    rare: true,
     type: 'corrupt',
     eligible: (reply) => isTool(reply) && Object.values(JSON.parse(reply.toolCalls[0].arguments)).some((v) => typeof v === 'string' && v.length >= 5),
     make: (r, reply) => {
@@ -151,11 +154,13 @@ const FAULTS = [
   { name: 'stale_replay', type: 'stale', eligible: (_reply, _req, _meta, k) => k >= 2, make: () => ({ kind: 'stale' }) },
   {
     name: 'wrong_entity',
+    rare: true,
+    workflows: ['trip', 'support'],
     type: 'semantic',
     eligible: (reply, _req, meta) => isTool(reply) && meta?.entity !== undefined,
     make: (r, reply, _req, meta) => {
       const args = JSON.parse(reply.toolCalls[0].arguments);
-      args[meta.entity.key] = ['Springfield', 'Pyongyang', 'Timbuktu', 'Reykjavík'][Math.floor(r() * 4)];
+      args[meta.entity.key] = meta.entity.key === 'city' ? ['Springfield', 'Pyongyang', 'Timbuktu', 'Reykjavík'][Math.floor(r() * 4)] : `A-${10000 + Math.floor(r() * 89999)}`;
       return { kind: 'tool_args', arguments: JSON.stringify(args) };
     },
   },
@@ -174,9 +179,11 @@ function planTasks(n) {
     const slot = Math.floor(r() * all.length);
     let fault = clean ? undefined : FAULTS[slot];
     if (fault && fault.producers && !fault.producers.includes(producer)) fault = fault.type === 'timeout' ? FAULTS.find((f) => f.name === 'inband_timeout') : FAULTS.find((f) => f.name === 'inband_error');
+    const pickWorkflow = Math.floor(r() * names.length);
+    const allowed = fault?.workflows ?? names;
     tasks.push({
       id: `task-${String(i + 1).padStart(4, '0')}`,
-      workflow: names[Math.floor(r() * names.length)],
+      workflow: allowed.includes(names[pickWorkflow]) ? names[pickWorkflow] : allowed[pickWorkflow % allowed.length],
       fault,
       skip: r() < 0.4 ? 1 : 0,
       seed: Math.floor(r() * 2 ** 31),
@@ -285,7 +292,8 @@ async function main() {
         const f = task.fault;
         if (f && !fired && f.eligible(reply, body, meta, k)) {
           eligibleSeen++;
-          if (eligibleSeen > task.skip) {
+          // Faults with many eligible calls land on the first or the second; rare ones on the first they can.
+          if (eligibleSeen > (f.rare ? 0 : task.skip)) {
             fired = f;
             fault = f.make(r, reply, body, meta);
           }

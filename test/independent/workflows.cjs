@@ -140,7 +140,7 @@ async function support(ctx) {
     const messages = [{ role: 'system', content: 'You look up orders and policies for support agents.' }, { role: 'user', content: `Ticket (${triage.category}): ${complaint}` }];
     const calls = [{ id: ctx.callId(), name: 'find_order', arguments: JSON.stringify({ order_id: order }) }];
     if (triage.category !== 'shipping') calls.push({ id: ctx.callId(), name: 'get_refund_policy', arguments: '{}' });
-    const r1 = await ctx.llm({ messages, tools }, { toolCalls: calls });
+    const r1 = await ctx.llm({ messages, tools }, { toolCalls: calls }, { entity: { key: 'order_id', value: order } });
     const results = [];
     messages.push({ role: 'assistant', content: null, tool_calls: r1.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } })) });
     for (const tc of r1.toolCalls) {
