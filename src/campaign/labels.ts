@@ -11,5 +11,5 @@ export const ATTR_CAMPAIGN_TASK = 'faultline.campaign.task' as const;
 export const ATTR_CAMPAIGN_TOPOLOGY = 'faultline.campaign.topology' as const;
 export const ATTR_CAMPAIGN_ARM = 'faultline.campaign.arm' as const;
 export const ATTR_CAMPAIGN_REP = 'faultline.campaign.rep' as const;
-/** The run this faulted run is matched to (its clean twin), by task id. */
+/** The run's twin (the clean run of a faulted one, the faulted run of a clean one), by task id: on every run. */
 export const ATTR_CAMPAIGN_MATCHED = 'faultline.campaign.matched_task' as const;

@@ -6,6 +6,7 @@
  *
  * This module loads the examples (and the openai SDK they use): the CLI loads it only when a campaign runs.
  */
+import { createHash } from 'node:crypto';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -74,12 +75,15 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   let next = 0;
   let interrupted = false;
 
-  const idOf = (cellNo: number, faulted: boolean): string => `${campaignId}-${cellNo}-${faulted ? 'f' : 'c'}`;
+  // Task ids say nothing about which twin is faulted (they reach the spans: task, session and message ids).
+  const idOf = (cellNo: number, faulted: boolean): string => `${campaignId}-${createHash('sha256').update(`${campaignId}/${cellNo}/${faulted ? 1 : 0}`).digest('hex').slice(0, 10)}`;
   const runOne = async (cell: Cell, cellNo: number, faulted: boolean): Promise<RunRecord> => {
     const family = examples.FAMILIES[cell.family];
     const task = family.tasks.find((t: { id: string }) => t.id === cell.task);
     const taskId = idOf(cellNo, faulted);
     const matchedTo = faulted ? idOf(cellNo, false) : undefined;
+    // Each twin names the other, so the attribute is on every run (on faulted runs only, it would mark them).
+    const twin = idOf(cellNo, !faulted);
     const runNo = ++seq;
     harness.prepare(taskId, {
       plan: faulted ? planFor(cell.condition) : undefined,
@@ -96,7 +100,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       [ATTR_CAMPAIGN_ARM]: cell.arm,
       [ATTR_CAMPAIGN_REP]: cell.rep,
     };
-    if (matchedTo) attributes[ATTR_CAMPAIGN_MATCHED] = matchedTo;
+    attributes[ATTR_CAMPAIGN_MATCHED] = twin;
     const t0 = Date.now();
     let success = false;
     let reason = '';

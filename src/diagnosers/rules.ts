@@ -101,7 +101,9 @@ function toolArgumentSignals(call: LlmCall, view: TraceView): Signal[] {
   const out: Signal[] = [];
   const runs = executionsOf(call, view);
   call.toolCalls.forEach((tc, i) => {
-    const rejected = (runs.get(i) ?? []).find(rejectedArguments);
+    // A rejection the run recovered from (the tool ran again and succeeded) is not the run's fault.
+    const executions = runs.get(i) ?? [];
+    const rejected = executions.find((t) => rejectedArguments(t) && !view.tools.some((o) => o !== t && o.name === t.name && !o.failure && o.span.start >= t.span.end - 1));
     const why = rejected ? `${rejected.failure!.errorType ?? 'error'}: ${(rejected.failure!.message ?? '').slice(0, 100)}` : '';
     if (emptyArguments(tc.arguments)) {
       const def = call.tools.find((t) => t.name === tc.name);
