@@ -4,6 +4,7 @@
  * The independent evaluation set: labelled traces that faultline's producer, injector and examples did not make.
  *
  *   node test/independent/generate.cjs --producer contrib|traceloop|openinference --out DIR [--tasks N] [--seed S] [--fast]
+ *   node test/independent/generate.cjs --producer … --out DIR --suite cases --fast   (one task per fault + clean cases)
  *
  * One producer per process (each instrumentation patches the openai module). Small multi-agent workflows
  * (workflows.cjs) call the real openai client, instrumented by that producer's real package, against a loopback
@@ -33,6 +34,7 @@ const { values: argv } = parseArgs({
     fast: { type: 'boolean', default: false },
     concurrency: { type: 'string', default: '12' },
     only: { type: 'string' },
+    suite: { type: 'string', default: 'set' },
   },
 });
 if (!argv.producer || !PRODUCERS.includes(argv.producer) || !argv.out) {
@@ -168,8 +170,28 @@ const FAULTS = [
 
 // ------------------------------------------------------------------------------------------------ tasks
 
+const NO_FLAGS = { toolRetry: false, toolHandled: false, sdkRetry: false, derivedEntity: false, long: false, cjk: false, mentionsError: false, includeUsage: false };
+
+/** The test suite: each fault this producer can show once (on the trip planner, where every fault can fire), then
+ * clean runs with each tricky-but-valid variant. */
+function caseTasks() {
+  const tasks = [];
+  let i = 0;
+  const add = (workflow, fault, flags = {}) => tasks.push({ id: `case-${String(++i).padStart(3, '0')}`, workflow, fault, skip: 0, seed: 1000 + i, flags: { ...NO_FLAGS, ...flags } });
+  for (const f of FAULTS) if (!f.producers || f.producers.includes(producer)) add(f.name === 'wrong_entity' || f.name === 'tool_truncate' ? 'support' : 'trip', f);
+  add('trip', undefined);
+  add('trip', undefined, { toolRetry: true, long: true });
+  add('support', undefined, { toolHandled: true, mentionsError: true });
+  add('support', undefined, { sdkRetry: true });
+  add('research', undefined, { cjk: true, toolRetry: true });
+  add('ops', undefined, { long: true, includeUsage: true });
+  add('ops', undefined, { toolRetry: true, mentionsError: true });
+  return tasks;
+}
+
 /** The task list for a seed: the same for every producer, except producer-specific faults drawn from the same slot. */
 function planTasks(n) {
+  if (argv.suite === 'cases') return caseTasks();
   const r = mulberry32(seed);
   const names = Object.keys(WORKFLOWS);
   const all = FAULTS.map((f) => f.name);
