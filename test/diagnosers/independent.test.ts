@@ -19,6 +19,7 @@ import type { Diagnosis } from '../../src/diagnosers/types';
 import { readTraces } from '../../src/traces/read';
 import type { TraceRecord } from '../../src/traces/model';
 import { viewTrace } from '../../src/traces/view';
+import { toContribWithLogs, toOpenInference, toOpenLlmetryFlat } from './support/conventions';
 
 const PRODUCERS = ['contrib', 'traceloop', 'openinference'] as const;
 type Producer = (typeof PRODUCERS)[number];
@@ -117,5 +118,17 @@ describe('instrumentation-openai content lives in the logs file', () => {
     expect(viewTrace(empty(bare).trace).llm.every((c) => !c.hasContent)).toBe(true);
     expect(empty(bare).d.faultType).toBe('none');
     expect(empty(sets.get('contrib')!).d.faultType).toBe('empty');
+  });
+});
+
+describe('the same traces rewritten into the other conventions', () => {
+  const forms = { 'OpenLLMetry flat (gen_ai.prompt.N / gen_ai.completion.N)': toOpenLlmetryFlat, 'OpenInference (llm.*)': toOpenInference, 'instrumentation-openai (content as log records)': toContribWithLogs };
+  it.each(Object.entries(forms))('%s: the same diagnosis as in latest semconv', async (_name, rewrite) => {
+    const differ: string[] = [];
+    for (const { label, trace, d } of sets.get('traceloop')!) {
+      const r = await diagnoseTrace(rule, rewrite(trace));
+      if (r.faultType !== d.faultType || r.step !== d.step) differ.push(`${label.fault}: ${d.faultType}@${d.step} → ${r.faultType}@${r.step} (${r.evidence[0]})`);
+    }
+    expect(differ).toEqual([]);
   });
 });

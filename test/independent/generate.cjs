@@ -306,6 +306,7 @@ async function main() {
         const body = { model: 'gpt-4o-mini', messages: [...(req.system ? [{ role: 'system', content: req.system }] : []), ...req.messages] };
         if (req.tools) body.tools = req.tools;
         if (req.responseFormat) body.response_format = req.responseFormat;
+        if (req.maxTokens) body.max_tokens = req.maxTokens;
         if (req.stream) {
           body.stream = true;
           if (task.flags.includeUsage) body.stream_options = { include_usage: true };

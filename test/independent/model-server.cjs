@@ -99,7 +99,9 @@ async function startModelServer(opts) {
     const fault = script.fault;
     const transient = script.transient && script.attempts === 1 ? script.transient : undefined;
     const { message, finish } = shape(script.reply, fault);
-    const completion = tokensOf(message.content ?? '') + (message.tool_calls?.length ?? 0) * (8 + tokensOf(message.tool_calls?.[0]?.function.arguments));
+    let completion = tokensOf(message.content ?? '') + (message.tool_calls?.length ?? 0) * (8 + tokensOf(message.tool_calls?.[0]?.function.arguments));
+    // A cut at the token limit: the model spent max_tokens (when the request set it), or what the whole answer cost.
+    if (fault?.kind === 'truncate') completion = body.max_tokens ?? body.max_completion_tokens ?? tokensOf(script.reply.text);
     const wait = (opts.latency.base + opts.latency.perToken * completion) * opts.latency.jitter() + (fault?.kind === 'delay' ? fault.ms : 0);
     const requestId = `req_${opts.idOf(`${key}/${script.attempts}/req`)}`;
 

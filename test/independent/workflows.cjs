@@ -67,7 +67,7 @@ async function trip(ctx) {
   const derived = ctx.flag('derivedEntity') && c.city === 'Lisbon';
   const ask = derived ? `Plan ${days} days in the capital of Portugal from ${date}, with a budget of 900 ${from}.` : `Plan ${days} days in ${c.city} from ${date}, with a budget of 900 ${from}.`;
   const plan = await ctx.agent('planner', async () => {
-    const r = await ctx.llm({ system: 'You are a travel planner. Outline the days.', messages: [{ role: 'user', content: ask }] }, { text: ending(ctx, `Day 1: arrive and walk around ${derived ? 'the old town' : c.sight}. Day 2: museums and ${c.food}. ${days > 2 ? `Days 3-${days}: day trips and rest.` : ''}`.trim(), ctx.pick(['plain', 'plain', 'list', 'noperiod'])) });
+    const r = await ctx.llm({ system: 'You are a travel planner. Outline the days.', messages: [{ role: 'user', content: ask }], maxTokens: 300 }, { text: ending(ctx, `Day 1: arrive and walk around ${derived ? 'the old town' : c.sight}. Day 2: museums and ${c.food}. ${days > 2 ? `Days 3-${days}: day trips and rest.` : ''}`.trim(), ctx.pick(['plain', 'plain', 'list', 'noperiod'])) });
     return r.text;
   });
   const weather = await ctx.agent('weather', async () => {
@@ -200,7 +200,7 @@ async function research(ctx) {
   await ctx.agent('summarizer', async () => {
     for (const p of papers.length > 0 ? papers : [`${topic} (background)`]) {
       const cjk = ctx.flag('cjk');
-      const r = await ctx.llm({ system: 'Summarise the paper in two sentences.', messages: [{ role: 'user', content: `Summarise: ${p}` }] }, { text: cjk ? `本論文は${topic}について述べる。主な貢献は新しい評価手法である。` : ending(ctx, `The paper "${p}" studies ${topic} and reports a ${ctx.int(5, 40)}% improvement over the baseline. Its main limitation is the small evaluation set.`, ctx.pick(['plain', 'plain', 'noperiod'])) });
+      const r = await ctx.llm({ system: 'Summarise the paper in two sentences.', messages: [{ role: 'user', content: `Summarise: ${p}` }], maxTokens: 200 }, { text: cjk ? `本論文は${topic}について述べる。主な貢献は新しい評価手法である。` : ending(ctx, `The paper "${p}" studies ${topic} and reports a ${ctx.int(5, 40)}% improvement over the baseline. Its main limitation is the small evaluation set.`, ctx.pick(['plain', 'plain', 'noperiod'])) });
       summaries.push(r.text);
     }
   });

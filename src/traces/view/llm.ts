@@ -171,14 +171,17 @@ export function readLlmCall(span: SpanRecord, operation: string, step: number): 
   const fl = faultlineFacts(a);
 
   // Finish reasons.
-  const listed = list(a[ATTR_GEN_AI_RESPONSE_FINISH_REASONS]);
+  const listed = list(a[ATTR_GEN_AI_RESPONSE_FINISH_REASONS] ?? a['gen_ai.response.finish_reason']);
   let finishReasons = (listed ?? []).filter((f) => f !== '' && f !== 'null');
   let finishReasonsRecorded = listed !== undefined;
   if (finishReasons.length === 0) {
-    const oiReason = str(a, 'llm.finish_reason');
+    // Elsewhere: a single llm.* attribute some producers write, the output messages, the raw response (output.value).
+    const single = str(a, 'llm.finish_reason') ?? str(a, 'llm.stop_reason');
     const fromOutput = (output ?? []).map((m) => m.finish_reason).filter((f): f is string => typeof f === 'string' && f !== '');
-    if (oiReason) finishReasons = [oiReason];
+    const fromRaw = rawFinishReasons(a, oiOut);
+    if (single) finishReasons = [single];
     else if (fromOutput.length > 0) finishReasons = fromOutput;
+    else if (fromRaw.length > 0) finishReasons = fromRaw;
     if (finishReasons.length > 0) finishReasonsRecorded = true;
   }
 
@@ -234,6 +237,16 @@ export function readLlmCall(span: SpanRecord, operation: string, step: number): 
   if (failure) call.failure = failure;
   if (fl) call.faultline = fl;
   return call;
+}
+
+/** Finish reasons in a raw response kept as output.value: OpenAI `choices[].finish_reason`, or semconv messages. */
+function rawFinishReasons(a: Attributes, parsed: Record<string, unknown> | undefined): string[] {
+  if (parsed && Array.isArray(parsed.choices)) {
+    return parsed.choices.map((c) => (isObj(c) && typeof c.finish_reason === 'string' ? c.finish_reason : '')).filter((f) => f !== '');
+  }
+  const v = a['output.value'];
+  if (typeof v !== 'string' || !v.trimStart().startsWith('[') || v.length > 4_000_000) return [];
+  return (messagesValue(v, 'assistant') ?? []).map((m) => m.finish_reason ?? '').filter((f) => f !== '');
 }
 
 function pickNumber(o: Record<string, unknown> | undefined, ...keys: string[]): number | undefined {
