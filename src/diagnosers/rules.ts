@@ -121,7 +121,7 @@ function toolArgumentSignals(call: LlmCall, view: TraceView): Signal[] {
 }
 
 /** Characters that end a token of the conversation (a value the model would copy ends before one of these). */
-const TOKEN_END = /[\s"'`,;()[\]{}<>|]/;
+const TOKEN_END = /[\s"'`,;()[\]{}<>|\\]/;
 
 /**
  * Whether an argument string was cut from a value the conversation holds: every place the conversation has it, the
@@ -171,10 +171,16 @@ function garbledArguments(call: LlmCall): Signal | undefined {
   return undefined;
 }
 
+/** The raw text a message part carries (a tool result or tool-call arguments as written, not re-escaped). */
+function partText(p: { type: string; [k: string]: unknown }): string {
+  const v = p.type === 'text' ? p.content : p.type === 'tool_call' ? p.arguments : p.type === 'tool_call_response' ? (p.response ?? p.result) : undefined;
+  return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
+}
+
 /** Tool arguments cut short: a string the model copied from the conversation, cut inside its token. */
 function cutArguments(call: LlmCall): Signal | undefined {
   if (!call.hasContent || call.toolCalls.length === 0 || !call.input) return undefined;
-  const convo = [call.system ?? '', ...call.input.map((m) => m.parts.map((p) => (p.type === 'text' ? String((p as { content?: unknown }).content ?? '') : JSON.stringify(p))).join(' '))].join('\n');
+  const convo = [call.system ?? '', ...call.input.map((m) => m.parts.map(partText).join(' '))].join('\n');
   for (const tc of call.toolCalls) {
     let args: unknown;
     try {

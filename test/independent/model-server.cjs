@@ -151,10 +151,12 @@ async function startModelServer(opts) {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-request-id': requestId });
     res.write(chunk({ role: 'assistant', content: '' }, null));
     const cutAt = fault?.kind === 'stream_cut' ? Math.max(1, Math.floor(pieces.length * fault.fraction)) : pieces.length;
+    // Paced against the clock (not by chained sleeps, whose lateness would add up on a busy machine).
     const gap = Math.max(0, (wait - ttfb) / Math.max(1, pieces.length));
+    const t0 = Date.now();
     for (let i = 0; i < cutAt; i++) {
       res.write(chunk({ content: pieces[i] }, null));
-      if (gap >= 1 && i % 4 === 3) await sleep(gap * 4);
+      if (gap >= 1 && i % 4 === 3) await sleep(Math.max(0, t0 + (i + 1) * gap - Date.now()));
     }
     if (fault?.kind === 'stream_cut') {
       res.end(); // the server stops mid-answer: no finish reason, no [DONE]
