@@ -1,12 +1,14 @@
 /**
  * Message-fault rules: the signals of one inter-agent message step (non-delivery, duplicates, stale deliveries,
  * changes in transit), and the detector readings its own facts contradict. The rule diagnoser (rules.ts) calls
- * `messageSignals` and `dropContradicted` for every message step; the facts come from the layer
- * (src/traces/view/message.ts).
+ * `messageSignals(step, ctx)` for every message step and `reviewMessages(trace, verdicts)` once every span's signals
+ * are in; the facts come from the layer (src/traces/view/message.ts).
  *
  * This module is the `messages` helper's (message-fault diagnosis).
  */
+import type { TraceRecord } from '../traces/model';
 import type { MessageStep, TraceView } from '../traces/view';
+import type { SpanVerdict } from './rules';
 import { looksLikeTimeout } from '../traces/view';
 import { durationMs, failureSignal, guardEvents, type Signal } from './signals';
 
@@ -162,7 +164,7 @@ function guardSignals(msg: MessageStep): Signal[] {
  * `partial` when the "missing" keys reappear under other names (a rename is schema drift), and `duplicate` when the
  * extra copy carries another message id (an older message delivered again is a stale delivery, not a duplicate).
  */
-export function dropContradicted(msg: MessageStep, signals: Signal[]): void {
+function dropContradicted(msg: MessageStep, signals: Signal[]): void {
   const facts = msg.facts;
   const changes = facts.changes ?? [];
   const renamed = changes.some((c) => c.startsWith('removed:')) && changes.some((c) => c.startsWith('added:') || c.startsWith('type:'));
@@ -172,4 +174,9 @@ export function dropContradicted(msg: MessageStep, signals: Signal[]): void {
     (s.source === 'detector' && delivered && s.faultType === 'non_delivery') ||
     ((s.source === 'detection' || s.source === 'detector') && ((renamed && s.faultType === 'partial') || (sameIdCopies !== undefined && sameIdCopies <= 1 && s.faultType === 'duplicate')));
   for (let i = signals.length - 1; i >= 0; i--) if (drop(signals[i]!)) signals.splice(i, 1);
+}
+
+/** Once every span's signals are in: drop, on each message step, the detector readings its facts contradict. */
+export function reviewMessages(_trace: TraceRecord, verdicts: SpanVerdict[]): void {
+  for (const v of verdicts) if (v.step?.kind === 'message') dropContradicted(v.step, v.signals);
 }

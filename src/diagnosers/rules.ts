@@ -12,7 +12,7 @@ import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
 import { str, type SpanRecord, type TraceRecord } from '../traces/model';
 import { viewTrace, type LlmCall, type Step, type ToolStep, type TraceView } from '../traces/view';
-import { dropContradicted, messageSignals } from './messages';
+import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
 import { detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
 import { noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
@@ -360,7 +360,6 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
       }
     }
     signals.push(...findings);
-    if (step?.kind === 'message') dropContradicted(step, signals);
     if (step?.kind === 'llm') yieldRejection(signals);
     if (step?.kind === 'llm') {
       // Detectors' latency findings against a baseline: the same variance caveat as our own outlier check.
@@ -369,6 +368,7 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     }
     out.push({ span, step, stepKind: step?.kind ?? null, stepIndex: step?.step ?? null, signals });
   }
+  reviewMessages(trace, out);
   return out;
 }
 
