@@ -112,17 +112,39 @@ export function messagesValue(v: unknown, defaultRole = 'user'): GenAiMessage[] 
   return list.map((m) => toMessage(m, defaultRole)).filter((m): m is GenAiMessage => m !== undefined);
 }
 
+/** Every indexed family of an attribute set (`prefix.N.*` → prefix → indices), found in one pass over its keys. */
+const families = new WeakMap<Attributes, Map<string, Set<number>>>();
+
+function familiesOf(attrs: Attributes): Map<string, Set<number>> {
+  let f = families.get(attrs);
+  if (f) return f;
+  f = new Map();
+  const keys = Object.keys(attrs);
+  // Producers index from 0: a set with no `.0` segment has no family (the common case, checked cheaply).
+  if (!keys.some((k) => k.includes('.0.') || k.endsWith('.0'))) {
+    families.set(attrs, f);
+    return f;
+  }
+  for (const k of keys) {
+    // Every `.N.` (or trailing `.N`) segment names an index of the family before it (nested families too).
+    for (let i = k.indexOf('.'); i >= 0; i = k.indexOf('.', i + 1)) {
+      let j = i + 1;
+      while (j < k.length && k.charCodeAt(j) >= 48 && k.charCodeAt(j) <= 57) j++;
+      if (j === i + 1 || (j < k.length && k[j] !== '.')) continue;
+      const prefix = k.slice(0, i);
+      const set = f.get(prefix) ?? new Set<number>();
+      set.add(Number(k.slice(i + 1, j)));
+      f.set(prefix, set);
+    }
+  }
+  families.set(attrs, f);
+  return f;
+}
+
 /** Keys of an indexed family (`prefix.N.*`) present on the span, as the sorted list of indices. */
 function indices(attrs: Attributes, prefix: string): number[] {
-  const seen = new Set<number>();
-  const p = `${prefix}.`;
-  for (const k of Object.keys(attrs)) {
-    if (!k.startsWith(p)) continue;
-    const dot = k.indexOf('.', p.length);
-    const n = Number(k.slice(p.length, dot < 0 ? undefined : dot));
-    if (Number.isInteger(n) && n >= 0) seen.add(n);
-  }
-  return [...seen].sort((a, b) => a - b);
+  const set = familiesOf(attrs).get(prefix);
+  return set ? [...set].sort((a, b) => a - b) : [];
 }
 
 function s(attrs: Attributes, key: string): string | undefined {
