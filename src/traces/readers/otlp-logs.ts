@@ -93,8 +93,11 @@ export class LogJoin {
     this.records++;
   }
 
-  /** Read a logs file (OTLP/JSON document or JSON lines, gzip or not). Problems are TraceDataErrors naming the place. */
-  async readFile(file: string): Promise<void> {
+  /**
+   * Read a logs file (OTLP/JSON document or JSON lines, gzip or not). Problems are TraceDataErrors naming the place;
+   * with `onLineError`, a bad JSON line is reported and the next lines are still read (as for trace files).
+   */
+  async readFile(file: string, onLineError?: (err: TraceDataError) => void): Promise<void> {
     const src = await openSource(file);
     const text = src.head.toString('utf8').replace(/^\uFEFF/, '');
     const nl = text.indexOf('\n');
@@ -105,7 +108,12 @@ export class LogJoin {
       for await (const l of lines) {
         line++;
         if (!/\S/.test(l)) continue;
-        this.addDocument(parse(l, `line ${line}`), `line ${line}: `);
+        try {
+          this.addDocument(parse(l, `line ${line}`), `line ${line}: `);
+        } catch (err) {
+          if (onLineError === undefined || !(err instanceof TraceDataError)) throw err;
+          onLineError(err);
+        }
       }
       return;
     }
@@ -164,7 +172,7 @@ export async function readLogFiles(paths: readonly string[], onError: (file: str
       continue;
     }
     try {
-      await join.readFile(file);
+      await join.readFile(file, (err) => onError(file, err));
     } catch (err) {
       onError(file, err);
     }
