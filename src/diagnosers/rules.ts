@@ -80,9 +80,13 @@ function executionsOf(call: LlmCall, view: TraceView): Map<number, ToolStep[]> {
   return out;
 }
 
-/** A tool failure that says the arguments were rejected (not a transient or a lookup that found nothing). */
-const REJECTED_TYPE = /^(TypeError|ValidationError|ValueError|SyntaxError|ZodError|AssertionError|ArgumentError|InvalidArgument\w*|BadRequest\w*|SchemaError|JSONDecodeError|KeyError)$/i;
-const REJECTED_TEXT = /\b(invalid|must be|must look like|needs?|required|missing|expected|unexpected (key|argument|param\w*|field)|unknown (argument|param\w*|field|key)|not a valid|malformed|cannot parse|unexpected token)\b/i;
+/**
+ * A tool failure that says the arguments were rejected (not a transient, not a lookup that found nothing): an error
+ * type that means a bad argument, or a generic one (`ValueError`, `Error`) whose message says an argument is
+ * missing, required or invalid.
+ */
+const REJECTED_TYPE = /^(TypeError|ValidationError|SyntaxError|ZodError|SchemaError|JSONDecodeError|InvalidArgument\w*|BadRequest\w*|ArgumentError|ArgumentException)$/i;
+const REJECTED_TEXT = /\b(must be|must look like|needs?\b|(is |are )?required|missing (required )?(argument|param\w*|field|key|property|value)|expected (a |an )?(string|number|integer|boolean|object|array)|unexpected (key|argument|param\w*|field|keyword)|unknown (argument|param\w*|field|key)|invalid (argument|param\w*|value|input|type|format|json|schema)|not a valid|malformed|cannot parse|unexpected token)/i;
 
 function rejectedArguments(t: ToolStep): boolean {
   const f = t.failure;
@@ -221,7 +225,9 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
   if (!call.failure) {
     if (fl?.done === false && fl.chunks !== undefined) {
       out.push(sig('truncate', 0.85, `stream ended after ${fl.chunks} chunks without its terminal event`));
-    } else if (reasons.length === 0 && streamedSomething && (call.stream === true || call.finishReasonsRecorded)) {
+    } else if (reasons.length === 0 && streamedSomething && (call.finishReasonsRecorded || (call.stream === true && view.llm.some((c) => c !== call && c.finishReasons.length > 0)))) {
+      // Only where the producer records finish reasons (an empty list, or its other calls carry them): a convention
+      // without them (OpenInference's) says nothing by leaving them out.
       // Every complete answer carries a finish reason (a stream in its last chunk); the producer recorded none.
       out.push(sig('truncate', 0.85, `the ${call.stream === true ? 'streamed ' : ''}answer ended without a finish reason: the response stopped before its last chunk`));
     }
