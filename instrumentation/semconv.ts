@@ -164,8 +164,10 @@ export const ATTR_MESSAGING_DESTINATION_NAME = 'messaging.destination.name' as c
 export const ATTR_MESSAGING_MESSAGE_ID = 'messaging.message.id' as const;
 export const ATTR_MESSAGING_MESSAGE_BODY_SIZE = 'messaging.message.body.size' as const;
 
-// Task scope (a campaign run, or any explicit task scope from the API).
+// Task scope (a campaign run, any explicit task scope from the API, or a framework run).
 export const ATTR_FL_TASK_ID = 'faultline.task.id' as const;
+/** On an agent framework's guardrail span: whether its tripwire was triggered. */
+export const ATTR_FL_GUARDRAIL_TRIGGERED = 'faultline.guardrail.triggered' as const;
 
 // Online detections: one span event per finding. Diagnosers may read these.
 export const EVENT_FL_DETECTION = 'faultline.detection' as const;

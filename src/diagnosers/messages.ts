@@ -17,10 +17,12 @@
  *  - recovery: a failed or lost message the sender itself resent and got through, or a failed tool call the agent
  *    went on from, is reported as recovered, not as the run's fault.
  *
- * Every span is read through `readMessageSpan` (message-view.ts), never attribute by attribute here.
+ * Every span is read, and the ends of each message joined, by the layer (src/traces/view/message.ts: `readMessage`,
+ * `joinMessages`), never attribute by attribute here.
  */
 import type { FaultType } from '../taxonomy';
-import { isMessageSpan, str, type SpanRecord, type TraceRecord } from '../traces/model';
+import { str, type SpanRecord, type TraceRecord } from '../traces/model';
+import { edgeKey, guardEvents, looksLikeTimeout, viewTrace, type Content, type MessageExchange, type MessageFacts, type MessageStep, type PayloadFacts, type TraceView } from '../traces/view';
 import { ATTR_FL_MESSAGE_SIDE, ATTR_FL_TASK_ID } from '../../instrumentation/semconv';
 import { stringFormat } from '../../instrumentation/agents/shape';
 import {
@@ -32,9 +34,8 @@ import {
   intrinsicVerdict,
   type ChangeVerdict,
 } from './message-change';
-import { readMessageSpan, type MessageView, type PayloadFacts } from './message-view';
-import { durationMs } from './span-facts';
-import type { Signal, SpanVerdict } from './rules';
+import { durationMs, type Signal } from './signals';
+import type { SpanVerdict } from './rules';
 
 /**
  * A delivery this much slower than the trace's median delivery, and this many times it, arrived late. (In process a
@@ -55,7 +56,7 @@ const DELIVERY_TYPES: ReadonlySet<FaultType> = new Set(['stale', 'duplicate', 'n
 
 /** One copy that reached the receiver, from a receive span or from the sender span's delivered facts. */
 interface Copy {
-  view?: MessageView;
+  view?: MessageFacts;
   id?: string;
   taskId?: string;
   sessionId?: string;
@@ -67,17 +68,8 @@ interface Copy {
   readback: boolean;
 }
 
-interface Logical {
-  send?: MessageView;
-  receives: MessageView[];
-  /** The span that stands for the message (the sender's, else the first receive). */
-  step: SpanRecord;
-  start: number;
-  system: string;
-  source?: string;
-  target?: string;
-  /** A receive-only message whose id an earlier message of the edge already delivered, after other messages. */
-  replayOf?: Logical;
+/** A message (the layer's joined ends) and what the rules find out about it. */
+interface Logical extends MessageExchange {
   signals: Signal[];
   /** Both ends agree: delivered once, as sent. */
   intact: boolean;
@@ -107,10 +99,6 @@ function median(xs: readonly number[]): number | undefined {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-
-function edgeKey(l: Pick<Logical, 'source' | 'target' | 'system'>): string {
-  return `${l.system}|${l.source ?? ''}|${l.target ?? ''}`;
 }
 
 /** Transport failures that mean the request never got through (connection reset, refused, closed). */
@@ -178,7 +166,7 @@ function copiesOf(l: Logical, from: 'receiver' | 'wire' = 'receiver'): Copy[] {
 }
 
 /** The first captured delivered payload that is not the one sent. */
-function changedPayload(payloads: readonly string[], sent: PayloadFacts['content']): PayloadFacts['content'] {
+function changedPayload(payloads: readonly string[], sent: Content | undefined): Content | undefined {
   for (const text of payloads) {
     if (text === '' || text === sent?.text) continue;
     try {
@@ -191,7 +179,7 @@ function changedPayload(payloads: readonly string[], sent: PayloadFacts['content
 }
 
 /** The content of a copy when captured: a receive span's payload, or the sender span's delivered payload. */
-function copyContent(l: Logical, c: Copy, index: number): { ok: boolean; value?: unknown; text: string } | undefined {
+function copyContent(l: Logical, c: Copy, index: number): Content | undefined {
   if (c.payload?.content) return c.payload.content;
   const text = l.send?.delivered?.payloads?.[index];
   if (text === undefined || text === '') return undefined;
@@ -204,84 +192,6 @@ function copyContent(l: Logical, c: Copy, index: number): { ok: boolean; value?:
 
 function copyShape(l: Logical, c: Copy): readonly string[] | undefined {
   return c.payload?.shape ?? (c.view === undefined ? l.send?.delivered?.shape : undefined);
-}
-
-/** Join the trace's message spans into logical messages, in causal order. */
-function logicalMessages(trace: TraceRecord): Logical[] {
-  const byId = new Map(trace.spans.map((s) => [s.spanId, s]));
-  const views = trace.spans.filter(isMessageSpan).map((s) => readMessageSpan(s, byId));
-  const sends = new Map<string, Logical>();
-  const out: Logical[] = [];
-  const make = (v: MessageView): Logical => ({
-    ...(v.side !== 'receive' ? { send: v } : {}),
-    receives: v.side === 'receive' ? [v] : [],
-    step: v.span,
-    start: v.start,
-    system: v.system,
-    ...(v.source !== undefined ? { source: v.source } : {}),
-    ...((v.target ?? v.agent ?? v.tool) !== undefined ? { target: (v.target ?? v.agent ?? v.tool)! } : {}),
-    signals: [],
-    intact: false,
-    renamed: false,
-  });
-  for (const v of views) {
-    if (v.side === 'receive') continue;
-    const l = make(v);
-    sends.set(v.span.spanId, l);
-    out.push(l);
-  }
-  const sendsById = new Map<string, Logical[]>();
-  for (const l of out) if (l.send?.id !== undefined) sendsById.set(l.send.id, [...(sendsById.get(l.send.id) ?? []), l]);
-  /** The send of message `id` that was in flight when `r` arrived, else the latest one before it (a resend of one
-   * message id is another send). */
-  const sendOf = (id: string, r: MessageView): Logical | undefined => {
-    const candidates = sendsById.get(id) ?? [];
-    return candidates.find((l) => r.start >= l.step.start - 1 && r.start <= l.step.end + 1) ?? [...candidates].reverse().find((l) => l.step.start <= r.start + 1) ?? candidates[0];
-  };
-  const orphansById = new Map<string, Logical>();
-  for (const r of views) {
-    if (r.side !== 'receive') continue;
-    const peer = r.peers.map((p) => sends.get(p)).find((l) => l !== undefined);
-    // Without a link to the sender's span (a context propagated only to the calling agent, or none): the same
-    // message id names the send; else the call to the same agent or tool that was in flight when it arrived.
-    const paired =
-      peer ??
-      (r.id !== undefined && r.system !== 'channel' ? sendOf(r.id, r) : undefined) ??
-      (r.system !== 'channel' ? out.find((l) => l.send !== undefined && l.system === r.system && l.target !== undefined && l.target === (r.target ?? r.agent ?? r.tool) && r.start >= l.step.start - 1 && r.start <= l.step.end + 1) : undefined);
-    if (paired !== undefined) {
-      paired.receives.push(r);
-      continue;
-    }
-    const key = r.id !== undefined ? `${r.system}|${r.target ?? ''}|${r.id}` : undefined;
-    const earlier = key !== undefined ? orphansById.get(key) : undefined;
-    if (earlier !== undefined) {
-      const between = out.some((l) => l !== earlier && l.start > earlier.start && l.start < r.start && edgeKey(l) === edgeKey(earlier));
-      if (!between) {
-        earlier.receives.push(r);
-        continue;
-      }
-      const l = make(r);
-      l.replayOf = earlier;
-      out.push(l);
-      continue;
-    }
-    const l = make(r);
-    if (key !== undefined) orphansById.set(key, l);
-    out.push(l);
-  }
-  for (const l of out) {
-    l.receives.sort((a, b) => a.start - b.start);
-    if (!l.send && l.receives[0]) l.step = l.receives[0].span;
-    l.start = Math.min(l.step.start, ...l.receives.map((r) => r.start));
-    if (l.source === undefined) {
-      const s = l.receives.find((r) => r.source !== undefined)?.source;
-      if (s !== undefined) l.source = s;
-    }
-  }
-  // Causal order. Span clocks tick in milliseconds, and a fast in-process exchange sends several messages within one
-  // tick: there a message sent from inside a receiver's handling (deeper in the span tree) comes after.
-  const depth = (l: Logical): number => (l.send ?? l.receives[0])!.depth;
-  return out.sort((a, b) => Math.floor(a.start) - Math.floor(b.start) || depth(a) - depth(b) || a.start - b.start || (a.step.spanId < b.step.spanId ? -1 : 1));
 }
 
 /** The most common value among `values` when it has a strict majority of at least two; else undefined. */
@@ -374,8 +284,8 @@ function mirrorConflict(v: unknown, depth = 0): string | undefined {
   return undefined;
 }
 
-export function analyseMessages(trace: TraceRecord): MessageAnalysis {
-  const messages = logicalMessages(trace);
+export function analyseMessages(view: TraceView): MessageAnalysis {
+  const messages: Logical[] = view.exchanges.map((x) => ({ ...x, signals: [], intact: false, renamed: false }));
   const byStep = new Map<string, Logical>();
   const ofSpan = new Map<string, Logical>();
   for (const l of messages) {
@@ -383,7 +293,7 @@ export function analyseMessages(trace: TraceRecord): MessageAnalysis {
     if (l.send) ofSpan.set(l.send.span.spanId, l);
     for (const r of l.receives) ofSpan.set(r.span.spanId, l);
   }
-  if (messages.length > 0) diagnose(trace, messages);
+  if (messages.length > 0) diagnose(view.trace, messages);
   return {
     signalsFor(span) {
       return byStep.get(span.spanId)?.signals ?? [];
@@ -594,6 +504,10 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
         const mirror = mirrorConflict(content.value);
         if (mirror) out.push(sig('semantic', 0.75, `the message contradicts itself: ${mirror}`));
       }
+      // What the receiver's end establishes about the content names the change; a detector's other reading of the
+      // same content (a cut JSON text read as a truncated answer) is overruled, as with both ends.
+      const named = out.filter((s) => CONTENT_TYPES.has(s.faultType) && s.confidence >= 0.7).sort((a, b) => b.confidence - a.confidence)[0];
+      if (named) l.changeType = named.faultType;
     } else if (!selfCopy && send?.payload?.hash !== undefined && copies.length === 1 && copies[0]!.hash === send.payload.hash && foreign.length === 0 && !staleEnvelope) {
       l.intact = true;
     }
@@ -737,27 +651,42 @@ function review(verdicts: SpanVerdict[], ofSpan: Map<string, Logical>): void {
 
 // ------------------------------------------------------------------------------------------------ per-step hooks
 
-const analyses = new WeakMap<TraceRecord, MessageAnalysis>();
+const analyses = new WeakMap<TraceView, MessageAnalysis>();
 
-/** The analysis of a trace, computed once per trace object (the per-step hooks below share it). */
-export function messageAnalysis(trace: TraceRecord): MessageAnalysis {
-  let a = analyses.get(trace);
+/** The analysis of a trace, computed once per reading of it (the per-step hooks below share it). */
+export function messageAnalysis(view: TraceView): MessageAnalysis {
+  let a = analyses.get(view);
   if (!a) {
-    a = analyseMessages(trace);
-    analyses.set(trace, a);
+    a = analyseMessages(view);
+    analyses.set(view, a);
   }
   return a;
 }
 
+/** What a guard's action on a message span says happened. Only actions with one meaning; the others accompany
+ * detection events. A fault a protection recovered from is still the fault. */
+function guardSignals(span: SpanRecord): Signal[] {
+  const out: Signal[] = [];
+  for (const g of guardEvents(span)) {
+    const why = g.reason.slice(0, 120);
+    if (g.action === 'resubmit') {
+      out.push({ faultType: looksLikeTimeout(g.reason) ? 'timeout' : 'non_delivery', confidence: 0.9, evidence: `guard resubmitted: ${why}`, source: 'guard' });
+    } else if (g.action === 'duplicate_suppressed' || g.action === 'receipt_replayed') {
+      out.push({ faultType: 'duplicate', confidence: 0.9, evidence: `guard suppressed a duplicate: ${why}`, source: 'guard' });
+    }
+  }
+  return out;
+}
+
 /**
- * The per-step form the span-normalisation layer's rule loop calls (`messageSignals(step, { view })` for each message
- * step, `reviewMessages(trace, verdicts)` once at the end): the same analysis, shared per trace.
+ * The signals of one message step, for the rule loop (rules.ts): the message's, on the span that stands for it (none
+ * on its other ends), and what a guard did on this span.
  */
-export function messageSignals(msg: { span: SpanRecord }, ctx: { view: { trace: TraceRecord } }): Signal[] {
-  return messageAnalysis(ctx.view.trace).signalsFor(msg.span);
+export function messageSignals(msg: MessageStep, ctx: { view: TraceView }): Signal[] {
+  return [...messageAnalysis(ctx.view).signalsFor(msg.span), ...guardSignals(msg.span)];
 }
 
 /** Once every span's signals are in (see `MessageAnalysis.review`). */
 export function reviewMessages(trace: TraceRecord, verdicts: SpanVerdict[]): void {
-  messageAnalysis(trace).review(verdicts);
+  messageAnalysis(viewTrace(trace)).review(verdicts);
 }

@@ -12,6 +12,8 @@ import type { AgentMessage, DeliverStep } from '../../instrumentation/types';
 import { z } from 'zod';
 import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers/index';
 import { isFaultableSpan } from '../../src/plan/processor';
+import { detectSpans } from '../../detectors/from-span';
+import { messageObservation, viewTrace } from '../../src/traces/view';
 import { classifyChanges, compareContent, compareShapes, contractVerdict, intrinsicVerdict } from '../../src/diagnosers/message-change';
 import type { TraceRecord } from '../../src/traces/model';
 import { setupOtel } from '../support/otel';
@@ -226,6 +228,30 @@ describe('message faults from either end', () => {
       expect(d.faultType).toBe('none');
       expect(d.evidence.join(' ')).toMatch(/recovered/);
     }
+  });
+
+  it('the detectors read a receive span as a delivery: one observation per message, from whichever ends the trace holds', async () => {
+    const { trace } = await run(undefined, { capture: true });
+    const receives = new Set(trace.spans.filter((s) => s.attributes['faultline.message.side'] === 'receive').map((s) => s.spanId));
+    expect(receives.size).toBe(3);
+    const receiverOnly: TraceRecord = { traceId: trace.traceId, spans: trace.spans.filter((s) => !s.name.startsWith('handoff ')) };
+    for (const t of [trace, receiverSide(trace), receiverOnly]) {
+      const findings = [...detectSpans(t, { includeOnline: false })].flatMap(([id, fs]) => fs.map((f) => ({ id, ...f })));
+      expect(findings.filter((f) => f.faultType !== 'none')).toEqual([]);
+    }
+    // With the sender's span in the trace the message is observed on it, with the receive span's copy.
+    const x = viewTrace(receiverSide(trace)).exchanges[0]!;
+    expect(x.receives).toHaveLength(1);
+    expect(messageObservation(x)).toMatchObject({ spanId: x.send!.span.spanId, hasContent: true, facts: { deliveredCount: 1 } });
+    // Without it, the receive span is the message: one copy delivered.
+    const alone = viewTrace(receiverOnly).exchanges[0]!;
+    expect(messageObservation(alone)).toMatchObject({ spanId: alone.receives[0]!.span.spanId, delivered: [{ payload: { order_id: 'ORD-4711' } }], facts: { deliveredCount: 1 } });
+    const lost = await run(atSecond(async () => []), { capture: true });
+    const lostFindings = detectSpans(receiverSide(lost.trace), { includeOnline: false });
+    // A plain send record says nothing about delivery, so no detector reads it as lost; the rules know the channel's
+    // receiver records every delivery and none came.
+    expect([...lostFindings.values()].flat().filter((f) => f.faultType === 'non_delivery')).toEqual([]);
+    expect(await diagnose(receiverSide(lost.trace))).toMatchObject({ faultType: 'non_delivery', spanId: lost.sends[1] });
   });
 
   it('a receive span is never where the fault plan applies faults', async () => {
