@@ -223,7 +223,8 @@ function transitOf(l: Logical, traceStart: number): { ms: number; exact: boolean
 /**
  * The values of a payload that name something particular, by their last key, every value each key has (list
  * elements and JSON text inside the payload included): identifiers (a SKU, an order id, a UUID — no spaces, letters
- * and digits), dates and times, and numbers that are not small counts (an amount, a measurement).
+ * and digits). Amounts, measurements, scores and dates are attributes, not identities: an agent that decides its own
+ * value of a key of the same name (its own confidence, a new date, a figure it computed) contradicts nothing.
  */
 function identities(v: unknown, out: Map<string, Set<string>> = new Map(), depth = 0, key = ''): Map<string, Set<string>> {
   if (depth > 10) return out;
@@ -240,11 +241,9 @@ function identities(v: unknown, out: Map<string, Set<string>> = new Map(), depth
       } catch {
         /* not JSON after all */
       }
-    } else if (key !== '' && (((f === 'ident' || f === 'uuid' || f === 'hex') && /\d/.test(v) && /\D/.test(v) && v.length >= 3) || f === 'date' || f === 'datetime')) {
+    } else if (key !== '' && (f === 'ident' || f === 'uuid' || f === 'hex') && /\d/.test(v) && /\D/.test(v) && v.length >= 3) {
       put(v);
     }
-  } else if (typeof v === 'number') {
-    if (key !== '' && Number.isFinite(v) && (!Number.isInteger(v) || Math.abs(v) >= 100)) put(`#${v}`);
   } else if (Array.isArray(v)) {
     for (const x of v.slice(0, 64)) identities(x, out, depth + 1, key);
   } else if (v !== null && typeof v === 'object') {
@@ -497,10 +496,9 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
           const seen = pins.get(k);
           if (!seen || seen.size !== 1 || seen.has(v) || seenAnywhere(v)) return false;
           const [only, n] = [...seen][0]!;
-          const sameKind = only.startsWith('#') ? v.startsWith('#') : stringFormat(only) === stringFormat(v);
-          return (n >= 2 || senderGot?.get(k)?.has(only) === true) && sameKind;
+          return (n >= 2 || senderGot?.get(k)?.has(only) === true) && stringFormat(only) === stringFormat(v);
         });
-        if (swapped && anchored) out.push(sig('semantic', 0.7, `${swapped[0]} differs from the value the run's earlier messages agree on (${short([...pins.get(swapped[0])!.keys()][0]!.replace(/^#/, ''))}), while its other identities agree`));
+        if (swapped && anchored) out.push(sig('semantic', 0.7, `${swapped[0]} differs from the value the run's earlier messages agree on (${short([...pins.get(swapped[0])!.keys()][0]!)}), while its other identities agree`));
         const mirror = mirrorConflict(content.value);
         if (mirror) out.push(sig('semantic', 0.75, `the message contradicts itself: ${mirror}`));
       }

@@ -116,10 +116,10 @@ interface Run {
 }
 
 /** A three-step run over a channel with the given step: Picker → Packer → Shipper → Auditor. */
-async function run(step?: DeliverStep, options: { failOnce?: boolean; contract?: unknown; capture?: boolean } = {}): Promise<Run> {
+async function run(step?: DeliverStep, options: { failOnce?: boolean; contract?: unknown; capture?: boolean; order?: object; shipperSets?: object } = {}): Promise<Run> {
   const channel = new MessageChannel({ name: 'warehouse', captureMessageContent: options.capture === true, ...(step ? { steps: [step] } : {}) });
   let failed = false;
-  const order = { order_id: 'ORD-4711', sku: 'MUG-BLU-12', quantity: 3 };
+  const order = options.order ?? { order_id: 'ORD-4711', sku: 'MUG-BLU-12', quantity: 3 };
   channel.on('Packer', (m) => runAgent('Packer', () => channel.send({ source: 'Packer', target: 'Shipper', sessionId: 's-1', version: 1, payload: { ...(m.payload as object), box: 'B-12' } })));
   channel.on(
     'Shipper',
@@ -129,7 +129,7 @@ async function run(step?: DeliverStep, options: { failOnce?: boolean; contract?:
           failed = true;
           throw new Error('label printer offline');
         }
-        await channel.send({ source: 'Shipper', target: 'Auditor', sessionId: 's-1', version: 1, payload: { ...(m.payload as object), tracking: 'TRK-889901' } });
+        await channel.send({ source: 'Shipper', target: 'Auditor', sessionId: 's-1', version: 1, payload: { ...(m.payload as object), tracking: 'TRK-889901', ...options.shipperSets } });
       }),
     options.contract !== undefined ? { contract: options.contract } : {},
   );
@@ -170,6 +170,14 @@ describe('message faults from either end', () => {
     // the same order — an identity its sender never received.
     const captured = await run(swap(), { capture: true });
     expect(await diagnose(receiverSide(captured.trace))).toMatchObject({ faultType: 'semantic', spanId: captured.sends[1] });
+  });
+
+  it('an agent’s own value under a key earlier messages carried (a new date, a figure it computed) is no change', async () => {
+    // Amounts and dates are attributes an agent decides, not identities of what the run is about: from the
+    // receiver's end the Shipper's earlier ship-by date and its own total contradict nothing.
+    const order = { order_id: 'ORD-4711', sku: 'MUG-BLU-12', quantity: 3, price: 12.5, ship_by: '2027-03-14' };
+    const { trace } = await run(undefined, { capture: true, order, shipperSets: { price: 37.5, ship_by: '2027-03-12' } });
+    for (const t of [trace, emitted(trace), receiverSide(trace)]) expect((await diagnose(t)).faultType).toBe('none');
   });
 
   it('keys missing: the receiver’s own contract names it from its end alone', async () => {
