@@ -21,6 +21,7 @@ import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers/index';
 import type { TraceRecord } from '../../src/traces/model';
 import { setupOtel, type TestOtel } from '../support/otel';
 import { toTraces } from '../support/to-traces';
+import { researchRun, startResearchModel, type ResearchDesk } from './support/llm-workflow';
 import { int, rng } from './support/operators';
 import { contentFree, newScore, rate, record, VIEWS, type Score, type ViewName } from './support/views';
 import {
@@ -58,6 +59,7 @@ let otel: TestOtel;
 let inst: FaultlineInstrumentation;
 let a2a: A2aAgent;
 let mcp: McpTools;
+let desk: ResearchDesk;
 const labels: Label[] = [];
 const traces = new Map<string, TraceRecord>();
 
@@ -75,11 +77,14 @@ beforeAll(async () => {
   inst.enable();
   a2a = await startFactChecker();
   mcp = await startInventory();
+  desk = await startResearchModel();
   const channelPool: Pool = new Map();
   const wirePool: WirePool = new Map();
   const specs: WorkflowSpec[] = [
     { name: 'trip-booking', messages: 5, clean: 8, recovered: 4, perFault: 3, faults: FAULT_KINDS, run: (p) => travelRun(p, channelPool) },
     { name: 'incident-triage', messages: 4, clean: 6, recovered: 0, perFault: 2, faults: FAULT_KINDS, run: (p) => triageRun(p, channelPool) },
+    // Every message decided by a model call (the real openai client), the researcher's also by a tool it runs.
+    { name: 'equity-research', messages: 4, clean: 6, recovered: 2, perFault: 2, faults: FAULT_KINDS, run: (p) => researchRun(desk, p, channelPool) },
     { name: 'fact-check', messages: 3, clean: 5, recovered: 3, perFault: 2, faults: FAULT_KINDS, run: (p) => factCheckRun(a2a, p, wirePool) },
     // MCP calls carry no envelope to replay from another session: no stale replay there.
     { name: 'inventory-reservation', messages: 3, clean: 4, recovered: 4, perFault: 2, faults: FAULT_KINDS.filter((f) => f !== 'stale'), run: (p) => inventoryRun(mcp, p, wirePool) },
@@ -115,6 +120,7 @@ afterAll(async () => {
   inst?.disable();
   await a2a?.close();
   await mcp?.close();
+  await desk?.close();
   await otel?.shutdown();
 });
 

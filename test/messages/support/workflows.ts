@@ -59,7 +59,7 @@ export interface Label {
   note: string;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 // ------------------------------------------------------------------------------------------------ payload vocabulary
 
@@ -78,7 +78,7 @@ const NOTES: (string | null)[] = [
 const SERVICES = ['checkout-api', 'search', 'payments', 'auth-gateway', 'inventory-sync'];
 const SEVERITY = ['P1', 'P2', 'P3'];
 
-const code = (r: Rng, prefix: string, n: number): string => `${prefix}-${Array.from({ length: n }, () => 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789'[int(r, 0, 31)]).join('')}`;
+export const code = (r: Rng, prefix: string, n: number): string => `${prefix}-${Array.from({ length: n }, () => 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789'[int(r, 0, 31)]).join('')}`;
 const isoAt = (base: number, offsetMin: number): string => new Date(base + offsetMin * 60_000).toISOString();
 
 // ------------------------------------------------------------------------------------------------ the channel's proxy
@@ -86,7 +86,7 @@ const isoAt = (base: number, offsetMin: number): string => new Date(base + offse
 /** Messages of earlier runs, per workflow and message index: what a stale replay or an entity swap draws on. */
 export type Pool = Map<string, AgentMessage>;
 
-interface ChannelRun {
+export interface ChannelRun {
   sent: number;
   spanId?: string;
   applied: boolean;
@@ -98,7 +98,7 @@ interface ChannelRun {
  * A delivery step between sender and receiver, as a proxy in the process would sit: it makes the planned fault on the
  * planned message and passes every other message on unchanged.
  */
-function channelProxy(workflow: string, plan: RunPlan, run: ChannelRun, pool: Pool): DeliverStep {
+export function channelProxy(workflow: string, plan: RunPlan, run: ChannelRun, pool: Pool): DeliverStep {
   const r = rng(plan.seed * 7919 + 1);
   return async (message, ctx, next) => {
     const index = ++run.sent;
@@ -347,7 +347,7 @@ export async function triageRun(plan: RunPlan, pool: Pool): Promise<Label> {
   return label(traceId, 'channel', 'incident-triage', plan, run);
 }
 
-function label(traceId: string, protocol: Protocol, workflow: string, plan: RunPlan, run: { applied: boolean; note: string; spanId?: string; at?: number }): Label {
+export function label(traceId: string, protocol: Protocol, workflow: string, plan: RunPlan, run: { applied: boolean; note: string; spanId?: string; at?: number }): Label {
   const at = run.at ?? plan.at;
   return {
     traceId,
