@@ -1,0 +1,206 @@
+/**
+ * The request body of a dispatch as the span layer reads it, without ever holding it back.
+ *
+ * A body at hand (a string or bytes, as `undici.request` and the SDKs built on it pass) is read where it is. A streamed
+ * body (what Node's fetch always passes: an async iterable, even for a string) is pulled once, for its first chunk;
+ * fetch hands over a string or buffer body as exactly one chunk, so with its `content-length` that chunk is known to be
+ * the whole body. Anything else flows on as the application produces it: the first result is replayed and the rest
+ * passes through a tee that keeps a bounded copy. A body that finishes only after the response starts, or a 512 MB
+ * upload, is never waited for nor kept whole.
+ */
+import type { Dispatcher } from 'undici';
+
+/** The most of a streamed request body kept for reading; past it the copy is dropped and the body flows on. */
+export const MAX_REQUEST_COPY_BYTES = 32 * 1024 * 1024;
+
+export type RequestBody =
+  /** No body, a string or bytes: read in place. */
+  | { readonly kind: 'bytes'; readonly bytes: Buffer }
+  /** An async iterable (fetch's body, a Readable): read as it flows. */
+  | { readonly kind: 'stream'; readonly iterator: AsyncIterator<unknown> }
+  /** FormData, a Blob, a sync iterable: never read, so never recognised. */
+  | { readonly kind: 'opaque' };
+
+const EMPTY = Buffer.alloc(0);
+
+export function requestBody(body: unknown): RequestBody {
+  if (body == null) return { kind: 'bytes', bytes: EMPTY };
+  const bytes = asBytes(body);
+  if (bytes !== undefined) return { kind: 'bytes', bytes };
+  const iterate = (body as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator];
+  if (typeof iterate === 'function') return { kind: 'stream', iterator: iterate.call(body) };
+  return { kind: 'opaque' };
+}
+
+/** A chunk as bytes (a view, no copy); undefined when it is neither a string nor bytes. */
+export function asBytes(chunk: unknown): Buffer | undefined {
+  if (typeof chunk === 'string') return Buffer.from(chunk);
+  if (Buffer.isBuffer(chunk)) return chunk;
+  if (chunk instanceof Uint8Array) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  return undefined;
+}
+
+/** What the first pull of a streamed body gave: a chunk, the end, or the stream's error. */
+export type FirstPull = { readonly done: true } | { readonly done: false; readonly value: unknown } | { readonly error: unknown };
+
+export function pullFirst(iterator: AsyncIterator<unknown>): Promise<FirstPull> {
+  return iterator.next().then(
+    (r): FirstPull => (r.done ? { done: true } : { done: false, value: r.value }),
+    (error: unknown): FirstPull => ({ error }),
+  );
+}
+
+/**
+ * The whole body, when the first pull holds all of it: the stream ended, or its one chunk is as long as the
+ * `content-length` the request declares (fetch's string and buffer bodies). Undefined for a body still flowing.
+ */
+export function completeAfterFirst(first: FirstPull, contentLength: string | undefined): Buffer | undefined {
+  if ('error' in first) return undefined;
+  if (first.done) return EMPTY;
+  const bytes = asBytes(first.value);
+  if (bytes === undefined || contentLength === undefined) return undefined;
+  return Number(contentLength) === bytes.length ? bytes : undefined;
+}
+
+/** Let a stream whose whole body was taken from its first pull run to its end (fetch does its bookkeeping there). */
+export function drain(iterator: AsyncIterator<unknown>): void {
+  const step = (): void => {
+    iterator.next().then(
+      (r) => (r.done ? undefined : step()),
+      () => undefined,
+    );
+  };
+  step();
+}
+
+/** A bounded copy of a streamed body, kept while it flows; `onComplete` gets it once the stream ended. */
+export class BodyCopy {
+  #chunks: Buffer[] | undefined = [];
+  #bytes = 0;
+
+  constructor(
+    private readonly onComplete: (body: Buffer) => void,
+    private readonly max = MAX_REQUEST_COPY_BYTES,
+  ) {}
+
+  push(chunk: unknown): void {
+    if (this.#chunks === undefined) return;
+    const bytes = asBytes(chunk);
+    if (bytes === undefined || this.#bytes + bytes.length > this.max) {
+      this.#chunks = undefined;
+      return;
+    }
+    this.#chunks.push(bytes);
+    this.#bytes += bytes.length;
+  }
+
+  end(): void {
+    const chunks = this.#chunks;
+    this.#chunks = undefined;
+    if (chunks !== undefined) this.onComplete(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#bytes));
+  }
+
+  /** The stream failed or was cancelled: nothing to read. */
+  abandon(): void {
+    this.#chunks = undefined;
+  }
+}
+
+/**
+ * The stream again for the dispatcher below: the first pull's result (a chunk, or the error the application's stream
+ * threw, so the call fails as it would have), then the rest, pulled only when the dispatcher asks for it, each chunk
+ * also handed to `copy`. Cancelling it (an aborted request) cancels the application's stream.
+ */
+export function resumeStream(first: FirstPull, iterator: AsyncIterator<unknown>, copy?: BodyCopy): Dispatcher.DispatchOptions['body'] {
+  // undici sends any async iterable body (its types name only Readable).
+  return resumed(first, iterator, copy) as unknown as Dispatcher.DispatchOptions['body'];
+}
+
+async function* resumed(first: FirstPull, iterator: AsyncIterator<unknown>, copy: BodyCopy | undefined): AsyncGenerator<unknown, void, undefined> {
+  let finished = false;
+  try {
+    if ('error' in first) {
+      finished = true;
+      throw first.error;
+    }
+    if (!first.done) {
+      copy?.push(first.value);
+      yield first.value;
+      for (;;) {
+        let r: IteratorResult<unknown>;
+        try {
+          r = await iterator.next();
+        } catch (err) {
+          finished = true;
+          throw err;
+        }
+        if (r.done) break;
+        copy?.push(r.value);
+        yield r.value;
+      }
+    }
+    finished = true;
+    copy?.end();
+  } finally {
+    if (!finished) {
+      copy?.abandon();
+      void Promise.resolve(iterator.return?.()).catch(() => undefined);
+    } else if (copy !== undefined) {
+      copy.abandon();
+    }
+  }
+}
+
+type Headers = Dispatcher.DispatchOptions['headers'];
+
+/**
+ * `headers` with `content-length` set to `length` (a rewritten body), in the caller's shape (an object, a flat
+ * name/value list, a list of pairs, or an iterable of pairs), every other header kept in its place. A repeated
+ * `content-length` is collapsed into one; a missing one is added.
+ */
+export function withContentLength(headers: Headers, length: number): Headers {
+  const value = String(length);
+  const isLength = (k: unknown): boolean => String(k).toLowerCase() === 'content-length';
+  if (headers == null) return { 'content-length': value };
+  if (Array.isArray(headers)) {
+    if (headers.length > 0 && Array.isArray(headers[0])) {
+      const pairs: [unknown, unknown][] = [];
+      let set = false;
+      for (const [k, v] of headers as unknown as [unknown, unknown][]) {
+        if (!isLength(k)) pairs.push([k, v]);
+        else if (!set) {
+          pairs.push([k, value]);
+          set = true;
+        }
+      }
+      if (!set) pairs.push(['content-length', value]);
+      return pairs as unknown as Headers;
+    }
+    const flat: unknown[] = [];
+    let set = false;
+    for (let i = 0; i + 1 < headers.length; i += 2) {
+      if (!isLength(headers[i])) flat.push(headers[i], headers[i + 1]);
+      else if (!set) {
+        flat.push(headers[i], value);
+        set = true;
+      }
+    }
+    if (!set) flat.push('content-length', value);
+    return flat as Headers;
+  }
+  const entries: Iterable<[string, unknown]> =
+    typeof (headers as Partial<Iterable<unknown>>)[Symbol.iterator] === 'function'
+      ? (headers as Iterable<[string, unknown]>)
+      : Object.entries(headers as Record<string, unknown>);
+  const out: Record<string, unknown> = {};
+  let set = false;
+  for (const [k, v] of entries) {
+    if (!isLength(k)) out[k] = v;
+    else if (!set) {
+      out[k] = value;
+      set = true;
+    }
+  }
+  if (!set) out['content-length'] = value;
+  return out as Headers;
+}
