@@ -395,7 +395,7 @@ class LiveExchange implements Exchange {
   }
 
   /** The whole request body is known (at hand from the start, or copied as it flowed). */
-  get bodyComplete(): boolean {
+  get requestBodyComplete(): boolean {
     return this.#complete;
   }
 

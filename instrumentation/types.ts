@@ -124,8 +124,13 @@ export interface Exchange {
   readonly provider: string;
   readonly url: URL;
   readonly method: string;
-  /** Request body exactly as the application sent it. */
+  /**
+   * Request body exactly as the application sent it. A streamed body is read as it flows: until
+   * `requestBodyComplete`, this is empty (and `request` undefined).
+   */
   readonly requestBody: Buffer;
+  /** The whole request body is in `requestBody` (always, for a body that was not streamed). */
+  readonly requestBodyComplete?: boolean;
   /** Parsed JSON request body (undefined if it was not JSON). */
   readonly request: unknown;
   readonly stream: boolean;
