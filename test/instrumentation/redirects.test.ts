@@ -10,7 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOnlineDetection } from '../../detectors/online';
 import { FaultlineInstrumentation } from '../../instrumentation';
 import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers';
-import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
+import { corpusReply, startLlmServer, type LlmServer, type Reply } from '../support/llm-server';
 import { loadCorpus, recordBody } from '../support/corpus';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 import { toTraces } from '../support/to-traces';
@@ -102,7 +102,7 @@ describe('a redirecting gateway', () => {
   });
 
   it('parallel calls redirected to the same URL each get their own answer', async () => {
-    server.respond((req) => {
+    server.respond((req): Reply => {
       if (req.url.startsWith('/v1/')) return { status: 307, headers: { location: '/v2/chat/completions' }, body: '' };
       const { model } = JSON.parse(req.body.toString()) as { model: string };
       const body = structuredClone(rec.response) as { model: string; id: string };
