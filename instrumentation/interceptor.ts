@@ -103,9 +103,11 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       const body = requestBody(opts.body);
       if (body.kind === 'opaque') return dispatch(opts, handler);
       if (body.kind === 'bytes') return begin(opts, handler, match, parent, t0, body.bytes, undefined);
-      // A streamed body (fetch's, always): its first pull decides whether it is at hand whole or still flowing.
       const m = match;
       const iterator = body.iterator;
+      // A streamed body of unknown length is never waited for: it flows, and only what the URL says starts the span.
+      if (m.headers['content-length'] === undefined) return begin(opts, handler, m, parent, t0, undefined, { first: undefined, iterator });
+      // Of known length (fetch's string and buffer bodies): its first pull tells whether it is at hand whole.
       void pullFirst(iterator).then((first) => {
         let whole: Buffer | undefined;
         try {
@@ -132,10 +134,11 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       parent: Context,
       t0: number,
       whole: Buffer | undefined,
-      flowing: { first: FirstPull; iterator: AsyncIterator<unknown> } | undefined,
+      flowing: { first: FirstPull | undefined; iterator: AsyncIterator<unknown> } | undefined,
     ): boolean {
-      // The untouched call, should we hand it back: a flowing body resumes where its first pull left it.
-      const untouched = (): Dispatcher.DispatchOptions => (flowing ? { ...opts, body: resumeStream(flowing.first, flowing.iterator) } : opts);
+      // The untouched call, should we hand it back: a flowing body resumes where its first pull (if any) left it.
+      const untouched = (): Dispatcher.DispatchOptions =>
+        flowing?.first !== undefined ? { ...opts, body: resumeStream(flowing.first, flowing.iterator) } : opts;
       let opened: LiveExchange | undefined;
       try {
         opened = openExchange(match, parent, t0, whole, options);

@@ -2,11 +2,12 @@
  * The request body of a dispatch as the span layer reads it, without ever holding it back.
  *
  * A body at hand (a string or bytes, as `undici.request` and the SDKs built on it pass) is read where it is. A streamed
- * body (what Node's fetch always passes: an async iterable, even for a string) is pulled once, for its first chunk;
- * fetch hands over a string or buffer body as exactly one chunk, so with its `content-length` that chunk is known to be
- * the whole body. Anything else flows on as the application produces it: the first result is replayed and the rest
- * passes through a tee that keeps a bounded copy. A body that finishes only after the response starts, or a 512 MB
- * upload, is never waited for nor kept whole.
+ * body (what Node's fetch always passes: an async iterable, even for a string) of known length is pulled once, for its
+ * first chunk: fetch hands over a string or buffer body as exactly one chunk, its `content-length` telling that chunk
+ * is all of it. A body of unknown length is not waited for at all (its first chunk may come only once the response
+ * has, as a duplex client does). Anything else flows on as the application produces it: a first result taken is
+ * replayed and the rest passes through a tee that keeps a bounded copy. A body that finishes only after the response
+ * starts, or a 512 MB upload, is never waited for nor kept whole.
  */
 import type { Dispatcher } from 'undici';
 
@@ -107,25 +108,27 @@ export class BodyCopy {
 }
 
 /**
- * The stream again for the dispatcher below: the first pull's result (a chunk, or the error the application's stream
- * threw, so the call fails as it would have), then the rest, pulled only when the dispatcher asks for it, each chunk
- * also handed to `copy`. Cancelling it (an aborted request) cancels the application's stream.
+ * The stream again for the dispatcher below: the first pull's result if one was taken (a chunk, or the error the
+ * application's stream threw, so the call fails as it would have), then the rest, pulled only when the dispatcher asks
+ * for it, each chunk also handed to `copy`. Cancelling it (an aborted request) cancels the application's stream.
  */
-export function resumeStream(first: FirstPull, iterator: AsyncIterator<unknown>, copy?: BodyCopy): Dispatcher.DispatchOptions['body'] {
+export function resumeStream(first: FirstPull | undefined, iterator: AsyncIterator<unknown>, copy?: BodyCopy): Dispatcher.DispatchOptions['body'] {
   // undici sends any async iterable body (its types name only Readable).
   return resumed(first, iterator, copy) as unknown as Dispatcher.DispatchOptions['body'];
 }
 
-async function* resumed(first: FirstPull, iterator: AsyncIterator<unknown>, copy: BodyCopy | undefined): AsyncGenerator<unknown, void, undefined> {
+async function* resumed(first: FirstPull | undefined, iterator: AsyncIterator<unknown>, copy: BodyCopy | undefined): AsyncGenerator<unknown, void, undefined> {
   let finished = false;
   try {
-    if ('error' in first) {
+    if (first !== undefined && 'error' in first) {
       finished = true;
       throw first.error;
     }
-    if (!first.done) {
-      copy?.push(first.value);
-      yield first.value;
+    if (first === undefined || !first.done) {
+      if (first !== undefined) {
+        copy?.push(first.value);
+        yield first.value;
+      }
       for (;;) {
         let r: IteratorResult<unknown>;
         try {

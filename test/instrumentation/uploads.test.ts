@@ -206,6 +206,33 @@ describe('a streamed body that is ours', () => {
   });
 });
 
+describe('a streamed body and the response', () => {
+  it('an abort mid-upload fails the call at once and ends the span as aborted (the body never finishes)', async () => {
+    server.respond(async (upload, res) => {
+      await upload.done.catch(() => undefined);
+      res.end();
+    });
+    const whole = chatBody(4000);
+    let sent = false;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent) return new Promise<void>(() => undefined); // the rest never comes
+        sent = true;
+        controller.enqueue(new Uint8Array(whole.subarray(0, 1000)));
+      },
+    });
+    const ac = new AbortController();
+    const next = server.next();
+    const call = fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half', signal: ac.signal } as RequestInit);
+    await deadline((await deadline(next, 5000, 'request')).first, 5000, 'first chunk');
+    ac.abort();
+    const err = await deadline(call.then(() => undefined, (e: unknown) => e), 3000, 'aborted call');
+    expect((err as Error).name).toBe('AbortError');
+    const [span] = ours(await otel.waitForSpans((s) => ours(s).length === 1, 3000));
+    expect(span?.attributes['faultline.response.aborted']).toBe(true);
+  });
+});
+
 describe('byte identity of uploads', () => {
   const SIZES = [0, 1, 1000, 65_535, 65_536, 65_537, 1 << 20, 5 << 20];
   // Pieces of 1 byte only for small bodies: fetch takes seconds to send 64 KB a byte at a time.
