@@ -34,13 +34,14 @@ import type { GenAiMetrics } from './metrics';
 import { protocols as defaultProtocols } from './protocols';
 import { serverPort } from './providers/request-attributes';
 import { headerValue, MAX_PARSE_BYTES } from './providers/response-body';
-import { BodyCopy, completeAfterFirst, drain, pullFirst, requestBody, resumeStream, withContentLength, type FirstPull } from './request-body';
+import { BodyCopy, completeAfterFirst, drain, pullFirst, requestBody, resumeStream, withContentLength, type FirstPull, type RequestBody } from './request-body';
 import {
   ATTR_ERROR_TYPE,
   ATTR_FL_REQUEST_RETRY_COUNT,
   ATTR_FL_RESPONSE_BODY_BYTES,
   ATTR_GEN_AI_OPERATION_NAME,
   ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK,
   ATTR_HTTP_REQUEST_RESEND_COUNT,
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
@@ -102,6 +103,12 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       const parent = context.active();
       const body = requestBody(opts.body);
       if (body.kind === 'opaque') return dispatch(opts, handler);
+      // No step decides on the request before it leaves: send it first and read it after. The span starts from what
+      // the URL says (a module that needs the body to tell, JSON-RPC, is read first instead).
+      if (steps.length === 0) {
+        const early = safely(log, 'span start', () => openExchange(match, parent, t0, undefined, options), undefined);
+        if (early !== undefined) return sendFirst(opts, handler, early, body);
+      }
       if (body.kind === 'bytes') return begin(opts, handler, match, parent, t0, body.bytes, undefined);
       const m = match;
       const iterator = body.iterator;
@@ -161,6 +168,34 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       const tap = new ExchangeTap(exchange, options, followUps);
       // The body generator is not started until the dispatcher pulls it, so the fallback may still send it.
       return send(sendOpts, handler, tap, () => (flowing ? { ...opts, body: sendOpts.body } : opts));
+    }
+
+    /**
+     * Send a call whose span has started from its URL, then read its body: one at hand right after it was handed to
+     * the dispatcher; a streamed one of known length from its first pull, taken alongside the dispatcher's and read
+     * once the request is written (a call that fails before its body is sent still gets its model); any other as it
+     * flows past.
+     */
+    function sendFirst(opts: Dispatcher.DispatchOptions, handler: Handler, exchange: LiveExchange, body: RequestBody): boolean {
+      const tap = new ExchangeTap(exchange, options, followUps);
+      const read = (buf: Buffer): void => safely(log, 'request body', () => exchange.bodyRead(buf), undefined);
+      if (body.kind !== 'stream') {
+        const sent = send(opts, handler, tap, () => opts);
+        if (body.kind === 'bytes') read(body.bytes);
+        return sent;
+      }
+      const length = exchange.contentLength;
+      if (length === undefined) {
+        const sendOpts = { ...opts, body: resumeStream(undefined, body.iterator, new BodyCopy(read)) };
+        return send(sendOpts, handler, tap, () => sendOpts);
+      }
+      const first = pullFirst(body.iterator);
+      void first.then((f) => {
+        const whole = safely(log, 'request body', () => completeAfterFirst(f, length), undefined);
+        if (whole !== undefined) exchange.readLater(() => read(whole));
+      });
+      const sendOpts = { ...opts, body: resumeStream(first, body.iterator) };
+      return send(sendOpts, handler, tap, () => sendOpts);
     }
 
     /** The request that follows a redirect hop of `tap`'s call: same span, the next hop's answer is read. */
@@ -415,6 +450,29 @@ class LiveExchange implements Exchange {
     return (this.#notes ??= new Map());
   }
 
+  /** The request's declared length, when it has one. */
+  get contentLength(): string | undefined {
+    return this.match.headers['content-length'];
+  }
+
+  #later: NodeJS.Immediate | undefined;
+  #laterRead: (() => void) | undefined;
+
+  /** Read the request body once the request is written (after this turn of the event loop), or at the span's end. */
+  readLater(read: () => void): void {
+    this.#laterRead = read;
+    this.#later = setImmediate(() => this.readNow());
+  }
+
+  /** A read scheduled by `readLater`, now (the span is ending). */
+  readNow(): void {
+    const read = this.#laterRead;
+    if (read === undefined) return;
+    this.#laterRead = undefined;
+    if (this.#later !== undefined) clearImmediate(this.#later);
+    read();
+  }
+
   /** A streamed request body has flowed past in full: complete the span's start from it. */
   bodyRead(body: Buffer): void {
     if (this.closed) return;
@@ -534,15 +592,45 @@ function isAbort(err: unknown, controller: Controller | null | undefined): boole
 
 type Failure = { errorType?: string; aborted?: boolean } | undefined;
 
+/** Taps with response work still to do: drained at once by `flushExchanges`. */
+const pendingTaps = new Set<ExchangeTap>();
+/** Taps whose call has ended (or waits for a redirect's follow-up) and whose span has not ended yet. */
+const endingTaps = new Set<ExchangeTap>();
+
+/**
+ * Do now the response reading deferred to after the application had its callbacks, for every call, so the spans of
+ * calls that have ended do end now: for a process about to exit (`process.exit()` runs no more timers) and before a
+ * flush. An encoded body's decoder cannot be drained synchronously: see `settleExchanges`.
+ */
+export function flushExchanges(): void {
+  for (const tap of [...pendingTaps]) tap.drain();
+}
+
+/**
+ * Resolves once every call that has ended has its span ended too (the reading a span waits for, after the application
+ * had its answer, is done; a decoder drained; a redirect hop's wait for its follow-up over), or after `timeoutMs`.
+ * Call it before flushing the SDK: a span ends a moment after the application got its answer.
+ */
+export async function settleExchanges(timeoutMs = 1000): Promise<void> {
+  flushExchanges();
+  const deadline = performance.now() + timeoutMs;
+  while (endingTaps.size > 0 && performance.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 1));
+    flushExchanges();
+  }
+}
+
 /**
  * What the span layer does with a response, whichever handler API delivers it: feed the reader (through the decoder
  * when the body is encoded), and at the end set the span's outcome, hand it to `onExchangeEnd`, end the span at the
- * time the application had its last callback, and record the metrics. Every step is guarded: an error of ours is
- * logged, never thrown into the application.
+ * time the application had its last callback, and record the metrics. None of that runs between the network and the
+ * application: a callback only notes what arrived and when, and the reading runs after the application has had it
+ * (setImmediate: after the microtasks and ticks in which the application takes the chunk). Every step is guarded: an
+ * error of ours is logged, never thrown into the application.
  */
 class ExchangeTap {
-  /** This hop is settled: its outcome is being (or was) recorded, or the call waits for a redirect's follow-up. */
-  #ended = false;
+  /** This hop had its last callback (or was abandoned): later ones are ignored. */
+  #closed = false;
   #reader: ResponseReader;
   #decoder: BodyDecoder | undefined;
   /**
@@ -552,6 +640,14 @@ class ExchangeTap {
   #wireBytes: number | undefined;
   /** When this hop answered with a redirect: the follow-up request it expects. */
   #followUp: string | undefined;
+  /** When the first body byte reached the application (the time to first chunk is the app's, not the reader's). */
+  #firstChunkAt: number | undefined;
+  // What arrived and is not read yet.
+  #start: [number, IncomingHttpHeaders] | undefined;
+  #chunks: Buffer[] = [];
+  #end: { failure: Failure; err: unknown; endTime: number } | undefined;
+  #scheduled = false;
+  readonly #drain = (): void => this.drain();
 
   constructor(
     readonly exchange: LiveExchange,
@@ -572,9 +668,107 @@ class ExchangeTap {
   }
 
   start(statusCode: number, headers: IncomingHttpHeaders): void {
-    try {
+    // Known now (not at the drain): the follow-up request may be sent before the drain runs.
+    if (statusCode >= 300 && statusCode < 400) {
       const { exchange } = this;
-      this.#followUp = statusCode >= 300 && statusCode < 400 ? followUpKey(exchange.method, exchange.url, statusCode, headerValue(headers, 'location')) : undefined;
+      this.#followUp = safely(log, 'redirect', () => followUpKey(exchange.method, exchange.url, statusCode, headerValue(headers, 'location')), undefined);
+    }
+    this.#start = [statusCode, headers];
+    this.#schedule();
+  }
+
+  /** The hot path: note the chunk, read it later. */
+  data(chunk: Buffer): void {
+    if (this.#closed) return;
+    this.#firstChunkAt ??= performance.now();
+    this.#chunks.push(chunk);
+    this.#schedule();
+  }
+
+  complete(): void {
+    this.#close(undefined);
+  }
+
+  fail(err: unknown, aborted: boolean): void {
+    this.#close(aborted ? { aborted: true } : { errorType: errorTypeOf(err) }, aborted ? undefined : err);
+  }
+
+  /** End the span without an outcome (we are handing the call back untouched). */
+  abandon(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#start = undefined;
+    this.#chunks = [];
+    pendingTaps.delete(this);
+    endingTaps.delete(this);
+    this.exchange.closed = true;
+    this.#decoder?.destroy();
+    this.exchange.span.end();
+  }
+
+  /** The follow-up request of this call's redirect is being sent: its response is the call's answer. */
+  follow(): void {
+    this.drain();
+    endingTaps.delete(this);
+    this.#decoder?.destroy();
+    this.exchange.redirects++;
+    this.#closed = false;
+    this.#followUp = undefined;
+    this.#wireBytes = undefined;
+    this.#decoder = undefined;
+    this.#firstChunkAt = undefined;
+    this.#reader = this.#newReader();
+  }
+
+  #close(failure: Failure, err?: unknown): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    // The application has had its last callback: that is when the call ended, whatever we still do.
+    const endTime = performance.now();
+    endingTaps.add(this);
+    const followUp = this.#followUp;
+    if (failure === undefined && followUp !== undefined) {
+      // Parked now, not at the drain: the client sends the follow-up request within a few ticks.
+      this.followUps.park(followUp, this, () => {
+        this.drain();
+        this.#settle(undefined, undefined, endTime);
+      });
+      return;
+    }
+    this.#end = { failure, err, endTime };
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    pendingTaps.add(this);
+    setImmediate(this.#drain);
+  }
+
+  /** Read what arrived: the response start, the chunks, and at the end the outcome. */
+  drain(): void {
+    this.#scheduled = false;
+    pendingTaps.delete(this);
+    const start = this.#start;
+    if (start !== undefined) {
+      this.#start = undefined;
+      this.#readStart(start[0], start[1]);
+    }
+    if (this.#chunks.length > 0) {
+      const chunks = this.#chunks;
+      this.#chunks = [];
+      for (const chunk of chunks) this.#readChunk(chunk);
+    }
+    const end = this.#end;
+    if (end !== undefined) {
+      this.#end = undefined;
+      this.#settle(end.failure, end.err, end.endTime);
+    }
+  }
+
+  #readStart(statusCode: number, headers: IncomingHttpHeaders): void {
+    try {
       let seen = headers;
       const encoding = headerValue(headers, 'content-encoding');
       if (encoding !== undefined && !isIdentity(encoding)) {
@@ -590,9 +784,7 @@ class ExchangeTap {
     }
   }
 
-  /** The hot path: no closure per chunk, just a guard. */
-  data(chunk: Buffer): void {
-    if (this.#ended) return;
+  #readChunk(chunk: Buffer): void {
     if (this.#wireBytes === undefined) return this.#read(chunk);
     this.#wireBytes += chunk.length;
     this.#decoder?.write(chunk);
@@ -606,57 +798,18 @@ class ExchangeTap {
     }
   }
 
-  complete(): void {
-    this.#settle(undefined);
-  }
-
-  fail(err: unknown, aborted: boolean): void {
-    this.#settle(aborted ? { aborted: true } : { errorType: errorTypeOf(err) }, aborted ? undefined : err);
-  }
-
-  /** End the span without an outcome (we are handing the call back untouched). */
-  abandon(): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    this.exchange.closed = true;
-    this.#decoder?.destroy();
-    this.exchange.span.end();
-  }
-
-  /** The follow-up request of this call's redirect is being sent: its response is the call's answer. */
-  follow(): void {
-    this.exchange.redirects++;
-    this.#ended = false;
-    this.#followUp = undefined;
-    this.#wireBytes = undefined;
-    this.#decoder = undefined;
-    this.#reader = this.#newReader();
-  }
-
-  #settle(failure: Failure, err?: unknown): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    // The application has had its last callback: that is when the call ended, whatever we still do.
-    const endTime = performance.now();
+  #settle(failure: Failure, err: unknown, endTime: number): void {
     const decoder = this.#decoder;
     this.#decoder = undefined;
-    if (decoder === undefined) return this.#bodyDone(failure, err, endTime);
+    if (decoder === undefined) return this.#finish(failure, err, endTime);
     // The decoder drains on zlib's thread pool; the span ends after it (the application is not waiting).
-    void decoder.end().then(() => this.#bodyDone(failure, err, endTime));
-  }
-
-  #bodyDone(failure: Failure, err: unknown, endTime: number): void {
-    const followUp = this.#followUp;
-    if (failure === undefined && followUp !== undefined) {
-      this.followUps.park(followUp, this, () => this.#finish(undefined, undefined, endTime));
-      return;
-    }
-    this.#finish(failure, err, endTime);
+    void decoder.end().then(() => this.#finish(failure, err, endTime));
   }
 
   #finish(failure: Failure, err: unknown, endTime: number): void {
     const { exchange, options } = this;
     const reader = this.#reader;
+    exchange.readNow();
     exchange.closed = true;
     const span = exchange.span;
     const durationMs = endTime - exchange.t0;
@@ -673,18 +826,14 @@ class ExchangeTap {
     } catch (e) {
       log.error('internal error in response finish (ignored, the application is unaffected):', e);
     }
-    if (result && this.#wireBytes !== undefined) {
-      // The reader counted the decoded body; the span counts what came over the wire, as for a plain body.
-      result.attributes[ATTR_FL_RESPONSE_BODY_BYTES] = this.#wireBytes;
-      if (result.outcome.response) result.outcome.response.bodyBytes = this.#wireBytes;
-    }
+    if (result) this.#realTimes(result);
     try {
       if (result) span.setAttributes(result.attributes);
       const resends = exchange.redirects + exchange.attempt;
       if (resends > 0) span.setAttribute(ATTR_HTTP_REQUEST_RESEND_COUNT, resends);
       if (failure?.errorType !== undefined) {
         if (!result?.attributes[ATTR_ERROR_TYPE]) span.setAttribute(ATTR_ERROR_TYPE, failure.errorType);
-        if (err instanceof Error) span.recordException(err);
+        if (err instanceof Error) span.recordException(err, endTime);
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure.errorType });
       } else if (result?.error !== undefined) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: result.error });
@@ -708,6 +857,7 @@ class ExchangeTap {
     } catch (e) {
       log.error('internal error in span end (ignored, the application is unaffected):', e);
     }
+    endingTaps.delete(this);
     if (options.metrics) {
       try {
         const head = exchange.llmHead();
@@ -715,6 +865,24 @@ class ExchangeTap {
       } catch (e) {
         log.error('internal error in metrics (ignored, the application is unaffected):', e);
       }
+    }
+  }
+
+  /**
+   * What the reader measured when it read, replaced by what the application saw: the wire size of an encoded body,
+   * and the time its first chunk reached the application (the reader reads later).
+   */
+  #realTimes(result: ReturnType<ResponseReader['finish']>): void {
+    const { attributes } = result;
+    const response = result.outcome.response;
+    if (this.#wireBytes !== undefined) {
+      attributes[ATTR_FL_RESPONSE_BODY_BYTES] = this.#wireBytes;
+      if (response) response.bodyBytes = this.#wireBytes;
+    }
+    if (this.#firstChunkAt !== undefined) {
+      const ms = this.#firstChunkAt - this.exchange.t0;
+      if (attributes[ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] !== undefined) attributes[ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = ms / 1000;
+      if (response?.stream?.timeToFirstChunkMs !== undefined) response.stream.timeToFirstChunkMs = ms;
     }
   }
 }

@@ -108,17 +108,27 @@ export class BodyCopy {
 }
 
 /**
- * The stream again for the dispatcher below: the first pull's result if one was taken (a chunk, or the error the
- * application's stream threw, so the call fails as it would have), then the rest, pulled only when the dispatcher asks
+ * The stream again for the dispatcher below: the first pull's result if one was taken, or is being taken (a chunk, or
+ * the error the application's stream threw, so the call fails as it would have), then the rest, pulled only when the dispatcher asks
  * for it, each chunk also handed to `copy`. Cancelling it (an aborted request) cancels the application's stream.
  */
-export function resumeStream(first: FirstPull | undefined, iterator: AsyncIterator<unknown>, copy?: BodyCopy): Dispatcher.DispatchOptions['body'] {
+export function resumeStream(
+  first: FirstPull | Promise<FirstPull> | undefined,
+  iterator: AsyncIterator<unknown>,
+  copy?: BodyCopy,
+): Dispatcher.DispatchOptions['body'] {
   // undici sends any async iterable body (its types name only Readable).
   return resumed(first, iterator, copy) as unknown as Dispatcher.DispatchOptions['body'];
 }
 
-async function* resumed(first: FirstPull | undefined, iterator: AsyncIterator<unknown>, copy: BodyCopy | undefined): AsyncGenerator<unknown, void, undefined> {
+async function* resumed(
+  pulled: FirstPull | Promise<FirstPull> | undefined,
+  iterator: AsyncIterator<unknown>,
+  copy: BodyCopy | undefined,
+): AsyncGenerator<unknown, void, undefined> {
   let finished = false;
+  // A first pull still under way (taken while the request was being sent) is awaited here, when the dispatcher asks.
+  const first = pulled instanceof Promise ? await pulled : pulled;
   try {
     if (first !== undefined && 'error' in first) {
       finished = true;

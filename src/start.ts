@@ -11,6 +11,7 @@ import type { Attributes } from '@opentelemetry/api';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import type { Sampler, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { FaultlineInstrumentation } from '../instrumentation/instrumentation';
+import { settleExchanges } from '../instrumentation/interceptor';
 import type { DeliverStep, FaultlineInstrumentationConfig, Interceptor } from '../instrumentation/types';
 import { createOnlineDetection, type OnlineDetectionOptions } from '../detectors/online';
 import { createGuards, type Guards } from '../detectors/guards';
@@ -104,7 +105,9 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
   });
   instrumentation.enable();
 
-  const removeHooks = options.exitHooks === false ? () => {} : installExitHooks(() => sdk.forceFlush());
+  // A call's span ends a moment after the app has its answer (the span layer reads it then): settle those first.
+  const flush = (): Promise<void> => settleExchanges().then(() => sdk.forceFlush());
+  const removeHooks = options.exitHooks === false ? () => {} : installExitHooks(flush);
   let stopped = false;
   const runtime: FaultlineRuntime = {
     instrumentation,
@@ -112,11 +115,12 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     ...(wired.guards ? { guards: wired.guards } : {}),
     sdk,
     ...(sdk.tracesFile !== undefined ? { tracesFile: sdk.tracesFile } : {}),
-    forceFlush: () => sdk.forceFlush(),
+    forceFlush: flush,
     async shutdown() {
       if (stopped) return;
       stopped = true;
       removeHooks();
+      await settleExchanges();
       instrumentation.disable();
       undici?.disable();
       if (slot[RUNTIME] === runtime) delete slot[RUNTIME];
