@@ -236,6 +236,8 @@ interface Match {
   /** Every module whose `matches` accepted the request, in order: the first whose `start` accepts it wins. */
   modules: ProtocolModule[];
   url: URL;
+  /** The URL's port, the scheme's default when it has none (URL getters are not free: read once per route). */
+  port: number;
   method: string;
   headers: Record<string, string>;
 }
@@ -246,7 +248,7 @@ interface Match {
  * checks on every request, ours or not. The URL is shared by the exchanges of one route: it is read, never written
  * (Exchange.url is readonly).
  */
-type RouteCache = Map<string, { url: URL; modules: ProtocolModule[] } | null>;
+type RouteCache = Map<string, { url: URL; port: number; modules: ProtocolModule[] } | null>;
 const MAX_ROUTES = 512;
 
 function recognise(
@@ -274,13 +276,13 @@ function recognise(
   if (!jsonBody(headers['content-type'])) return undefined;
   const url = route.url;
   const matching = route.modules.filter((module) => module.matches(method, url, headers));
-  return matching.length > 0 ? { modules: matching, url, method, headers } : undefined;
+  return matching.length > 0 ? { modules: matching, url, port: route.port, method, headers } : undefined;
 }
 
-function resolveRoute(method: string, url: URL, modules: readonly ProtocolModule[], ignore: Set<string>): { url: URL; modules: ProtocolModule[] } | null {
+function resolveRoute(method: string, url: URL, modules: readonly ProtocolModule[], ignore: Set<string>): { url: URL; port: number; modules: ProtocolModule[] } | null {
   if (ignore.size > 0 && (ignore.has(url.host.toLowerCase()) || ignore.has(url.hostname.toLowerCase()))) return null;
   const matching = modules.filter((module) => module.matches(method, url));
-  return matching.length > 0 ? { url, modules: matching } : null;
+  return matching.length > 0 ? { url, port: serverPort(url), modules: matching } : null;
 }
 
 /**
@@ -453,6 +455,10 @@ class LiveExchange implements Exchange {
   /** The request's declared length, when it has one. */
   get contentLength(): string | undefined {
     return this.match.headers['content-length'];
+  }
+
+  get port(): number {
+    return this.match.port;
   }
 
   #later: NodeJS.Immediate | undefined;
@@ -861,7 +867,7 @@ class ExchangeTap {
     if (options.metrics) {
       try {
         const head = exchange.llmHead();
-        if (head) options.metrics.record(exchange.url, serverPort(exchange.url), head, outcome.response);
+        if (head) options.metrics.record(exchange.url, exchange.port, head, outcome.response);
       } catch (e) {
         log.error('internal error in metrics (ignored, the application is unaffected):', e);
       }

@@ -32,7 +32,12 @@ export interface StartOptions {
   plan?: FaultPlan | FaultPlanInput | string;
   /** Runtime guards, or the path of a JSON/YAML guard file. Default: FAULTLINE_GUARDS. */
   guards?: GuardConfigInput | string;
-  /** Online detectors recording `faultline.detection` span events. Default on; FAULTLINE_DETECT=false turns them off. */
+  /**
+   * Online detectors recording `faultline.detection` span events as calls end. Default off (they cost about as much
+   * per call as a GenAI instrumentation; `faultline diagnose` runs the same detectors over the spans afterwards, from
+   * the content-free facts every span carries); FAULTLINE_DETECT=true turns them on, which also finds what only the
+   * content shows (mojibake, in-band errors, tool arguments against their schema) when content capture is off.
+   */
   detect?: boolean | OnlineDetectionOptions;
   /** Span processors added FIRST (the fault plan's FaultInjectionSpanProcessor). */
   spanProcessors?: SpanProcessor[];
@@ -47,8 +52,12 @@ export interface StartOptions {
   onDelivery?: FaultlineInstrumentationConfig['onDelivery'];
   captureMessageContent?: boolean;
   ignoreHosts?: string[];
-  /** HTTP client spans from @opentelemetry/instrumentation-undici. Default on, unless
-   * OTEL_NODE_DISABLED_INSTRUMENTATIONS lists `undici` (or OTEL_NODE_ENABLED_INSTRUMENTATIONS omits it). */
+  /**
+   * HTTP client spans from @opentelemetry/instrumentation-undici, as children of the GenAI spans. Default off (a second
+   * span per call, costing about as much as a GenAI instrumentation, for what the GenAI span mostly has already:
+   * server, status, duration); on when OTEL_NODE_ENABLED_INSTRUMENTATIONS lists `undici` (and
+   * OTEL_NODE_DISABLED_INSTRUMENTATIONS does not).
+   */
   httpSpans?: boolean;
   /** Flush at beforeExit / SIGTERM / SIGINT. Default true. */
   exitHooks?: boolean;
@@ -69,11 +78,10 @@ export interface FaultlineRuntime {
 const RUNTIME = Symbol.for('faultline.runtime');
 type Slot = typeof globalThis & { [RUNTIME]?: FaultlineRuntime };
 
-function instrumentationListed(env: NodeJS.ProcessEnv, name: string): boolean {
+/** An instrumentation that is off unless OTEL_NODE_ENABLED_INSTRUMENTATIONS names it (and the disabled list does not). */
+function instrumentationEnabled(env: NodeJS.ProcessEnv, name: string): boolean {
   const names = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim().replace(/^@opentelemetry\/instrumentation-/, '')).filter(Boolean);
-  const enabled = names(env.OTEL_NODE_ENABLED_INSTRUMENTATIONS);
-  if (enabled.length > 0 && !enabled.includes(name)) return false;
-  return !names(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS).includes(name);
+  return names(env.OTEL_NODE_ENABLED_INSTRUMENTATIONS).includes(name) && !names(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS).includes(name);
 }
 
 /** Synchronous start (what `register` calls before the app's first line). Idempotent: returns the running one. */
@@ -92,7 +100,7 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
   });
 
   let undici: UndiciInstrumentation | undefined;
-  if (options.httpSpans ?? instrumentationListed(env, 'undici')) {
+  if (options.httpSpans ?? instrumentationEnabled(env, 'undici')) {
     undici = new UndiciInstrumentation(); // enables itself
   }
   const instrumentation = new FaultlineInstrumentation({
@@ -166,7 +174,7 @@ function wire(options: StartOptions, env: NodeJS.ProcessEnv): Wired {
         ? loadGuardConfig(options.guards)
         : parseGuardConfig(options.guards, 'start({ guards })');
   const guards = guardConfig ? createGuards(guardConfig) : undefined;
-  const detectOption = options.detect ?? envBool('FAULTLINE_DETECT', env) ?? true;
+  const detectOption = options.detect ?? envBool('FAULTLINE_DETECT', env) ?? false;
   const online = detectOption === false ? undefined : createOnlineDetection(detectOption === true ? {} : detectOption);
   // Guards are outermost: they see (and recover from) what the fault step did, as they would a real failure.
   return {
