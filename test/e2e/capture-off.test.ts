@@ -1,8 +1,9 @@
 /**
- * Privacy with content capture off (register's default), online detectors on (FAULTLINE_DETECT=true): they fire on content — mojibake, an in-band
- * error notice, a JSON error envelope, tool arguments that break their schema or name an ungrounded entity — and their
- * findings land on the spans, yet nothing of the content does. A marker word placed in every piece of content (the
- * request messages, the answer, the tool arguments) must appear nowhere in the exported trace file.
+ * Privacy with content capture off (register's default), online detectors on (FAULTLINE_DETECT=true): they fire on
+ * content — mojibake, an in-band error notice, a JSON error envelope, tool arguments that break their schema or name an
+ * ungrounded entity — and their findings land on the spans, yet nothing of the content does. A marker word placed in
+ * every piece of content (the request messages, the answer, the tool arguments) must appear nowhere in the exported
+ * trace file.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
