@@ -62,6 +62,12 @@ export class JsonStreamSplitter {
     else this.#array(buf);
   }
 
+  /** The bytes received since the last unit (a line without LF, an element cut short), taken. */
+  takePending(): Buffer {
+    this.#elementStart = -1;
+    return this.#partsLength === 0 ? Buffer.alloc(0) : this.#take();
+  }
+
   /** End of the body: the unterminated rest (a line without LF, an element cut short), emitted as one last unit. */
   end(): void {
     if (this.#partsLength === 0) return;
