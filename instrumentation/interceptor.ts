@@ -203,7 +203,7 @@ function putHeader(out: Record<string, string>, k: unknown, v: unknown): void {
 }
 
 /** content-length after a protocol module rewrote the body; other headers unchanged, in the caller's shape. */
-function withContentLength(headers: Dispatcher.DispatchOptions['headers'], length: number): Dispatcher.DispatchOptions['headers'] {
+export function withContentLength(headers: Dispatcher.DispatchOptions['headers'], length: number): Dispatcher.DispatchOptions['headers'] {
   const value = String(length);
   if (headers == null) return { 'content-length': value };
   if (Array.isArray(headers)) {

@@ -4,6 +4,7 @@
  * `createInjector(taskId => plan)` for a plan per task (campaigns).
  */
 import type { DeliverStep, Interceptor } from '../../instrumentation/types';
+import { planGapsMessage } from '../catalog/formats';
 import { envBool } from '../diag';
 import { checkProduction, injectionDisabled, parsePlan, planFromEnv } from '../plan/load';
 import { FaultInjectionSpanProcessor } from '../plan/processor';
@@ -72,6 +73,9 @@ export function createInjector(plan: FaultPlan | FaultPlanInput | ((taskId: stri
     const parsed = parsePlan(plan);
     if (!disabled) checkProduction(parsed, 'the fault plan');
     source = disabled ? () => undefined : parsed;
+    // Once, at start-up: rules that can meet a wire format where their fault means nothing (not silently no-ops).
+    const gaps = disabled ? undefined : planGapsMessage(parsed);
+    if (gaps !== undefined) process.stderr.write(`faultline: ${gaps}\n`);
   }
   const engine = new FaultEngine(source, { maxTasks: options.maxTasks });
   const capture = options.captureMessageContent ?? captureFromEnv();
