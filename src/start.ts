@@ -16,6 +16,7 @@ import { createOnlineDetection, type OnlineDetectionOptions } from '../detectors
 import { createGuards, type Guards } from '../detectors/guards';
 import { guardConfigFromEnv, loadGuardConfig, parseGuardConfig, type GuardConfigInput } from '../detectors/guards/config';
 import { captureContentFromEnv } from '../instrumentation/instrumentation';
+import { oneSpanPerAnthropicCall } from '../instrumentation/providers/anthropic-messages';
 import { envBool, logger } from './diag';
 import { createInjector, injectorFromEnv, type Injector } from './inject';
 import { checkProduction, injectionDisabled, loadPlan, parsePlan } from './plan/load';
@@ -89,6 +90,8 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     ...(options.sampler ? { sampler: options.sampler } : {}),
     ...(options.resourceAttributes ? { resourceAttributes: options.resourceAttributes } : {}),
   });
+  // One GenAI span per Anthropic call under our provider (the SDK's own spans are off unless the app set them).
+  if (!sdk.external && (options.env?.ANTHROPIC_OPEN_TELEMETRY ?? process.env.ANTHROPIC_OPEN_TELEMETRY) === undefined) oneSpanPerAnthropicCall(process.env);
 
   let undici: UndiciInstrumentation | undefined;
   if (options.httpSpans ?? instrumentationListed(env, 'undici')) {
