@@ -110,7 +110,9 @@ function expectedResponses(r: CorpusRecord): Expected {
   put(e, 'gen_ai.response.model', final.model);
   put(e, 'gen_ai.usage.input_tokens', n(usage.input_tokens));
   put(e, 'gen_ai.usage.output_tokens', n(usage.output_tokens));
-  if (Array.isArray(final.output)) e['faultline.response.tool_call_count'] = final.output.filter((i) => ['function_call', 'custom_tool_call'].includes(String(obj(i).type))).length;
+  // The items the application must act on: function / custom tool calls and the tools it executes itself.
+  const clientItems = ['function_call', 'custom_tool_call', 'computer_call', 'local_shell_call', 'shell_call', 'apply_patch_call', 'mcp_approval_request'];
+  if (Array.isArray(final.output)) e['faultline.response.tool_call_count'] = final.output.filter((i) => clientItems.includes(String(obj(i).type)) || obj(i).execution === 'client').length;
   if (r.response === undefined) e['faultline.response.done'] = terminal !== undefined;
   return e;
 }
