@@ -3,6 +3,7 @@
  * HTTP errors with provider-shaped error bodies, connection reset / refused, a hang until the client gives up, and a
  * slow first byte. They act before the request leaves: a synthetic response never reaches the network.
  */
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { FaultType } from '../taxonomy';
 import { STRATEGIES } from './agentchaos/experiments';
@@ -86,8 +87,11 @@ function httpFault(name: string): TransportFault {
     effect(params, provider): TransportEffect {
       const headers: Record<string, string> = { 'content-type': provider === 'gemini' ? 'application/json; charset=UTF-8' : 'application/json' };
       if (s.status === 429 || s.status === 529 || s.status === 503) headers['retry-after'] = String(params.retryAfterS ?? 1);
-      if (provider === 'anthropic') headers['request-id'] = 'req_faultline_injected';
-      else if (provider === 'openai') headers['x-request-id'] = 'req_faultline_injected';
+      // A request id like the provider's own: a constant would tell an injected error from a real one (as on the
+      // diagnosis branch). Gemini and Ollama send none.
+      const requestId = `req_${randomBytes(16).toString('hex')}`;
+      if (provider === 'anthropic') headers['request-id'] = requestId;
+      else if (provider === 'openai') headers['x-request-id'] = requestId;
       return { kind: 'respond', status: s.status, headers, body: providerErrorBody(name, provider) };
     },
   };
