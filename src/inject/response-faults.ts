@@ -56,6 +56,11 @@ function plainHeaders(headers: Headers, length?: number): Headers {
   return out;
 }
 
+function without(headers: Headers, name: string): Headers {
+  if (!Object.keys(headers).some((k) => k.toLowerCase() === name)) return headers;
+  return Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== name));
+}
+
 export class ResponseFaults implements Handler {
   private mode: 'pass' | 'buffer' | 'stream' = 'pass';
   private status = 0;
@@ -105,7 +110,8 @@ export class ResponseFaults implements Handler {
         if (transforms.length > 0) {
           this.mode = 'stream';
           this.stream = new StreamFaults(this, protocol, framing, transforms, encoding);
-          if (!isIdentity(encoding)) forward = plainHeaders(headers);
+          // The faulted body is decoded and no longer as long as the server said.
+          forward = isIdentity(encoding) ? without(headers, 'content-length') : plainHeaders(headers);
         }
       }
     }

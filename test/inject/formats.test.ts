@@ -195,6 +195,17 @@ describe('stream faults in each streamed format', () => {
     expect(stalled.result.at(-1)!.done).toBe(true);
   });
 
+  it('a stream the server sent with a Content-Length: cut, it ends cleanly (the length header goes with the cut)', async () => {
+    const body = O_STREAM.stream!;
+    serve({ status: 200, headers: { 'content-type': 'application/x-ndjson', 'content-length': String(Buffer.byteLength(body)) }, chunks: corpusReply(O_STREAM).chunks });
+    const { result } = await h.task(rule('stream_cut', { afterEvents: 2 }), async () => {
+      const res = await fetch(`${server.url}/api/chat`, { method: 'POST', body: JSON.stringify(O_STREAM.request) });
+      return { length: res.headers.get('content-length'), text: await deadline(res.text()) };
+    });
+    expect(result.text).toBe(body.split(/(?<=\n)/).slice(0, 2).join(''));
+    expect(result.length).toBeNull();
+  });
+
   it('stream faults on a JSON answer are not applicable', async () => {
     serve(O_TEXT);
     const { taskId } = await h.task(rule('stream_cut'), () => deadline(ollama().chat({ ...(O_TEXT.request as unknown as ChatRequest), stream: false })));
