@@ -229,9 +229,9 @@ export const geminiEmbeddings: ProtocolModule = embeddingsModule(
   (url, body) => {
     const m = GEMINI_METHOD.exec(url.pathname);
     if (!m) return undefined;
+    // The URL is the evidence (Google's `:embedContent` / `:batchEmbedContents`).
     const batch = m[2] === 'batchEmbedContents';
-    if (batch ? !Array.isArray(body.requests) : body.content === undefined) return undefined;
-    return { model: decodeURIComponent(m[1] as string), inputs: batch ? (body.requests as unknown[]).length : 1 };
+    return { model: decodeURIComponent(m[1] as string), inputs: batch ? (Array.isArray(body.requests) ? body.requests.length : 0) : 1 };
   },
 );
 

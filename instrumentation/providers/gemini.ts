@@ -328,8 +328,10 @@ export const geminiGenerateContent: ProtocolModule = {
   },
 
   start(url: URL, body: unknown, headers: Record<string, string>, captureContent: boolean): ProtocolStart | undefined {
+    // The URL is the evidence (only Google's API has `models/{model}:generateContent`): a body not yet read (a
+    // streamed upload) still names the call from it.
     const route = geminiRoute(url);
-    if (!route || !isObject(body) || body.contents === undefined) return undefined;
+    if (!route || !isObject(body)) return undefined;
     const { model, stream } = route;
     const provider = providerName(url.hostname, isVertex(url) ? 'vertex' : 'gemini');
     const config = isObject(body.generationConfig) ? body.generationConfig : isObject(body.generation_config) ? body.generation_config : {};
