@@ -23,6 +23,8 @@ export {
   type RunAgentOptions,
   type RunWorkflowOptions,
 } from '../instrumentation/agents';
+export { resolveTaskId, type TaskScope } from '../instrumentation/agents/task';
+export { frameworkContext, registerLangChain, langChainHandler, type LangChainContextModule } from '../instrumentation/frameworks';
 export type {
   AgentMessage,
   DeliverStep,

@@ -10,6 +10,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import type { Sampler, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { enableFrameworks } from '../instrumentation/frameworks';
 import { FaultlineInstrumentation } from '../instrumentation/instrumentation';
 import type { DeliverStep, FaultlineInstrumentationConfig, Interceptor } from '../instrumentation/types';
 import { createOnlineDetection, type OnlineDetectionOptions } from '../detectors/online';
@@ -106,6 +107,7 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     ...both('onDelivery', wired.onDelivery, options.onDelivery),
   });
   instrumentation.enable();
+  const frameworks = enableFrameworks({ captureContent: () => instrumentation.captureContent }); // agent structure of the frameworks the app loads
 
   const removeHooks = options.exitHooks === false ? () => {} : installExitHooks(() => sdk.forceFlush());
   let stopped = false;
@@ -121,6 +123,7 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
       stopped = true;
       removeHooks();
       instrumentation.disable();
+      frameworks.disable();
       undici?.disable();
       if (slot[RUNTIME] === runtime) delete slot[RUNTIME];
       await sdk.shutdown();
