@@ -87,8 +87,8 @@ function httpFault(name: string): TransportFault {
     effect(params, provider): TransportEffect {
       const headers: Record<string, string> = { 'content-type': provider === 'gemini' ? 'application/json; charset=UTF-8' : 'application/json' };
       if (s.status === 429 || s.status === 529 || s.status === 503) headers['retry-after'] = String(params.retryAfterS ?? 1);
-      // A request id like the provider's own: a constant would tell an injected error from a real one (as on the
-      // diagnosis branch). Gemini and Ollama send none.
+      // A request id like the provider's own: a constant would tell an injected error from a real one.
+      // Gemini and Ollama send none.
       const requestId = `req_${randomBytes(16).toString('hex')}`;
       if (provider === 'anthropic') headers['request-id'] = requestId;
       else if (provider === 'openai') headers['x-request-id'] = requestId;
