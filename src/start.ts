@@ -208,6 +208,9 @@ function announceStart(config: FaultlineConfig): void {
   if (config.plan) {
     const { armedLine } = parts.announce();
     process.stderr.write(armedLine(config.plan.plan, config.plan.where) + '\n');
+    // Rules that can meet a wire format where their fault has no meaning say so now, not by silently doing nothing.
+    const gaps = parts.inject().planGapsMessage(config.plan.plan);
+    if (gaps !== undefined) process.stderr.write(`faultline: ${gaps}\n`);
   } else if (config.disabledPlan) {
     process.stderr.write(`faultline: FAULTLINE_DISABLE is set: ${config.disabledPlan} is not armed, no fault is injected\n`);
   }

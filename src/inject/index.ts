@@ -4,7 +4,6 @@
  * `createInjector(taskId => plan)` for a plan per task (campaigns).
  */
 import type { DeliverStep, Interceptor } from '../../instrumentation/types';
-import { planGapsMessage } from '../catalog/formats';
 import { captureContentFromEnv } from '../env';
 import { checkProduction, injectionDisabled, parsePlan, planFromEnv } from '../plan/load';
 import { FaultInjectionSpanProcessor } from '../plan/processor';
@@ -20,6 +19,8 @@ export { triggerReportFromSpans, formatTriggerReport } from './verify';
 export { FaultInjectionSpanProcessor, faultDecisionFor, decideFor } from '../plan/processor';
 export { FaultEngine } from './engine';
 export { createFaultStep } from './http-step';
+/** The start-up message for a plan's rules that can meet a wire format where their fault has no meaning. */
+export { planGapsMessage } from '../catalog/formats';
 export { createChannelStep } from './channel-step';
 
 export interface InjectorOptions {
@@ -72,9 +73,6 @@ export function createInjector(plan: FaultPlan | FaultPlanInput | ((taskId: stri
     const parsed = parsePlan(plan);
     if (!disabled) checkProduction(parsed, 'the fault plan', options.production);
     source = disabled ? () => undefined : parsed;
-    // Once, at start-up: rules that can meet a wire format where their fault means nothing (not silently no-ops).
-    const gaps = disabled ? undefined : planGapsMessage(parsed);
-    if (gaps !== undefined) process.stderr.write(`faultline: ${gaps}\n`);
   }
   const engine = new FaultEngine(source, { maxTasks: options.maxTasks });
   const capture = options.captureMessageContent ?? captureContentFromEnv() ?? false;

@@ -2,10 +2,15 @@
  * Where a fault has no meaning in a wire format, the plan says so at start-up, once, instead of silently doing
  * nothing; a rule whose selector keeps it away from such formats says nothing.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
 import { planGaps, planGapsMessage } from '../../src/catalog/formats';
-import { createInjector } from '../../src/inject/index';
 import { parsePlan } from '../../src/plan/load';
+import { runNode } from '../support/child';
+
+const ROOT = resolve(__dirname, '../..');
 
 const gaps = (rules: unknown[]) => planGaps(parsePlan({ rules }));
 
@@ -33,18 +38,20 @@ describe('planGaps', () => {
   });
 });
 
-describe('createInjector', () => {
-  afterEach(() => vi.restoreAllMocks());
-
-  it('writes the message to stderr once, at start-up; nothing for a plan without gaps', () => {
-    const writes: string[] = [];
-    vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-      writes.push(String(s));
-      return true;
-    });
-    createInjector({ rules: [{ fault: 'stream_drop_done', match: { provider: 'gcp.gemini', operation: 'generate_content' } }] });
-    createInjector({ rules: [{ fault: 'llm_truncate_single', match: { operation: 'chat' } }] });
-    expect(writes).toHaveLength(1);
-    expect(writes[0]).toMatch(/^faultline: fault plan: rule "stream_drop_done" has no meaning on Gemini generateContent/);
-  });
+describe('at start-up', () => {
+  it('register says it once on stderr, right after the armed line; a plan without gaps says nothing more', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'faultline-gaps-'));
+    writeFileSync(join(dir, 'gaps.json'), JSON.stringify({ rules: [{ fault: 'stream_drop_done', match: { provider: 'gcp.gemini' } }, { fault: 'http_429' }] }));
+    writeFileSync(join(dir, 'clean.json'), JSON.stringify({ rules: [{ fault: 'llm_truncate_single', match: { operation: 'chat' } }] }));
+    writeFileSync(join(dir, 'app.cjs'), '');
+    const run = (plan: string) => runNode(['--require', join(ROOT, 'dist/src/register.js'), join(dir, 'app.cjs')], { cwd: dir, env: { FAULTLINE_PLAN: join(dir, plan), OTEL_TRACES_EXPORTER: 'none' } });
+    const gaps = await run('gaps.json');
+    expect(gaps.code, gaps.stderr).toBe(0);
+    const lines = gaps.stderr.split('\n').filter((l) => l.startsWith('faultline: '));
+    const at = lines.findIndex((l) => l.includes('armed'));
+    expect(lines[at + 1]).toMatch(/^faultline: fault plan: rule "stream_drop_done" has no meaning on Gemini generateContent/);
+    expect(lines.filter((l) => l.includes('has no meaning'))).toHaveLength(1);
+    const clean = await run('clean.json');
+    expect(clean.stderr).not.toContain('has no meaning');
+  }, 120_000);
 });
