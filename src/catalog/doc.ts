@@ -48,6 +48,8 @@ function gapsTable(): string {
       if (reason !== undefined) rows.push(`| ${family} | ${f.label} | ${reason} |`);
     }
   }
+  const messages = listFaults().filter((f) => f.mode === 'message');
+  if (messages.length > 0) rows.push(`| the ${messages.length} communication faults | every LLM format above | ${notApplicableReason(messages[0], 'openai.chat') ?? ''} |`);
   return ['| faults | format | no meaning because |', '|---|---|---|', ...rows].join('\n');
 }
 
@@ -75,8 +77,11 @@ ${formatsTable()}
 
 Where a fault has no meaning the call passes untouched, \`faultline verify\` lists the rule as not applicable, and a
 plan whose rule can meet such a format (judged on its \`operation\`, \`provider\` and \`url\` selectors) says so once
-on stderr at start-up (a stream fault meeting a format that never streams is not announced: it is like meeting any
-JSON answer):
+on stderr at start-up. Two kinds are announced only when the rule can act nowhere else: a stream fault meeting formats
+that never stream (like meeting any JSON answer), and a communication fault meeting LLM calls (it acts on the agent
+messages the same rule meets), so \`stream_cut\` with \`operation: embeddings\` or \`non_delivery\` with
+\`operation: chat\` is announced, and either without a selector is not. Every fault × format cell is tested
+(test/inject/fault-table.test.ts):
 
 ${gapsTable()}
 

@@ -8,7 +8,7 @@
  */
 import { SseParser, type SseEvent } from '../../instrumentation/providers/sse';
 import type { Protocol } from '../../instrumentation/types';
-import { compileSelector } from '../plan/select';
+import { compileSelector, HANDOFF_OPERATION } from '../plan/select';
 import type { FaultPlan } from '../plan/schema';
 import { getFault } from './index';
 import type { FaultDefinition, StreamEvent } from './types';
@@ -179,9 +179,32 @@ function formatsMatching(match: FaultPlan['rules'][number]['match']): WireFormat
   });
 }
 
+/** The agent messages message faults act on, as a rule's selector sees their spans. */
+const MESSAGE_KINDS: ReadonlyArray<{ operation: string; provider?: string }> = [
+  { operation: 'invoke_agent', provider: 'a2a' },
+  { operation: 'execute_tool', provider: 'mcp' },
+  // In-process channel handoffs: no provider, no URL.
+  { operation: HANDOFF_OPERATION },
+];
+
+/** Whether a rule's selector may meet an agent message (A2A, MCP, a channel handoff). */
+function canMeetMessages(match: FaultPlan['rules'][number]['match']): boolean {
+  if (match.boundary !== undefined || match.source !== undefined || match.target !== undefined) return true;
+  const operation = match.operation === undefined ? undefined : compileSelector({ operation: match.operation });
+  const provider = match.provider === undefined ? undefined : compileSelector({ provider: match.provider });
+  return MESSAGE_KINDS.some((k) => {
+    if (operation && !operation({ 'gen_ai.operation.name': k.operation })) return false;
+    if (provider && (k.provider === undefined || !provider({ 'gen_ai.provider.name': k.provider }))) return false;
+    // A2A and MCP servers live at the application's own URLs: any url selector may meet them, never a channel.
+    return match.url === undefined || k.provider !== undefined;
+  });
+}
+
 /**
  * For each rule of a plan: the formats its selector may meet where its fault has no meaning, with the reason. Empty
- * when every rule means something wherever it can match.
+ * when every rule means something wherever it can match. Two kinds of gap are named only when the rule can act
+ * nowhere else: a stream fault meeting a format that never streams (like meeting any JSON answer), and a message
+ * fault meeting LLM calls (it acts on the agent messages the same rule also meets).
  */
 export function planGaps(plan: FaultPlan): Array<{ rule: string; gaps: Array<{ format: string; reason: string }> }> {
   const counts = new Map<string, number>();
@@ -189,11 +212,14 @@ export function planGaps(plan: FaultPlan): Array<{ rule: string; gaps: Array<{ f
   const out: Array<{ rule: string; gaps: Array<{ format: string; reason: string }> }> = [];
   plan.rules.forEach((r, i) => {
     const def = getFault(r.fault);
-    if (def === undefined || def.mode === 'message' || def.mode === 'transport') return;
-    const gaps = formatsMatching(r.match).flatMap((f) => {
+    if (def === undefined || def.mode === 'transport') return;
+    if (def.mode === 'message' && canMeetMessages(r.match)) return;
+    const formats = formatsMatching(r.match);
+    const streamsSomewhere = formats.some((f) => f.streams !== undefined);
+    const gaps = formats.flatMap((f) => {
       const reason = notApplicableReason(def, f.protocol);
-      // A stream fault meeting a format that never streams is like meeting any JSON answer: not worth a message.
-      return reason === undefined || (def.mode === 'stream' && f.streams === undefined) ? [] : [{ format: f.label, reason }];
+      if (reason === undefined || (def.mode === 'stream' && f.streams === undefined && streamsSomewhere)) return [];
+      return [{ format: f.label, reason }];
     });
     const name = r.name ?? ((counts.get(r.fault) ?? 0) > 1 ? `${r.fault}_${i + 1}` : r.fault);
     if (gaps.length > 0) out.push({ rule: name, gaps });
