@@ -44,4 +44,31 @@ describe('SseParser blocks', () => {
       expect(rest.endsWith('data: partial')).toBe(true);
     }
   });
+
+  it('a 20 MB line: parsed in linear time, given back byte for byte', () => {
+    const text = `data: ${JSON.stringify({ text: 'y'.repeat(20 * 1024 * 1024) })}\n\ndata: next\n\n`;
+    const t0 = performance.now();
+    const { blocks: bs, events, rest } = blocks(Buffer.from(text), 65_536);
+    // Linear takes a few hundred ms even on a loaded machine; quadratic took over 10 s.
+    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(bs.map((b) => b.raw).join('') + rest === text).toBe(true);
+    expect(events.map((e) => e.data.length)).toEqual([text.indexOf('\n') - 6, 4]);
+  });
+
+  it('a line over 32 M characters passes on as it came (unparsed, not held) and the next event is read', () => {
+    const piece = 'a'.repeat(1024 * 1024);
+    const p = new SseParser(() => {}, { onBlock: (b) => out.push(b) });
+    const out: SseBlock[] = [];
+    let held = 0;
+    p.push(Buffer.from('data: x\ndata: '));
+    for (let i = 0; i < 33; i++) {
+      p.push(Buffer.from(piece));
+      held = Math.max(held, 'data: x\ndata: '.length + (i + 1) * piece.length - out.reduce((n, b) => n + b.raw.length, 0));
+    }
+    p.push(Buffer.from('tail\n\ndata: next\n\n'));
+    const text = `data: x\ndata: ${piece.repeat(33)}tail\n\ndata: next\n\n`;
+    expect(out.map((b) => b.raw).join('') + p.takePending() === text).toBe(true);
+    expect(held).toBeLessThanOrEqual(32 * 1024 * 1024 + 16);
+    expect(out.at(-1)).toEqual({ raw: 'data: next\n\n', event: { event: 'message', data: 'next' } });
+  });
 });
