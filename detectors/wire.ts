@@ -23,6 +23,11 @@ const MODULES: Record<LlmProtocol, ProtocolModule> = {
   'ollama.generate': ollamaGenerate,
 };
 
+/** Whether `protocol` is one whose answers the detectors read (an LLM answer; not embeddings, not agent calls). */
+export function isLlmProtocol(protocol: Protocol): protocol is LlmProtocol {
+  return Object.hasOwn(MODULES, protocol);
+}
+
 const DEFAULT_URL: Record<LlmProtocol, string> = {
   'openai.chat': 'https://api.openai.com/v1/chat/completions',
   'openai.responses': 'https://api.openai.com/v1/responses',

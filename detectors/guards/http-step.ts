@@ -16,7 +16,7 @@ import { getExchange } from '../../instrumentation/exchange';
 import type { Exchange, Interceptor } from '../../instrumentation/types';
 import { safely } from '../../src/diag';
 import type { LlmObservation } from '../types';
-import { summarizeLlmResponse } from '../wire';
+import { isLlmProtocol, summarizeLlmResponse, type LlmProtocol } from '../wire';
 import type { GuardConfig, GuardRoute } from './config';
 import { chooseFallback, fallbackLabel, fallbackOptions } from './fallback';
 import { recordGuard } from './record';
@@ -220,13 +220,13 @@ class GuardedCall {
     };
   }
 
+  /** An LLM answer guards can judge: any LLM protocol the span layer reads (not embeddings, not agent calls). */
   #llm(): boolean {
-    return (this.exchange.protocol === 'openai.chat' || this.exchange.protocol === 'anthropic.messages') && this.exchange.llmRequest !== undefined;
+    return isLlmProtocol(this.exchange.protocol) && this.exchange.llmRequest !== undefined;
   }
 
   #judge(status: number, headers: Record<string, string | string[] | undefined>, body: Buffer): Finding[] {
-    const protocol = this.exchange.protocol as 'openai.chat' | 'anthropic.messages';
-    const response = summarizeLlmResponse(protocol, { status, headers, chunks: [body] });
+    const response = summarizeLlmResponse(this.exchange.protocol as LlmProtocol, { status, headers, chunks: [body] }, this.exchange);
     const obs: LlmObservation = { kind: 'llm', spanId: this.exchange.span.spanContext().spanId, request: this.exchange.llmRequest!, response, hasContent: true };
     return this.rt.judge(this.route, this.config, obs, this.taskId).failing;
   }
