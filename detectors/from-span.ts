@@ -19,6 +19,7 @@ import { isFaultType } from '../src/taxonomy';
 import { num, str, type SpanRecord, type TraceRecord } from '../src/traces/model';
 import { DETECTION_CHILD, llmOperation, messageObservation, isMessageSpan, viewTrace, type LlmCall } from '../src/traces/view';
 import { readLlmCall } from '../src/traces/view/llm';
+import { HISTORY_WINDOW } from './history';
 import { runDetectors } from './registry';
 import type { DetectionContext, Detector, Finding, FindingLocation, LlmObservation, MessageContract, MessageObservation, Observation, Severity } from './types';
 
@@ -164,6 +165,7 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
     if (options.ttlMs !== undefined) ctx.ttlMs = options.ttlMs;
     const findings = runDetectors(obs, ctx, options.detectors);
     prior.push(obs);
+    if (prior.length > HISTORY_WINDOW) prior.shift();
     earlier.set(task, prior);
     const seen = new Set(findings.map((f) => `${f.detector}|${f.faultType}|${f.location?.field ?? ''}`));
     for (const f of online) if (!seen.has(`${f.detector}|${f.faultType}|${f.location?.field ?? ''}`)) findings.push(f);
@@ -171,8 +173,9 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
   }
   // Online findings on spans that are neither calls nor messages (a guard on another span) are kept too.
   if (options.includeOnline !== false) {
+    const messageSpans = new Set(view.messages.map((m) => m.span));
     for (const span of trace.spans) {
-      if (span.name === DETECTION_CHILD || out.has(span.spanId) || view.llmOf(span.spanId) || view.messages.some((m) => m.span === span)) continue;
+      if (span.name === DETECTION_CHILD || out.has(span.spanId) || view.llmOf(span.spanId) || messageSpans.has(span)) continue;
       const online = detectionsFromSpan(span);
       if (online.length > 0) out.set(span.spanId, online);
     }

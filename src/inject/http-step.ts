@@ -12,7 +12,9 @@
 import type { Attributes } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import { getExchange } from '../../instrumentation/exchange';
-import { withContentLength } from '../../instrumentation/interceptor';
+// The one controller proxy of the steps, and the one content-length rewrite (the span layer's).
+import { ForwardingController } from '../../instrumentation/forwarding-controller';
+import { withContentLength } from '../../instrumentation/request-body';
 import {
   ATTR_FL_MESSAGE_BOUNDARY,
   ATTR_FL_MESSAGE_ID,
@@ -35,7 +37,7 @@ import type { CompiledRule } from '../plan/select';
 import type { Decision, FaultEngine, Hit, TaskState } from './engine';
 import { recordFire } from './record';
 import { ResponseFaults, type FaultedResponseCall } from './response-faults';
-import { after, StepController } from './step-controller';
+import { after } from './delayed';
 
 const log = logger('inject');
 
@@ -102,7 +104,7 @@ function socketError(code: 'ECONNRESET' | 'ECONNREFUSED', url: URL): Error {
 
 /** One faulted call: the hits of its decision, applied in order transport → message → response. */
 class FaultedCall implements FaultedResponseCall {
-  private readonly ctl = new StepController();
+  private readonly ctl = new ForwardingController();
   private started = false;
   private readonly content: Hit[] = [];
   private readonly stream: Hit[] = [];
@@ -269,7 +271,7 @@ class FaultedCall implements FaultedResponseCall {
   get h(): Handler {
     return this.handler;
   }
-  get controller(): StepController {
+  get controller(): ForwardingController {
     return this.ctl;
   }
   get wasOpened(): boolean {

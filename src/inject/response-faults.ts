@@ -11,6 +11,8 @@
  */
 import type { Dispatcher } from 'undici';
 import { BodyDecoder, canDecode, decodeAll, isIdentity } from '../../instrumentation/decompress';
+import type { ForwardingController } from '../../instrumentation/forwarding-controller';
+import { headerValue } from '../../instrumentation/providers/response-body';
 import { JsonStreamSplitter } from '../../instrumentation/providers/json-stream';
 import { SseParser } from '../../instrumentation/providers/sse';
 import type { Exchange, Protocol } from '../../instrumentation/types';
@@ -21,7 +23,7 @@ import { logger, safely } from '../diag';
 import type { CompiledRule } from '../plan/select';
 import { fromChatView, toChatView } from './bodies';
 import type { FaultEngine, Hit, TaskState } from './engine';
-import { abortError, after, headerValue, type StepController } from './step-controller';
+import { abortError, after } from './delayed';
 
 const log = logger('inject');
 
@@ -35,7 +37,7 @@ const MAX_BUFFER_BYTES = 32 * 1024 * 1024;
 /** What the response side needs of its faulted call. */
 export interface FaultedResponseCall {
   readonly h: Handler;
-  readonly controller: StepController;
+  readonly controller: ForwardingController;
   readonly wasOpened: boolean;
   readonly exchange: Exchange;
   readonly taskState: TaskState;
@@ -77,7 +79,7 @@ export class ResponseFaults implements Handler {
     private readonly contentHits: Hit[],
   ) {}
 
-  get ctl(): StepController {
+  get ctl(): ForwardingController {
     return this.call.controller;
   }
 
@@ -277,7 +279,7 @@ class StreamFaults {
     return this.rf.call;
   }
 
-  private get ctl(): StepController {
+  private get ctl(): ForwardingController {
     return this.rf.ctl;
   }
 
