@@ -2,7 +2,8 @@
  * HTTP guards judge every LLM wire format, not only chat completions and Anthropic: through the real clients
  * (openai 6 `responses.create`, @google/genai, ollama) against a loopback server answering with recorded bodies, a
  * truncation the fault step injects is caught by the guard and retried, and the application gets the complete
- * answer; a clean answer on a guarded route arrives byte for byte. Every call has a deadline.
+ * answer; a clean answer on a guarded route arrives byte for byte, and a compressed one is judged on its decoded body.
+ * Every call has a deadline.
  */
 import { Ollama, type ChatRequest, type GenerateRequest } from 'ollama';
 import OpenAI from 'openai';
@@ -135,5 +136,44 @@ describe.each(CASES)('a guarded $name call', (c) => {
     const { result } = await h.task(undefined, () => deadline(fetch(`${server.url}${c.url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...c.record.request, ...(c.url.startsWith('/api/') ? { stream: false } : {}) }) }).then((r) => r.text())));
     expect(result).toBe(body);
     expect(server.requests.length - before).toBe(1);
+  });
+});
+
+describe('compressed answers on a guarded route', () => {
+  it('a gzip answer is judged on its decoded body: a clean one is delivered once, byte for byte', async () => {
+    const { gzipSync } = await import('node:zlib');
+    h.config = { routes: [{ name: 'all', retry: { maxRetries: 2 } }] };
+    const c = CASES[0]!;
+    const plain = live(c.record);
+    const before = server.requests.length;
+    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(plain) }));
+    try {
+      const { result } = await h.task(undefined, () => deadline(c.call()));
+      expect(result).toBe(c.text);
+      expect(server.requests.length - before).toBe(1);
+    } finally {
+      server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body }));
+    }
+  });
+
+  it('a gzip answer the server cut short (incomplete, max_output_tokens) is caught and retried', async () => {
+    const { gzipSync } = await import('node:zlib');
+    h.config = { routes: [{ name: 'all', retry: { maxRetries: 2 } }] };
+    const c = CASES[0]!;
+    const plain = live(c.record);
+    const cut = JSON.parse(plain) as { status: string; incomplete_details: unknown; output: Array<{ type: string; content?: Array<{ type: string; text?: string }> }> };
+    cut.status = 'incomplete';
+    cut.incomplete_details = { reason: 'max_output_tokens' };
+    for (const part of cut.output.flatMap((i) => i.content ?? [])) if (part.type === 'output_text') part.text = part.text!.slice(0, 10);
+    const before = server.requests.length;
+    let n = 0;
+    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(n++ === 0 ? JSON.stringify(cut) : plain) }));
+    try {
+      const { result } = await h.task(undefined, () => deadline(c.call()));
+      expect(result).toBe(c.text);
+      expect(server.requests.length - before).toBe(2);
+    } finally {
+      server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body }));
+    }
   });
 });
