@@ -41,6 +41,11 @@ export function requestPrint(o: LlmObservation): string | undefined {
   return print;
 }
 
+/** Fingerprints of an answer's tool calls, one per call (name and arguments). */
+export function toolCallPrints(o: LlmObservation): string[] {
+  return o.facts?.toolCallPrints ?? o.response.toolCalls.map((c) => contentHash('', [c]));
+}
+
 /** Fingerprint of a message's payload. */
 export function payloadPrint(m: AgentMessage): string {
   let print = payloadPrints.get(m);
@@ -69,8 +74,11 @@ function rememberLlm(o: LlmObservation): { obs: Observation; bytes: number } {
       outputChars: o.facts?.outputChars ?? r.text.length,
       toolCallCount: o.facts?.toolCallCount ?? r.toolCalls.length,
       ...(content !== undefined ? { contentHash: content } : {}),
+      ...(o.facts?.messageCount !== undefined || o.request ? { messageCount: o.facts?.messageCount ?? o.request?.messages.length } : {}),
+      toolCallPrints: o.facts?.toolCallPrints ?? toolCallPrints(o),
     },
   };
+  if (o.scope) kept.scope = o.scope;
   delete kept.response.unparsedBody;
   if (o.spanId !== undefined) kept.spanId = o.spanId;
   if (o.request) {

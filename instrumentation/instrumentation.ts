@@ -6,6 +6,7 @@
 import { diag, trace, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { PACKAGE_NAME, VERSION } from '../src/version';
 import { configureChannels } from './agents/channel';
+import { configureWorkflows } from './agents/declarations';
 import { installInstrumentation, type InstalledInstrumentation } from './install';
 import { GenAiMetrics } from './metrics';
 import type { FaultlineInstrumentationConfig } from './types';
@@ -81,6 +82,7 @@ export class FaultlineInstrumentation {
       ...(config.onDelivery ? { onDelivery: config.onDelivery } : {}),
       captureMessageContent: this.captureContent,
     });
+    configureWorkflows(config.onWorkflowEvent ? { onWorkflowEvent: config.onWorkflowEvent } : {});
   }
 
   disable(): void {
@@ -89,6 +91,7 @@ export class FaultlineInstrumentation {
     this.#installed?.uninstall();
     this.#installed = undefined;
     configureChannels({});
+    configureWorkflows({});
   }
 
   get isEnabled(): boolean {

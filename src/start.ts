@@ -101,6 +101,7 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     ...(options.captureMessageContent !== undefined ? { captureMessageContent: options.captureMessageContent } : {}),
     ...both('onExchangeEnd', wired.onExchangeEnd, options.onExchangeEnd),
     ...both('onDelivery', wired.onDelivery, options.onDelivery),
+    ...(wired.onWorkflowEvent ? { onWorkflowEvent: wired.onWorkflowEvent } : {}),
   });
   instrumentation.enable();
 
@@ -145,6 +146,7 @@ interface Wired {
   channelSteps: DeliverStep[];
   onExchangeEnd?: FaultlineInstrumentationConfig['onExchangeEnd'];
   onDelivery?: FaultlineInstrumentationConfig['onDelivery'];
+  onWorkflowEvent?: FaultlineInstrumentationConfig['onWorkflowEvent'];
 }
 
 /**
@@ -171,7 +173,7 @@ function wire(options: StartOptions, env: NodeJS.ProcessEnv): Wired {
     spanProcessors: injector ? [injector.spanProcessor] : [],
     steps: [...(guards ? [guards.httpStep] : []), ...(injector ? [injector.httpStep] : [])],
     channelSteps: [...(guards ? [guards.channelStep] : []), ...(injector ? [injector.channelStep] : [])],
-    ...(online ? { onExchangeEnd: online.onExchangeEnd, onDelivery: online.onDelivery } : {}),
+    ...(online ? { onExchangeEnd: online.onExchangeEnd, onDelivery: online.onDelivery, onWorkflowEvent: online.onWorkflowEvent } : {}),
   };
 }
 

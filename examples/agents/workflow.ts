@@ -137,9 +137,16 @@ export async function runTask<T extends TaskDef, Env>(opts: RunTaskOptions<T, En
       span.setAttribute(ATTR_TASK_SUCCESS, outcome.success);
       return { taskId, traceId: span.spanContext().traceId, family: family.name, task: task.id, topology, outcome, decision: final, commit };
     },
-    { taskId, attributes },
+    { taskId, attributes, requiredSteps: REQUIRED_STEPS[topology] },
   );
 }
+
+/** The agent turns every run of a topology must complete (the workflow monitors' premature-termination check). */
+export const REQUIRED_STEPS: Record<Topology, string[]> = {
+  sequential: ['Planner', 'Worker', 'Verifier', 'Decision'],
+  flat: ['Planner', 'Worker', 'Verifier', 'Decision'],
+  hierarchical: ['Supervisor', 'Worker'],
+};
 
 /** The evidence carrier: the Worker's findings plus provenance and a JSON mirror (inner/outer consistency). */
 function evidencePayload(found: Json): Json {

@@ -14,6 +14,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { configureChannels } from '../../instrumentation/agents/channel';
+import { configureWorkflows, type WorkflowConfig } from '../../instrumentation/agents/declarations';
 import { getTaskId } from '../../instrumentation/agents/task';
 import { installInstrumentation } from '../../instrumentation/install';
 import { ATTR_FL_TASK_ID } from '../../instrumentation/semconv';
@@ -71,6 +72,7 @@ export interface HarnessHooks {
   channelSteps?: DeliverStep[];
   onExchangeEnd?: Parameters<typeof installInstrumentation>[0]['onExchangeEnd'];
   onDelivery?: Parameters<typeof configureChannels>[0]['onDelivery'];
+  onWorkflowEvent?: WorkflowConfig['onWorkflowEvent'];
 }
 
 export interface RunState extends RunSetup {
@@ -101,6 +103,7 @@ export async function createHarness(wire?: (state: (taskId: string) => RunState 
     ...(hooks.onExchangeEnd ? { onExchangeEnd: hooks.onExchangeEnd } : {}),
   });
   configureChannels({ steps: hooks.channelSteps ?? [], ...(hooks.onDelivery ? { onDelivery: hooks.onDelivery } : {}), captureMessageContent: true });
+  configureWorkflows(hooks.onWorkflowEvent ? { onWorkflowEvent: hooks.onWorkflowEvent } : {});
 
   return {
     prepare(taskId, setup) {
@@ -126,6 +129,7 @@ export async function createHarness(wire?: (state: (taskId: string) => RunState 
     async shutdown() {
       installed.uninstall();
       configureChannels({});
+      configureWorkflows({});
       await provider.shutdown();
       trace.disable();
       context.disable();
@@ -160,6 +164,7 @@ async function defaultWiring(state: (taskId: string) => RunState | undefined): P
     channelSteps: [guards.channelStep, injector.channelStep],
     onExchangeEnd: detection.onExchangeEnd,
     onDelivery: detection.onDelivery,
+    onWorkflowEvent: detection.onWorkflowEvent,
   };
 }
 
