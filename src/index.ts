@@ -20,8 +20,15 @@ export {
   MessageChannel,
   configureChannels,
   a2aAgentCardInterceptor,
+  checkpoint,
+  workflowSignal,
+  WorkflowDeadlineError,
+  VerificationFailedError,
   type RunAgentOptions,
   type RunWorkflowOptions,
+  type AgentDeclaration,
+  type WorkflowDeclaration,
+  type CheckpointOptions,
 } from '../instrumentation/agents';
 export type {
   AgentMessage,
@@ -67,9 +74,20 @@ export {
   guardPreset,
   GuardRejectedError,
   CircuitOpenError,
+  checkpoints,
+  fileStore,
+  memoryStore,
+  verificationPipeline,
+  llmJudge,
   type GuardConfig,
   type GuardConfigInput,
+  type CheckpointPolicy,
+  type CheckpointStore,
+  type Verifier,
+  type VerificationOptions,
 } from '../detectors/guards';
+export { monitorTrace, type MonitorFinding, type MonitoredWorkflow } from '../detectors/monitors/offline';
+export { MAST_MODES, ARCF_FAILURES, classifyFinding, type MastModeId, type ArcfFailure } from '../detectors/monitors/index';
 
 // ---------------------------------------------------------------- traces, diagnosis, evaluation
 export { readTraces, readSpans, startCollector, type TraceRecord, type SpanRecord } from './traces';

@@ -89,7 +89,8 @@ export function workflowFindings(w: WorkflowSnapshot, earlier: readonly Observat
   const required = w.requiredSteps ?? [];
   const missing = required.filter((s) => !w.completed.includes(s));
   const done = required.length - missing.length;
-  const late = w.deadlineMs !== undefined && w.at - w.startedAt > w.deadlineMs;
+  // At the deadline itself the task is late (timers fire at, not after, the deadline).
+  const late = w.deadlineMs !== undefined && (w.ended ? w.at - w.startedAt > w.deadlineMs : w.at - w.startedAt >= w.deadlineMs);
 
   if (!w.ended) {
     if (!late || w.deadlineMs === undefined) return out;

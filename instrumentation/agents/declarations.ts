@@ -132,6 +132,12 @@ export interface CheckpointOptions<T> {
   verify?: (state: T) => Promise<{ ok: boolean; reason?: string }> | { ok: boolean; reason?: string };
   /** Re-runs of the step when verification fails (default 1). */
   retries?: number;
+  /** When verification still fails: roll back to this earlier checkpoint (its state was the bad input), not to the
+   * last one. */
+  rollbackTo?: string;
+  /** Called with the saved state when a resumed workflow restores this checkpoint instead of running the step:
+   * put back what lives outside the workflow (an environment snapshot the state carries). */
+  restore?: (state: T) => void;
 }
 
 /** The running workflow, as its monitors and checkpoints see it. */
