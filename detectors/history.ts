@@ -41,6 +41,12 @@ export function requestPrint(o: LlmObservation): string | undefined {
   return print;
 }
 
+/** Whether `requestPrint` tells this request apart from others: it was remembered, or its messages are at hand (an
+ * offline call recorded without content has none, and every such request would print alike). */
+export function knowsRequest(o: LlmObservation): boolean {
+  return requestPrints.has(o) || (o.request !== undefined && o.request.messages.length > 0);
+}
+
 /** Fingerprints of an answer's tool calls, one per call (name and arguments). */
 export function toolCallPrints(o: LlmObservation): string[] {
   return o.facts?.toolCallPrints ?? o.response.toolCalls.map((c) => contentHash('', [c]));

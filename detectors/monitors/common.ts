@@ -3,7 +3,7 @@
  * leaves in a task's history (history.ts keeps them when it forgets the content).
  */
 import type { FaultType } from '../../src/taxonomy';
-import { contentPrint, requestPrint, toolCallPrints } from '../history';
+import { contentPrint, knowsRequest, requestPrint, toolCallPrints } from '../history';
 import type { Finding, FindingLocation, LlmObservation, Observation, Severity } from '../types';
 import { MAST_OF, type ArcfFailure } from './mast';
 
@@ -49,7 +49,7 @@ export function callFacts(o: LlmObservation): CallFacts {
   if (o.scope?.turn !== undefined) f.turn = o.scope.turn;
   const m = messageCount(o);
   if (m !== undefined) f.messages = m;
-  const rq = requestPrint(o);
+  const rq = knowsRequest(o) ? requestPrint(o) : undefined;
   if (rq !== undefined) f.request = rq;
   const c = contentPrint(o);
   if (c !== undefined) f.content = c;

@@ -64,8 +64,13 @@ function snapshotAt(run: WorkflowRun, at: number, ended: boolean): WorkflowSnaps
   return s;
 }
 
+export interface MonitorOptions {
+  /** Merge the findings recorded online (default true); false judges the trace afresh only. */
+  includeOnline?: boolean;
+}
+
 /** Judge one workflow. */
-export function monitorWorkflow(run: WorkflowRun): MonitoredWorkflow {
+export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}): MonitoredWorkflow {
   const findings: MonitorFinding[] = [];
   const seen = new Set<string>();
   const add = (f: Finding, span: SpanRecord, extra: Partial<MonitorFinding> = {}): void => {
@@ -77,7 +82,7 @@ export function monitorWorkflow(run: WorkflowRun): MonitoredWorkflow {
   // Online findings first: they saw what the application saw.
   const byId = new Map(run.trace.spans.map((s) => [s.spanId, s]));
   const member = membership(run, byId);
-  for (const s of run.trace.spans) {
+  for (const s of options.includeOnline === false ? [] : run.trace.spans) {
     const host = (s.name === 'faultline.detection' && s.parentSpanId !== undefined ? byId.get(s.parentSpanId) : undefined) ?? s;
     if (!member(host)) continue;
     for (const f of onlineMonitorFindings(s)) add(f, host, { online: true });
@@ -125,6 +130,6 @@ function membership(run: WorkflowRun, byId: Map<string, SpanRecord>): (span: Spa
 }
 
 /** Judge every workflow of a trace. */
-export function monitorTrace(trace: TraceRecord): MonitoredWorkflow[] {
-  return readWorkflows(trace).map(monitorWorkflow);
+export function monitorTrace(trace: TraceRecord, options: MonitorOptions = {}): MonitoredWorkflow[] {
+  return readWorkflows(trace).map((run) => monitorWorkflow(run, options));
 }

@@ -1,9 +1,11 @@
 /**
- * Output-quality degradation against the task's own baseline (ARCF: verification; MAST 3.2, nearest): an agent's
- * answer far below what the same agent answered earlier in the same task — a finished text answer (no tool call,
- * not cut by a token limit: that is truncation, finish_reason's) of under a quarter of the agent's median length,
- * after at least two full answers. Length is the one quality signal every trace carries; ARCF's own evaluation
- * found subtle quality drops the hardest to see, and this catches only the gross ones.
+ * Output-quality degradation against the task's own baseline (ARCF: verification; MAST 3.2, nearest): an agent
+ * doing the same job again in the same task, and answering far below its earlier runs — the first answer of an agent
+ * turn (a finished text answer: no tool call, not cut by a token limit, which is truncation and finish_reason's)
+ * under a quarter of the median of the first answers of the agent's earlier turns, after at least two. Only first
+ * answers are compared: within one turn an agent's answers change kind (a ReAct step, then a short final answer).
+ * Length is the one quality signal every trace carries; ARCF's own evaluation found subtle quality drops the hardest
+ * to see, and this catches only the gross ones.
  */
 import type { Detector, Finding, LlmObservation } from '../types';
 import { answered, median, monitorFinding, sameAgent } from './common';
@@ -25,19 +27,34 @@ function textChars(o: LlmObservation): number | undefined {
   return o.hasContent ? o.response.text.length : o.facts?.outputChars;
 }
 
+/** The first call of each agent turn, in order. */
+function firstOfTurns(calls: readonly LlmObservation[]): LlmObservation[] {
+  const seen = new Set<string | undefined>();
+  const out: LlmObservation[] = [];
+  for (const c of calls) {
+    if (seen.has(c.scope?.turn)) continue;
+    seen.add(c.scope?.turn);
+    out.push(c);
+  }
+  return out;
+}
+
 export const qualityDegradationDetector: Detector = {
   name: QUALITY_DEGRADATION,
   applies: (obs) => obs.kind === 'llm' && obs.scope?.agent !== undefined,
   detect(obs, ctx): Finding[] {
     const o = obs as LlmObservation;
+    if (o.scope?.turn === undefined) return [];
+    const mine = sameAgent(o, ctx.earlier);
+    if (mine.some((e) => e.scope?.turn === o.scope?.turn)) return []; // not the turn's first answer
     const now = textChars(o);
     if (now === undefined) return [];
-    const baseline = sameAgent(o, ctx.earlier)
+    const baseline = firstOfTurns(mine)
       .map(textChars)
       .filter((n): n is number => n !== undefined && n > 0);
     if (baseline.length < BASELINE) return [];
     const m = median(baseline);
     if (m < MIN_BASELINE_CHARS || now >= RATIO * m) return [];
-    return [monitorFinding(QUALITY_DEGRADATION, 'quality_degradation', 'semantic', 'warning', 0.6, `${o.scope?.agent}'s answer of ${now} chars against a median of ${Math.round(m)} over its ${baseline.length} earlier answers in the task`)];
+    return [monitorFinding(QUALITY_DEGRADATION, 'quality_degradation', 'semantic', 'warning', 0.6, `${o.scope?.agent}'s answer of ${now} chars against a median of ${Math.round(m)} over its ${baseline.length} earlier turns in the task`)];
   },
 };

@@ -145,8 +145,13 @@ export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
     if (!obs) continue;
     if (Object.keys(scope).length > 0) obs.scope = scope;
     if (obs.kind === 'message') withShell(obs, s);
-    const count = num(s.attributes, 'faultline.request.message_count');
-    if (obs.kind === 'llm' && count !== undefined) obs.facts = { ...obs.facts, messageCount: count };
+    if (obs.kind === 'llm') {
+      const count = num(s.attributes, 'faultline.request.message_count');
+      if (count !== undefined) obs.facts = { ...obs.facts, messageCount: count };
+      // The provider's error code rides in the status message faultline's span layer writes (`HTTP 400 <code>`).
+      const code = /^HTTP \d{3} ([A-Za-z0-9_.-]+)$/.exec(s.status.message ?? '')?.[1];
+      if (code !== undefined && obs.response.errorCode === undefined) obs.response.errorCode = code;
+    }
     run.steps.push({ span: s, observation: obs });
   }
   return [...runs.values()].filter((r) => r.root !== undefined || r.steps.length > 0 || r.turns.length > 0);
@@ -183,6 +188,7 @@ function newRun(trace: TraceRecord, root: SpanRecord | undefined): WorkflowRun {
   const base = root ?? first;
   const run: WorkflowRun = {
     trace,
+    ...(root ? { root } : {}),
     name: root ? (str(root.attributes, 'gen_ai.workflow.name') ?? root.name.replace(/^invoke_workflow\s*/, '')) || root.name : (first?.name ?? trace.traceId),
     taskId: (root && str(root.attributes, ATTR_FL_TASK_ID)) ?? trace.traceId,
     start: base?.start ?? 0,

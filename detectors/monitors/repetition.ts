@@ -17,6 +17,8 @@ export const REPETITION = 'repetition';
 
 /** Occurrences (this one included) that make a loop. */
 export const REPEATS = 3;
+/** Answers at least this long (or with tool calls) count for the same-answer rule. */
+const SUBSTANTIAL = 40;
 
 function llmRepetition(o: LlmObservation, earlier: readonly Observation[]): Finding[] {
   const now = callFacts(o);
@@ -48,12 +50,16 @@ function llmRepetition(o: LlmObservation, earlier: readonly Observation[]): Find
       return out;
     }
   }
-  // The same answer to different requests, consecutively.
-  if (now.ok && now.content !== undefined && (o.hasContent ? o.response.text.length + o.response.toolCalls.length > 0 : (o.facts?.outputChars ?? 0) > 0)) {
+  // The same answer to different requests, consecutively, in one conversation (an agent stuck on one reply). A
+  // short fixed answer ("accept", "TERMINATE") is often legitimate, so only substantial answers count.
+  const turn = o.scope?.turn;
+  const chars = o.hasContent ? o.response.text.length : (o.facts?.outputChars ?? 0);
+  if (now.ok && now.content !== undefined && turn !== undefined && (chars >= SUBSTANTIAL || o.response.toolCalls.length + (o.facts?.toolCallCount ?? 0) > 0)) {
     let run = 1;
-    for (let j = facts.length - 1; j >= 0; j--) {
+    for (let j = mine.length - 1; j >= 0; j--) {
       const f = facts[j]!;
-      if (f.content === now.content && f.request !== now.request) run++;
+      if (mine[j]!.scope?.turn !== turn) break;
+      if (f.content === now.content && f.request !== undefined && f.request !== now.request) run++;
       else break;
     }
     if (run >= REPEATS) out.push(monitorFinding(REPETITION, 'infinite_loop', 'duplicate', 'warning', 0.7, `the same answer ${run} times in a row to different requests${who(o)}`));
