@@ -24,6 +24,7 @@ import { createGuards, guardPreset, type GuardConfigInput } from '../../detector
 import { createOnlineDetection } from '../../detectors/online';
 import { createInjector } from '../inject/index';
 import type { FaultPlanInput } from '../plan/schema';
+import { arcfGuardConfig } from './arcf';
 import type { Arm } from './matrix';
 
 /** What one run needs: its plan (undefined = clean), its protection arm, and the family/task/environment for the
@@ -34,6 +35,8 @@ export interface RunSetup {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- families differ in task and environment types
   family: any;
   task: unknown;
+  /** The model the agents call (the `arcf` arm's fallback is another one). */
+  model?: string;
 }
 
 export interface Harness {
@@ -176,8 +179,9 @@ export function guardConfigFor(run: RunState | undefined): GuardConfigInput | un
   if (!run || run.arm === 'none') return undefined;
   const key = `${run.arm}|${String(run.family?.name)}`;
   let config = configs.get(key);
+  if (!config && run.arm === 'arcf') configs.set(key, (config = arcfGuardConfig(run.family, run.model ?? 'faultline-mock-1')));
   if (!config) {
-    const preset = guardPreset(run.arm);
+    const preset = guardPreset(run.arm as Exclude<Arm, 'arcf'>);
     const evidence = run.arm === 'evidence' || run.arm === 'both';
     config = {
       routes: preset.routes,
