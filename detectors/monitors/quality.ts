@@ -2,7 +2,8 @@
  * Output-quality degradation against the task's own baseline (ARCF: verification; MAST 3.2, nearest): an agent
  * doing the same job again in the same task, and answering far below its earlier runs — the first answer of an agent
  * turn (a finished text answer: no tool call, not cut by a token limit, which is truncation and finish_reason's)
- * under a quarter of the median of the first answers of the agent's earlier turns, after at least two. Only first
+ * under a quarter of the median of the first answers of the agent's earlier turns, after at least three that agree
+ * with each other (none under half their median: an agent whose answers vary by nature has no baseline). Only first
  * answers are compared: within one turn an agent's answers change kind (a ReAct step, then a short final answer).
  * Length is the one quality signal every trace carries; ARCF's own evaluation found subtle quality drops the hardest
  * to see, and this catches only the gross ones.
@@ -12,8 +13,10 @@ import { answered, median, monitorFinding, sameAgent } from './common';
 
 export const QUALITY_DEGRADATION = 'quality_degradation';
 
-/** Earlier full answers needed for a baseline. */
-const BASELINE = 2;
+/** Earlier turns needed for a baseline, and how steady it must be (its shortest at least this share of its median):
+ * an agent whose answers vary widely by nature has no baseline to fall below. */
+const BASELINE = 3;
+const STEADY = 0.5;
 const RATIO = 0.25;
 /** Baselines below this many characters are too short to compare. */
 const MIN_BASELINE_CHARS = 80;
@@ -54,7 +57,7 @@ export const qualityDegradationDetector: Detector = {
       .filter((n): n is number => n !== undefined && n > 0);
     if (baseline.length < BASELINE) return [];
     const m = median(baseline);
-    if (m < MIN_BASELINE_CHARS || now >= RATIO * m) return [];
+    if (m < MIN_BASELINE_CHARS || Math.min(...baseline) < STEADY * m || now >= RATIO * m) return [];
     return [monitorFinding(QUALITY_DEGRADATION, 'quality_degradation', 'semantic', 'warning', 0.6, `${o.scope?.agent}'s answer of ${now} chars against a median of ${Math.round(m)} over its ${baseline.length} earlier turns in the task`)];
   },
 };

@@ -50,15 +50,14 @@ function llmRepetition(o: LlmObservation, earlier: readonly Observation[]): Find
       return out;
     }
   }
-  // The same answer to different requests, consecutively, in one conversation (an agent stuck on one reply). A
-  // short fixed answer ("accept", "TERMINATE") is often legitimate, so only substantial answers count.
-  const turn = o.scope?.turn;
+  // The same answer to different requests, consecutively (an agent stuck on one reply, in one conversation or turn
+  // after turn). A short fixed answer ("accept", "TERMINATE") is often legitimate, so only substantial answers count.
   const chars = o.hasContent ? o.response.text.length : (o.facts?.outputChars ?? 0);
-  if (now.ok && now.content !== undefined && turn !== undefined && (chars >= SUBSTANTIAL || o.response.toolCalls.length + (o.facts?.toolCallCount ?? 0) > 0)) {
+  const calls = o.hasContent ? o.response.toolCalls.length : (o.facts?.toolCallCount ?? 0);
+  if (now.ok && now.content !== undefined && o.scope?.agent !== undefined && (chars >= SUBSTANTIAL || calls > 0)) {
     let run = 1;
-    for (let j = mine.length - 1; j >= 0; j--) {
+    for (let j = facts.length - 1; j >= 0; j--) {
       const f = facts[j]!;
-      if (mine[j]!.scope?.turn !== turn) break;
       if (f.content === now.content && f.request !== undefined && f.request !== now.request) run++;
       else break;
     }

@@ -10,7 +10,7 @@
  *
  * Nothing here judges: the monitors (detectors/monitors) do, through the workflow events this module emits
  * (`configureWorkflows({ onWorkflowEvent })`, wired like the channels' `onDelivery`). With nothing declared, nothing
- * is recorded beyond the steps and nothing changes for the application.
+ * is recorded on the workflow span and nothing changes for the application.
  */
 import { context, createContextKey, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { logger, safely } from '../../src/diag';
@@ -147,6 +147,8 @@ export interface WorkflowState {
   readonly span: Span;
   readonly startedAt: number;
   readonly declaration: WorkflowDeclaration;
+  /** The workflow declared required steps, a deadline or a recovery guard: its steps and end facts go on its span. */
+  readonly declared: boolean;
   /** Agents declared in this workflow so far, by name. */
   readonly agents: Map<string, AgentDeclaration>;
   /** Completed steps in order (agent turns that ended well, checkpoints). */
@@ -280,7 +282,7 @@ function stepDone(wf: WorkflowState, name: string, kind: 'agent' | 'checkpoint',
   if (wf.ended) return;
   wf.completed.push(name);
   wf.lastProgressAt = Date.now();
-  if (wf.span.isRecording()) {
+  if (wf.declared && wf.span.isRecording()) {
     wf.span.addEvent(EVENT_FL_WORKFLOW_STEP, { [ATTR_FL_STEP_NAME]: name, [ATTR_FL_STEP_KIND]: kind, [ATTR_FL_STEP_DURATION_MS]: Math.max(0, durationMs) });
   }
   emit({ type: 'step', workflow: wf, step: name, kind });
@@ -300,9 +302,10 @@ export class WorkflowDeadlineError extends FaultlineError {
 }
 
 /** The live state of a workflow that starts now on `span`. */
-export function createWorkflow(name: string, span: Span, taskId: string | undefined, d: WorkflowDeclaration, signal: AbortSignal): WorkflowState {
+export function createWorkflow(name: string, span: Span, taskId: string | undefined, d: WorkflowDeclaration, signal: AbortSignal, recovery?: WorkflowRecovery): WorkflowState {
   const now = Date.now();
-  return { name, taskId, span, startedAt: now, declaration: d, agents: new Map(), completed: [], open: [], lastProgressAt: now, signal };
+  const declared = d.requiredSteps !== undefined || d.deadlineMs !== undefined || recovery !== undefined;
+  return { name, taskId, span, startedAt: now, declaration: d, declared, agents: new Map(), completed: [], open: [], lastProgressAt: now, signal };
 }
 
 export function withWorkflow(ctx: Context, wf: WorkflowState): Context {
@@ -343,7 +346,7 @@ export function workflowBody<T>(wf: WorkflowState, fn: (span: Span) => T, recove
         log,
         'workflow end facts',
         () => {
-          if (!span.isRecording()) return;
+          if (!wf.declared || !span.isRecording()) return;
           span.setAttribute(ATTR_FL_WORKFLOW_COMPLETED_STEPS, [...wf.completed]);
           span.setAttribute(ATTR_FL_WORKFLOW_OUTPUT, wf.ended!.output);
         },

@@ -73,7 +73,7 @@ export function runWorkflow<T>(name: string, fn: (span: Span) => T, options: Run
     ctx = ctx.setValue(TASK_KEY, taskId);
   }
   const abort = new AbortController();
-  const workflow = createWorkflow(name, span, taskId, options, abort.signal);
+  const workflow = createWorkflow(name, span, taskId, options, abort.signal, options.checkpoints);
   return runInSpan(span, withWorkflow(ctx, workflow), workflowBody(workflow, fn, options.checkpoints, abort));
 }
 

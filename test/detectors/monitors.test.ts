@@ -236,10 +236,13 @@ for (const capture of [true, false]) {
     it("quality degradation: an agent's run far below its own earlier runs in the task", async () => {
       const run = (last: string) =>
         observe('quality', async () => {
-          // The Writer drafts three sections, one agent turn each.
-          for (let i = 0; i < 2; i++) await runAgent('Writer', () => ask([user(`section ${i}`)]));
+          // The Writer drafts four sections, one agent turn each (each draft its own text).
+          for (let i = 0; i < 3; i++) {
+            replies.push(body(TEXT, (b) => ((b.choices as Array<{ message: { content: string } }>)[0]!.message.content += ` (draft ${i})`)));
+            await runAgent('Writer', () => ask([user(`section ${i}`)]));
+          }
           replies.push(body(TEXT, (b) => ((b.choices as Array<{ message: { content: string } }>)[0]!.message.content = last)));
-          await runAgent('Writer', () => ask([user('section 3')]));
+          await runAgent('Writer', () => ask([user('section 4')]));
         });
       const bad = await run('OK.');
       expect(onlineNames(bad.online)).toEqual(['quality_degradation/quality_degradation/3.2']);
