@@ -102,7 +102,11 @@ export interface ReliabilityReport {
 const SEVERITY = ['info', 'warning', 'error', 'critical'];
 const counts = (f: Finding): boolean => SEVERITY.indexOf(f.severity) >= 2 && f.confidence >= 0.6;
 
-/** The attempts a span shows: its guard events (a retry or fallback follows a failed attempt), then its outcome. */
+/**
+ * The attempts a span shows: its guard events (a retry or fallback follows a failed attempt), then its outcome.
+ * Attempts on the call's own route are named by it (`provider:model`, `handoff A → B`); attempts on a fallback by
+ * the guard's fallback label (`route→name`).
+ */
 function attemptsOf(span: SpanRecord, route: string, ok: boolean): Attempt[] {
   const out: Attempt[] = [];
   let current = route;
@@ -111,16 +115,12 @@ function attemptsOf(span: SpanRecord, route: string, ok: boolean): Attempt[] {
     if (e.name !== 'faultline.guard') continue;
     const action = str(e.attributes, 'faultline.guard.action');
     const label = str(e.attributes, 'faultline.guard.route') ?? current;
-    if (action === 'retry' || action === 'resubmit' || action === 'reacquire') {
-      if (out.length === 0 && !onFallback) current = label.split('→')[0] ?? label;
-      out.push({ route: onFallback ? label : current, ok: false, fallback: onFallback });
+    if (action === 'retry' || action === 'resubmit' || action === 'reacquire' || action === 'fail_fast') {
+      out.push({ route: current, ok: false, fallback: onFallback });
     } else if (action === 'fallback') {
-      if (out.length === 0) current = label.split('→')[0] ?? current;
       out.push({ route: current, ok: false, fallback: onFallback });
       current = label;
       onFallback = true;
-    } else if (action === 'fail_fast') {
-      out.push({ route: label, ok: false, fallback: onFallback });
     }
   }
   out.push({ route: current, ok, fallback: onFallback });
