@@ -55,6 +55,8 @@ export interface RunRecord {
   tokens?: number;
   /** The ARCF study (arcf.ts): what the run's spans say about recovery and monitoring. */
   arcf?: import('./arcf').ArcfRunFacts;
+  /** A command campaign's run of the program without faultline (ARCF's observability overhead). */
+  bare?: boolean;
 }
 
 export interface Rate {

@@ -17,6 +17,8 @@
  * studies. The table's definitions are in docs/campaigns.md.
  */
 import { createHash } from 'node:crypto';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { BasicTracerProvider, type ReadableSpan, type SpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -30,7 +32,9 @@ import { FaultlineInstrumentation } from '../../instrumentation/instrumentation'
 import { isFaultType, type FaultType } from '../taxonomy';
 import { bootstrap, quantile, wilson, type Interval, type Proportion } from '../reliability/stats';
 import { table } from '../report/colors';
+import type { SpanRecord, TraceRecord } from '../traces/model';
 import type { RunRecord } from './analysis';
+import type { PlannedRun } from './command-runner';
 import type { CampaignSpec, Cell, Condition, Topology } from './matrix';
 
 export const ARCF_RATE = 0.1;
@@ -115,6 +119,47 @@ export function arcfGuardConfig(family: { name?: string; evidenceFields?: Record
   };
 }
 
+/**
+ * The arm for a command campaign (`--arms none,arcf`): the same LLM route recovery through FAULTLINE_GUARDS (retry,
+ * circuit; a fallback model when one is given). Checkpoints need the program's own runWorkflow / checkpoint() calls.
+ */
+export function arcfCommandGuards(fallbackModel?: string): GuardConfigInput {
+  return {
+    routes: [
+      ...guardPreset('execution').routes,
+      {
+        name: 'llm',
+        retry: { maxRetries: 2, baseDelayMs: 200, maxDelayMs: 5000, jitter: 'equal' },
+        ...(fallbackModel ? { fallback: [{ name: 'backup', model: fallbackModel }] } : {}),
+        circuit: { failureThreshold: 5, coolDownMs: 10_000 },
+        onFailure: 'record',
+      },
+    ],
+  };
+}
+
+/** A command campaign's `arcf` arm for one (task, condition, repetition): the faulted run and its clean twin. */
+export function arcfRuns(base: Omit<PlannedRun, 'key' | 'faulted'>, key: string): PlannedRun[] {
+  return [
+    { ...base, key: `${key}|arcf|faulted`, faulted: true, arm: 'arcf' },
+    { ...base, key: `${key}|arcf|clean`, faulted: false, arm: 'arcf' },
+  ];
+}
+
+/** The program run without faultline (no register, no plan): what the observability overhead is measured against. */
+export function bareRun(base: Omit<PlannedRun, 'key' | 'faulted'>, key: string): PlannedRun {
+  return { ...base, key: `${key}|bare`, faulted: false, bare: true };
+}
+
+/** The environment a command run gets for its arm: the `arcf` guards file, or no faultline at all for a bare run. */
+export function arcfEnv(r: PlannedRun, env: NodeJS.ProcessEnv, out: string, fallbackModel?: string): NodeJS.ProcessEnv {
+  if (r.bare) return { NODE_OPTIONS: env.NODE_OPTIONS ?? '' };
+  if (r.arm !== 'arcf') return {};
+  const file = join(out, 'arcf-guards.json');
+  if (!existsSync(file)) writeFileSync(file, `${JSON.stringify(arcfCommandGuards(fallbackModel), null, 2)}\n`);
+  return { FAULTLINE_GUARDS: file };
+}
+
 /** What the arm's workflow gets: a checkpoint guard of its own (memory store) and a deadline the monitors judge. */
 export function arcfReliability(): { checkpoints: ReturnType<typeof checkpoints>; deadlineMs: number } {
   return { checkpoints: checkpoints({ maxRollbacks: 2 }), deadlineMs: 30_000 };
@@ -160,12 +205,31 @@ function guardFailure(action: string, reason: string): FaultType | undefined {
   return isFaultType(named) ? named : undefined;
 }
 
+/** What the facts read of a span: the SDK's ReadableSpan (the example campaigns) or a SpanRecord (command runs). */
+interface SpanView {
+  error: boolean;
+  attributes: Record<string, unknown>;
+  events: ReadonlyArray<{ name: string; attributes?: Record<string, unknown> }>;
+}
+
+const fromSdk = (s: ReadableSpan): SpanView => ({ error: s.status.code === SpanStatusCode.ERROR, attributes: s.attributes, events: s.events });
+const fromRecord = (s: SpanRecord): SpanView => ({ error: s.status.code === 'ERROR', attributes: s.attributes, events: s.events });
+
 export function arcfRunFacts(spans: readonly ReadableSpan[]): ArcfRunFacts {
+  return runFactsOf(spans.map(fromSdk));
+}
+
+/** The same facts from a labelled trace (a command campaign's run). */
+export function arcfTraceFacts(trace: TraceRecord): ArcfRunFacts {
+  return runFactsOf(trace.spans.map(fromRecord));
+}
+
+function runFactsOf(spans: readonly SpanView[]): ArcfRunFacts {
   const f: ArcfRunFacts = { retried: 0, retryOk: 0, fellBack: 0, fallbackOk: 0, rollbacks: 0, failures: {}, modes: {}, failed: false, verified: 0, safetyBlocked: 0 };
   for (const s of spans) {
-    if (s.status.code === SpanStatusCode.ERROR) f.failed = true;
+    if (s.error) f.failed = true;
     const guard = s.events.filter((e) => e.name === 'faultline.guard').map((e) => ({ action: String(e.attributes?.['faultline.guard.action']), reason: String(e.attributes?.['faultline.guard.reason'] ?? ''), route: String(e.attributes?.['faultline.guard.route'] ?? '') }));
-    const gaveUp = (after: number) => guard.slice(after).some((g) => g.action === 'reject' || g.action === 'record' || g.action === 'drop') || s.status.code === SpanStatusCode.ERROR;
+    const gaveUp = (after: number) => guard.slice(after).some((g) => g.action === 'reject' || g.action === 'record' || g.action === 'drop') || s.error;
     const firstRetry = guard.findIndex((g) => g.action === 'retry' || g.action === 'resubmit' || g.action === 'reacquire');
     if (firstRetry >= 0) {
       f.retried++;
@@ -262,9 +326,13 @@ export interface ArcfSummary {
   overhead?: OverheadResult;
 }
 
-export function arcfSummary(records: readonly RunRecord[]): ArcfSummary | undefined {
-  const study = records.filter((r) => r.study === 'arcf');
-  if (study.length === 0) return undefined;
+/**
+ * The table from the run records. The example study marks both arms `arcf`; a command campaign's baseline is its
+ * main matrix (`baseline: 'main'`), and its bare runs (the program without faultline) give the overhead.
+ */
+export function arcfSummary(records: readonly RunRecord[], options: { baseline?: 'arcf' | 'main' } = {}): ArcfSummary | undefined {
+  const study = records.filter((r) => !r.bare && (r.study === 'arcf' || (options.baseline === 'main' && r.study === 'main')));
+  if (!study.some((r) => r.arm === 'arcf')) return undefined;
   const byTask = new Map(study.map((r) => [r.taskId, r]));
   const arms: ArcfArmStats[] = [];
   const byCondition: ArcfSummary['byCondition'] = [];
@@ -303,7 +371,29 @@ export function arcfSummary(records: readonly RunRecord[]): ArcfSummary | undefi
       byCondition.push({ condition: c, arm, pairs: rs.length, completion: wilson(rs.filter((r) => r.success).length, rs.length) });
     }
   }
-  return { rate: ARCF_RATE, conditions: [...new Set(study.map((r) => r.cell))], arms, byCondition };
+  const summary: ArcfSummary = { rate: ARCF_RATE, conditions: [...new Set(study.map((r) => r.cell))], arms, byCondition };
+  const overhead = bareOverhead(records);
+  if (overhead) summary.overhead = overhead;
+  return summary;
+}
+
+/** A command campaign's overhead: each bare run against the baseline clean run of the same task and repetition. */
+function bareOverhead(records: readonly RunRecord[]): OverheadResult | undefined {
+  const bare = records.filter((r) => r.bare);
+  if (bare.length === 0) return undefined;
+  const diffs: number[] = [];
+  const off: number[] = [];
+  const on: number[] = [];
+  for (const b of bare) {
+    const twin = records.find((r) => !r.bare && !r.faulted && r.arm === 'none' && r.task === b.task && r.rep === b.rep && r.cell === b.cell);
+    if (!twin || b.durationMs <= 0) continue;
+    off.push(b.durationMs);
+    on.push(twin.durationMs);
+    diffs.push((twin.durationMs - b.durationMs) / b.durationMs);
+  }
+  if (diffs.length === 0) return undefined;
+  const med = (xs: readonly number[]) => quantile(xs, 0.5);
+  return { pairs: diffs.length, bareMs: med(off), instrumentedMs: med(on), relative: bootstrap(diffs, med, { seed: 7 }) };
 }
 
 /** ARCF's simulated Table 1 (10 % fault rate), for comparison. */
@@ -344,7 +434,7 @@ export function renderArcf(s: ArcfSummary): string {
   out.push('', 'Completion by condition', table(['condition', 'baseline', 'arcf'], conds, new Set([1, 2])));
   const modes = Object.entries(arcf.modes).sort(([a], [b]) => a.localeCompare(b)).map(([m, n]) => `${m}: ${n}`).join(', ');
   out.push('', `MAST modes named by the online findings (arcf arm): ${modes || 'none'}`);
-  if (s.overhead) out.push(`Observability overhead: ${s.overhead.pairs} interleaved pairs of a clean task without and with faultline (spans, detectors, monitors); median ${s.overhead.bareMs.toFixed(1)} ms → ${s.overhead.instrumentedMs.toFixed(1)} ms`);
+  if (s.overhead) out.push(`Observability overhead: ${s.overhead.pairs} pairs of a clean run without and with faultline (spans, detectors, monitors); median ${s.overhead.bareMs.toFixed(1)} ms → ${s.overhead.instrumentedMs.toFixed(1)} ms`);
   return out.join('\n');
 }
 
