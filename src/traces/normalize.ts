@@ -114,7 +114,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /** An OTLP AnyValue as plain JSON data (used inside kvlists and nested arrays, which become JSON text). */
-function anyValuePlain(v: unknown, path: string): unknown {
+export function anyValuePlain(v: unknown, path: string): unknown {
   if (!isRecord(v)) return null;
   if ('stringValue' in v) return String(v.stringValue);
   if ('boolValue' in v) return v.boolValue === true || v.boolValue === 'true';

@@ -41,7 +41,7 @@ describe('online detection history', () => {
       online.observe(llm(text, `resp-${i}`, `question ${i}`), `task-${i % 10}`, span);
     }
     expect(heapMb() - before).toBeLessThan(48);
-  });
+  }, 120_000); // 1.2 GB of answers to make and fingerprint: seconds on a quiet machine, more on a loaded one
 
   test('a replayed answer is still found when the earlier one was remembered compactly', () => {
     const found: Finding[] = [];
