@@ -6,7 +6,7 @@
  */
 import { context as otelContext, trace, type Context, type Span } from '@opentelemetry/api';
 import { observationScope, type WorkflowEvent } from '../instrumentation/agents/declarations';
-import { getTaskId } from '../instrumentation/agents/task';
+import { resolveTaskId } from '../instrumentation/agents/task';
 import {
   ATTR_FL_DETECTION_CONFIDENCE,
   ATTR_FL_DETECTION_DETECTOR,
@@ -194,7 +194,8 @@ export function createOnlineDetection(options: OnlineDetectionOptions = {}): Onl
         const scope = observationScope(exchange.context);
         if (scope) obs.scope = scope;
         const route = `${exchange.provider}|${exchange.llmRequest.model ?? ''}`;
-        const task = getTaskId(exchange.context) ?? exchange.span.spanContext().traceId;
+        // The task the fault plan and the guards see too: the explicit scope, the framework run, the trace or the process.
+        const task = resolveTaskId(exchange.context, 'auto', exchange.span.spanContext().traceId);
         observe(obs, task, exchange.span, exchange.context, baselines.get(route));
         if (outcome.response.status !== undefined && outcome.response.status < 400 && !outcome.response.errorType) baselines.add(route, outcome.durationMs);
       }, undefined);
@@ -207,7 +208,7 @@ export function createOnlineDetection(options: OnlineDetectionOptions = {}): Onl
         if (original.sentAt !== undefined) obs.latencyMs = now() - original.sentAt;
         const deadline = typeof options.deadlineMs === 'function' ? options.deadlineMs(original) : options.deadlineMs;
         if (deadline !== undefined) obs.deadlineMs = deadline;
-        const task = original.taskId ?? getTaskId(ctx.context) ?? ctx.span.spanContext().traceId;
+        const task = original.taskId ?? resolveTaskId(ctx.context, 'auto', ctx.span.spanContext().traceId);
         observe(obs, task, ctx.span, ctx.context);
       }, undefined);
     },

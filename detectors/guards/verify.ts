@@ -17,7 +17,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { trace, context as otelContext } from '@opentelemetry/api';
-import { getTaskId } from '../../instrumentation/agents/task';
+import { resolveTaskId } from '../../instrumentation/agents/task';
 import { logger } from '../../src/diag';
 import { FaultlineInputError } from '../../src/errors';
 import { validateAgainst } from '../contracts';
@@ -172,7 +172,7 @@ export function verificationPipeline(options: VerificationOptions = {}): Verifie
   };
 
   const verify = async (value: unknown, o: { taskId?: string; label?: string } = {}): Promise<Verdict> => {
-    const task = o.taskId ?? getTaskId() ?? '';
+    const task = o.taskId ?? resolveTaskId(otelContext.active());
     const earlier = outcomes.get(task) ?? [];
     const tiers: TierResult[] = [];
     const run = async (): Promise<Verdict> => {

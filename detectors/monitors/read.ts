@@ -4,8 +4,9 @@
  * executions in start order, each observation with the scope it ran in (agent, turn, declaration, workflow) — the
  * same scope online monitors get from the context.
  *
- * This is the one place they read spans; the spans themselves are read through the offline detectors' observations
- * (detectors/from-span.ts).
+ * This is the one place they read traces; spans are read through the one span reading (src/traces/view) and the
+ * offline detectors' observations of it (detectors/from-span.ts); only faultline's own declaration attributes are read
+ * here.
  */
 import {
   ATTR_FL_AGENT_ROLE,
@@ -20,13 +21,11 @@ import {
   type AgentDeclaration,
   type ObservationScope,
 } from '../../instrumentation/agents/declarations';
-import { ATTR_ERROR_TYPE, ATTR_FL_TASK_ID, ATTR_GEN_AI_OPERATION_NAME, ATTR_MCP_METHOD_NAME } from '../../instrumentation/semconv';
+import { ATTR_ERROR_TYPE, ATTR_FL_TASK_ID, ATTR_MCP_METHOD_NAME } from '../../instrumentation/semconv';
 import { num, str, strList, type SpanRecord, type TraceRecord } from '../../src/traces/model';
-import { observationFromSpan } from '../from-span';
+import { DETECTION_CHILD, messageObservation, viewTrace, type AgentSpan } from '../../src/traces/view';
+import { llmObservation } from '../from-span';
 import type { MessageObservation, Observation } from '../types';
-
-/** Name of the zero-length child span that carries detections recorded after their span ended (online.ts). */
-const DETECTION_CHILD = 'faultline.detection';
 
 export interface AgentTurnRecord {
   span: SpanRecord;
@@ -67,7 +66,6 @@ export interface WorkflowRun {
   steps: WorkflowStep[];
 }
 
-const op = (s: SpanRecord): string | undefined => str(s.attributes, ATTR_GEN_AI_OPERATION_NAME);
 
 function declarationOf(s: SpanRecord): AgentDeclaration | undefined {
   const a = s.attributes;
@@ -81,67 +79,72 @@ function declarationOf(s: SpanRecord): AgentDeclaration | undefined {
   return d.role !== undefined || d.tools !== undefined || d.targets !== undefined ? d : undefined;
 }
 
-function agentName(s: SpanRecord): string {
-  const n = str(s.attributes, 'gen_ai.agent.name');
-  if (n !== undefined && n !== '') return n;
-  return s.name.replace(/^invoke_agent\s*/, '');
-}
-
 const failed = (s: SpanRecord): boolean => s.status.code === 'ERROR';
 
-/** The workflows of a trace, each with its steps in start order. Spans must be in start order (readTraces sorts). */
+/**
+ * The workflows of a trace, each with its steps in start order, read through the one span reading (viewTrace): every
+ * producer's agent, workflow, tool, LLM-call and message spans, a wrapper around another LLM span not counted twice.
+ * Spans must be in start order (readTraces sorts).
+ */
 export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
-  const byId = new Map(trace.spans.map((s) => [s.spanId, s]));
-  const parentOf = (s: SpanRecord): SpanRecord | undefined => (s.parentSpanId !== undefined ? byId.get(s.parentSpanId) : undefined);
-  const ancestor = (s: SpanRecord, pred: (p: SpanRecord) => boolean): SpanRecord | undefined => {
-    let p = parentOf(s);
-    for (let i = 0; p && i < 64; i++, p = parentOf(p)) if (pred(p)) return p;
+  const view = viewTrace(trace);
+  const kindOf = new Map<string, AgentSpan>(view.agents.map((a) => [a.span.spanId, a]));
+  const ancestor = (s: SpanRecord, pred: (a: AgentSpan) => boolean): AgentSpan | undefined => {
+    let p = s.parentSpanId !== undefined ? view.byId.get(s.parentSpanId) : undefined;
+    for (let i = 0; p && i < 64; i++, p = p.parentSpanId !== undefined ? view.byId.get(p.parentSpanId) : undefined) {
+      const a = kindOf.get(p.spanId);
+      if (a && pred(a)) return a;
+    }
     return undefined;
   };
-  const isAgent = (s: SpanRecord) => op(s) === 'invoke_agent';
-  const isWorkflow = (s: SpanRecord) => op(s) === 'invoke_workflow';
+  const isAgent = (a: AgentSpan) => a.kind === 'agent';
+  const isWorkflow = (a: AgentSpan) => a.kind === 'workflow';
 
-  const roots = trace.spans.filter((s) => isWorkflow(s) && !ancestor(s, isWorkflow));
+  const roots = new Set(view.agents.filter((a) => isWorkflow(a) && !ancestor(a.span, isWorkflow)).map((a) => a.span.spanId));
   const runs = new Map<string, WorkflowRun>();
   const runOf = (s: SpanRecord): WorkflowRun => {
-    const root = isWorkflow(s) && roots.includes(s) ? s : ancestor(s, (p) => roots.includes(p));
-    const key = root?.spanId ?? '';
+    const key = roots.has(s.spanId) ? s.spanId : (ancestor(s, (a) => roots.has(a.span.spanId))?.span.spanId ?? '');
     let run = runs.get(key);
     if (!run) {
-      run = newRun(trace, root);
+      run = newRun(trace, key !== '' ? view.byId.get(key) : undefined);
       runs.set(key, run);
     }
     return run;
   };
-  for (const r of roots) runOf(r);
+  for (const id of roots) runOf(view.byId.get(id)!);
 
+  const tools = new Map(view.tools.map((t) => [t.span.spanId, t]));
+  const messages = new Map(view.messages.map((m) => [m.span.spanId, m]));
   for (const s of trace.spans) {
-    if (s.name === DETECTION_CHILD || isWorkflow(s)) continue;
+    if (s.name === DETECTION_CHILD || roots.has(s.spanId)) continue;
+    const me = kindOf.get(s.spanId);
+    if (me?.kind === 'workflow') continue;
     const run = runOf(s);
-    const agentSpan = isAgent(s) ? undefined : ancestor(s, isAgent);
-    if (isAgent(s)) {
-      const name = agentName(s);
+    if (me?.kind === 'agent') {
       const d = declarationOf(s);
       const outer = ancestor(s, isAgent);
-      const turn: AgentTurnRecord = { span: s, name, ok: !failed(s) };
+      const turn: AgentTurnRecord = { span: s, name: me.name, ok: !failed(s) };
       if (d) {
         turn.declaration = d;
-        if (!run.agents.has(name)) run.agents.set(name, d);
+        if (!run.agents.has(me.name)) run.agents.set(me.name, d);
       }
-      if (outer) turn.parent = agentName(outer);
+      if (outer) turn.parent = outer.name;
       run.turns.push(turn);
       continue;
     }
-    const scope = scopeOf(run, agentSpan);
-    if (op(s) === 'execute_tool' || (s.attributes[ATTR_MCP_METHOD_NAME] === 'tools/call' && s.kind === 'CLIENT')) {
-      const name = str(s.attributes, 'gen_ai.tool.name') ?? s.name.replace(/^(execute_tool|tools\/call)\s*/, '');
-      const tool: NonNullable<WorkflowStep['tool']> = { name, ok: !failed(s) };
-      if (scope.agent !== undefined) tool.agent = scope.agent;
-      if (scope.declaration) tool.declaration = scope.declaration;
-      run.steps.push({ span: s, tool });
-      if (op(s) === 'execute_tool') continue;
+    const scope = scopeOf(run, ancestor(s, isAgent));
+    const tool = tools.get(s.spanId);
+    const mcpTool = s.attributes[ATTR_MCP_METHOD_NAME] === 'tools/call' && s.kind === 'CLIENT';
+    if (tool || mcpTool) {
+      const name = tool?.name ?? str(s.attributes, 'gen_ai.tool.name') ?? s.name.replace(/^tools\/call\s*/, '');
+      const step: NonNullable<WorkflowStep['tool']> = { name, ok: !failed(s) };
+      if (scope.agent !== undefined) step.agent = scope.agent;
+      if (scope.declaration) step.declaration = scope.declaration;
+      run.steps.push({ span: s, tool: step });
     }
-    const obs = observationFromSpan(s);
+    const call = view.llmOf(s.spanId);
+    const message = call ? undefined : messages.get(s.spanId);
+    const obs: Observation | undefined = call ? llmObservation(call) : message ? messageObservation(message.span, message.facts) : undefined;
     if (!obs) continue;
     if (Object.keys(scope).length > 0) obs.scope = scope;
     if (obs.kind === 'message') withShell(obs, s);
@@ -157,12 +160,12 @@ export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
   return [...runs.values()].filter((r) => r.root !== undefined || r.steps.length > 0 || r.turns.length > 0);
 }
 
-function scopeOf(run: WorkflowRun, agentSpan: SpanRecord | undefined): ObservationScope {
+function scopeOf(run: WorkflowRun, agent: AgentSpan | undefined): ObservationScope {
   const scope: ObservationScope = {};
-  if (agentSpan) {
-    scope.agent = agentName(agentSpan);
-    scope.turn = agentSpan.spanId;
-    const d = declarationOf(agentSpan);
+  if (agent) {
+    scope.agent = agent.name;
+    scope.turn = agent.span.spanId;
+    const d = declarationOf(agent.span);
     if (d) scope.declaration = d;
   }
   if (run.root) {

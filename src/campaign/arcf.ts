@@ -157,7 +157,8 @@ export function arcfEnv(r: PlannedRun, env: NodeJS.ProcessEnv, out: string, fall
   if (r.arm !== 'arcf') return {};
   const file = join(out, 'arcf-guards.json');
   if (!existsSync(file)) writeFileSync(file, `${JSON.stringify(arcfCommandGuards(fallbackModel), null, 2)}\n`);
-  return { FAULTLINE_GUARDS: file };
+  // The monitors are online detectors: on explicitly, whatever register's default for detection is.
+  return { FAULTLINE_GUARDS: file, FAULTLINE_DETECT: 'true' };
 }
 
 /** What the arm's workflow gets: a checkpoint guard of its own (memory store) and a deadline the monitors judge. */
@@ -462,7 +463,8 @@ export async function measureOverhead(run: () => Promise<unknown>, pairs = 24): 
   context.setGlobalContextManager(cm);
   trace.setGlobalTracerProvider(provider);
   const online = createOnlineDetection();
-  const inst = new FaultlineInstrumentation({ onExchangeEnd: online.onExchangeEnd, onDelivery: online.onDelivery, onWorkflowEvent: online.onWorkflowEvent, captureMessageContent: false });
+  // Constructed disabled (it enables itself otherwise): on only for the instrumented half of each pair.
+  const inst = new FaultlineInstrumentation({ enabled: false, onExchangeEnd: online.onExchangeEnd, onDelivery: online.onDelivery, onWorkflowEvent: online.onWorkflowEvent, captureMessageContent: false });
   inst.setTracerProvider(provider);
   const timed = async (on: boolean): Promise<number> => {
     if (on) inst.enable();
