@@ -300,6 +300,9 @@ export interface ArcfArmStats {
   arm: 'none' | 'arcf';
   /** Triggered faulted runs (with their clean twins). */
   pairs: number;
+  /** The runs' traces were read for findings and recovery (a command campaign's baseline is not: it runs as the
+   * user's program runs by default, and its recovery and coverage columns are left empty). */
+  measured: boolean;
   completion: Proportion;
   cleanCompletion: Proportion;
   /** Among triggered faulted runs with a failure signal: those that completed. */
@@ -353,6 +356,7 @@ export function arcfSummary(records: readonly RunRecord[], options: { baseline?:
     arms.push({
       arm,
       pairs: faulted.length,
+      measured: faulted.some((r) => r.arcf !== undefined),
       completion: wilson(faulted.filter((r) => r.success).length, faulted.length),
       cleanCompletion: wilson(twins.filter((r) => r.success).length, twins.length),
       recovery: wilson(failedRuns.filter((r) => r.success).length, failedRuns.length),
@@ -412,6 +416,8 @@ export const ARCF_PAPER = {
 const pct = (p: Proportion | undefined): string => (p === undefined || !Number.isFinite(p.p) ? '–' : `${(100 * p.p).toFixed(1)}% (${p.k}/${p.n})`);
 const ci = (p: Interval): string => (Number.isFinite(p.lo) ? `[${(100 * p.lo).toFixed(1)}, ${(100 * p.hi).toFixed(1)}]` : '');
 
+const measured = (a: ArcfArmStats, p: Proportion): string => (a.measured || a.pairs === 0 ? pct(p) : '–');
+
 export function renderArcf(s: ArcfSummary): string {
   const none = s.arms.find((a) => a.arm === 'none')!;
   const arcf = s.arms.find((a) => a.arm === 'arcf')!;
@@ -419,9 +425,9 @@ export function renderArcf(s: ArcfSummary): string {
   const rows: string[][] = [
     ['Workflow completion rate', pct(none.completion), pct(arcf.completion), `${100 * paper.completion.none}% → ${100 * paper.completion.arcf}%`],
     ['  (clean twins)', pct(none.cleanCompletion), pct(arcf.cleanCompletion), ''],
-    ['Failure recovery rate', pct(none.recovery), pct(arcf.recovery), `${100 * paper.recovery}%`],
-    ['MAST coverage rate', pct(none.mastCoverage), pct(arcf.mastCoverage), `${100 * paper.mastCoverage}%`],
-    ['  (clean twins flagged)', pct(none.cleanFlagged), pct(arcf.cleanFlagged), ''],
+    ['Failure recovery rate', measured(none, none.recovery), pct(arcf.recovery), `${100 * paper.recovery}%`],
+    ['MAST coverage rate', measured(none, none.mastCoverage), pct(arcf.mastCoverage), `${100 * paper.mastCoverage}%`],
+    ['  (clean twins flagged)', measured(none, none.cleanFlagged), pct(arcf.cleanFlagged), ''],
     ['Retry success rate', '–', pct(arcf.retry), `${100 * paper.retry}%`],
     ['Fallback success rate', '–', pct(arcf.fallback), `${100 * paper.fallback}%`],
     ['Checkpoint recovery rate', '–', pct(arcf.checkpoint), `${100 * paper.checkpoint}%`],
