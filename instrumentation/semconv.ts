@@ -90,6 +90,8 @@ export const ATTR_ERROR_TYPE = 'error.type' as const;
 export const ATTR_SERVER_ADDRESS = 'server.address' as const;
 export const ATTR_SERVER_PORT = 'server.port' as const;
 export const ATTR_HTTP_RESPONSE_STATUS_CODE = 'http.response.status_code' as const;
+/** Requests resent within one call (redirects followed, guard retries): the HTTP semconv's resend count. */
+export const ATTR_HTTP_REQUEST_RESEND_COUNT = 'http.request.resend_count' as const;
 export const ATTR_URL_FULL = 'url.full' as const;
 export const ERROR_TYPE_OTHER = '_OTHER' as const;
 
