@@ -19,6 +19,7 @@ import {
   EVENT_FL_DETECTION,
 } from '../instrumentation/semconv';
 import type { AgentMessage, DeliveryContext, Exchange, ExchangeOutcome } from '../instrumentation/types';
+import { flushExchanges } from '../instrumentation/interceptor';
 import { logger, safely } from '../src/diag';
 import { HISTORY_WINDOW, remember } from './history';
 import { workflowFindings, workflowSnapshot } from './monitors/index';
@@ -216,6 +217,9 @@ export function createOnlineDetection(options: OnlineDetectionOptions = {}): Onl
     onWorkflowEvent(event) {
       safely(log, 'workflow monitors', () => {
         if (event.type === 'step') return;
+        // The span layer reads a response after the application had it: the workflow's last calls join the
+        // task's history now, before the workflow is judged on them.
+        flushExchanges();
         const wf = event.workflow;
         const task = wf.taskId ?? wf.span.spanContext().traceId;
         const findings = workflowFindings(workflowSnapshot(wf, now()), history.earlier(task));
