@@ -106,6 +106,9 @@ export interface DetectionContext {
 
 export interface Detector {
   readonly name: string;
+  /** `workflow`: a workflow monitor (detectors/monitors) — it judges the task against its history and declarations,
+   * not the call's own fault; offline it runs in `monitorTrace` with the workflow's scope, not in `detectSpans`. */
+  readonly level?: 'call' | 'workflow';
   /** Cheap pre-check; detect() is only called when it returns true. */
   applies(obs: Observation): boolean;
   detect(obs: Observation, ctx: DetectionContext): Finding[];

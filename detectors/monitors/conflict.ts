@@ -32,6 +32,7 @@ const delivered = (o: MessageObservation): AgentMessage | undefined => (o.hasCon
 
 export const outputConflictDetector: Detector = {
   name: OUTPUT_CONFLICT,
+  level: 'workflow',
   applies: (obs) => obs.kind === 'message' && obs.delivered.length > 0,
   detect(obs, ctx): Finding[] {
     const now = delivered(obs as MessageObservation);

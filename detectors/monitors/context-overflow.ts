@@ -64,6 +64,7 @@ function requestChars(o: LlmObservation): number | undefined {
 
 export const contextOverflowDetector: Detector = {
   name: CONTEXT_OVERFLOW,
+  level: 'workflow',
   applies: (obs) => obs.kind === 'llm',
   detect(obs): Finding[] {
     const o = obs as LlmObservation;

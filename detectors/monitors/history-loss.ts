@@ -18,6 +18,7 @@ const OPENING = 2;
 
 export const historyLossDetector: Detector = {
   name: HISTORY_LOSS,
+  level: 'workflow',
   applies: (obs) => obs.kind === 'llm' && obs.scope?.turn !== undefined,
   detect(obs, ctx): Finding[] {
     const o = obs as LlmObservation;

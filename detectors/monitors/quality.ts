@@ -44,6 +44,7 @@ function firstOfTurns(calls: readonly LlmObservation[]): LlmObservation[] {
 
 export const qualityDegradationDetector: Detector = {
   name: QUALITY_DEGRADATION,
+  level: 'workflow',
   applies: (obs) => obs.kind === 'llm' && obs.scope?.agent !== undefined,
   detect(obs, ctx): Finding[] {
     const o = obs as LlmObservation;

@@ -105,6 +105,7 @@ function messageRepetition(m: MessageObservation, earlier: readonly Observation[
 
 export const repetitionDetector: Detector = {
   name: REPETITION,
+  level: 'workflow',
   applies: () => true,
   detect(obs, ctx): Finding[] {
     return obs.kind === 'llm' ? llmRepetition(obs, ctx.earlier) : messageRepetition(obs, ctx.earlier);

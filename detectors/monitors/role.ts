@@ -29,6 +29,7 @@ export function targetOutsideRole(agent: string, d: AgentDeclaration | undefined
 
 export const roleViolationDetector: Detector = {
   name: ROLE_VIOLATION,
+  level: 'workflow',
   applies: (obs) => obs.scope !== undefined,
   detect(obs): Finding[] {
     if (obs.kind === 'llm') {

@@ -7,6 +7,7 @@ import {
   ATTR_FL_DETECTION_CONFIDENCE,
   ATTR_FL_DETECTION_DETECTOR,
   ATTR_FL_DETECTION_EVIDENCE,
+  ATTR_FL_DETECTION_FAILURE,
   ATTR_FL_DETECTION_FAULT_TYPE,
   ATTR_FL_GUARD_ACTION,
   ATTR_FL_GUARD_REASON,
@@ -41,6 +42,8 @@ export function detectionEvents(span: SpanRecord): DetectionEvent[] {
     if (e.name !== EVENT_FL_DETECTION) continue;
     const t = e.attributes[ATTR_FL_DETECTION_FAULT_TYPE];
     if (!isFaultType(t) || t === 'none') continue;
+    // A workflow monitor's finding (it names an ARCF failure type) judges the task, not this call's fault.
+    if (e.attributes[ATTR_FL_DETECTION_FAILURE] !== undefined) continue;
     const c = num(e.attributes, ATTR_FL_DETECTION_CONFIDENCE);
     out.push({
       detector: str(e.attributes, ATTR_FL_DETECTION_DETECTOR) ?? 'detector',
