@@ -143,8 +143,9 @@ export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
       run.steps.push({ span: s, tool: step });
     }
     const call = view.llmOf(s.spanId);
-    const message = call ? undefined : messages.get(s.spanId);
-    const obs: Observation | undefined = call ? llmObservation(call) : message ? messageObservation(message.span, message.facts) : undefined;
+    // A message is observed once, at the span that stands for it (a send, or a receive the trace has alone).
+    const exchange = call || !messages.has(s.spanId) ? undefined : view.exchangeOf(s.spanId);
+    const obs: Observation | undefined = call ? llmObservation(call) : exchange && exchange.step === s ? messageObservation(exchange) : undefined;
     if (!obs) continue;
     if (Object.keys(scope).length > 0) obs.scope = scope;
     if (obs.kind === 'message') withShell(obs, s);
