@@ -23,22 +23,34 @@ export class TraceGrouper {
   // always the one idle longest.
   private readonly open = new Map<string, Open>();
   private seq = 0;
+  /** The trace touched last: it is already the map's last entry, so a run of its spans skips the re-insertion. */
+  private latest: Open | undefined;
+  private latestId = '';
 
   constructor(private readonly idleSpans = DEFAULT_IDLE_SPANS) {}
 
   /** Add a span; returns the traces that became idle (usually none). */
   add(span: SpanRecord): TraceRecord[] {
     const n = ++this.seq;
+    if (this.latest !== undefined && span.traceId === this.latestId) {
+      // Spans of one trace usually come in runs (an exporter batch): nothing else can have become idle.
+      this.latest.spans.push(span);
+      this.latest.last = n;
+      return NONE;
+    }
     let t = this.open.get(span.traceId);
     if (t === undefined) t = { spans: [], last: n };
     else this.open.delete(span.traceId);
     t.spans.push(span);
     t.last = n;
     this.open.set(span.traceId, t);
+    this.latest = t;
+    this.latestId = span.traceId;
     let out: TraceRecord[] | undefined;
     for (const [id, o] of this.open) {
       if (n - o.last < this.idleSpans) break;
       this.open.delete(id);
+      if (o === this.latest) this.latest = undefined;
       (out ??= []).push({ traceId: id, spans: sortSpans(o.spans) });
     }
     return out ?? NONE;
@@ -49,6 +61,7 @@ export class TraceGrouper {
     const out: TraceRecord[] = [];
     for (const [id, o] of this.open) out.push({ traceId: id, spans: sortSpans(o.spans) });
     this.open.clear();
+    this.latest = undefined;
     return out;
   }
 }
