@@ -22,6 +22,7 @@ export const command: Command = {
     { name: 'diagnoser', short: 'd', value: DIAGNOSER_NAMES.join('|'), description: 'which diagnoser to use', default: 'rule' },
     { name: 'format', short: 'f', value: DIAGNOSIS_FORMATS.join('|'), description: 'output format; jsonl prints one JSON object per trace per line', default: 'table' },
     { name: 'concurrency', short: 'c', value: 'N', description: 'traces diagnosed at once (default: 1 for rule, 4 for llm and hybrid)' },
+    { name: 'workers', value: 'N', description: 'worker threads reading and diagnosing JSON lines with the rule diagnoser (default: one per core for 64 MiB of input or more; 0: none)' },
     { name: 'fail-on-fault', description: 'exit with code 1 when any trace is diagnosed with a fault' },
   ],
   details: [
@@ -46,12 +47,22 @@ export const command: Command = {
     const { useColors } = (require('../../report/colors') as typeof import('../../report/colors'));
     const { createProgress } = (require('../../report/progress') as typeof import('../../report/progress'));
     const { readTraces } = (require('../../traces/read') as typeof import('../../traces/read'));
+    const { mapTraces } = (require('../../traces/parallel') as typeof import('../../traces/parallel'));
+    const workers = options.workers === undefined ? undefined : Number(options.workers);
+    if (workers !== undefined && (typeof options.workers !== 'string' || !Number.isInteger(workers) || workers < 0 || workers > 16)) {
+      throw new FaultlineInputError('FAULTLINE_USAGE', `--workers must be an integer from 0 to 16; got ${JSON.stringify(options.workers)}`);
+    }
     const diagnoser = createDiagnoser(diagnoserName);
     const progress = createProgress({ label: `diagnosing (${diagnoserName})` });
     const all: Diagnosis[] = [];
     let faulty = 0;
     let n = 0;
-    for await (const d of diagnoseAll(diagnoser, readTraces(positionals), { concurrency })) {
+    // The rule diagnoser is CPU-bound: big JSON-lines inputs are read and diagnosed on worker threads (same results, same order).
+    const diagnoses =
+      diagnoserName === 'rule'
+        ? mapTraces<Diagnosis>(positionals, { module: require.resolve('../../diagnosers/task'), name: 'diagnosisTask', options: { diagnoser: 'rule' } }, workers === undefined ? {} : { workers })
+        : diagnoseAll(diagnoser, readTraces(positionals), { concurrency });
+    for await (const d of diagnoses) {
       n++;
       if (d.faultType !== 'none') faulty++;
       if (format === 'jsonl') process.stdout.write(diagnosisLine(d) + '\n');
