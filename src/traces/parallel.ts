@@ -237,12 +237,14 @@ class Coordinator<R> {
       const send = (chunk: Buffer, final: boolean): void => {
         if (block < 0) block = this.startBlock(f);
         const w = this.pool[this.blockWorker[block] as number] as Worker;
-        if (chunk.length === 0) w.postMessage({ t: 'chunk', block, bytes: new ArrayBuffer(0), offset: 0, length: 0, final });
+        // Read the length first: the transfer detaches the buffer (its length becomes 0).
+        const length = chunk.length;
+        if (length === 0) w.postMessage({ t: 'chunk', block, bytes: new ArrayBuffer(0), offset: 0, length: 0, final });
         else {
           const ab = chunk.buffer as ArrayBuffer;
-          w.postMessage({ t: 'chunk', block, bytes: ab, offset: chunk.byteOffset, length: chunk.length, final }, [ab]);
+          w.postMessage({ t: 'chunk', block, bytes: ab, offset: chunk.byteOffset, length, final }, [ab]);
         }
-        bytes += chunk.length;
+        bytes += length;
         if (final) {
           block = -1;
           bytes = 0;

@@ -115,6 +115,10 @@ describe('mapTraces on worker threads', () => {
     expect(strip(two.out)).toEqual(direct.out.map((t) => ({ traceId: t.traceId, spans: t.spans.map((s) => s.spanId) })));
     // Both the workers and this thread (traces whose pieces lie in several blocks) did work.
     expect(two.out.filter((s) => s.threadId !== 0).length).toBeGreaterThan(100);
+    // The input was cut into many blocks, shared by both workers: their traces alternate in the output.
+    const threads = two.out.map((s) => s.threadId).filter((t) => t !== 0);
+    expect(new Set(threads).size).toBe(2);
+    expect(threads.filter((t, i) => i > 0 && t !== threads[i - 1]).length).toBeGreaterThan(20);
     expect(two.out.some((s) => s.threadId === 0)).toBe(true);
     // Traces split by the idle rule come out as two records with the same id, in both.
     const ids = one.out.map((s) => s.traceId);
@@ -123,6 +127,19 @@ describe('mapTraces on worker threads', () => {
     expect((two.error as Error).message).toBe((one.error as Error).message);
     expect((one.error as Error).message).toMatch(/problems reading traces:\n {2}.*fleet-a\.jsonl: line \d+/);
   }, 60_000);
+
+  it('blocks of the default size: a 12 MB file is shared by the workers block by block', async () => {
+    const p = join(dir, 'default-blocks.jsonl');
+    const lines: string[] = [];
+    for (let t = 0; t < 30_000; t++) lines.push(line([span(t, 0, 0), span(t, 1, 3)]));
+    writeFileSync(p, lines.join('\n') + '\n');
+    const two = await collect(mapTraces<Summary>([p], TASK, { workers: 2 }));
+    expect(two.out).toHaveLength(30_000);
+    const threads = two.out.map((s) => s.threadId);
+    // Blocks of 4 MiB (read 1 MiB at a time): at least three, alternating between the two workers.
+    expect(threads.filter((t, i) => i > 0 && t !== threads[i - 1]).length).toBeGreaterThanOrEqual(2);
+    expect(new Set(threads).size).toBe(2);
+  }, 30_000);
 
   it('the idle rule at its exact edge, across block boundaries', async () => {
     // One span per line, one line per block. idleSpans 3: trace 0 comes back 3 spans after its last (one trace:
