@@ -124,6 +124,24 @@ async function* chunksOf(src: Source, size: number): AsyncGenerator<Buffer> {
   for await (const c of src.open(size)) yield own(c as Buffer);
 }
 
+/**
+ * Worker heaps. What a worker holds is small (its blocks in flight and the pieces of open traces: about 1 KB per
+ * span of exporter output), but V8 sizes a heap by the machine, not by that: left alone, each worker's heap grows to
+ * several times its live data between collections, and two of them doubled the reader's peak RSS. A smaller young
+ * generation and an old-generation ceiling keep the collections frequent; 512 MB per worker is far above what
+ * even a window of 20,000 spans of 20 KB each needs.
+ */
+const WORKER_HEAP = { maxYoungGenerationSizeMb: 16, maxOldGenerationSizeMb: 512 };
+
+function outOfMemory(err: Error): Error {
+  if ((err as NodeJS.ErrnoException).code !== 'ERR_WORKER_OUT_OF_MEMORY') return err;
+  return new FaultlineInputError(
+    'FAULTLINE_USAGE',
+    `a trace worker ran out of memory (${WORKER_HEAP.maxOldGenerationSizeMb} MB): the open traces hold very large spans; run with --workers 0 (one thread, no heap ceiling) or a smaller idle window`,
+    { cause: err },
+  );
+}
+
 /** Results waiting for the consumer (or for a worker) before reading pauses: bounds memory under a slow consumer. */
 const MAX_PENDING_RESULTS = 16_384;
 
@@ -167,9 +185,9 @@ class Coordinator<R> {
     this.linesBefore = sources.map(() => 0);
     const setup: WorkerSetup = { task, idleSpans: this.idle, maxLineBytes: options.streamThresholdBytes ?? DEFAULT_MAX_LINE_BYTES };
     for (let i = 0; i < workers; i++) {
-      const w = new Worker(WORKER_SCRIPT, { workerData: setup });
+      const w = new Worker(WORKER_SCRIPT, { workerData: setup, resourceLimits: WORKER_HEAP });
       w.on('message', (m: FromWorker) => this.onMessage(m));
-      w.on('error', (err) => this.fail(err));
+      w.on('error', (err) => this.fail(outOfMemory(err)));
       w.on('exit', (code) => this.fail(new Error(`trace worker exited early (code ${code})`)));
       this.pool.push(w);
       this.inFlight.push(0);
