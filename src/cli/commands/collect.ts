@@ -1,4 +1,5 @@
 import type { Command } from '../types';
+import { FaultlineInputError } from '../../errors';
 
 /** `500ms`, `10s`, `2m`, or a bare number of seconds → milliseconds. */
 function duration(flag: string, v: unknown, fallbackMs: number): number {
@@ -10,7 +11,6 @@ function duration(flag: string, v: unknown, fallbackMs: number): number {
 }
 
 function usage(message: string): Error {
-  const { FaultlineInputError } = require('../../errors') as typeof import('../../errors');
   return new FaultlineInputError('FAULTLINE_USAGE', message);
 }
 
@@ -64,7 +64,7 @@ export const command: Command = {
   async run({ options }) {
     const { resolve } = await import('node:path');
     const { rm } = await import('node:fs/promises');
-    const { startCollector } = require('../../traces/collect') as typeof import('../../traces/collect');
+    const { startCollector } = await import('../../traces/collect.js');
     const port = portOf('port', options.port ?? 4318);
     const grpcPort = options['grpc-port'] === undefined ? undefined : portOf('grpc-port', options['grpc-port']);
     const host = typeof options.host === 'string' ? options.host : '127.0.0.1';
@@ -83,8 +83,8 @@ export const command: Command = {
     let online: import('../../traces/collect-diagnose').OnlineDiagnosis | undefined;
     let assembler: import('../../traces/assemble').TraceAssembler | undefined;
     if (diagnose) {
-      const { startOnlineDiagnosis } = require('../../traces/collect-diagnose') as typeof import('../../traces/collect-diagnose');
-      const { TraceAssembler } = require('../../traces/assemble') as typeof import('../../traces/assemble');
+      const { startOnlineDiagnosis } = await import('../../traces/collect-diagnose.js');
+      const { TraceAssembler } = await import('../../traces/assemble.js');
       const diagnosis = await startOnlineDiagnosis({ out: diagnosesPath, metrics: options.metrics === true });
       online = diagnosis;
       assembler = new TraceAssembler({ idleMs, maxSpans, onTrace: (trace) => diagnosis.diagnose(trace) });
