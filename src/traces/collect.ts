@@ -38,7 +38,7 @@ export interface CollectorOptions {
   out: string;
   /** Largest accepted body, compressed or decoded (default 64 MiB, the spec's recommendation). */
   maxBodyBytes?: number;
-  /** Bytes held for all requests in flight together, received and decoded (default 4 × maxBodyBytes). */
+  /** Bytes held for all requests in flight together, received and decoded (default 2 × maxBodyBytes). */
   maxBufferedBytes?: number;
   /** A connection that sends nothing for this long is closed (default 10 s). */
   readTimeoutMs?: number;
@@ -132,7 +132,7 @@ export async function startCollector(options: CollectorOptions): Promise<Collect
     stream.once('open', () => resolve());
     stream.once('error', reject);
   });
-  const intake = new Intake(max, options.maxBufferedBytes ?? 4 * max, stream, stats, options.onSpans);
+  const intake = new Intake(max, options.maxBufferedBytes ?? 2 * max, stream, stats, options.onSpans);
   /** Requests being handled; close() waits for them until the drain deadline. */
   const inFlight = new Set<Promise<void>>();
   let closing = false;
