@@ -25,57 +25,13 @@ import { TraceBuilder } from '../diagnosers/support/builder';
 import { labelledSet } from '../diagnosers/support/labelled';
 import { FORMATS } from '../support/shared';
 import { toTraces } from '../support/to-traces';
+import { scatter } from './scatter';
 
 let dir: string;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'faultline-online-'));
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Every trace's spans shuffled and cut into batches of 1–3, the batches of all traces interleaved. */
-export function scatter(spans: readonly ReadableSpan[], seed: number): ReadableSpan[][] {
-  const r = rng(seed);
-  const byTrace = new Map<string, ReadableSpan[]>();
-  for (const s of spans) {
-    const id = s.spanContext().traceId;
-    byTrace.set(id, [...(byTrace.get(id) ?? []), s]);
-  }
-  const queues = [...byTrace.values()].map((list) => {
-    const l = [...list];
-    for (let i = l.length - 1; i > 0; i--) {
-      const j = Math.floor(r() * (i + 1));
-      [l[i], l[j]] = [l[j]!, l[i]!];
-    }
-    const batches: ReadableSpan[][] = [];
-    for (let i = 0; i < l.length; ) {
-      const n = 1 + Math.floor(r() * 3);
-      batches.push(l.slice(i, i + n));
-      i += n;
-    }
-    return batches;
-  });
-  const out: ReadableSpan[][] = [];
-  // A few traces at a time are in flight, as in a service: their batches interleave.
-  const active: ReadableSpan[][][] = [];
-  while (queues.length > 0 || active.length > 0) {
-    while (active.length < 4 && queues.length > 0) active.push(queues.shift()!);
-    const k = Math.floor(r() * active.length);
-    out.push(active[k]!.shift()!);
-    if (active[k]!.length === 0) active.splice(k, 1);
-  }
-  return out;
-}
 
 function exportTo(exporter: { export(spans: ReadableSpan[], cb: (r: { code: number; error?: Error }) => void): void }, spans: ReadableSpan[]): Promise<void> {
   return new Promise((resolve, reject) =>
@@ -125,7 +81,7 @@ describe('collect --diagnose in one process', () => {
     const diagnoses = join(dir, 'diagnoses.jsonl');
     online = await startOnlineDiagnosis({ out: diagnoses });
     const o = online;
-    const assembler = new TraceAssembler({ idleMs: 400, onTrace: (t) => o.diagnose(t) });
+    const assembler = new TraceAssembler({ idleMs: 1500, onTrace: (t) => o.diagnose(t) });
     assembler.start();
     collector = await startCollector({ port: 0, grpcPort: 0, out, onSpans: (s) => assembler.add(s) });
     const grpc = new GrpcExporter({ url: collector.grpcUrl!, compression: CompressionAlgorithm.GZIP });
@@ -135,7 +91,7 @@ describe('collect --diagnose in one process', () => {
     await until(() => online!.stats.diagnosed === traceIds.size, 10_000, 'every trace diagnosed');
     // A late copy of a batch (an exporter retrying after a lost answer): stored, not diagnosed again.
     await exportTo(proto, batches[0]!);
-    await new Promise((r) => setTimeout(r, 600));
+    await new Promise((r) => setTimeout(r, 1600));
     assembler.tick();
     await collector.close();
     assembler.stop();
