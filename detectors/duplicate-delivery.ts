@@ -2,6 +2,7 @@
  * Duplicate delivery: one send reaching the receiver more than once (several delivered copies, or a message id the
  * task already delivered with the same payload). Executing such a copy twice is the harm the action ledger prevents.
  */
+import { payloadPrint } from './history';
 import type { Detector, Finding, MessageObservation, Observation } from './types';
 
 export const duplicateDeliveryDetector: Detector = {
@@ -15,13 +16,11 @@ export const duplicateDeliveryDetector: Detector = {
     }
     const d = m.delivered[0];
     if (!d) return [];
-    let payload: string | undefined;
     for (const e of ctx.earlier) {
       if (e.kind !== 'message' || e === m) continue;
       for (const prev of e.delivered) {
         if (prev.id !== d.id || prev.source !== d.source || prev.target !== d.target) continue;
-        payload ??= JSON.stringify(d.payload) ?? '';
-        if ((JSON.stringify(prev.payload) ?? '') === payload) {
+        if (payloadPrint(prev) === payloadPrint(d)) {
           return [{ detector: 'duplicate_delivery', faultType: 'duplicate', severity: 'error', confidence: 0.85, evidence: `message id ${d.id} was already delivered to ${d.target}`, location: { spanId: m.spanId, field: 'id' } }];
         }
       }

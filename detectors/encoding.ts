@@ -144,7 +144,9 @@ function inspect(text: string, isLeaf: boolean): Hit | undefined {
   if (!s.ascii) {
     const runs = s.mojibakeGate ? mojibakeRuns(text) : [];
     if (runs.length > 0) {
-      return { faultType: 'corrupt', confidence: 0.95, evidence: `mojibake (UTF-8 read as Latin-1/cp1252), e.g. ${JSON.stringify(runs[0]!.slice(0, 12))}` };
+      // Where, not what: the evidence is recorded on spans, where text appears only with content capture on.
+      const at = text.indexOf(runs[0]!);
+      return { faultType: 'corrupt', confidence: 0.95, evidence: `mojibake (UTF-8 read as Latin-1/cp1252): ${runs.length} run${runs.length === 1 ? '' : 's'}, the first at character ${at}` };
     }
     if (s.replacement) return { faultType: 'corrupt', confidence: 0.8, evidence: 'U+FFFD replacement characters' };
     if (s.loneSurrogate) return { faultType: 'corrupt', confidence: 0.85, evidence: 'lone surrogate code units' };

@@ -48,7 +48,7 @@ export const entityGroundingDetector: Detector = {
           faultType: 'semantic',
           severity: 'warning',
           confidence: 0.6,
-          evidence: `tool argument ${k}=${JSON.stringify(v.slice(0, 40))} appears nowhere in the conversation`,
+          evidence: `tool argument ${k} (${v.length} chars) names something that appears nowhere in the conversation`,
           location: { spanId: o.spanId, field: `tool_calls[${index}].arguments.${k}`, index },
         });
         return;

@@ -6,7 +6,7 @@
  */
 import type { FaultType } from '../src/taxonomy';
 import type { Detector, Finding, LlmObservation, MessageObservation, Observation } from './types';
-import { excerpt, failedCall, looksLikeJson, safeParse } from './text';
+import { failedCall, looksLikeJson, safeParse } from './text';
 
 interface Rule {
   re: RegExp;
@@ -31,24 +31,34 @@ const RULES: Rule[] = [
   { re: /^(an )?(internal )?error (has )?occurred (while|during) (processing|generating|handling)/i, faultType: 'error' },
 ];
 
-/** A JSON error envelope: a small object whose meaning is "error", not an answer. */
-function errorEnvelope(text: string): boolean {
-  if (!looksLikeJson(text) || text.length > 2000) return false;
+const ENVELOPE_KEYS = new Set(['error', 'message', 'code', 'type', 'status', 'detail', 'details', 'request_id']);
+
+/** A JSON error envelope (a small object whose meaning is "error", not an answer): its keys, else undefined. */
+function errorEnvelope(text: string): string[] | undefined {
+  if (!looksLikeJson(text) || text.length > 2000) return undefined;
   const v = safeParse(text);
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
   const keys = Object.keys(v);
-  if (!('error' in v) || keys.length > 5) return false;
-  const allowed = new Set(['error', 'message', 'code', 'type', 'status', 'detail', 'details', 'request_id']);
-  return keys.every((k) => allowed.has(k));
+  if (!('error' in v) || keys.length > 5) return undefined;
+  return keys.every((k) => ENVELOPE_KEYS.has(k)) ? keys : undefined;
 }
 
+const NOTICE_KIND: Partial<Record<FaultType, string>> = { timeout: 'timeout', error: 'error', empty: 'content-filter' };
+
+/**
+ * Whether a text is an error notice instead of an answer. The evidence says what kind and how long, never the text
+ * itself: findings land on spans, where content is recorded only when capture is on.
+ */
 export function classifyNotice(text: string): { faultType: FaultType; evidence: string } | undefined {
   if (text.length > 2000 + MAX_NOTICE_CHARS) return undefined; // an answer, not a notice (and no copy of it is made)
   const t = text.trim();
   if (t.length === 0) return undefined;
-  if (errorEnvelope(t)) return { faultType: 'schema', evidence: `a JSON error envelope instead of an answer: ${excerpt(t)}` };
+  const envelope = errorEnvelope(t);
+  if (envelope) return { faultType: 'schema', evidence: `a JSON error envelope (keys ${envelope.join(', ')}) instead of an answer` };
   if (t.length > MAX_NOTICE_CHARS) return undefined;
-  for (const r of RULES) if (r.re.test(t)) return { faultType: r.faultType, evidence: `in-band notice instead of an answer: ${excerpt(t)}` };
+  for (const r of RULES) {
+    if (r.re.test(t)) return { faultType: r.faultType, evidence: `an in-band ${NOTICE_KIND[r.faultType] ?? r.faultType} notice (${t.length} chars) instead of an answer` };
+  }
   return undefined;
 }
 

@@ -1,12 +1,17 @@
 /**
- * A small JSON Schema validator for the subset tool definitions and message contracts use: type (incl. type
- * arrays and "null"), properties, required, additionalProperties, enum, const, items (incl. tuple form), anyOf /
- * oneOf / allOf, min/max (Length, imum, Items, Properties), exclusive bounds, pattern and local `$ref` into
- * `$defs` / `definitions`. Unknown keywords (format, description, strict, …) are ignored, as lenient validators do.
+ * JSON Schema validation for tool definitions and message contracts, by Ajv (draft-07, 2019-09 and 2020-12, chosen
+ * from the schema's `$schema`, else from the keywords it uses). `format` is an annotation here, as 2019-09 and
+ * 2020-12 define it by default: a model's `"2024-13-01"` for a `date` is the application's to judge, and assertion
+ * would need a format library the tool author never asked for.
  *
- * Compiled once per schema object (WeakMap cache) into a tree of closures, so validating a tool call costs a few
- * property reads. No dependency (Ajv is not installed; zod's `fromJSONSchema` is marked semi-experimental).
+ * Compiled once per schema *content*: an application builds its tool schemas anew on every request, so a cache keyed
+ * by object identity would compile on every call. The cache is bounded (least recently used compiled schemas are
+ * dropped, and removed from Ajv's own cache with them). A schema Ajv cannot compile (a bad `$ref`, an invalid
+ * pattern) is not the response's fault: it validates everything, and that outcome is cached too.
+ *
+ * Ajv is loaded on the first validation, not when faultline starts.
  */
+import type { ErrorObject, ValidateFunction } from 'ajv';
 
 export interface SchemaIssue {
   /** JSON-path-like location: `$`, `$.city`, `$.items[2]`. */
@@ -15,221 +20,172 @@ export interface SchemaIssue {
   message: string;
 }
 
-type Check = (value: unknown, path: string, out: SchemaIssue[]) => void;
+/** A compiled schema: the issues of `value` (empty = valid). */
+export type CompiledSchema = (value: unknown) => SchemaIssue[];
 
-const cache = new WeakMap<object, Check>();
+type Draft = 'draft-07' | '2019-09' | '2020-12';
+type AjvInstance = {
+  compile(schema: object): ValidateFunction;
+  removeSchema(schema: object): unknown;
+};
+
 const MAX_ISSUES = 20;
+const MAX_COMPILED = 256;
+
+const accept: CompiledSchema = () => [];
+
+interface Entry {
+  check: CompiledSchema;
+  /** The instance that holds the compiled schema (to drop it on eviction), when one does. */
+  ajv?: AjvInstance;
+  schema?: object;
+}
+
+const byContent = new Map<string, Entry>();
+const byObject = new WeakMap<object, Entry>();
+const shared = new Map<Draft, AjvInstance>();
 
 /** Validate `value` against `schema`; returns the issues (empty = valid). Non-object schemas accept everything. */
 export function validateJsonSchema(schema: unknown, value: unknown): SchemaIssue[] {
-  const out: SchemaIssue[] = [];
-  compileJsonSchema(schema)(value, '$', out);
-  return out;
+  return compileJsonSchema(schema)(value);
 }
 
-/** The compiled check for a schema object (cached per object identity). */
-export function compileJsonSchema(schema: unknown): Check {
+/** The compiled check for a schema (cached by content; `true`, `{}` and non-objects accept everything). */
+export function compileJsonSchema(schema: unknown): CompiledSchema {
+  if (schema === false) return () => [{ path: '$', keyword: 'false', message: 'no value allowed' }];
   if (typeof schema !== 'object' || schema === null) return accept;
-  let check = cache.get(schema);
-  if (!check) {
-    check = compile(schema as Record<string, unknown>, schema as Record<string, unknown>, 0);
-    cache.set(schema, check);
+  const known = byObject.get(schema);
+  if (known) return known.check;
+  const key = JSON.stringify(schema);
+  let entry = byContent.get(key);
+  if (entry) {
+    // Refresh recency: Map iteration order is insertion order.
+    byContent.delete(key);
+  } else {
+    entry = compile(schema, key);
+    if (byContent.size >= MAX_COMPILED) evictOldest();
   }
-  return check;
+  byContent.set(key, entry);
+  byObject.set(schema, entry);
+  return entry.check;
 }
 
-const accept: Check = () => {};
-
-function typeOf(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'array';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
-  return typeof v;
-}
-
-function typeMatches(t: string, v: unknown): boolean {
-  const actual = typeOf(v);
-  if (t === actual) return true;
-  if (t === 'number' && actual === 'integer') return true;
-  return false;
-}
-
-function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  for (const k of ka) if (!deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
-  return true;
-}
-
-function resolveRef(root: Record<string, unknown>, ref: string): Record<string, unknown> | undefined {
-  if (ref === '#') return root;
-  if (!ref.startsWith('#/')) return undefined; // external refs are not followed
-  let cur: unknown = root;
-  for (const raw of ref.slice(2).split('/')) {
-    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-    if (typeof cur !== 'object' || cur === null) return undefined;
-    cur = (cur as Record<string, unknown>)[key];
-  }
-  return typeof cur === 'object' && cur !== null ? (cur as Record<string, unknown>) : undefined;
-}
-
-function push(out: SchemaIssue[], path: string, keyword: string, message: string): void {
-  if (out.length < MAX_ISSUES) out.push({ path, keyword, message });
-}
-
-function compile(s: Record<string, unknown>, root: Record<string, unknown>, depth: number): Check {
-  if (depth > 32) return accept; // pathological or recursive schemas: stop compiling, accept the rest
-  const checks: Check[] = [];
-
-  if (typeof s.$ref === 'string') {
-    const target = resolveRef(root, s.$ref);
-    if (target) {
-      let compiled: Check | undefined;
-      // Lazy: recursive schemas refer to themselves.
-      checks.push((v, p, o) => (compiled ??= compile(target, root, depth + 1))(v, p, o));
-    }
-  }
-
-  const types = typeof s.type === 'string' ? [s.type] : Array.isArray(s.type) ? s.type.map(String) : undefined;
-  if (s.nullable === true && types && !types.includes('null')) types.push('null'); // OpenAPI 3.0 style
-  if (types) {
-    const label = types.join(' | ');
-    checks.push((v, p, o) => {
-      for (const t of types) if (typeMatches(t, v)) return;
-      push(o, p, 'type', `expected ${label}, got ${typeOf(v)}`);
-    });
-  }
-
-  if (Array.isArray(s.enum)) {
-    const values = s.enum as unknown[];
-    const prims = new Set(values.filter((x) => typeof x !== 'object' || x === null));
-    checks.push((v, p, o) => {
-      if (prims.has(v)) return;
-      if (typeof v === 'object' && v !== null && values.some((x) => deepEqual(x, v))) return;
-      push(o, p, 'enum', `not one of ${JSON.stringify(values).slice(0, 80)}`);
-    });
-  }
-  if ('const' in s) {
-    const c = s.const;
-    checks.push((v, p, o) => {
-      if (!deepEqual(v, c)) push(o, p, 'const', `expected ${JSON.stringify(c).slice(0, 40)}`);
-    });
-  }
-
-  // Objects
-  const props = typeof s.properties === 'object' && s.properties !== null ? (s.properties as Record<string, unknown>) : undefined;
-  const required = Array.isArray(s.required) ? (s.required as unknown[]).map(String) : [];
-  const propChecks = props ? Object.entries(props).map(([k, sub]) => [k, compileSub(sub, root, depth)] as const) : [];
-  const known = new Set(props ? Object.keys(props) : []);
-  const addl = s.additionalProperties;
-  const addlCheck = typeof addl === 'object' && addl !== null ? compileSub(addl, root, depth) : undefined;
-  const minProps = typeof s.minProperties === 'number' ? s.minProperties : undefined;
-  const maxProps = typeof s.maxProperties === 'number' ? s.maxProperties : undefined;
-  if (props || required.length > 0 || addl !== undefined || minProps !== undefined || maxProps !== undefined) {
-    checks.push((v, p, o) => {
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) return;
-      const obj = v as Record<string, unknown>;
-      for (const k of required) if (!(k in obj)) push(o, `${p}.${k}`, 'required', `missing required property "${k}"`);
-      for (const [k, c] of propChecks) if (k in obj && obj[k] !== undefined) c(obj[k], `${p}.${k}`, o);
-      if (addl === false || addlCheck) {
-        for (const k of Object.keys(obj)) {
-          if (known.has(k)) continue;
-          if (addl === false) push(o, `${p}.${k}`, 'additionalProperties', `unexpected property "${k}"`);
-          else addlCheck!(obj[k], `${p}.${k}`, o);
-        }
-      }
-      const n = Object.keys(obj).length;
-      if (minProps !== undefined && n < minProps) push(o, p, 'minProperties', `fewer than ${minProps} properties`);
-      if (maxProps !== undefined && n > maxProps) push(o, p, 'maxProperties', `more than ${maxProps} properties`);
-    });
-  }
-
-  // Arrays
-  if (s.items !== undefined || s.prefixItems !== undefined || s.minItems !== undefined || s.maxItems !== undefined) {
-    const tuple = Array.isArray(s.prefixItems) ? s.prefixItems : Array.isArray(s.items) ? s.items : undefined;
-    const tupleChecks = tuple ? tuple.map((t) => compileSub(t, root, depth)) : [];
-    const rest = !Array.isArray(s.items) && typeof s.items === 'object' && s.items !== null ? compileSub(s.items, root, depth) : undefined;
-    const minItems = typeof s.minItems === 'number' ? s.minItems : undefined;
-    const maxItems = typeof s.maxItems === 'number' ? s.maxItems : undefined;
-    checks.push((v, p, o) => {
-      if (!Array.isArray(v)) return;
-      for (let i = 0; i < v.length; i++) {
-        const c = i < tupleChecks.length ? tupleChecks[i] : rest;
-        if (c) c(v[i], `${p}[${i}]`, o);
-      }
-      if (minItems !== undefined && v.length < minItems) push(o, p, 'minItems', `fewer than ${minItems} items`);
-      if (maxItems !== undefined && v.length > maxItems) push(o, p, 'maxItems', `more than ${maxItems} items`);
-    });
-  }
-
-  // Strings
-  const minLength = typeof s.minLength === 'number' ? s.minLength : undefined;
-  const maxLength = typeof s.maxLength === 'number' ? s.maxLength : undefined;
-  let pattern: RegExp | undefined;
-  if (typeof s.pattern === 'string') {
+function evictOldest(): void {
+  const oldest = byContent.keys().next();
+  if (oldest.done === true) return;
+  const entry = byContent.get(oldest.value);
+  byContent.delete(oldest.value);
+  if (entry?.ajv && entry.schema) {
     try {
-      pattern = new RegExp(s.pattern, 'u');
+      entry.ajv.removeSchema(entry.schema);
     } catch {
-      pattern = undefined; // an invalid pattern in the user's schema is not the response's fault
+      // already gone
     }
   }
-  if (minLength !== undefined || maxLength !== undefined || pattern) {
-    checks.push((v, p, o) => {
-      if (typeof v !== 'string') return;
-      const len = [...v].length;
-      if (minLength !== undefined && len < minLength) push(o, p, 'minLength', `shorter than ${minLength}`);
-      if (maxLength !== undefined && len > maxLength) push(o, p, 'maxLength', `longer than ${maxLength}`);
-      if (pattern && !pattern.test(v)) push(o, p, 'pattern', `does not match ${String(s.pattern).slice(0, 40)}`);
-    });
-  }
-
-  // Numbers
-  const min = typeof s.minimum === 'number' ? s.minimum : undefined;
-  const max = typeof s.maximum === 'number' ? s.maximum : undefined;
-  const xmin = typeof s.exclusiveMinimum === 'number' ? s.exclusiveMinimum : undefined;
-  const xmax = typeof s.exclusiveMaximum === 'number' ? s.exclusiveMaximum : undefined;
-  if (min !== undefined || max !== undefined || xmin !== undefined || xmax !== undefined) {
-    checks.push((v, p, o) => {
-      if (typeof v !== 'number') return;
-      if (min !== undefined && v < min) push(o, p, 'minimum', `less than ${min}`);
-      if (max !== undefined && v > max) push(o, p, 'maximum', `greater than ${max}`);
-      if (xmin !== undefined && v <= xmin) push(o, p, 'exclusiveMinimum', `not greater than ${xmin}`);
-      if (xmax !== undefined && v >= xmax) push(o, p, 'exclusiveMaximum', `not less than ${xmax}`);
-    });
-  }
-
-  // Combinators
-  if (Array.isArray(s.allOf)) for (const sub of s.allOf) checks.push(compileSub(sub, root, depth));
-  for (const kw of ['anyOf', 'oneOf'] as const) {
-    const list = s[kw];
-    if (!Array.isArray(list) || list.length === 0) continue;
-    const subs = list.map((sub) => compileSub(sub, root, depth));
-    checks.push((v, p, o) => {
-      let passing = 0;
-      for (const c of subs) {
-        const tmp: SchemaIssue[] = [];
-        c(v, p, tmp);
-        if (tmp.length === 0) passing++;
-        if (kw === 'anyOf' && passing > 0) return;
-      }
-      if (passing === 0) push(o, p, kw, `matches none of the ${kw} alternatives`);
-      else if (kw === 'oneOf' && passing > 1) push(o, p, kw, `matches ${passing} oneOf alternatives`);
-    });
-  }
-
-  if (checks.length === 0) return accept;
-  if (checks.length === 1) return checks[0]!;
-  return (v, p, o) => {
-    for (const c of checks) c(v, p, o);
-  };
 }
 
-function compileSub(sub: unknown, root: Record<string, unknown>, depth: number): Check {
-  if (sub === false) return (_v, p, o) => push(o, p, 'false', 'no value allowed');
-  if (typeof sub !== 'object' || sub === null) return accept;
-  return compile(sub as Record<string, unknown>, root, depth + 1);
+function draftOf(schema: object, text: string): Draft {
+  const declared = (schema as { $schema?: unknown }).$schema;
+  if (typeof declared === 'string') {
+    if (declared.includes('2020-12')) return '2020-12';
+    if (declared.includes('2019-09')) return '2019-09';
+    if (/draft-0[4-7]/.test(declared)) return 'draft-07';
+  }
+  // Keywords only the newer drafts have; array-form `items` (a tuple) only draft-07 has.
+  if (/"(prefixItems|\$dynamicRef|\$dynamicAnchor)"\s*:/.test(text)) return '2020-12';
+  if (/"(unevaluatedProperties|unevaluatedItems|dependentRequired|dependentSchemas|\$recursiveRef)"\s*:/.test(text)) return '2019-09';
+  return 'draft-07';
+}
+
+function newAjv(draft: Draft): AjvInstance {
+  const options = { strict: false, allErrors: true, logger: false as const, validateFormats: false, validateSchema: false };
+  if (draft === '2020-12') {
+    const Ajv2020 = (require('ajv/dist/2020') as { default: new (o: object) => AjvInstance }).default;
+    return new Ajv2020(options);
+  }
+  if (draft === '2019-09') {
+    const Ajv2019 = (require('ajv/dist/2019') as { default: new (o: object) => AjvInstance }).default;
+    return new Ajv2019(options);
+  }
+  const Ajv = (require('ajv') as { default: new (o: object) => AjvInstance }).default;
+  return new Ajv(options);
+}
+
+function compile(schema: object, text: string): Entry {
+  const draft = draftOf(schema, text);
+  // Schemas naming an `$id` get an instance of their own: two different schemas may claim the same id.
+  const hasId = /"\$id"\s*:/.test(text);
+  let ajv = hasId ? undefined : shared.get(draft);
+  if (ajv === undefined) {
+    ajv = newAjv(draft);
+    if (!hasId) shared.set(draft, ajv);
+  }
+  let validate: ValidateFunction;
+  try {
+    validate = ajv.compile(schema);
+  } catch {
+    return { check: accept };
+  }
+  const check: CompiledSchema = (value) => (validate(value) ? [] : issuesOf(validate.errors ?? []));
+  return hasId ? { check } : { check, ajv, schema };
+}
+
+/** A JSON pointer (`/items/2/name`) as the path style the findings use (`$.items[2].name`). */
+function pathOf(pointer: string, extra?: unknown): string {
+  let out = '$';
+  if (pointer !== '') {
+    for (const raw of pointer.slice(1).split('/')) {
+      const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+      out += /^\d+$/.test(seg) ? `[${seg}]` : `.${seg}`;
+    }
+  }
+  return typeof extra === 'string' ? `${out}.${extra}` : out;
+}
+
+/**
+ * Ajv's errors as issues. An `anyOf`/`oneOf` failure is reported once, without the failures of each of its branches
+ * (which Ajv lists too). Messages say what is wrong and where, never the value itself: evidence must not quote content.
+ */
+function issuesOf(errors: readonly ErrorObject[]): SchemaIssue[] {
+  const combinators = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => `${e.schemaPath}/`);
+  const out: SchemaIssue[] = [];
+  for (const e of errors) {
+    if (combinators.some((prefix) => e.schemaPath.startsWith(prefix))) continue;
+    const params = e.params as Record<string, unknown>;
+    switch (e.keyword) {
+      case 'required':
+      case 'dependentRequired':
+      case 'dependencies':
+        out.push({ path: pathOf(e.instancePath, params.missingProperty), keyword: 'required', message: `missing required property "${String(params.missingProperty)}"` });
+        break;
+      case 'additionalProperties':
+        out.push({ path: pathOf(e.instancePath, params.additionalProperty), keyword: e.keyword, message: `unexpected property "${String(params.additionalProperty)}"` });
+        break;
+      case 'unevaluatedProperties':
+        out.push({ path: pathOf(e.instancePath, params.unevaluatedProperty), keyword: e.keyword, message: `unexpected property "${String(params.unevaluatedProperty)}"` });
+        break;
+      case 'pattern':
+        out.push({ path: pathOf(e.instancePath), keyword: e.keyword, message: 'does not match the pattern its schema gives' });
+        break;
+      case 'enum':
+        out.push({ path: pathOf(e.instancePath), keyword: e.keyword, message: 'not one of the values its schema allows' });
+        break;
+      case 'const':
+        out.push({ path: pathOf(e.instancePath), keyword: e.keyword, message: 'not the constant its schema gives' });
+        break;
+      case 'anyOf':
+      case 'oneOf':
+        out.push({
+          path: pathOf(e.instancePath),
+          keyword: e.keyword,
+          message: e.keyword === 'oneOf' && Array.isArray(params.passingSchemas) ? 'matches more than one oneOf alternative' : `matches none of the ${e.keyword} alternatives`,
+        });
+        break;
+      default:
+        // Ajv's own messages name the keyword's limit ("must be <= 14", "must be string"), not the value.
+        out.push({ path: pathOf(e.instancePath), keyword: e.keyword, message: e.message ?? `fails ${e.keyword}` });
+    }
+    if (out.length >= MAX_ISSUES) break;
+  }
+  return out;
 }

@@ -17,6 +17,7 @@ import {
 } from '../instrumentation/semconv';
 import type { AgentMessage, DeliveryContext, Exchange, ExchangeOutcome } from '../instrumentation/types';
 import { logger, safely } from '../src/diag';
+import { remember } from './history';
 import { runDetectors } from './registry';
 import type { DetectionContext, Detector, Finding, LlmObservation, MessageContract, MessageObservation, Observation } from './types';
 
@@ -35,8 +36,11 @@ export interface OnlineDetectionOptions {
   deadlineMs?: number | ((message: AgentMessage) => number | undefined);
   /** Observations kept per task as context (default 32). */
   historySize?: number;
-  /** Tasks remembered at once (default 1000; the oldest is forgotten first). */
+  /** Tasks remembered at once (default 1000; the least recently active is forgotten first). */
   maxTasks?: number;
+  /** Bytes the remembered observations of all tasks may hold together (default 16 MiB; the least recently active
+   * task's oldest observations are forgotten first). Observations are remembered compactly (see history.ts). */
+  historyBytes?: number;
   /** Called with every finding, after it was recorded. */
   onFinding?: (finding: Finding, observation: Observation) => void;
   /** Clock (epoch ms), for tests. */
@@ -99,36 +103,74 @@ class Baselines {
   }
 }
 
-export function createOnlineDetection(options: OnlineDetectionOptions = {}): OnlineDetection {
-  const historySize = options.historySize ?? 32;
-  const maxTasks = options.maxTasks ?? 1000;
-  const now = options.now ?? Date.now;
-  const history = new Map<string, Observation[]>();
-  const baselines = new Baselines();
+/**
+ * The earlier observations of each task, bounded three ways: per task (a count), in tasks, and in bytes across all
+ * of them. Map iteration order is insertion order, so the first task is the least recently active.
+ */
+class TaskHistory {
+  readonly #tasks = new Map<string, { obs: Observation[]; bytes: number[] }>();
+  #bytes = 0;
 
-  function earlierOf(task: string): Observation[] {
-    let h = history.get(task);
-    if (h) {
-      // Refresh recency: Map iteration order is insertion order.
-      history.delete(task);
-      history.set(task, h);
-    } else {
-      h = [];
-      history.set(task, h);
-      if (history.size > maxTasks) history.delete(history.keys().next().value as string);
-    }
-    return h;
+  constructor(
+    private readonly perTask: number,
+    private readonly maxTasks: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** The task's earlier observations, oldest first; marks the task as the most recently active. */
+  earlier(task: string): readonly Observation[] {
+    let h = this.#tasks.get(task);
+    if (h) this.#tasks.delete(task);
+    else h = { obs: [], bytes: [] };
+    this.#tasks.set(task, h);
+    if (this.#tasks.size > this.maxTasks) this.#dropTask(this.#tasks.keys().next().value as string);
+    return h.obs;
   }
 
+  add(task: string, observation: Observation): void {
+    const h = this.#tasks.get(task);
+    if (!h) return;
+    const { obs, bytes } = remember(observation);
+    h.obs.push(obs);
+    h.bytes.push(bytes);
+    this.#bytes += bytes;
+    if (h.obs.length > this.perTask) this.#shift(h);
+    // Forget the least recently active task's oldest observations first; the one just added always stays.
+    while (this.#bytes > this.maxBytes) {
+      const [oldest, first] = this.#tasks.entries().next().value as [string, { obs: Observation[]; bytes: number[] }];
+      if (first === h) {
+        if (h.obs.length <= 1) break;
+        this.#shift(h);
+      } else if (first.obs.length <= 1) this.#dropTask(oldest);
+      else this.#shift(first);
+    }
+  }
+
+  #shift(h: { obs: Observation[]; bytes: number[] }): void {
+    h.obs.shift();
+    this.#bytes -= h.bytes.shift() ?? 0;
+  }
+
+  #dropTask(task: string): void {
+    const h = this.#tasks.get(task);
+    if (!h) return;
+    for (const b of h.bytes) this.#bytes -= b;
+    this.#tasks.delete(task);
+  }
+}
+
+export function createOnlineDetection(options: OnlineDetectionOptions = {}): OnlineDetection {
+  const now = options.now ?? Date.now;
+  const history = new TaskHistory(options.historySize ?? 32, options.maxTasks ?? 1000, options.historyBytes ?? 16 * 1024 * 1024);
+  const baselines = new Baselines();
+
   function observe(obs: Observation, task: string, span: Span | undefined, parent?: Context, latency?: { medianMs: number; madMs: number }): Finding[] {
-    const earlier = earlierOf(task);
-    const ctx: DetectionContext = { earlier, now: now() };
+    const ctx: DetectionContext = { earlier: history.earlier(task), now: now() };
     if (options.contracts) ctx.contracts = options.contracts;
     if (options.ttlMs !== undefined) ctx.ttlMs = options.ttlMs;
     if (latency) ctx.latency = latency;
     const findings = runDetectors(obs, ctx, options.detectors);
-    earlier.push(obs);
-    if (earlier.length > historySize) earlier.shift();
+    history.add(task, obs);
     recordFindings(findings, span, parent);
     if (options.onFinding) for (const f of findings) safely(log, 'onFinding', () => options.onFinding?.(f, obs), undefined);
     return findings;

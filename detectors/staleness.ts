@@ -1,42 +1,27 @@
 /**
  * Staleness and replay.
  * LLM responses: a response id and body already seen for a different request of the task (a cached / replayed body;
- * requiring id AND body keeps constant-id mocks quiet), a provider `created` time older than the request, an age over
- * the TTL.
+ * requiring id AND body keeps constant-id mocks quiet); a provider `created` time that went backwards against an
+ * earlier answer of the same route, or that is older than the request while the route's earlier answers were fresh;
+ * an age over the TTL. A `created` on its own proves nothing: servers send placeholders (`created: 1`), milliseconds,
+ * or run on a skewed clock, so an old `created` with nothing to compare it to is only a hint.
  * Messages: a task / session binding that is foreign to the expected one, a version behind the minimum or behind an
  * earlier delivery on the same edge, a message id re-delivered with a different payload, an age over the TTL.
  */
-import type { AgentMessage, LlmRequestSummary } from '../instrumentation/types';
+import type { AgentMessage } from '../instrumentation/types';
+import { contentPrint, payloadPrint, requestPrint } from './history';
 import type { DetectionContext, Detector, Finding, LlmObservation, MessageObservation, Observation } from './types';
 import { failedCall } from './text';
 
 /** Clock skew tolerated between the provider's `created` and our request time. */
 const CREATED_SKEW_S = 300;
+/** A `created` before 2015 is a placeholder or an unset clock, not a time. */
+const PLAUSIBLE_CREATED_S = 1_420_070_400;
 
-const requestPrints = new WeakMap<LlmRequestSummary, string>();
-
-function requestPrint(req: LlmRequestSummary | undefined): string | undefined {
-  if (!req) return undefined;
-  let p = requestPrints.get(req);
-  if (p === undefined) {
-    const last = req.messages[req.messages.length - 1];
-    p = `${req.model ?? ''}|${req.messages.length}|${last ? JSON.stringify(last).slice(0, 2000) : ''}`;
-    requestPrints.set(req, p);
-  }
-  return p;
-}
-
-/** Same output (text and tool calls, or the recorded content hash when content was not captured)? No copies made. */
+/** Same output (by fingerprint: remembered observations keep no text)? */
 function sameContent(a: LlmObservation, b: LlmObservation): boolean {
-  if (a.hasContent && b.hasContent) {
-    const ta = a.response.toolCalls;
-    const tb = b.response.toolCalls;
-    if (a.response.text !== b.response.text || ta.length !== tb.length) return false;
-    for (let i = 0; i < ta.length; i++) if (ta[i]!.name !== tb[i]!.name || ta[i]!.arguments !== tb[i]!.arguments) return false;
-    return true;
-  }
-  const ha = a.facts?.contentHash;
-  return ha !== undefined && ha === b.facts?.contentHash;
+  const pa = contentPrint(a);
+  return pa !== undefined && pa === contentPrint(b);
 }
 
 function contentSize(o: LlmObservation): number {
@@ -62,19 +47,63 @@ function detectLlm(o: LlmObservation, ctx: DetectionContext): Finding[] {
     if (size <= 1 || (!sameId && size < 80)) continue;
     {
       if (!sameContent(o, e)) continue;
-      const req = requestPrint(o.request);
-      const ereq = requestPrint(e.request);
+      const req = requestPrint(o);
+      const ereq = requestPrint(e);
       if (req !== undefined && ereq !== undefined && ereq === req) continue; // same request: a retry, not a replay
       out.push(stale(o, sameId ? 0.9 : 0.6, `response ${sameId ? `id ${r.id} and body` : 'body'} already returned for an earlier, different request`, 'id'));
       break;
     }
   }
-  if (r.created !== undefined && o.request?.time !== undefined && r.created < o.request.time / 1000 - CREATED_SKEW_S) {
-    out.push(stale(o, 0.8, `created ${Math.round(o.request.time / 1000 - r.created)} s before the request was sent`, 'created'));
-  } else if (r.created !== undefined && ctx.ttlMs !== undefined && ctx.now - r.created * 1000 > ctx.ttlMs) {
-    out.push(stale(o, 0.7, `response age ${Math.round((ctx.now - r.created * 1000) / 1000)} s exceeds the TTL`, 'created'));
-  }
+  const byClock = createdFinding(o, ctx);
+  if (byClock) out.push(byClock);
   return out;
+}
+
+/** When a response was made, in epoch seconds, and when its request was sent, if both are known and plausible. */
+function clock(o: LlmObservation): { created: number; sentS: number } | undefined {
+  const created = o.response.created;
+  const sent = o.request?.time;
+  if (created === undefined || sent === undefined) return undefined;
+  // Placeholders and unset clocks (before 2015), and milliseconds sent where seconds belong (far in the future).
+  if (created < PLAUSIBLE_CREATED_S || created > sent / 1000 + 86_400) return undefined;
+  return { created, sentS: sent / 1000 };
+}
+
+function sameRoute(a: LlmObservation, b: LlmObservation): boolean {
+  return a.request?.provider === b.request?.provider && (a.request?.model ?? a.response.model) === (b.request?.model ?? b.response.model);
+}
+
+/**
+ * The provider's `created` as evidence, judged against the route's own clock: an answer made before an earlier
+ * answer of the same route (time went backwards: an older answer replayed), or made long before its request while
+ * earlier answers of the route were fresh (so the server's clock is right and this answer is old). With no earlier
+ * answer to compare, an old `created` may be the server's clock: a hint only.
+ */
+function createdFinding(o: LlmObservation, ctx: DetectionContext): Finding | undefined {
+  const c = clock(o);
+  if (c === undefined) return undefined;
+  let newest: number | undefined;
+  let fresh = false;
+  for (const e of ctx.earlier) {
+    if (e.kind !== 'llm' || e === o || !sameRoute(o, e)) continue;
+    const ec = clock(e);
+    if (ec === undefined) continue;
+    newest = Math.max(newest ?? ec.created, ec.created);
+    if (Math.abs(ec.sentS - ec.created) <= CREATED_SKEW_S) fresh = true;
+  }
+  if (newest !== undefined && newest - c.created > CREATED_SKEW_S) {
+    return stale(o, 0.85, `created ${Math.round(newest - c.created)} s before an earlier answer of the same route`, 'created');
+  }
+  const lag = c.sentS - c.created;
+  if (lag > CREATED_SKEW_S) {
+    return fresh
+      ? stale(o, 0.8, `created ${Math.round(lag)} s before the request was sent, while earlier answers of the same route were fresh`, 'created')
+      : stale(o, 0.4, `created ${Math.round(lag)} s before the request was sent (no fresh answer of the route to tell a stale answer from a skewed server clock)`, 'created');
+  }
+  if (ctx.ttlMs !== undefined && ctx.now - c.created * 1000 > ctx.ttlMs) {
+    return stale(o, 0.7, `response age ${Math.round((ctx.now - c.created * 1000) / 1000)} s exceeds the TTL`, 'created');
+  }
+  return undefined;
 }
 
 function detectMessage(m: MessageObservation, ctx: DetectionContext): Finding[] {
@@ -126,14 +155,9 @@ function latestOnEdge(d: AgentMessage, earlier: DetectionContext['earlier']): Ag
 }
 
 function replayOf(d: AgentMessage, earlier: DetectionContext['earlier']): boolean {
-  let payload: string | undefined;
   for (const o of earlier) {
     if (o.kind !== 'message') continue;
-    for (const e of o.delivered) {
-      if (e.id !== d.id) continue;
-      payload ??= JSON.stringify(d.payload) ?? '';
-      if ((JSON.stringify(e.payload) ?? '') !== payload) return true;
-    }
+    for (const e of o.delivered) if (e.id === d.id && payloadPrint(e) !== payloadPrint(d)) return true;
   }
   return false;
 }

@@ -141,11 +141,6 @@ export function outputLength(obs: LlmObservation): number {
   return n;
 }
 
-/** Clip text for evidence strings: never more than a short excerpt. */
-export function excerpt(text: string, max = 60): string {
-  const t = text.replace(/\s+/g, ' ').trim();
-  return JSON.stringify(t.length > max ? `${t.slice(0, max)}…` : t);
-}
 
 /** Is the request / response exchange a failed call at the HTTP level (then content detectors stay quiet)? */
 export function failedCall(obs: LlmObservation): boolean {

@@ -27,7 +27,8 @@ export interface Finding {
   severity: Severity;
   /** 0..1 */
   confidence: number;
-  /** Short human-readable evidence; never more than a short excerpt of content. */
+  /** Short human-readable evidence: what and where (field, length, count, position), never the content itself —
+   * findings are recorded on spans, where content appears only when capture is on. */
   evidence: string;
   location?: FindingLocation;
 }

@@ -4,5 +4,6 @@ import { mcpProtocol } from './agents/mcp';
 import type { ProtocolModule } from './internal-types';
 import { anthropicMessages } from './providers/anthropic-messages';
 import { openaiChat } from './providers/openai-chat';
+import { openaiResponses } from './providers/openai-responses';
 
-export const protocols: readonly ProtocolModule[] = [openaiChat, anthropicMessages, a2aProtocol, mcpProtocol];
+export const protocols: readonly ProtocolModule[] = [openaiChat, openaiResponses, anthropicMessages, a2aProtocol, mcpProtocol];

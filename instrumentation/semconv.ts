@@ -47,12 +47,17 @@ export const ATTR_GEN_AI_TOOL_TYPE = 'gen_ai.tool.type' as const;
 export const ATTR_GEN_AI_TOOL_CALL_ARGUMENTS = 'gen_ai.tool.call.arguments' as const;
 export const ATTR_GEN_AI_TOOL_CALL_RESULT = 'gen_ai.tool.call.result' as const;
 export const ATTR_GEN_AI_TOKEN_TYPE = 'gen_ai.token.type' as const;
+export const ATTR_GEN_AI_EMBEDDINGS_DIMENSION_COUNT = 'gen_ai.embeddings.dimension.count' as const;
+export const ATTR_GEN_AI_REQUEST_ENCODING_FORMATS = 'gen_ai.request.encoding_formats' as const;
+/** OpenAI page: which OpenAI API the call used (`chat_completions`, `responses`). */
+export const ATTR_OPENAI_API_TYPE = 'openai.api.type' as const;
 /** Deprecated predecessor of gen_ai.provider.name; read (never written) for traces of older producers. */
 export const ATTR_GEN_AI_SYSTEM = 'gen_ai.system' as const;
 
 export const GEN_AI_OPERATION_CHAT = 'chat' as const;
 export const GEN_AI_OPERATION_TEXT_COMPLETION = 'text_completion' as const;
 export const GEN_AI_OPERATION_GENERATE_CONTENT = 'generate_content' as const;
+export const GEN_AI_OPERATION_EMBEDDINGS = 'embeddings' as const;
 export const GEN_AI_OPERATION_INVOKE_AGENT = 'invoke_agent' as const;
 export const GEN_AI_OPERATION_EXECUTE_TOOL = 'execute_tool' as const;
 export const GEN_AI_OPERATION_INVOKE_WORKFLOW = 'invoke_workflow' as const;
@@ -104,6 +109,11 @@ export const ATTR_FL_RESPONSE_MALFORMED_EVENTS = 'faultline.response.malformed_e
 export const ATTR_FL_REQUEST_MESSAGE_COUNT = 'faultline.request.message_count' as const;
 export const ATTR_FL_REQUEST_TOOL_NAMES = 'faultline.request.tool_names' as const;
 export const ATTR_FL_REQUEST_RETRY_COUNT = 'faultline.request.retry_count' as const;
+// OpenAI Responses API: the response a request continues (no semconv name; gen_ai.conversation.id is `conversation`).
+export const ATTR_FL_REQUEST_PREVIOUS_RESPONSE_ID = 'faultline.request.previous_response_id' as const;
+// Embeddings: how many inputs a request embeds, and how many vectors came back.
+export const ATTR_FL_REQUEST_INPUT_COUNT = 'faultline.request.input_count' as const;
+export const ATTR_FL_RESPONSE_EMBEDDING_COUNT = 'faultline.response.embedding_count' as const;
 
 // In-process and remote agent messages (handoff spans and A2A/MCP spans).
 export const ATTR_FL_MESSAGE_ID = 'faultline.message.id' as const;

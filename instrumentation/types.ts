@@ -108,7 +108,22 @@ export interface AgentMessage<P = unknown> {
 
 // ------------------------------------------------------------------------------------------------ HTTP exchanges
 
-export type Protocol = 'openai.chat' | 'anthropic.messages' | 'a2a' | 'mcp';
+/**
+ * The wire format of a recognised call: LLM APIs (`<family>.<api>`), embeddings per family, and the inter-agent
+ * protocols. The fault step reads it to apply each fault in the call's own format.
+ */
+export type Protocol =
+  | 'openai.chat'
+  | 'openai.responses'
+  | 'openai.embeddings'
+  | 'anthropic.messages'
+  | 'gemini.generate_content'
+  | 'gemini.embeddings'
+  | 'ollama.chat'
+  | 'ollama.generate'
+  | 'ollama.embeddings'
+  | 'a2a'
+  | 'mcp';
 
 /**
  * One recognised HTTP call, shared by the GenAI span layer and the steps inside it. Read it in an undici interceptor

@@ -12,7 +12,7 @@ export function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function str(v: unknown): string | undefined {
+export function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
@@ -54,7 +54,7 @@ function fingerprint64(s: string): string {
 
 // ------------------------------------------------------------------------------------------------ media parts
 
-function dataUriPart(url: string, modality: string): GenAiPart {
+export function dataUriPart(url: string, modality: string): GenAiPart {
   const m = /^data:([^;,]+)?(;base64)?,/.exec(url);
   if (m) return { type: 'blob', modality, mime_type: m[1] ?? null, content: url.slice(m[0].length) };
   return { type: 'uri', modality, uri: url };

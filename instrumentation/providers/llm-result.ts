@@ -1,6 +1,7 @@
 /**
  * What an LLM reader accumulated, turned into span attributes and the outcome handed to `onExchangeEnd`. Shared by
- * the OpenAI and Anthropic readers so both record the same facts under the same names.
+ * every LLM reader (OpenAI chat and Responses, Anthropic, Gemini, Ollama) so all record the same facts under the
+ * same names.
  */
 import type { Attributes } from '@opentelemetry/api';
 import {
@@ -26,6 +27,7 @@ import {
   ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
   ATTR_GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ERROR_TYPE_OTHER,
 } from '../semconv';
 import type { ExchangeOutcome, GenAiMessage, LlmResponseSummary, ToolCallSummary, UsageSummary } from '../types';
 import { contentHash } from './content';
@@ -39,13 +41,22 @@ export interface LlmAccumulated {
   text: string;
   toolCalls: ToolCallSummary[];
   usage?: UsageSummary;
-  /** The stream's terminal marker arrived (OpenAI `[DONE]`, Anthropic `message_stop`). */
+  /** The stream's terminal marker arrived (OpenAI `[DONE]`, Anthropic `message_stop`, Responses `response.completed`,
+   * Ollama's `done: true` line, the closing `]` of Gemini's JSON-array stream). */
   done: boolean;
   /** SSE events whose `data:` was not JSON (a garbled or cut event): counted, not thrown away silently. */
   malformedEvents?: number;
   /** Error code from a provider error body (`rate_limit_exceeded`, `overloaded_error`), when there was one. */
   errorCode?: string;
+  /** The provider reported a failure inside a successful HTTP response (a Responses `error` event or
+   * `response.failed`, an `error` line in an Ollama stream): the call failed although the status says 2xx. */
+  failedInBand?: boolean;
   unparsedBody?: string;
+}
+
+export interface FinishOptions {
+  /** The body is a stream whatever its content type (Ollama NDJSON, Gemini's JSON-array stream). Default: SSE. */
+  stream?: boolean;
 }
 
 export type Failure = { errorType?: string; aborted?: boolean } | undefined;
@@ -56,8 +67,10 @@ export function finishLlm(
   outputMessages: (() => GenAiMessage[]) | undefined,
   failure: Failure,
   durationMs: number,
+  options: FinishOptions = {},
 ): { attributes: Attributes; outcome: ExchangeOutcome; error?: string } {
   const a: Attributes = {};
+  const streamed = options.stream ?? body.sse;
   const status = body.status || undefined;
   if (status !== undefined) a[ATTR_HTTP_RESPONSE_STATUS_CODE] = status;
   if (acc.id !== undefined) a[ATTR_GEN_AI_RESPONSE_ID] = acc.id;
@@ -77,7 +90,7 @@ export function finishLlm(
   a[ATTR_FL_RESPONSE_CONTENT_HASH] = contentHash(acc.text, acc.toolCalls);
   a[ATTR_FL_RESPONSE_BODY_BYTES] = body.bytes;
   if (body.contentType !== undefined) a[ATTR_FL_RESPONSE_CONTENT_TYPE] = body.contentType;
-  if (body.sse) {
+  if (streamed) {
     a[ATTR_FL_RESPONSE_CHUNK_COUNT] = body.chunks;
     a[ATTR_FL_RESPONSE_DONE] = acc.done;
     if (body.firstChunkMs !== undefined) a[ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = body.firstChunkMs / 1000;
@@ -93,6 +106,9 @@ export function finishLlm(
   } else if (status !== undefined && status >= 400) {
     errorType = String(status);
     error = acc.errorCode !== undefined ? `HTTP ${status} ${acc.errorCode}` : `HTTP ${status}`;
+  } else if (acc.failedInBand) {
+    errorType = acc.errorCode ?? ERROR_TYPE_OTHER;
+    error = `in-band error ${errorType}`;
   }
   if (errorType !== undefined) a[ATTR_ERROR_TYPE] = errorType;
   if (outputMessages && status !== undefined && status < 400) {
@@ -114,7 +130,7 @@ export function finishLlm(
   if (acc.usage) response.usage = acc.usage;
   if (body.contentType !== undefined) response.contentType = body.contentType;
   if (acc.unparsedBody !== undefined) response.unparsedBody = acc.unparsedBody;
-  if (body.sse) {
+  if (streamed) {
     response.stream = { chunks: body.chunks, done: acc.done };
     if (body.firstChunkMs !== undefined) response.stream.timeToFirstChunkMs = body.firstChunkMs;
     if (acc.malformedEvents) response.stream.malformedEvents = acc.malformedEvents;

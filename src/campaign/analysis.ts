@@ -10,7 +10,8 @@
  *  - silent failure: a faulted run that failed while the system reported success (the deciding agent accepted) and
  *    nothing signalled a problem: no `faultline.detection` event, no `faultline.guard` event and no span with ERROR
  *    status in its trace (the §2.8 rule — not detected, no recovery, decision accept — read off the trace).
- *    The silent-failure rate is silent / failed faulted runs.
+ *    The silent-failure rate is silent / failed faulted runs. For a command campaign the system's own claim is its
+ *    exit code: 0 is an accept.
  */
 import type { Arm, Cell, Topology } from './matrix';
 
@@ -20,9 +21,10 @@ export interface RunRecord {
   taskId: string;
   traceId?: string;
   study: Cell['study'];
-  family: string;
+  /** Example workloads: the task family and topology (a command campaign has neither). */
+  family?: string;
   task: string;
-  topology: Topology;
+  topology?: Topology;
   arm: Arm;
   rep: number;
   /** `clean`, or the condition id. */
@@ -41,6 +43,16 @@ export interface RunRecord {
   guardEvents: number;
   errorSpans: number;
   durationMs: number;
+  /** Command campaigns: the run's key in runs.jsonl (resume), its pair, plan seed and the fault's strategy. */
+  key?: string;
+  pair?: number;
+  seed?: number;
+  strategy?: string;
+  exitCode?: number | null;
+  signal?: string | null;
+  /** LLM calls and tokens (input + output) seen on the run's spans: what the budget counts. */
+  llmCalls?: number;
+  tokens?: number;
 }
 
 export interface Rate {
@@ -75,6 +87,8 @@ export interface CampaignSummary {
     byCondition: CellStats[];
     byTopology: CellStats[];
     byConditionTopology: CellStats[];
+    byTask: CellStats[];
+    byConditionTask: CellStats[];
     /** AgentChaos content faults grouped by strategy (single vs persistent). */
     byStrategy: CellStats[];
     overall: CellStats;
@@ -149,7 +163,8 @@ export function analyse(records: RunRecord[]): CampaignSummary {
   const clean = records.filter((r) => !r.faulted);
   const main = faulted.filter((r) => r.study === 'main');
   const stats = (groups: Map<string, RunRecord[]>): CellStats[] => [...groups].map(([k, rs]) => cellStats(k, rs, byTask));
-  const contentStrategy = (r: RunRecord): string | undefined => /_(single|persistent)$/.exec(r.condition)?.[1];
+  const contentStrategy = (r: RunRecord): string | undefined => r.strategy ?? /_(single|persistent)$/.exec(r.condition)?.[1];
+  const withTopology = main.filter((r) => r.topology !== undefined);
 
   const protection = faulted.filter((r) => r.study === 'protection');
   const protectionRows = [
@@ -165,8 +180,10 @@ export function analyse(records: RunRecord[]): CampaignSummary {
     clean: rate(clean.filter((r) => r.success).length, clean.length),
     main: {
       byCondition: stats(groupBy(main, (r) => r.condition)),
-      byTopology: stats(groupBy(main, (r) => r.topology)),
-      byConditionTopology: stats(groupBy(main, (r) => `${r.condition} | ${r.topology}`)),
+      byTopology: stats(groupBy(withTopology, (r) => r.topology as string)),
+      byConditionTopology: stats(groupBy(withTopology, (r) => `${r.condition} | ${r.topology as string}`)),
+      byTask: stats(groupBy(main, (r) => r.task)),
+      byConditionTask: stats(groupBy(main, (r) => `${r.condition} | ${r.task}`)),
       byStrategy: stats(groupBy(main.filter((r) => contentStrategy(r) !== undefined), (r) => contentStrategy(r) as string)),
       overall: cellStats('all', main, byTask),
     },

@@ -8,10 +8,21 @@ export interface ReportMeta {
   preset: string;
   startedAt: string;
   wallMs: number;
+  /** What ran: `model X` (example workloads), `command …` (a command campaign). */
   model: string;
   interrupted: boolean;
   tracesFile: string;
+  /** What the runs vary besides the fault: the example topologies, or a command campaign's tasks (default topology). */
+  dimension?: 'topology' | 'task';
+  /** Why the campaign stopped early, when it did (interrupted, budget reached). */
+  stopped?: string;
 }
+
+function dimOf(s: CampaignSummary, meta: ReportMeta): { name: string; rows: CellStats[]; grid: CellStats[] } {
+  return meta.dimension === 'task' ? { name: 'task', rows: s.main.byTask, grid: s.main.byConditionTask } : { name: 'topology', rows: s.main.byTopology, grid: s.main.byConditionTopology };
+}
+
+const stoppedText = (meta: ReportMeta): string => (meta.stopped ? ` (${meta.stopped.toUpperCase()} — partial results)` : meta.interrupted ? ' (INTERRUPTED — partial results)' : '');
 
 const pct = (r: Rate | undefined): string => (r?.rate === undefined ? '–' : `${(100 * r.rate).toFixed(1)}%`);
 const pp = (v: number | undefined): string => (v === undefined ? '–' : `${v >= 0 ? '+' : ''}${v.toFixed(1)}`);
@@ -30,16 +41,17 @@ const RIGHT = (offset: number) => new Set([0, 1, 2, 3, 4, 5, 6].map((i) => i + o
 /** The tables printed on the terminal. */
 export function renderText(s: CampaignSummary, meta: ReportMeta): string {
   const out: string[] = [];
+  const dim = dimOf(s, meta);
   out.push(
-    `faultline campaign "${meta.preset}"${meta.interrupted ? ' (INTERRUPTED — partial results)' : ''}: ${s.runs} runs (${s.faultedRuns} faulted, ${s.cleanRuns} clean) in ${(meta.wallMs / 1000).toFixed(1)} s on ${meta.model}`,
+    `faultline campaign "${meta.preset}"${stoppedText(meta)}: ${s.runs} runs (${s.faultedRuns} faulted, ${s.cleanRuns} clean) in ${(meta.wallMs / 1000).toFixed(1)} s — ${meta.model}`,
   );
   out.push(`clean pass@1 ${pct(s.clean)} (${frac(s.clean)}); untriggered faulted runs excluded: ${s.untriggered}`);
   out.push('', 'Main matrix — by fault condition');
   out.push(table(['condition', ...HEAD], statsRows(s.main.byCondition), RIGHT(1)));
-  out.push('', 'Main matrix — by topology');
-  out.push(table(['topology', ...HEAD], statsRows(s.main.byTopology), RIGHT(1)));
-  out.push('', 'Clean-conditional loss per topology × fault');
-  out.push(cclGrid(s));
+  out.push('', `Main matrix — by ${dim.name}`);
+  out.push(table([dim.name, ...HEAD], statsRows(dim.rows), RIGHT(1)));
+  out.push('', `Clean-conditional loss per ${dim.name} × fault`);
+  out.push(cclGrid(dim.grid, dim.name));
   if (s.main.byStrategy.length > 0) {
     out.push('', 'AgentChaos content faults — single vs persistent');
     out.push(table(['strategy', ...HEAD], statsRows(s.main.byStrategy), RIGHT(1)));
@@ -66,9 +78,9 @@ function split(rows: CellStats[]): { rows: string[]; cols: string[]; get: (r: st
   return { rows: rowsK, cols, get: (r, c) => rows.find((s) => s.key === `${r} | ${c}`) };
 }
 
-function cclGrid(s: CampaignSummary): string {
-  const g = split(s.main.byConditionTopology);
-  return grid(g.rows, g.cols, (r, c) => pct(g.get(r, c)?.ccl), 'condition \\ topology');
+function cclGrid(rows: CellStats[], dim: string): string {
+  const g = split(rows);
+  return grid(g.rows, g.cols, (r, c) => pct(g.get(r, c)?.ccl), `condition \\ ${dim}`);
 }
 
 function protectionGrid(s: CampaignSummary): string {
@@ -114,26 +126,29 @@ function htmlTable(head: string[], rows: string[][]): string {
 
 export function renderHtml(s: CampaignSummary, meta: ReportMeta, records: readonly RunRecord[] = []): string {
   const parts: string[] = [];
+  const dim = dimOf(s, meta);
   parts.push(`<h1>faultline campaign — ${esc(meta.preset)}</h1>`);
   parts.push(
-    `<p>${s.runs} runs (${s.faultedRuns} faulted, ${s.cleanRuns} matched clean) · ${(meta.wallMs / 1000).toFixed(1)} s · model ${esc(meta.model)} · started ${esc(meta.startedAt)}${
-      meta.interrupted ? ' · <strong>interrupted: partial results</strong>' : ''
+    `<p>${s.runs} runs (${s.faultedRuns} faulted, ${s.cleanRuns} matched clean) · ${(meta.wallMs / 1000).toFixed(1)} s · ${esc(meta.model)} · started ${esc(meta.startedAt)}${
+      meta.stopped ? ` · <strong>${esc(meta.stopped)}: partial results</strong>` : meta.interrupted ? ' · <strong>interrupted: partial results</strong>' : ''
     }<br>clean pass@1 ${pct(s.clean)} · untriggered faulted runs excluded: ${s.untriggered} · labelled traces: <code>${esc(meta.tracesFile)}</code></p>`,
   );
   parts.push(barChart('pass@1 by fault condition (clean twins vs faulted)', s.main.byCondition.map((c) => ({ label: c.key, a: c.cleanPass.rate, b: c.faultPass.rate })), ['clean', 'faulted']));
   parts.push(htmlTable(['condition', ...HEAD], statsRows(s.main.byCondition)));
-  parts.push(barChart('Fault pass@1 by topology', s.main.byTopology.map((c) => ({ label: c.key, a: c.faultPass.rate, b: c.ccl.rate })), ['fault pass@1', 'clean-conditional loss']));
-  parts.push(htmlTable(['topology', ...HEAD], statsRows(s.main.byTopology)));
-  parts.push('<h2>Clean-conditional loss per topology × fault</h2>');
-  parts.push(htmlTable(['condition', 'topology', ...HEAD], statsRows(s.main.byConditionTopology, true)));
+  parts.push(barChart(`Fault pass@1 by ${dim.name}`, dim.rows.map((c) => ({ label: c.key, a: c.faultPass.rate, b: c.ccl.rate })), ['fault pass@1', 'clean-conditional loss']));
+  parts.push(htmlTable([dim.name, ...HEAD], statsRows(dim.rows)));
+  parts.push(`<h2>Clean-conditional loss per ${dim.name} × fault</h2>`);
+  parts.push(htmlTable(['condition', dim.name, ...HEAD], statsRows(dim.grid, true)));
   parts.push(barChart('Silent-failure rate (silent / failed) by condition', s.main.byCondition.map((c) => ({ label: c.key, a: c.silent.rate })), ['silent / failures']));
   const silent = records.filter(isSilent);
   if (silent.length > 0) {
     parts.push(`<h2>Silent failures (${silent.length})</h2><p>Failed runs the system accepted with no detection, guard or error signal. Look them up in the trace file by trace id.</p>`);
     parts.push(
       htmlTable(
-        ['condition', 'family', 'task', 'topology', 'arm', 'outcome', 'trace id'],
-        silent.slice(0, 100).map((r) => [r.condition, r.family, r.task, r.topology, r.arm, r.reason, r.traceId ?? '–']),
+        meta.dimension === 'task' ? ['condition', 'task', 'repetition', 'outcome', 'trace id'] : ['condition', 'family', 'task', 'topology', 'arm', 'outcome', 'trace id'],
+        silent
+          .slice(0, 100)
+          .map((r) => (meta.dimension === 'task' ? [r.condition, r.task, String(r.rep), r.reason, r.traceId ?? '–'] : [r.condition, r.family ?? '–', r.task, r.topology ?? '–', r.arm, r.reason, r.traceId ?? '–'])),
       ),
     );
   }
@@ -147,7 +162,7 @@ export function renderHtml(s: CampaignSummary, meta: ReportMeta, records: readon
     parts.push(htmlTable(['condition', 'arm', ...HEAD], statsRows(s.protection, true)));
   }
   parts.push(
-    '<h2>Definitions</h2><p>Δpass@1 = clean pass@1 − fault pass@1 over applied matched pairs (percentage points). Clean-conditional loss = P(faulted run fails | matched clean run succeeded). A silent failure is a failed faulted run whose deciding agent accepted, with no faultline.detection event, no faultline.guard event and no ERROR span in its trace. Untriggered runs (the fault never fired) are excluded with their clean twin. See docs/campaigns.md.</p>',
+    '<h2>Definitions</h2><p>Δpass@1 = clean pass@1 − fault pass@1 over applied matched pairs (percentage points). Clean-conditional loss = P(faulted run fails | matched clean run succeeded). A silent failure is a failed faulted run whose deciding agent accepted (for a command: exited 0), with no faultline.detection event, no faultline.guard event and no ERROR span in its trace. Untriggered runs (the fault never fired) are excluded with their clean twin. See docs/campaigns.md.</p>',
   );
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>faultline campaign — ${esc(meta.preset)}</title><style>
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#111}

@@ -6,9 +6,9 @@
  *
  * This module loads the examples (and the openai SDK they use): the CLI loads it only when a campaign runs.
  */
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { SpanStatusCode } from '@opentelemetry/api';
@@ -16,18 +16,10 @@ import { ATTR_FL_FAULT_NOOP, EVENT_FL_DETECTION, EVENT_FL_FAULT_INJECTED, EVENT_
 import * as examples from '../../examples/index';
 import { analyse, type CampaignSummary, type RunRecord } from './analysis';
 import { createHarness, type Harness } from './harness';
-import {
-  ATTR_CAMPAIGN_ARM,
-  ATTR_CAMPAIGN_FAMILY,
-  ATTR_CAMPAIGN_ID,
-  ATTR_CAMPAIGN_MATCHED,
-  ATTR_CAMPAIGN_REP,
-  ATTR_CAMPAIGN_RUN,
-  ATTR_CAMPAIGN_TASK,
-  ATTR_CAMPAIGN_TOPOLOGY,
-} from './labels';
+import { ATTR_CAMPAIGN_ARM, ATTR_CAMPAIGN_FAMILY, ATTR_CAMPAIGN_ID, ATTR_CAMPAIGN_PAIR, ATTR_CAMPAIGN_REP, ATTR_CAMPAIGN_TASK, ATTR_CAMPAIGN_TOPOLOGY, runTaskId } from './labels';
 import { expand, planFor, type CampaignSpec, type Cell } from './matrix';
 import { renderHtml, renderText, type ReportMeta } from './report';
+import { checkWritable, ensureDir } from '../report/output';
 
 export interface CampaignOptions {
   spec: CampaignSpec;
@@ -57,9 +49,10 @@ export interface CampaignResult {
 
 export async function runCampaign(options: CampaignOptions): Promise<CampaignResult> {
   const started = Date.now();
-  const out = resolve(options.out);
-  mkdirSync(out, { recursive: true });
+  // Checked before the first run: an output directory that cannot be written is an input error, not lost work.
+  const out = ensureDir(options.out, '--out');
   const files = { traces: join(out, 'traces.jsonl'), summary: join(out, 'summary.json'), report: join(out, 'report.html') };
+  for (const f of Object.values(files)) checkWritable(f, '--out');
 
   const { embedded, ...modelOptions } = options.model ?? {};
   const llm = await examples.connectModel({ ...modelOptions, ...(embedded ? { env: {} } : {}) });
@@ -74,12 +67,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   let next = 0;
   let interrupted = false;
 
-  const idOf = (cellNo: number, faulted: boolean): string => `${campaignId}-${cellNo}-${faulted ? 'f' : 'c'}`;
-  const runOne = async (cell: Cell, cellNo: number, faulted: boolean): Promise<RunRecord> => {
+  const runOne = async (cell: Cell, cellNo: number, ids: { faulted: string; clean: string }, faulted: boolean): Promise<RunRecord> => {
     const family = examples.FAMILIES[cell.family];
     const task = family.tasks.find((t: { id: string }) => t.id === cell.task);
-    const taskId = idOf(cellNo, faulted);
-    const matchedTo = faulted ? idOf(cellNo, false) : undefined;
+    const taskId = faulted ? ids.faulted : ids.clean;
+    const matchedTo = faulted ? ids.clean : undefined;
     const runNo = ++seq;
     harness.prepare(taskId, {
       plan: faulted ? planFor(cell.condition) : undefined,
@@ -87,16 +79,16 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       family,
       task,
     });
+    // The same labels on both twins (labels.ts): the role is only in the ground truth (the condition).
     const attributes: Record<string, string | number | boolean> = {
       [ATTR_CAMPAIGN_ID]: campaignId,
-      [ATTR_CAMPAIGN_RUN]: runNo,
+      [ATTR_CAMPAIGN_PAIR]: cellNo,
       [ATTR_CAMPAIGN_FAMILY]: cell.family,
       [ATTR_CAMPAIGN_TASK]: cell.task,
       [ATTR_CAMPAIGN_TOPOLOGY]: cell.topology,
       [ATTR_CAMPAIGN_ARM]: cell.arm,
       [ATTR_CAMPAIGN_REP]: cell.rep,
     };
-    if (matchedTo) attributes[ATTR_CAMPAIGN_MATCHED] = matchedTo;
     const t0 = Date.now();
     let success = false;
     let reason = '';
@@ -164,8 +156,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       }
       const i = next++;
       // The faulted run first: its cross-task donors (stale replay) are then other cells' messages, not its twin's.
-      await runOne(cells[i], i + 1, true);
-      await runOne(cells[i], i + 1, false);
+      const ids = { faulted: runTaskId(campaignId, i + 1), clean: runTaskId(campaignId, i + 1) };
+      await runOne(cells[i], i + 1, ids, true);
+      await runOne(cells[i], i + 1, ids, false);
     }
   };
   try {
@@ -184,7 +177,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     preset: options.spec.name,
     startedAt: new Date(started).toISOString(),
     wallMs,
-    model: `${llm.model}${llm.embedded ? ' (embedded mock)' : ` @ ${llm.baseURL}`}`,
+    model: `model ${llm.model}${llm.embedded ? ' (embedded mock)' : ` @ ${llm.baseURL}`}`,
     interrupted,
     tracesFile: files.traces,
   };

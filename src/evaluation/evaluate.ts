@@ -31,6 +31,14 @@ export interface EvalReport {
   diagnosers: DiagnoserScore[];
   kappa: KappaPair[];
   rows: EvalRow[];
+  /** Traces a diagnoser could not diagnose (scored as wrong, never as `none`). */
+  failures: EvalFailure[];
+}
+
+export interface EvalFailure {
+  traceId: string;
+  diagnoser: string;
+  error: string;
 }
 
 export interface EvaluateOptions {
@@ -43,6 +51,7 @@ export async function evaluate(traces: AsyncIterable<TraceRecord> | Iterable<Tra
   const rows: EvalRow[] = [];
   const time = new Map<string, number>(diagnosers.map((d) => [d.name, 0]));
   let spans = 0;
+  const failures: EvalFailure[] = [];
   const one = async (trace: TraceRecord): Promise<EvalRow> => {
     const truth = groundTruth(trace);
     const predictions: EvalRow['predictions'] = {};
@@ -51,7 +60,12 @@ export async function evaluate(traces: AsyncIterable<TraceRecord> | Iterable<Tra
       spans += trace.spans.length;
       for (const d of diagnosers) {
         const t0 = performance.now();
-        predictions[d.name] = await d.diagnose(stripped);
+        try {
+          predictions[d.name] = await d.diagnose(stripped);
+        } catch (err) {
+          // No prediction: accuracy counts it wrong; it is not a `none`.
+          failures.push({ traceId: trace.traceId, diagnoser: d.name, error: err instanceof Error ? err.message : String(err) });
+        }
         time.set(d.name, time.get(d.name)! + performance.now() - t0);
       }
     }
@@ -61,10 +75,10 @@ export async function evaluate(traces: AsyncIterable<TraceRecord> | Iterable<Tra
     rows.push(result);
     options.onTrace?.(rows.length, result.truth);
   }
-  return summarize(rows, diagnosers.map((d) => d.name), spans, time);
+  return { ...summarize(rows, diagnosers.map((d) => d.name), spans, time), failures };
 }
 
-export function summarize(rows: EvalRow[], names: readonly string[], spans = 0, time = new Map<string, number>()): EvalReport {
+export function summarize(rows: EvalRow[], names: readonly string[], spans = 0, time = new Map<string, number>()): Omit<EvalReport, 'failures'> {
   const scored = rows.filter((r) => r.truth.status !== 'untriggered').length;
   const scores: DiagnoserScore[] = names.map((name) => {
     const ms = time.get(name) ?? 0;

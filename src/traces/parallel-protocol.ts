@@ -2,17 +2,19 @@
  * What the trace coordinator (parallel.ts) and its workers (parallel-worker.ts) say to each other, and the two
  * things both sides do: load the task, and carry a reader's problem across the thread boundary as the same error.
  */
+import { isAbsolute } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { JsonSyntaxError } from './json-stream';
 import type { TraceRecord } from './model';
 import { TraceDataError } from './normalize';
 import { UnknownShapeError } from './readers/document';
 
 /**
- * The per-trace work, named so a worker can load it: `require(module)[name](options)` returns the function applied
+ * The per-trace work, named so a worker can load it: `import(module)[name](options)` returns the function applied
  * to every trace (its result must be structured-cloneable). Both threads load it the same way.
  */
 export interface TraceTask {
-  /** Absolute path (or resolvable id) of a CommonJS module. */
+  /** Absolute path (or resolvable id) of the module. */
   module: string;
   /** The export that builds the function. */
   name: string;
@@ -23,8 +25,9 @@ export interface TraceTask {
 export type TraceFn<R> = (trace: TraceRecord) => R | Promise<R>;
 
 export async function loadTask<R>(task: TraceTask): Promise<TraceFn<R>> {
-  const mod = require(task.module) as Record<string, unknown>;
-  const make = mod[task.name];
+  // import(), not require(): the same call loads compiled CommonJS in a worker and TypeScript sources under a loader.
+  const ns = (await import(isAbsolute(task.module) ? pathToFileURL(task.module).href : task.module)) as Record<string, unknown>;
+  const make = ns[task.name] ?? (ns.default as Record<string, unknown> | undefined)?.[task.name];
   if (typeof make !== 'function') throw new Error(`trace task: ${task.module} has no function export ${JSON.stringify(task.name)}`);
   const fn: unknown = await (make as (o: unknown) => unknown)(task.options);
   if (typeof fn !== 'function') throw new Error(`trace task: ${task.name}() of ${task.module} did not return a function`);

@@ -10,7 +10,8 @@ import { ATTR_FL_FAULT_CONDITION } from '../../instrumentation/semconv';
 import { groundTruth } from '../../src/diagnosers/ground-truth';
 import { createDiagnoser } from '../../src/diagnosers/index';
 import { evaluate } from '../../src/evaluation/evaluate';
-import { ATTR_CAMPAIGN_MATCHED, ATTR_TASK_SUCCESS } from '../../src/campaign/labels';
+import { ATTR_CAMPAIGN_PAIR, ATTR_TASK_SUCCESS } from '../../src/campaign/labels';
+import { stripGroundTruth } from '../../src/diagnosers/strip-ground-truth';
 import { resolveSpec } from '../../src/campaign/matrix';
 import { runCampaign, type CampaignResult } from '../../src/campaign/runner';
 import { readTraces } from '../../src/traces/read';
@@ -35,7 +36,25 @@ describe('labelled trace file', () => {
       const root = t!.spans.find((s) => s.parentSpanId === undefined);
       expect(root?.attributes[ATTR_FL_FAULT_CONDITION]).toBe(rec.condition);
       expect(root?.attributes[ATTR_TASK_SUCCESS]).toBe(rec.success);
-      if (rec.faulted) expect(root?.attributes[ATTR_CAMPAIGN_MATCHED]).toBe(rec.matchedTo);
+    }
+  });
+
+  it('labels twins alike: once ground truth is stripped, no campaign label tells the faulted run from its clean twin', () => {
+    const rootOf = (taskId: string | undefined) => {
+      const rec = result.records.find((r) => r.taskId === taskId)!;
+      const t = stripGroundTruth(traces.find((x) => x.traceId === rec.traceId)!);
+      return t.spans.find((s) => s.parentSpanId === undefined)!;
+    };
+    const labels = (a: Record<string, unknown>) => Object.fromEntries(Object.entries(a).filter(([k]) => k.startsWith('faultline.campaign.')));
+    for (const f of result.records.filter((r) => r.faulted)) {
+      const fr = rootOf(f.taskId);
+      const cr = rootOf(f.matchedTo);
+      expect(labels(fr.attributes)).toEqual(labels(cr.attributes));
+      expect(fr.attributes[ATTR_CAMPAIGN_PAIR]).toBeDefined();
+      expect(Object.keys(fr.attributes).sort()).toEqual(Object.keys(cr.attributes).sort());
+      // Task ids are opaque: same shape, nothing role-specific at the end.
+      expect(f.taskId.replace(/[0-9a-f]{8}$/, '')).toBe(f.matchedTo!.replace(/[0-9a-f]{8}$/, ''));
+      expect(f.taskId).not.toMatch(/-[fc]$/);
     }
   });
 

@@ -141,10 +141,31 @@ describe('staleness, grounding, latency', () => {
     const replay = observe(textRecord, toolRecord.response);
     expect(by(runDetectors(replay, { ...ctx(), earlier: [first] }), 'staleness')[0]?.faultType).toBe('stale');
   });
-  test('created long before the request was sent', () => {
+  test('created long before the request: stale when the route clock is known good or went backwards, a hint alone', () => {
+    const fresh = withContent('Earlier answer.');
+    fresh.request!.time = fresh.response.created! * 1000 + 800;
     const o = withContent('Fine.');
     o.request!.time = (o.response.created! + 3600) * 1000;
-    expect(by(runDetectors(o, ctx()), 'staleness')[0]?.evidence).toMatch(/before the request/);
+    const alone = by(runDetectors(o, ctx()), 'staleness');
+    expect(alone[0]?.confidence).toBeLessThan(0.55);
+    const judged = by(runDetectors(o, { ...ctx(), earlier: [fresh] }), 'staleness')[0];
+    expect(judged?.evidence).toMatch(/before the request/);
+    expect(judged?.confidence).toBe(0.8);
+    const later = withContent('A later answer.');
+    later.response.created = o.response.created! + 7200;
+    later.request!.time = (o.response.created! + 7200) * 1000;
+    expect(by(runDetectors(o, { ...ctx(), earlier: [later] }), 'staleness')[0]?.evidence).toMatch(/before an earlier answer/);
+  });
+  test('a server that sends created: 1, or milliseconds, is not stale', () => {
+    for (const created of [1, 0, Date.now()]) {
+      const first = withContent('One.');
+      const o = withContent('Two.');
+      for (const x of [first, o]) {
+        x.response.created = created;
+        x.request!.time = Date.now();
+      }
+      expect(by(runDetectors(o, { ...ctx(), earlier: [first] }), 'staleness')).toEqual([]);
+    }
   });
   test('an entity that appears nowhere in the conversation', () => {
     expect(by(runDetectors(withArgs('{"location": "Pyongyang"}'), ctx()), 'entity_grounding')).toHaveLength(1);

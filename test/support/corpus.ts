@@ -8,17 +8,30 @@ export const CORPUS_DIR = process.env.FAULTLINE_CORPUS_DIR ?? SHARED_CORPUS;
 export interface CorpusRecord {
   id: string;
   endpoint: string;
+  /** null for the response-only fixtures of openai-responses.jsonl. */
   status: number;
   model?: string;
   tags: string[];
   request: Record<string, unknown>;
   response?: unknown;
   sse?: string;
+  /** Streams that are not SSE: Gemini's JSON array (without alt=sse), Ollama's NDJSON. */
+  stream?: string;
+  framing?: 'sse' | 'json-array' | 'ndjson';
 }
+
+export type CorpusFile =
+  | 'openai-chat.jsonl'
+  | 'openai-chat-stream.jsonl'
+  | 'anthropic-messages.jsonl'
+  | 'openai-responses.jsonl'
+  | 'gemini.jsonl'
+  | 'ollama.jsonl'
+  | 'embeddings.jsonl';
 
 const cache = new Map<string, CorpusRecord[]>();
 
-export function loadCorpus(file: 'openai-chat.jsonl' | 'openai-chat-stream.jsonl' | 'anthropic-messages.jsonl'): CorpusRecord[] {
+export function loadCorpus(file: CorpusFile): CorpusRecord[] {
   let records = cache.get(file);
   if (!records) {
     records = readFileSync(join(CORPUS_DIR, file), 'utf8')
@@ -30,9 +43,41 @@ export function loadCorpus(file: 'openai-chat.jsonl' | 'openai-chat-stream.jsonl
   return records;
 }
 
-/** The response body bytes a provider would send for a record (JSON re-serialised compactly, SSE verbatim). */
+/** The response body bytes a provider would send for a record (JSON re-serialised compactly, streams verbatim). */
 export function recordBody(r: CorpusRecord): string {
-  return r.sse ?? JSON.stringify(r.response);
+  return r.sse ?? r.stream ?? JSON.stringify(r.response);
+}
+
+/** Split a JSON-array or NDJSON stream into the pieces a server flushes: one element (with its separator) or line each. */
+export function streamPieces(r: CorpusRecord): string[] {
+  const body = r.stream ?? '';
+  if (r.framing === 'ndjson') return body.split(/(?<=\n)/).filter((l) => l !== '');
+  // JSON array: cut after each top-level element's closing brace (the separator goes with the next piece).
+  const out: string[] = [];
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let start = 0;
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (c === '\\') escaped = true;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === '"') inString = true;
+    else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') {
+      depth--;
+      if (depth === 1 && c === '}') {
+        out.push(body.slice(start, i + 1));
+        start = i + 1;
+      }
+    }
+  }
+  if (start < body.length) out.push(body.slice(start));
+  return out;
 }
 
 /** Split an SSE body into its events (each with its trailing blank line), the way a provider flushes them. */

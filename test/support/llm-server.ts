@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { recordBody, sseEvents, type CorpusRecord } from './corpus';
+import { recordBody, sseEvents, streamPieces, type CorpusRecord } from './corpus';
 
 export interface Reply {
   status?: number;
@@ -84,10 +84,18 @@ async function write(res: ServerResponse, reply: Reply): Promise<void> {
   res.end();
 }
 
-/** The reply a provider would send for a corpus record: JSON in one write, SSE event by event. */
+/**
+ * The reply a provider would send for a corpus record: JSON in one write, SSE event by event, Gemini's JSON-array
+ * stream element by element (as application/json), Ollama's NDJSON line by line (as application/x-ndjson).
+ */
 export function corpusReply(r: CorpusRecord): Reply {
+  const status = r.status ?? 200;
   if (r.sse !== undefined) {
-    return { status: r.status, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }, chunks: sseEvents(r.sse) };
+    return { status, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }, chunks: sseEvents(r.sse) };
   }
-  return { status: r.status, headers: { 'content-type': 'application/json' }, body: recordBody(r) };
+  if (r.stream !== undefined) {
+    const type = r.framing === 'ndjson' ? 'application/x-ndjson' : 'application/json; charset=UTF-8';
+    return { status, headers: { 'content-type': type }, chunks: streamPieces(r) };
+  }
+  return { status, headers: { 'content-type': 'application/json' }, body: recordBody(r) };
 }

@@ -1,6 +1,9 @@
 /**
- * `faultline campaign`: run the fault-injection matrix over the example multi-agent workflows and write the labelled
- * traces, the summary and the HTML report. Ctrl-C stops scheduling new cells; finished runs are kept and reported.
+ * `faultline campaign`: run a fault-injection matrix — over the user's own program (`--cmd`, with `--tasks` and
+ * `--matrix`), or over the example multi-agent workflows (`--preset`) — and write the labelled traces, the summary
+ * and the HTML report. Ctrl-C stops scheduling new runs (the runs in flight finish and are kept); a second Ctrl-C or
+ * SIGTERM stops the runs in flight too. A `--cmd` campaign run again with the same arguments continues where it
+ * stopped.
  */
 import { FaultlineInputError } from '../../errors';
 import type { Command } from '../types';
@@ -31,7 +34,13 @@ export interface CampaignRun {
   overrides: { topologies?: string[]; conditions?: string[]; families?: string[]; reps?: number; tasksPerFamily?: number };
 }
 
+const EXAMPLE_ONLY = ['preset', 'topologies', 'faults', 'families', 'reps'] as const;
+const COMMAND_ONLY = ['matrix', 'oracle', 'dry-run', 'timeout', 'max-calls', 'max-tokens', 'fresh'] as const;
+
 export function readCampaignOptions(options: Opts, defaults: { preset: string; out: string }): CampaignRun {
+  for (const o of COMMAND_ONLY) {
+    if (options[o] !== undefined) throw new FaultlineInputError('FAULTLINE_USAGE', `--${o} goes with --cmd (see faultline campaign --help)`);
+  }
   const preset = typeof options.preset === 'string' ? options.preset : defaults.preset;
   const out = typeof options.out === 'string' ? options.out : defaults.out;
   const reps = positiveInt('reps', options.reps);
@@ -87,23 +96,139 @@ export async function executeCampaign(run: CampaignRun, io: { stdout: NodeJS.Wri
   }
 }
 
+/** A duration such as 90s, 5m, 2h (a bare number is seconds) → ms. */
+function duration(name: string, v: string | boolean | string[] | undefined, fallback: number): number {
+  if (v === undefined) return fallback;
+  const m = typeof v === 'string' ? /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$/.exec(v.trim()) : null;
+  const ms = m ? Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'] : NaN;
+  if (!(ms > 0)) throw new FaultlineInputError('FAULTLINE_USAGE', `--${name} expects a duration such as 90s, 5m or 1h; got ${JSON.stringify(v)}`);
+  return ms;
+}
+
+const str = (v: string | boolean | string[] | undefined): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** `--cmd` campaigns: the user's program over tasks × fault conditions × repetitions, each with its clean twin. */
+async function commandCampaign(options: Opts): Promise<number> {
+  for (const o of EXAMPLE_ONLY) {
+    if (options[o] !== undefined) throw new FaultlineInputError('FAULTLINE_USAGE', `--${o} is for the example workflows; with --cmd the matrix file says what runs (see faultline campaign --help)`);
+  }
+  const cmd = str(options.cmd) as string;
+  const tasks = str(options.tasks);
+  const matrix = str(options.matrix);
+  if (tasks === undefined || matrix === undefined) throw new FaultlineInputError('FAULTLINE_USAGE', '--cmd needs --tasks FILE (JSON lines) and --matrix FILE (see faultline campaign --help)');
+  const oracle = str(options.oracle);
+  const { describePlan, planCommandCampaign, runCommandCampaign } = require('../../campaign/command-runner') as typeof import('../../campaign/command-runner');
+  if (options['dry-run'] === true) {
+    const plan = planCommandCampaign({ cmd, tasks, matrix, ...(oracle !== undefined ? { oracle } : {}) });
+    const { loadOracle } = require('../../campaign/oracle') as typeof import('../../campaign/oracle');
+    const o = await loadOracle(oracle, process.env);
+    process.stdout.write(`faultline campaign (dry run, nothing is run)\n${describePlan(plan)}\n\nsuccess: ${o.describe}\n`);
+    return 0;
+  }
+  const maxCalls = positiveInt('max-calls', options['max-calls']);
+  const maxTokens = positiveInt('max-tokens', options['max-tokens']);
+  const concurrency = positiveInt('concurrency', options.concurrency);
+  const timeoutMs = duration('timeout', options.timeout, 300_000);
+  const out = str(options.out) ?? 'faultline-campaign';
+  const { createProgress } = require('../../report/progress') as typeof import('../../report/progress');
+  const soft = new AbortController();
+  const hard = new AbortController();
+  let exitSignal: 'SIGINT' | 'SIGTERM' | undefined;
+  const onSigint = (): void => {
+    exitSignal = 'SIGINT';
+    if (!soft.signal.aborted) {
+      process.stderr.write('\ninterrupted: finishing the runs in flight (Ctrl-C again stops them; run the same command again to continue)\n');
+      soft.abort();
+      return;
+    }
+    process.stderr.write('\nstopping the runs in flight; they are made again when the campaign continues\n');
+    hard.abort();
+  };
+  const onSigterm = (): void => {
+    exitSignal = 'SIGTERM';
+    hard.abort();
+  };
+  process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigterm);
+  let progress: ReturnType<typeof createProgress> | undefined;
+  let failed = 0;
+  let planned = 0;
+  try {
+    const result = await runCommandCampaign({
+      cmd,
+      tasks,
+      matrix,
+      out,
+      timeoutMs,
+      ...(oracle !== undefined ? { oracle } : {}),
+      ...(concurrency !== undefined ? { concurrency } : {}),
+      ...(maxCalls !== undefined || maxTokens !== undefined ? { budget: { ...(maxCalls !== undefined ? { calls: maxCalls } : {}), ...(maxTokens !== undefined ? { tokens: maxTokens } : {}) } } : {}),
+      fresh: options.fresh === true,
+      signal: soft.signal,
+      stopSignal: hard.signal,
+      onStart: ({ total, done }) => {
+        planned = total;
+        if (done > 0) process.stderr.write(`continuing the campaign in ${out}: ${done} of ${total} runs already made\n`);
+        progress = createProgress({ label: 'campaign', total, stream: process.stderr });
+      },
+      onRun: (done, _total, r) => {
+        if (r.faulted && !r.success) failed++;
+        progress?.update(done, `task ${r.task} ${r.condition} ${r.success ? '✔' : '✖'} · faulted failures ${failed}`);
+      },
+      onNote: (text) => process.stderr.write(`faultline campaign: ${text}\n`),
+    });
+    progress?.done(`campaign: ${result.ran} run${result.ran === 1 ? '' : 's'} made now; ${result.records.length} of ${planned} recorded in ${out}`);
+    process.stdout.write(`${result.text}\n\n`);
+    process.stdout.write(
+      `labelled traces: ${result.files.traces}\nruns:            ${result.files.runs}\nsummary:         ${result.files.summary}\nHTML report:     ${result.files.report}\n`,
+    );
+    if (result.stopped === 'interrupted') process.stdout.write(`\nThe campaign stopped early; run the same command again to continue it.\n`);
+    if (exitSignal !== undefined) return exitSignal === 'SIGINT' ? 130 : 143;
+    return result.records.length === 0 ? 1 : 0;
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+    process.removeListener('SIGTERM', onSigterm);
+  }
+}
+
 export const command: Command = {
   name: 'campaign',
-  summary: 'run a fault-injection campaign over the example multi-agent workflows and label its traces',
-  usage: 'faultline campaign [--preset smoke|paper] [--topologies ...] [--faults ...] [--reps N] [--out DIR] [--concurrency N]',
+  summary: 'run a fault-injection campaign over your program (--cmd) or the example workflows, and label its traces',
+  usage:
+    'faultline campaign --cmd "node agent.js {task}" --tasks tasks.jsonl --matrix matrix.yaml [--oracle CMD|check.mjs] [--dry-run] [--out DIR]\n' +
+    '       faultline campaign [--preset smoke|paper] [--topologies ...] [--faults ...] [--reps N] [--out DIR] [--concurrency N]',
   options: [
-    { name: 'preset', value: 'smoke|paper', description: 'the matrix to run', default: 'smoke' },
+    { name: 'cmd', value: 'COMMAND', description: 'your program, run once per task × condition × repetition and once clean (placeholders {task}, {task.FIELD})' },
+    { name: 'tasks', value: 'FILE|N', description: 'with --cmd: the tasks, one JSON object per line; with a preset: tasks per family' },
+    { name: 'matrix', value: 'FILE', description: 'with --cmd: the fault conditions, repetitions and seeds (YAML or JSON)' },
+    { name: 'oracle', value: 'CMD|FILE', description: 'with --cmd: judges success: a command reading the run\'s stdout, or a JS module exporting check() (default: exit code 0)' },
+    { name: 'dry-run', description: 'with --cmd: validate everything and print the runs it would make' },
+    { name: 'timeout', value: 'DURATION', description: 'with --cmd: per run, then SIGTERM and SIGKILL (default 5m)' },
+    { name: 'max-calls', value: 'N', description: 'with --cmd: budget: start no run once the campaign made N LLM calls' },
+    { name: 'max-tokens', value: 'N', description: 'with --cmd: budget: start no run once the campaign spent N tokens' },
+    { name: 'fresh', description: 'with --cmd: discard an earlier campaign\'s results in --out instead of continuing it' },
+    { name: 'preset', value: 'smoke|paper', description: 'the example workflows\' matrix to run (default: smoke)' },
     { name: 'topologies', value: 'list', description: 'sequential, flat, hierarchical (comma-separated)', multiple: true },
     { name: 'faults', value: 'list', description: 'fault conditions, e.g. non_delivery@I4,llm_truncate_single (comma-separated)', multiple: true },
     { name: 'families', value: 'list', description: 'task families: shopping, coding', multiple: true },
     { name: 'reps', value: 'N', description: 'repetitions of every cell' },
-    { name: 'tasks', value: 'N', description: 'tasks per family' },
-    { name: 'out', value: 'DIR', description: 'output directory (traces.jsonl, summary.json, report.html)', default: 'faultline-campaign' },
-    { name: 'concurrency', value: 'N', description: 'cells run at once', default: 4 },
+    { name: 'out', value: 'DIR', description: 'output directory (traces.jsonl, summary.json, report.html; runs.jsonl with --cmd)', default: 'faultline-campaign' },
+    { name: 'concurrency', value: 'N', description: 'runs (cells) at once', default: 4 },
   ],
-  details: `Every faulted run is matched to a clean run of the same cell (family, task, topology, protection arm,
-repetition). Untriggered faults are excluded and counted. The model is the embedded mock model unless
-OPENAI_BASE_URL (with OPENAI_API_KEY and FAULTLINE_MODEL) points at a real OpenAI-compatible endpoint.
+  details: `Your program (--cmd): each run is a child process under faultline/register (through NODE_OPTIONS, so the command
+must start Node: node, npm start, npx tsx …), with FAULTLINE_PLAN set to its condition's plan (none for the clean
+twin), its spans in a file of its own and TRACEPARENT making the whole run one trace. The task is in
+FAULTLINE_CAMPAIGN_TASK (JSON) and in the placeholders. Runs whose fault never fired are excluded and counted.
+Results are appended as runs finish; running the same command again continues an interrupted campaign. See
+docs/campaigns.md for the matrix file.
+
+  faultline campaign --cmd "node agent.js {task}" --tasks tasks.jsonl --matrix matrix.yaml --dry-run
+  faultline campaign --cmd "node agent.js {task}" --tasks tasks.jsonl --matrix matrix.yaml \\
+                     --oracle "node judge.js {task.expected}" --max-calls 500 --out runs/agent
+
+The example workflows (--preset): every faulted run is matched to a clean run of the same cell (family, task,
+topology, protection arm, repetition). The model is the embedded mock model unless OPENAI_BASE_URL (with
+OPENAI_API_KEY and FAULTLINE_MODEL) points at a real OpenAI-compatible endpoint.
 
 Fault conditions: non_delivery@I1..I4, deadline@I4, semantic_corruption@I4, valid_partial@I4, stale_replay@I4,
 duplicate@I2, identity_corruption@I4, key_drift@I4, type_drift@I4, and AgentChaos content faults
@@ -115,6 +240,7 @@ Examples:
   faultline campaign --faults non_delivery@I4 --topologies flat,sequential --reps 3
   faultline eval faultline-campaign/traces.jsonl      # score the diagnosers on the labelled traces`,
   async run({ options }) {
+    if (typeof options.cmd === 'string') return commandCampaign(options);
     const run = readCampaignOptions(options, { preset: 'smoke', out: 'faultline-campaign' });
     const result = await executeCampaign(run, { stdout: process.stdout, stderr: process.stderr });
     return result.records.length === 0 ? 1 : 0;
