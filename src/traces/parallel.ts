@@ -359,7 +359,7 @@ class Coordinator<R> {
     const src = this.sources[file] as Source;
     for (const p of s.problems) {
       const line = (this.linesBefore[file] as number) + p.line;
-      this.report(toInputError(src.file, deserializeProblem(p.error, line), p.error.kind === 'syntax' ? '' : `line ${line}`));
+      this.report(toInputError(src.file, deserializeProblem(p.error, line), `line ${line}`));
     }
     this.linesBefore[file]! += s.lines;
     const fileError = this.fileErrors.get(s.block);

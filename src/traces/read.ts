@@ -53,11 +53,12 @@ function inputError(code: FaultlineErrorCode, file: string, where: string, probl
 /** Any error from a reader → a FaultlineInputError naming the file and the place. */
 export function toInputError(file: string, err: unknown, where = ''): FaultlineInputError {
   if (err instanceof FaultlineInputError) return err;
-  // A syntax error in a JSON line carries the line itself (and the column and JSON path).
-  if (err instanceof jsonl.JsonLineError) return toInputError(file, err.error, err.error instanceof JsonSyntaxError ? '' : `line ${err.line}`);
+  if (err instanceof jsonl.JsonLineError) return toInputError(file, err.error, `line ${err.line}`);
   const at = (inner: string): string => (where && inner ? `${where}: ${inner}` : where || inner);
   if (err instanceof JsonSyntaxError) {
-    return inputError('FAULTLINE_TRACE_MALFORMED', file, at(`line ${err.line} column ${err.column}${err.jsonPath ? ` (in ${err.jsonPath})` : ''}`), `invalid JSON: ${err.problem}`, err);
+    // In a JSON line (`where` names it) the column says where in the line; in a document, line and column.
+    const pos = where ? `column ${err.column}` : `line ${err.line} column ${err.column}`;
+    return inputError('FAULTLINE_TRACE_MALFORMED', file, at(`${pos}${err.jsonPath ? ` (in ${err.jsonPath})` : ''}`), `invalid JSON: ${err.problem}`, err);
   }
   if (err instanceof SyntaxError) return inputError('FAULTLINE_TRACE_MALFORMED', file, where, `invalid JSON: ${err.message}`, err);
   if (err instanceof TraceDataError) return inputError('FAULTLINE_TRACE_MALFORMED', file, at(err.path), err.problem, err);
@@ -273,7 +274,7 @@ async function* readSpanBatches(file: string, options: ReadSpansOptions): AsyncG
       case 'jsonl':
         yield* jsonl.readJsonLines(
           src.open(),
-          options.onError === undefined ? undefined : (p) => report(p.error, p.error instanceof JsonSyntaxError ? '' : `line ${p.line}`),
+          options.onError === undefined ? undefined : (p) => report(p.error, `line ${p.line}`),
           options.streamThresholdBytes ?? DEFAULT_STREAM_THRESHOLD,
         );
         return;

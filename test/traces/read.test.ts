@@ -194,7 +194,7 @@ describe('JSON lines', () => {
     );
     const e = await failure(spansOf(p));
     expect(e.code).toBe('FAULTLINE_TRACE_MALFORMED');
-    expect(e.message).toBe(`${p}: line 3 column 54 (in resourceSpans[0].scopeSpans[0].spans[0]): invalid JSON: unexpected end of file`);
+    expect(e.message).toBe(`${p}: line 3: column 54 (in resourceSpans[0].scopeSpans[0].spans[0]): invalid JSON: unexpected end of file`);
     const errors: FaultlineInputError[] = [];
     const spans = await spansOf(p, { onError: (err) => errors.push(err) });
     expect(spans.map((s) => s.spanId)).toEqual(['0000000000000001', '0000000000000002', '0000000000000004']);
@@ -404,7 +404,7 @@ describe('JSON lines: one JSON.parse per line, the tokenizer only where a line n
     const got = await spansOf(bad, { streamThresholdBytes: 64 * 1024, onError: (e) => errors.push(e.message) });
     expect(got.map((s) => s.spanId).slice(-1)).toEqual(['00000000000000a3']);
     expect(got).toHaveLength(302);
-    expect(errors).toEqual([`${bad}: line 2 column ${long.length - 4} (in resourceSpans[0].scopeSpans[0]): invalid JSON: expected ',' or '}', got "!"`]);
+    expect(errors).toEqual([`${bad}: line 2: column ${long.length - 4} (in resourceSpans[0].scopeSpans[0]): invalid JSON: expected ',' or '}', got "!"`]);
   });
 
   it('lines split across chunks, multi-byte characters on a chunk boundary, CRLF, blank lines and a BOM', async () => {
