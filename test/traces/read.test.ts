@@ -253,6 +253,14 @@ describe('JSON lines', () => {
     expect(spans).toHaveLength(1 + 5 + 2);
   });
 
+  it('the idle rule holds through a long run of one trace: the trace it outlasted is emitted, its next span starts anew', async () => {
+    const tid = (c: string): string => c.repeat(32);
+    // idleSpans 3: A, then four spans of B in one line (a run), then A again, 5 spans after its last.
+    const p = file('run.jsonl', [line([otlpSpan('00000000000000a1', {}, tid('a'))]), line(['b1', 'b2', 'b3', 'b4'].map((x) => otlpSpan(`00000000000000${x}`, {}, tid('b')))), line([otlpSpan('00000000000000a2', {}, tid('a'))])].join('\n'));
+    const traces = await tracesOf([p], { idleSpans: 3 });
+    expect(traces.map((t) => `${t.traceId[0]}:${t.spans.length}`)).toEqual(['a:1', 'b:4', 'a:1']);
+  });
+
   it('the idle rule emits a trace once enough other spans went by, and bounds what is held', async () => {
     const lines: string[] = [];
     for (let i = 0; i < 50; i++) {
