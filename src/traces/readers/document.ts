@@ -6,7 +6,7 @@
 import type { SpanRecord } from '../model';
 import { TraceDataError, describe, isRecord, normId, normKind, normParentId, normStatusCode, plainObjectToAttrs } from '../normalize';
 import { JsonStreamParser, formatJsonPath, type JsonPath } from '../json-stream';
-import { resourceSpansOf, selectOtlp, spansOfOtlpDocument, spansOfSelected } from './otlp-json';
+import { appendOtlpSpans, resourceSpansOf, selectOtlp, spansOfOtlpDocument, spansOfSelected } from './otlp-json';
 import { selectJaeger, spansOfJaegerDocument, spansOfJaegerTrace } from './jaeger';
 import { SEARCH_RESULT_HINT, isSearchResult, spansOfTempoDocument } from './tempo';
 
@@ -73,6 +73,24 @@ export function* spansOfDocument(doc: unknown, base = '', expect?: TraceFormat):
     case 'span-record':
       yield spanFromRecord(doc as Record<string, unknown>, base || '$');
       return;
+  }
+}
+
+/**
+ * spansOfDocument appended to `out` (a line counts whole or not at all: on an error nothing is appended). OTLP/JSON,
+ * what nearly every line is, goes without a generator step per span.
+ */
+export function appendSpansOfDocument(doc: unknown, out: SpanRecord[]): void {
+  if (isRecord(doc) && 'resourceSpans' in doc && !('batches' in doc) && !isSearchResult(doc)) {
+    appendOtlpSpans(doc, out);
+    return;
+  }
+  const before = out.length;
+  try {
+    for (const span of spansOfDocument(doc)) out.push(span);
+  } catch (err) {
+    out.length = before;
+    throw err;
   }
 }
 

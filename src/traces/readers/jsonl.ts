@@ -15,7 +15,7 @@ import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { SpanRecord } from '../model';
 import { JsonStreamParser, JsonSyntaxError } from '../json-stream';
-import { spanStreamParser, spansOfDocument } from './document';
+import { appendSpansOfDocument, spanStreamParser } from './document';
 
 export const format = 'jsonl' as const;
 
@@ -201,11 +201,9 @@ export class JsonLinesParser {
       this.problem(this.lines, whereInLine(text, this.lines, err));
       return;
     }
-    const before = this.spans.length;
     try {
-      for (const span of spansOfDocument(doc)) this.spans.push(span);
+      appendSpansOfDocument(doc, this.spans); // a line counts whole or not at all
     } catch (error) {
-      this.spans.length = before; // a line counts whole or not at all
       this.problem(this.lines, error);
     }
   }

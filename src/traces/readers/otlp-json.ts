@@ -148,6 +148,44 @@ function listOf(v: unknown, path: string): unknown[] {
   return v;
 }
 
+/**
+ * The spans of an OTLP/JSON document appended to `out` (what spansOfOtlpDocument yields, without a generator step per
+ * span: the JSON-lines fast path). On a bad value, nothing of the document is appended.
+ */
+export function appendOtlpSpans(doc: Record<string, unknown>, out: SpanRecord[], base = ''): void {
+  const found = resourceSpansOf(doc);
+  if (found === undefined) return;
+  const before = out.length;
+  const path = base + found.path;
+  const list = listOf(found.list, path);
+  try {
+    for (let i = 0; i < list.length; i++) {
+      const rs = list[i];
+      const rsPath = `${path}[${i}]`;
+      if (!isRecord(rs)) throw new TraceDataError(rsPath, `expected a ResourceSpans object, got ${describe(rs)}`);
+      const resource = resourceOf(rs, rsPath);
+      const ssKey = 'scopeSpans' in rs ? 'scopeSpans' : (SS_KEYS.find((k) => k in rs) ?? 'scopeSpans');
+      const ssList = listOf(rs[ssKey], `${rsPath}.${ssKey}`);
+      for (let j = 0; j < ssList.length; j++) {
+        const ss = ssList[j];
+        if (!isRecord(ss)) throw new TraceDataError(`${rsPath}.${ssKey}[${j}]`, `expected a ScopeSpans object, got ${describe(ss)}`);
+        const scope = scopeOf(ss);
+        const spans = listOf(ss.spans, `${rsPath}.${ssKey}[${j}].spans`);
+        for (let k = 0; k < spans.length; k++) {
+          try {
+            out.push(otlpSpan(spans[k], resource, scope));
+          } catch (err) {
+            throw under(`${rsPath}.${ssKey}[${j}].spans[${k}]`, err);
+          }
+        }
+      }
+    }
+  } catch (err) {
+    out.length = before;
+    throw err;
+  }
+}
+
 /** The spans of one ResourceSpans element. */
 export function* spansOfResourceSpans(rs: unknown, path: string): Generator<SpanRecord> {
   if (!isRecord(rs)) throw new TraceDataError(path, `expected a ResourceSpans object, got ${describe(rs)}`);
