@@ -48,6 +48,8 @@ export interface ChunkMessage {
   offset: number;
   length: number;
   final: boolean;
+  /** The block is the first of its file (a byte-order mark may lead its first line). */
+  startsFile: boolean;
 }
 
 /**

@@ -85,7 +85,7 @@ async function handle(msg: ToWorker): Promise<void> {
     case 'chunk': {
       let block = blocks.get(msg.block);
       if (block === undefined) {
-        block = { parser: new JsonLinesParser(setup.maxLineBytes) };
+        block = { parser: new JsonLinesParser(setup.maxLineBytes, msg.startsFile) };
         blocks.set(msg.block, block);
       }
       if (msg.length > 0) block.parser.write(Buffer.from(msg.bytes, msg.offset, msg.length));

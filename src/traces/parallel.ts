@@ -252,15 +252,20 @@ class Coordinator<R> {
       const src = this.sources[f] as Source;
       let block = -1;
       let bytes = 0;
+      let startsFile = true;
       const send = (chunk: Buffer, final: boolean): void => {
-        if (block < 0) block = this.startBlock(f);
+        const first = block < 0;
+        if (first) block = this.startBlock(f);
+        // Only the first chunk of a block creates its parser: it carries whether the block starts the file.
+        const starts = first && startsFile;
+        if (first) startsFile = false;
         const w = this.pool[this.blockWorker[block] as number] as Worker;
         // Read the length first: the transfer detaches the buffer (its length becomes 0).
         const length = chunk.length;
-        if (length === 0) w.postMessage({ t: 'chunk', block, bytes: new ArrayBuffer(0), offset: 0, length: 0, final });
+        if (length === 0) w.postMessage({ t: 'chunk', block, bytes: new ArrayBuffer(0), offset: 0, length: 0, final, startsFile: starts });
         else {
           const ab = chunk.buffer as ArrayBuffer;
-          w.postMessage({ t: 'chunk', block, bytes: ab, offset: chunk.byteOffset, length, final }, [ab]);
+          w.postMessage({ t: 'chunk', block, bytes: ab, offset: chunk.byteOffset, length, final, startsFile: starts }, [ab]);
         }
         bytes += length;
         if (final) {

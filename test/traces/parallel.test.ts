@@ -141,6 +141,18 @@ describe('mapTraces on worker threads', () => {
     expect(new Set(threads).size).toBe(2);
   }, 30_000);
 
+  it('a byte-order mark is allowed on the first line of a file only, in workers as in one thread', async () => {
+    const bom = join(dir, 'bom.jsonl');
+    const lines = Array.from({ length: 40 }, (_, i) => line([span(i, 0, 0)]));
+    writeFileSync(bom, '\uFEFF' + lines.slice(0, 20).join('\n') + '\n\uFEFF' + lines.slice(20).join('\n') + '\n');
+    const one = await collect(mapTraces<Summary>([bom], TASK, { workers: 0, blockBytes: 256 }));
+    const two = await collect(mapTraces<Summary>([bom], TASK, { workers: 2, blockBytes: 256 }));
+    expect(two.out.map((s) => s.traceId)).toEqual(one.out.map((s) => s.traceId));
+    expect(one.out).toHaveLength(39);
+    expect((two.error as Error).message).toBe((one.error as Error).message);
+    expect((one.error as Error).message).toMatch(/bom\.jsonl: line 21: column 1: invalid JSON/);
+  }, 30_000);
+
   it('the idle rule at its exact edge, across block boundaries', async () => {
     // One span per line, one line per block. idleSpans 3: trace 0 comes back 3 spans after its last (one trace:
     // group.ts emits a trace once 3 spans went by without one of its own), then 5 spans after (a second trace).

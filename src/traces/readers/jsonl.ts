@@ -97,7 +97,14 @@ export class JsonLinesParser {
   private partBytes = 0;
   private streamed: StreamedLine | undefined;
 
-  constructor(private readonly maxLineBytes = DEFAULT_MAX_LINE_BYTES) {}
+  /**
+   * @param startsFile whether the first line given is the first of a file (where a byte-order mark may stand); false
+   * for a block cut from the middle of one.
+   */
+  constructor(
+    private readonly maxLineBytes = DEFAULT_MAX_LINE_BYTES,
+    private readonly startsFile = true,
+  ) {}
 
   write(chunk: Buffer): void {
     let from = 0;
@@ -150,7 +157,7 @@ export class JsonLinesParser {
       let text = s.decoder.write(bytes);
       if (s.fresh && text !== '') {
         s.fresh = false;
-        if (this.lines === 0 && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+        if (this.startsFile && this.lines === 0 && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
       }
       s.parser.write(text);
     } catch (error) {
@@ -193,7 +200,7 @@ export class JsonLinesParser {
     try {
       doc = JSON.parse(text);
     } catch (err) {
-      if (this.lines === 1 && text.charCodeAt(0) === 0xfeff) {
+      if (this.startsFile && this.lines === 1 && text.charCodeAt(0) === 0xfeff) {
         this.parseLine(text.slice(1));
         return;
       }
