@@ -1,6 +1,25 @@
-import { defineConfig } from 'vitest/config';
+import { fileURLToPath } from 'node:url';
+import { defineConfig, type Plugin } from 'vitest/config';
+
+const PARTS = fileURLToPath(new URL('./src/parts.ts', import.meta.url));
+const EAGER_PARTS = fileURLToPath(new URL('./test/support/eager-parts.ts', import.meta.url));
+
+/**
+ * src/parts.ts loads the runtime's optional parts with require(), which vitest cannot follow into TypeScript
+ * sources: under vitest the same parts come from test/support/eager-parts.ts, imported statically.
+ */
+const eagerParts: Plugin = {
+  name: 'faultline-eager-parts',
+  enforce: 'pre',
+  async resolveId(source, importer, options) {
+    if (!importer || !/(^|\/)parts$/.test(source)) return null;
+    const resolved = await this.resolve(source, importer, { ...options, skipSelf: true });
+    return resolved?.id === PARTS ? EAGER_PARTS : null;
+  },
+};
 
 export default defineConfig({
+  plugins: [eagerParts],
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,

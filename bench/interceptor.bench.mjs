@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setImmediate } from 'node:timers';
-import { median } from './stats.mjs';
+import { median, pairedMedian } from './stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -180,16 +180,6 @@ const mad = (xs) => {
   const m = median(xs);
   return median(xs.map((x) => Math.abs(x - m)));
 };
-
-/**
- * Median of per-round paired differences, with its 95% distribution-free confidence interval (the sign test's order
- * statistics: no assumption about the shape of the noise, which on a shared machine is anything but normal).
- */
-function pairedMedian(diffs) {
-  const s = [...diffs].sort((a, b) => a - b);
-  const k = Math.max(0, Math.floor(s.length / 2 - 0.98 * Math.sqrt(s.length)));
-  return { median: median(s), lo: s[k], hi: s[s.length - 1 - k] };
-}
 
 /** Per-round values of one measure, for every configuration. */
 const MEASURES = ['jsonCpu', 'streamCpu', 'jsonWall', 'streamWall', 'ttfc'];

@@ -11,6 +11,10 @@ import { contentHash } from '../instrumentation/providers/content';
 import type { AgentMessage, LlmRequestSummary } from '../instrumentation/types';
 import type { LlmObservation, MessageObservation, Observation } from './types';
 
+/** Earlier observations of a task the detectors look back on, online and offline alike: a replay or a duplicate is
+ * recognised within the last few dozen calls, and looking back further would make long tasks quadratic. */
+export const HISTORY_WINDOW = 32;
+
 /** Payloads up to this size (as JSON) are remembered whole. */
 const SMALL_PAYLOAD_CHARS = 1024;
 /** Bookkeeping bytes counted per remembered observation besides its strings. */

@@ -17,7 +17,7 @@ import {
 } from '../instrumentation/semconv';
 import type { AgentMessage, DeliveryContext, Exchange, ExchangeOutcome } from '../instrumentation/types';
 import { logger, safely } from '../src/diag';
-import { remember } from './history';
+import { HISTORY_WINDOW, remember } from './history';
 import { runDetectors } from './registry';
 import type { DetectionContext, Detector, Finding, LlmObservation, MessageContract, MessageObservation, Observation } from './types';
 
@@ -34,7 +34,7 @@ export interface OnlineDetectionOptions {
   ttlMs?: number;
   /** Deadline of a message delivery, by message (e.g. per boundary). */
   deadlineMs?: number | ((message: AgentMessage) => number | undefined);
-  /** Observations kept per task as context (default 32). */
+  /** Observations kept per task as context (default HISTORY_WINDOW, 32). */
   historySize?: number;
   /** Tasks remembered at once (default 1000; the least recently active is forgotten first). */
   maxTasks?: number;
@@ -161,7 +161,7 @@ class TaskHistory {
 
 export function createOnlineDetection(options: OnlineDetectionOptions = {}): OnlineDetection {
   const now = options.now ?? Date.now;
-  const history = new TaskHistory(options.historySize ?? 32, options.maxTasks ?? 1000, options.historyBytes ?? 16 * 1024 * 1024);
+  const history = new TaskHistory(options.historySize ?? HISTORY_WINDOW, options.maxTasks ?? 1000, options.historyBytes ?? 16 * 1024 * 1024);
   const baselines = new Baselines();
 
   function observe(obs: Observation, task: string, span: Span | undefined, parent?: Context, latency?: { medianMs: number; madMs: number }): Finding[] {

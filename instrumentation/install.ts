@@ -9,7 +9,7 @@
  * this layer; the configured OTLP endpoints are ignored here anyway.
  */
 import './fetch-dispatcher';
-import { Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
+import { Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from './undici-global';
 import { logger } from '../src/diag';
 import { toLegacyHandler } from './handler-api';
 import { createGenAiInterceptor, type GenAiInterceptorOptions } from './interceptor';

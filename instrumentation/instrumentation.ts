@@ -1,31 +1,24 @@
 /**
- * FaultlineInstrumentation: the contrib-shaped handle on faultline's instrumentation. `enable()` installs the GenAI
- * span layer on the global undici dispatcher and configures the in-process message channels; `disable()` undoes
- * both. Both are idempotent.
+ * FaultlineInstrumentation: faultline's instrumentation as an OpenTelemetry instrumentation like the others. It
+ * implements the contract `registerInstrumentations` and the Node SDK drive (tracer and meter providers, config,
+ * enable/disable) and, like the contrib instrumentations, enables itself when constructed unless the config says
+ * `enabled: false`. It patches no module (there is nothing for require/import hooks to do), so it does not extend
+ * `InstrumentationBase`: that would load the hook machinery for nothing. `enable()` installs the GenAI span layer on
+ * the global undici dispatcher and configures the in-process message channels; `disable()` undoes both. Both are
+ * idempotent.
  */
-import { diag, trace, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import { trace, type MeterProvider, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import type { Instrumentation } from '@opentelemetry/instrumentation';
+import { captureContentFromEnv } from '../src/env';
 import { PACKAGE_NAME, VERSION } from '../src/version';
 import { configureChannels } from './agents/channel';
 import { installInstrumentation, type InstalledInstrumentation } from './install';
 import { GenAiMetrics } from './metrics';
 import type { FaultlineInstrumentationConfig } from './types';
 
-/**
- * OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, read the way both the JS contrib (boolean) and Python
- * (`SPAN_ONLY`, `SPAN_AND_EVENT`, `EVENT_ONLY`, `NO_CONTENT`) instrumentations read it. We only record on spans, so
- * `EVENT_ONLY` means no content here.
- */
-export function captureContentFromEnv(env: NodeJS.ProcessEnv = process.env): boolean | undefined {
-  const raw = env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT?.trim();
-  if (!raw) return undefined;
-  const v = raw.toLowerCase();
-  if (v === 'true' || v === '1' || v === 'span_only' || v === 'span_and_event') return true;
-  if (v === 'false' || v === '0' || v === 'no_content' || v === 'event_only') return false;
-  diag.warn(`faultline: ignoring OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=${JSON.stringify(raw)}: expected true, false, SPAN_ONLY or NO_CONTENT`);
-  return undefined;
-}
+export { captureContentFromEnv };
 
-export class FaultlineInstrumentation {
+export class FaultlineInstrumentation implements Instrumentation<FaultlineInstrumentationConfig> {
   readonly instrumentationName = PACKAGE_NAME;
   readonly instrumentationVersion = VERSION;
   #config: FaultlineInstrumentationConfig;
@@ -34,10 +27,11 @@ export class FaultlineInstrumentation {
   #installed: InstalledInstrumentation | undefined;
   #enabled = false;
   readonly #metrics = new GenAiMetrics();
-  readonly #envCapture = captureContentFromEnv();
+  #envCapture: { value: boolean | undefined } | undefined;
 
   constructor(config: FaultlineInstrumentationConfig = {}) {
-    this.#config = { ...config };
+    this.#config = { enabled: true, ...config };
+    if (this.#config.enabled !== false) this.enable();
   }
 
   getConfig(): FaultlineInstrumentationConfig {
@@ -46,21 +40,31 @@ export class FaultlineInstrumentation {
 
   /** Replace the config; takes effect for calls that start afterwards (steps and channels are re-installed). */
   setConfig(config: FaultlineInstrumentationConfig = {}): void {
-    this.#config = { ...config };
+    this.#config = { enabled: true, ...config };
     if (this.#enabled) {
       this.disable();
       this.enable();
     }
   }
 
-  /** Use this provider instead of the global one. */
+  /** Use this provider instead of the global one (for calls that start afterwards). */
   setTracerProvider(provider: TracerProvider): void {
     this.#provider = provider;
     this.#tracer = undefined;
   }
 
+  /**
+   * Record `gen_ai.client.*` metrics into this provider. The API's no-op provider (what `registerInstrumentations`
+   * passes when none is registered) means "follow the global one", so a provider registered later is still found.
+   */
+  setMeterProvider(provider: MeterProvider): void {
+    this.#metrics.use(provider.constructor?.name === 'NoopMeterProvider' ? undefined : provider);
+  }
+
   get captureContent(): boolean {
-    return this.#config.captureMessageContent ?? this.#envCapture ?? false;
+    if (this.#config.captureMessageContent !== undefined) return this.#config.captureMessageContent;
+    this.#envCapture ??= { value: captureContentFromEnv() };
+    return this.#envCapture.value ?? false;
   }
 
   enable(): void {

@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { logger, safely } from '../src/diag';
 import { EXCHANGE } from './exchange';
+import { callContext } from './frameworks/scope';
 import { isLegacyHandler, toUndici7Handler, type LegacyHandler } from './handler-api';
 import { parseJsonBody } from './json-body';
 import type { LlmRequestHead, ProtocolModule, ProtocolStart, ResponseReader } from './internal-types';
@@ -70,7 +71,7 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
         log.error('internal error in request matching (ignored, the application is unaffected):', err);
       }
       if (match === undefined) return dispatch(opts, handler);
-      const parent = context.active();
+      const parent = callContext(); // the active context, or the framework agent/tool span the call is made in
       const body = opts.body;
       const direct = directBody(body);
       if (direct !== undefined || body == null) {

@@ -25,12 +25,18 @@ const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048
 
 export class GenAiMetrics {
   #provider: MeterProvider | undefined;
+  #given: MeterProvider | undefined;
   #duration: Histogram | undefined;
   #tokens: Histogram | undefined;
 
-  /** Instruments of the current global provider, or undefined when only the no-op provider is registered. */
+  /** Record into this provider instead of the global one (the instrumentation's `setMeterProvider`). */
+  use(provider: MeterProvider | undefined): void {
+    this.#given = provider;
+  }
+
+  /** Instruments of the given or current global provider, or undefined when only a no-op provider is there. */
   #instruments(): { duration: Histogram; tokens: Histogram } | undefined {
-    const provider = metrics.getMeterProvider();
+    const provider = this.#given ?? metrics.getMeterProvider();
     if (provider !== this.#provider) {
       this.#provider = provider;
       this.#duration = this.#tokens = undefined;

@@ -144,8 +144,10 @@ export const ATTR_FL_MESSAGE_DELIVERED_CHANGES = 'faultline.message.delivered_ch
 /** Opt-in (content capture): the delivered payloads, one JSON string per copy. */
 export const ATTR_FL_MESSAGE_DELIVERED_PAYLOADS = 'faultline.message.delivered_payloads' as const;
 
-// Task scope (a campaign run, or any explicit task scope from the API).
+// Task scope (a campaign run, any explicit task scope from the API, or a framework run).
 export const ATTR_FL_TASK_ID = 'faultline.task.id' as const;
+/** On an agent framework's guardrail span: whether its tripwire was triggered. */
+export const ATTR_FL_GUARDRAIL_TRIGGERED = 'faultline.guardrail.triggered' as const;
 
 // Online detections: one span event per finding. Diagnosers may read these.
 export const EVENT_FL_DETECTION = 'faultline.detection' as const;

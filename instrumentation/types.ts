@@ -188,6 +188,8 @@ export type DeliverStep = (
 // ------------------------------------------------------------------------------------------------ config
 
 export interface FaultlineInstrumentationConfig {
+  /** Enable at construction, as OpenTelemetry instrumentations do. Default true. */
+  enabled?: boolean;
   /** Record gen_ai.input/output.messages, system instructions, tool definitions and message payloads. Default: off,
    * or OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT (true | SPAN_ONLY | SPAN_AND_EVENT). */
   captureMessageContent?: boolean;

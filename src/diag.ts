@@ -17,14 +17,3 @@ export function safely<T>(log: DiagLogger, what: string, fn: () => T, fallback: 
     return fallback;
   }
 }
-
-/** Read a boolean environment switch once; warn on a value that is neither true nor false and ignore it. */
-export function envBool(name: string, env: NodeJS.ProcessEnv = process.env): boolean | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return undefined;
-  const v = raw.trim().toLowerCase();
-  if (v === 'true' || v === '1') return true;
-  if (v === 'false' || v === '0') return false;
-  diag.warn(`faultline: ignoring ${name}=${JSON.stringify(raw)}: expected true or false`);
-  return undefined;
-}

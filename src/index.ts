@@ -5,8 +5,12 @@
  * Data flows one way: instrument → spans → detectors → diagnosers → reports.
  */
 
+import { parts } from './parts';
+
 // ---------------------------------------------------------------- runtime (instrument + inject + guard, wired)
 export { start, startRuntime, shutdown, type StartOptions, type FaultlineRuntime } from './start';
+export { resolveConfig, type FaultlineConfig, type ExportConfig, type ConfigOverrides } from './config';
+export type { ConfigFileInput as FaultlineConfigFile } from './config-schema';
 export { FileSpanExporter, DEFAULT_TRACES_FILE, type FileSpanExporterOptions } from './exporters/file-exporter';
 
 // ---------------------------------------------------------------- instrument
@@ -23,6 +27,8 @@ export {
   type RunAgentOptions,
   type RunWorkflowOptions,
 } from '../instrumentation/agents';
+export { resolveTaskId, type TaskScope } from '../instrumentation/agents/task';
+export { frameworkContext, registerLangChain, langChainHandler, type LangChainContextModule } from '../instrumentation/frameworks';
 export type {
   AgentMessage,
   DeliverStep,
@@ -84,8 +90,20 @@ export {
 export { evaluate, groundTruth, cohenKappa, type EvalReport } from './evaluation';
 
 // ---------------------------------------------------------------- campaigns and the embedded mock model
-export { runCampaign, type CampaignOptions, type CampaignResult } from './campaign/runner';
-export { startMockModel, type MockModel, type MockModelOptions } from './mock-model/server';
+// Loaded when first called: the campaign runner brings the example workflows and the openai SDK (about 750 modules),
+// which an application importing faultline for its runtime never needs.
+export type { CampaignOptions, CampaignResult } from './campaign/runner';
+export type { MockModel, MockModelOptions } from './mock-model/server';
+
+/** Run a campaign (see docs/campaigns.md). The example workflows need the `openai` package installed. */
+export async function runCampaign(options: import('./campaign/runner').CampaignOptions): Promise<import('./campaign/runner').CampaignResult> {
+  return parts.campaign().runCampaign(options);
+}
+
+/** Start the embedded mock model (an OpenAI-compatible server on loopback). */
+export async function startMockModel(options?: import('./mock-model/server').MockModelOptions): Promise<import('./mock-model/server').MockModel> {
+  return parts.mockModel().startMockModel(options);
+}
 
 export { FAULT_TYPES, type FaultType, type FaultCategory, type FaultMode } from './taxonomy';
 export { FaultlineError, FaultlineInputError, type FaultlineErrorCode } from './errors';

@@ -1,10 +1,10 @@
 /**
- * `node --require faultline/register app.js` (CommonJS) and `import 'faultline/register'`: start faultline from the
- * environment before the application's first line.
+ * `node --require faultline/register app.js` (CommonJS) and `import 'faultline/register'`: start faultline from its
+ * configuration (the environment and faultline.config.*, docs/configuration.md) before the application's first line.
  *
- * - Bad input (an invalid FAULTLINE_PLAN or FAULTLINE_GUARDS file, a plan refused in production) stops the process
- *   with exit code 2 and a message naming the file, the rule and the problem, before the app runs: a chaos
- *   experiment must not silently run without the faults it planned.
+ * - Bad input (an invalid plan, guard or configuration file, a switch that is not one, a plan refused in production)
+ *   stops the process with exit code 2 and a message naming the variable or the file, the field and the problem,
+ *   before the app runs: a chaos experiment must not silently run without the faults it planned.
  * - Any other failure of ours (even one while loading our modules) is reported once on stderr and the application
  *   runs uninstrumented: it never throws into the application.
  */

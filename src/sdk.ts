@@ -1,49 +1,77 @@
 /**
- * OpenTelemetry SDK setup from the standard OTEL_* environment, for `register` and `start()`.
+ * The OpenTelemetry trace (and metrics) SDK for `register` and `start()`, from the resolved configuration's export
+ * section (src/config.ts).
  *
- *  - OTEL_SDK_DISABLED=true: no SDK (our instrumentation still runs and emits through the no-op API).
- *  - An app that already registered a tracer provider keeps it: we add only our instrumentation. SDK 2.x providers
- *    take their processors at construction (no `addSpanProcessor`), so extra span processors cannot be attached
- *    then; we say so through diag and the fault layer must select calls through its own hook.
- *  - Traces go to OTEL_TRACES_EXPORTER (otlp | console | none | file, comma-separated). With no exporter and no
- *    OTLP endpoint configured they go to ./faultline-traces.jsonl (FAULTLINE_TRACES_FILE) as OTLP/JSON lines.
- *  - OTLP protocol: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL / OTEL_EXPORTER_OTLP_PROTOCOL, http/protobuf (default) or
- *    http/json; the exporters read their endpoint and headers variables themselves. Export goes through node:http,
- *    so it never passes our undici layer.
- *  - Metrics: when OTEL_METRICS_EXPORTER is otlp or console and no meter provider is registered yet.
+ * Wired by hand rather than through `@opentelemetry/sdk-node`'s NodeSDK: NodeSDK loads every exporter it could use
+ * (gRPC, Zipkin, Prometheus, logs: about 1,570 modules and 1.5–2 s before the app's first line, bench/startup), where
+ * this loads only the exporters the configuration names. It honours the same variables for what it supports:
+ *
+ *  - The SDK parts read their own variables, as under NodeSDK: OTEL_TRACES_SAMPLER(_ARG) and the span limits
+ *    (the tracer provider), OTEL_BSP_* (the batch span processor), OTEL_EXPORTER_OTLP_* endpoint, headers, timeout,
+ *    compression and certificates (the OTLP exporter).
+ *  - Resolved in src/config.ts: OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER (otlp, console, none, and faultline's file),
+ *    OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL (http/protobuf, http/json), OTEL_METRICS_EXPORTER (otlp, console),
+ *    OTEL_METRIC_EXPORT_INTERVAL, OTEL_NODE_RESOURCE_DETECTORS (env, host, os, process, serviceinstance, all, none),
+ *    OTEL_PROPAGATORS (tracecontext, baggage, none), OTEL_LOG_LEVEL (a console diag logger, as NodeSDK sets).
+ *  - Not supported (no exporter package is a dependency): gRPC, Zipkin, Prometheus, the b3 and jaeger propagators;
+ *    asking for one gets a line on stderr. The default resource detector is `env` alone, where NodeSDK also runs
+ *    `process` and `host`: the process detector records the command line, which can carry credentials.
+ *
+ * An app that already registered a tracer provider keeps it: we add only our instrumentation. SDK 2.x providers take
+ * their processors at construction, so extra span processors cannot be attached then; we say so through diag.
+ * Export goes through node:http, so it never passes our undici layer.
+ *
+ * Lose no data: every span still open can be ended as interrupted (`endOpenSpans`), and `flushSync()` hands every
+ * buffered span to the exporters synchronously (the batch processor exports at once when the exporter is
+ * synchronous, as the file exporter is), then sends what the OTLP exporter still holds from a child process. That is
+ * what the `exit` path can do (src/exit-hooks.ts).
  */
-import { diag, metrics, trace, type Attributes, type TracerProvider } from '@opentelemetry/api';
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
-import { OTLPTraceExporter as OTLPJsonTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OTLPProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { ConsoleMetricExporter, MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
+import { diag, DiagConsoleLogger, metrics, trace, type Attributes, type TracerProvider } from '@opentelemetry/api';
+import { CompositePropagator, diagLogLevelFromString, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
+  defaultResource,
+  detectResources,
+  envDetector,
+  hostDetector,
+  osDetector,
+  processDetector,
+  resourceFromAttributes,
+  serviceInstanceIdDetector,
+  type Resource,
+  type ResourceDetector,
+} from '@opentelemetry/resources';
+import type { MeterProvider } from '@opentelemetry/sdk-metrics';
+import {
   BatchSpanProcessor,
   ConsoleSpanExporter,
-  ParentBasedSampler,
   SimpleSpanProcessor,
-  TraceIdRatioBasedSampler,
   type Sampler,
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { envBool, logger } from './diag';
-import { DEFAULT_TRACES_FILE, FileSpanExporter } from './exporters/file-exporter';
+import type { ExportConfig, ResourceDetectorName } from './config';
+import { logger } from './diag';
+import { ExitSafeExporter, type ExitSendResult } from './exporters/exit-safe';
+import { FileSpanExporter } from './exporters/file-exporter';
+import { OpenSpansProcessor } from './exporters/open-spans';
 
 const log = logger('sdk');
 
 export interface SdkOptions {
-  env?: NodeJS.ProcessEnv;
   /** Span processors put FIRST, before the exporters' (the fault plan's processor marks spans at start). */
   spanProcessors?: SpanProcessor[];
   /** Wrap the sampler built from OTEL_TRACES_SAMPLER (a wrapper sees every span, sampled or not). */
   sampler?: (base: Sampler) => Sampler;
   /** Extra resource attributes (lowest precedence after the SDK defaults; the env wins). */
   resourceAttributes?: Attributes;
+}
+
+export interface SyncFlushResult {
+  /** Spans ended as interrupted. */
+  interrupted: number;
+  /** What the OTLP exporter sent from the child process, when it held anything. */
+  otlp?: ExitSendResult;
 }
 
 export interface SdkHandle {
@@ -54,6 +82,10 @@ export interface SdkHandle {
   external: boolean;
   /** Absolute path of the trace file, when spans go to one. */
   tracesFile?: string;
+  /** End the spans still open as interrupted by `reason` (our provider's only). */
+  endOpenSpans(reason: string): number;
+  /** Hand every buffered span to the exporters and send what OTLP still holds, synchronously (the exit path). */
+  flushSync(timeoutMs: number): SyncFlushResult;
   forceFlush(): Promise<void>;
   shutdown(): Promise<void>;
 }
@@ -65,94 +97,113 @@ export function registeredTracerProvider(): TracerProvider | undefined {
   return delegate.constructor?.name === 'NoopTracerProvider' ? undefined : delegate;
 }
 
-function list(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
-}
+const DETECTORS: Record<ResourceDetectorName, ResourceDetector> = {
+  env: envDetector,
+  host: hostDetector,
+  os: osDetector,
+  process: processDetector,
+  serviceinstance: serviceInstanceIdDetector,
+};
 
-export function samplerFromEnv(env: NodeJS.ProcessEnv): Sampler {
-  const name = env.OTEL_TRACES_SAMPLER?.trim().toLowerCase() || 'parentbased_always_on';
-  const arg = Number(env.OTEL_TRACES_SAMPLER_ARG ?? '1');
-  const ratio = Number.isFinite(arg) && arg >= 0 && arg <= 1 ? arg : 1;
-  switch (name) {
-    case 'always_on':
-      return new AlwaysOnSampler();
-    case 'always_off':
-      return new AlwaysOffSampler();
-    case 'traceidratio':
-      return new TraceIdRatioBasedSampler(ratio);
-    case 'parentbased_always_off':
-      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    case 'parentbased_traceidratio':
-      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
-    case 'parentbased_always_on':
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
-    default:
-      diag.warn(`faultline: unknown OTEL_TRACES_SAMPLER=${JSON.stringify(name)}, using parentbased_always_on`);
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+function otlpTraceExporter(config: ExportConfig): SpanExporter {
+  const options = {
+    ...(config.otlp.tracesUrl ? { url: config.otlp.tracesUrl } : {}),
+    ...(config.otlp.headers ? { headers: { ...config.otlp.headers } } : {}),
+  };
+  // Loaded only when OTLP is configured: each exporter package is about 200 modules.
+  if (config.otlp.protocol === 'http/json') {
+    const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
+    return new OTLPTraceExporter(options);
   }
+  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto');
+  return new OTLPTraceExporter(options);
 }
 
-function otlpTraceExporter(env: NodeJS.ProcessEnv): SpanExporter {
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf').trim().toLowerCase();
-  if (protocol === 'http/json') return new OTLPJsonTraceExporter();
-  if (protocol !== 'http/protobuf') {
-    diag.warn(`faultline: OTLP protocol ${JSON.stringify(protocol)} is not supported, using http/protobuf`);
-  }
-  return new OTLPProtoTraceExporter();
+interface Exporting {
+  processors: SpanProcessor[];
+  batches: BatchSpanProcessor[];
+  otlp: ExitSafeExporter[];
+  tracesFile?: string;
 }
 
-function traceProcessors(env: NodeJS.ProcessEnv): { processors: SpanProcessor[]; tracesFile?: string } {
-  const configured = list(env.OTEL_TRACES_EXPORTER);
-  const hasEndpoint = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim());
-  const fileEnv = env.FAULTLINE_TRACES_FILE?.trim();
-  const names = configured.length > 0 ? configured : hasEndpoint ? ['otlp'] : ['file'];
-  if (fileEnv && !names.includes('file')) names.push('file');
-  const processors: SpanProcessor[] = [];
-  let tracesFile: string | undefined;
-  for (const name of names) {
-    if (name === 'none') continue;
-    if (name === 'otlp') processors.push(new BatchSpanProcessor(otlpTraceExporter(env)));
-    else if (name === 'console') processors.push(new SimpleSpanProcessor(new ConsoleSpanExporter()));
-    else if (name === 'file') {
-      const exporter = new FileSpanExporter({ path: fileEnv || DEFAULT_TRACES_FILE });
-      tracesFile = exporter.path;
-      processors.push(new BatchSpanProcessor(exporter));
-    } else diag.warn(`faultline: unknown OTEL_TRACES_EXPORTER value ${JSON.stringify(name)} ignored`);
-  }
-  return tracesFile !== undefined ? { processors, tracesFile } : { processors };
-}
-
-function meterProviderFromEnv(env: NodeJS.ProcessEnv, resource: ReturnType<typeof defaultResource>): MeterProvider | undefined {
-  const names = list(env.OTEL_METRICS_EXPORTER).filter((n) => n !== 'none');
-  if (names.length === 0) return undefined;
-  if ((metrics.getMeterProvider() as { constructor?: { name?: string } }).constructor?.name !== 'NoopMeterProvider') return undefined;
-  const readers = [];
-  for (const name of names) {
-    let exporter: PushMetricExporter | undefined;
-    if (name === 'otlp') exporter = new OTLPMetricExporter();
-    else if (name === 'console') exporter = new ConsoleMetricExporter();
-    else diag.warn(`faultline: unsupported OTEL_METRICS_EXPORTER value ${JSON.stringify(name)} ignored`);
-    if (exporter) {
-      const interval = Number(env.OTEL_METRIC_EXPORT_INTERVAL ?? '60000');
-      readers.push(new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: Number.isFinite(interval) && interval > 0 ? interval : 60000 }));
+function exporting(config: ExportConfig): Exporting {
+  const out: Exporting = { processors: [], batches: [], otlp: [] };
+  for (const name of config.traces) {
+    if (name === 'console') {
+      out.processors.push(new SimpleSpanProcessor(new ConsoleSpanExporter()));
+      continue;
     }
+    let exporter: SpanExporter;
+    if (name === 'otlp') {
+      const safe = new ExitSafeExporter(otlpTraceExporter(config), {
+        protocol: config.otlp.protocol,
+        ...(config.otlp.tracesUrl ? { url: config.otlp.tracesUrl } : {}),
+        ...(config.otlp.headers ? { headers: config.otlp.headers } : {}),
+      });
+      out.otlp.push(safe);
+      exporter = safe;
+    } else {
+      const file = new FileSpanExporter({ path: config.file });
+      out.tracesFile = file.path;
+      exporter = file;
+    }
+    const batch = new BatchSpanProcessor(exporter);
+    out.batches.push(batch);
+    out.processors.push(batch);
   }
-  if (readers.length === 0) return undefined;
-  const provider = new MeterProvider({ resource, readers });
+  return out;
+}
+
+function meterProviderFor(config: ExportConfig, resource: Resource): MeterProvider | undefined {
+  if (config.metrics.length === 0) return undefined;
+  if ((metrics.getMeterProvider() as { constructor?: { name?: string } }).constructor?.name !== 'NoopMeterProvider') return undefined;
+  const sdk = require('@opentelemetry/sdk-metrics') as typeof import('@opentelemetry/sdk-metrics');
+  const readers = config.metrics.map((name) => {
+    let exporter: import('@opentelemetry/sdk-metrics').PushMetricExporter;
+    if (name === 'otlp') {
+      const { OTLPMetricExporter } = require('@opentelemetry/exporter-metrics-otlp-http') as typeof import('@opentelemetry/exporter-metrics-otlp-http');
+      exporter = new OTLPMetricExporter({
+        ...(config.otlp.metricsUrl ? { url: config.otlp.metricsUrl } : {}),
+        ...(config.otlp.headers ? { headers: { ...config.otlp.headers } } : {}),
+      });
+    } else exporter = new sdk.ConsoleMetricExporter();
+    return new sdk.PeriodicExportingMetricReader({ exporter, exportIntervalMillis: config.metricIntervalMs });
+  });
+  const provider = new sdk.MeterProvider({ resource, readers });
   metrics.setGlobalMeterProvider(provider);
   return provider;
 }
 
-/** Set up (or adopt) the SDK. Never throws for configuration problems: they are reported through diag. */
-export function setupSdk(options: SdkOptions = {}): SdkHandle {
-  const env = options.env ?? process.env;
-  const noop: SdkHandle = { external: false, forceFlush: async () => {}, shutdown: async () => {} };
-  if (envBool('OTEL_SDK_DISABLED', env) === true) return noop;
+/** OTEL_PROPAGATORS as NodeSDK reads it; nothing set keeps the SDK default (tracecontext and baggage). */
+function propagator(config: ExportConfig): NonNullable<Parameters<NodeTracerProvider['register']>[0]> {
+  if (config.propagators === undefined) return {};
+  const made = config.propagators.map((n) => (n === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator()));
+  if (made.length === 0) return { propagator: null };
+  return { propagator: made.length === 1 ? made[0]! : new CompositePropagator({ propagators: made }) };
+}
+
+const NOOP: SdkHandle = {
+  external: false,
+  endOpenSpans: () => 0,
+  flushSync: () => ({ interrupted: 0 }),
+  forceFlush: async () => {},
+  shutdown: async () => {},
+};
+
+/** Set up (or adopt) the SDK. Never throws for configuration problems: they are reported. */
+export function setupSdk(config: ExportConfig, options: SdkOptions = {}): SdkHandle {
+  if (config.sdkDisabled) return NOOP;
+
+  const existing = registeredTracerProvider();
+  if (!existing && config.logLevel) {
+    const level = diagLogLevelFromString(config.logLevel);
+    if (level !== undefined) diag.setLogger(new DiagConsoleLogger(), { logLevel: level });
+  }
 
   const resource = defaultResource()
     .merge(resourceFromAttributes(options.resourceAttributes ?? {}))
-    .merge(detectResources({ detectors: [envDetector] }));
-  const meterProvider = meterProviderFromEnv(env, resource);
+    .merge(detectResources({ detectors: config.resourceDetectors.map((n) => DETECTORS[n]) }));
+  const meterProvider = meterProviderFor(config, resource);
   const withMeters = (h: SdkHandle): SdkHandle =>
     meterProvider
       ? {
@@ -167,29 +218,54 @@ export function setupSdk(options: SdkOptions = {}): SdkHandle {
         }
       : h;
 
-  const existing = registeredTracerProvider();
   if (existing) {
     if (options.spanProcessors?.length) {
       log.warn('a tracer provider was already registered by the application; faultline span processors were not attached to it');
     }
     const flushable = existing as TracerProvider & { forceFlush?: () => Promise<void> };
-    return withMeters({ external: true, forceFlush: () => flushable.forceFlush?.() ?? Promise.resolve(), shutdown: async () => {} });
+    return withMeters({
+      ...NOOP,
+      external: true,
+      // The app's own processors get their buffers handed over too (synchronous exporters write at once).
+      flushSync: () => {
+        void flushable.forceFlush?.().catch(() => {});
+        return { interrupted: 0 };
+      },
+      forceFlush: () => flushable.forceFlush?.() ?? Promise.resolve(),
+    });
   }
 
-  const { processors, tracesFile } = traceProcessors(env);
-  const base = samplerFromEnv(env);
+  const out = exporting(config);
+  const open = new OpenSpansProcessor();
+  const sampler = options.sampler
+    ? // The sampler the provider would build from OTEL_TRACES_SAMPLER, built by the same SDK function.
+      options.sampler((require('@opentelemetry/sdk-trace-base/build/src/config') as { buildSamplerFromEnv(): Sampler }).buildSamplerFromEnv())
+    : undefined;
   const provider = new NodeTracerProvider({
     resource,
-    sampler: options.sampler ? options.sampler(base) : base,
-    spanProcessors: [...(options.spanProcessors ?? []), ...processors],
+    ...(sampler ? { sampler } : {}),
+    spanProcessors: [open, ...(options.spanProcessors ?? []), ...out.processors],
   });
-  provider.register();
+  provider.register(propagator(config));
   const handle: SdkHandle = {
     tracerProvider: provider,
     external: false,
+    endOpenSpans: (reason) => open.endAll(reason),
+    flushSync(timeoutMs) {
+      // A batch processor's forceFlush hands its buffer to the exporter before it returns (it schedules nothing when
+      // the resource has no pending attributes); the promise only reports the export's end.
+      for (const o of out.otlp) o.holdForExit();
+      for (const b of out.batches) b.forceFlush().catch(() => {});
+      const result: SyncFlushResult = { interrupted: 0 };
+      for (const o of out.otlp) {
+        const sent = o.sendPendingSync(timeoutMs);
+        if (sent.spans > 0) result.otlp = sent;
+      }
+      return result;
+    },
     forceFlush: () => provider.forceFlush(),
     shutdown: () => provider.shutdown(),
   };
-  if (tracesFile !== undefined) handle.tracesFile = tracesFile;
+  if (out.tracesFile !== undefined) handle.tracesFile = out.tracesFile;
   return withMeters(handle);
 }

@@ -1,59 +1,59 @@
 /**
- * `start()` builds faultline's runtime: the OTel SDK from the environment (src/sdk.ts), faultline's instrumentation
- * (the GenAI span layer on the global undici dispatcher, the message channels), instrumentation-undici for HTTP
- * detail, and flushing at exit. It wires the fault plan (src/inject), the guards and the online detectors
- * (detectors/) into the instrumentation's hooks: `instrumentation/` itself imports none of them.
+ * `start()` builds faultline's runtime from one resolved configuration (src/config.ts): the OTel SDK (src/sdk.ts),
+ * faultline's instrumentation (the GenAI span layer on the global undici dispatcher, the message channels),
+ * instrumentation-undici for HTTP detail, and the exit hooks that lose no span (src/exit-hooks.ts). It wires the
+ * fault plan (src/inject), the guards and the online detectors (detectors/) into the instrumentation's hooks:
+ * `instrumentation/` itself imports none of them.
  *
  *   app fetch → GenAI span layer → guard step → fault step → network        (HTTP)
  *   channel.send → handoff span → guard step → fault step → receiver          (in-process messages)
+ *
+ * Only what the configuration turns on is loaded: the injector with a plan, the guards with a guard config, the
+ * online detectors when detection is on, instrumentation-undici with HTTP spans, an exporter when it is named.
  */
 import type { Attributes } from '@opentelemetry/api';
-import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import type { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import type { Sampler, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { Guards } from '../detectors/guards';
+import { enableFrameworks } from '../instrumentation/frameworks';
 import { FaultlineInstrumentation } from '../instrumentation/instrumentation';
+import { redactQuery } from '../instrumentation/redact-url';
 import type { DeliverStep, FaultlineInstrumentationConfig, Interceptor } from '../instrumentation/types';
-import { createOnlineDetection, type OnlineDetectionOptions } from '../detectors/online';
-import { createGuards, type Guards } from '../detectors/guards';
-import { guardConfigFromEnv, loadGuardConfig, parseGuardConfig, type GuardConfigInput } from '../detectors/guards/config';
-import { captureContentFromEnv } from '../instrumentation/instrumentation';
-import { envBool, logger } from './diag';
-import { createInjector, injectorFromEnv, type Injector } from './inject';
-import { checkProduction, injectionDisabled, loadPlan, parsePlan } from './plan/load';
-import type { FaultPlan, FaultPlanInput } from './plan/schema';
+import { resolveConfig, type ConfigOverrides, type FaultlineConfig } from './config';
+import { installExitHooks } from './exit-hooks';
+import type { Injector } from './inject';
+import { parts } from './parts';
 import { setupSdk, type SdkHandle } from './sdk';
 
-const log = logger('start');
-
-export interface StartOptions {
+export interface StartOptions extends ConfigOverrides {
+  /** Environment to resolve the configuration from. Default: process.env. */
   env?: NodeJS.ProcessEnv;
-  /** A fault plan, or the path of a JSON/YAML plan file. Default: FAULTLINE_PLAN. No plan, no injection;
-   * FAULTLINE_DISABLE=1 turns injection off whatever is given. */
-  plan?: FaultPlan | FaultPlanInput | string;
-  /** Runtime guards, or the path of a JSON/YAML guard file. Default: FAULTLINE_GUARDS. */
-  guards?: GuardConfigInput | string;
-  /** Online detectors recording `faultline.detection` span events. Default on; FAULTLINE_DETECT=false turns them off. */
-  detect?: boolean | OnlineDetectionOptions;
+  /** Where faultline.config.* is looked for. Default: process.cwd(). */
+  cwd?: string;
+  /** An already resolved configuration (`resolveConfig()`): used as it is, instead of env, file and the options
+   * `plan`, `guards`, `detect`, `captureMessageContent`, `httpSpans`. */
+  config?: FaultlineConfig;
   /** Span processors added FIRST (the fault plan's FaultInjectionSpanProcessor). */
   spanProcessors?: SpanProcessor[];
   /** Wraps the sampler built from OTEL_TRACES_SAMPLER. */
   sampler?: (base: Sampler) => Sampler;
   resourceAttributes?: Attributes;
-  /** undici interceptors inside the GenAI span layer, outermost first (guard step, then fault step). */
+  /** undici interceptors inside the GenAI span layer, outermost first (after the guard and fault steps). */
   steps?: Interceptor[];
   /** In-process channel steps, outermost first. */
   channelSteps?: DeliverStep[];
   onExchangeEnd?: FaultlineInstrumentationConfig['onExchangeEnd'];
   onDelivery?: FaultlineInstrumentationConfig['onDelivery'];
-  captureMessageContent?: boolean;
   ignoreHosts?: string[];
-  /** HTTP client spans from @opentelemetry/instrumentation-undici. Default on, unless
-   * OTEL_NODE_DISABLED_INSTRUMENTATIONS lists `undici` (or OTEL_NODE_ENABLED_INSTRUMENTATIONS omits it). */
-  httpSpans?: boolean;
-  /** Flush at beforeExit / SIGTERM / SIGINT. Default true. */
+  /** Flush at beforeExit, exit, uncaught exceptions, unhandled rejections, SIGTERM and SIGINT. Default true. */
   exitHooks?: boolean;
+  /** One line on stderr when a plan is armed, and its summary when the process ends. Default true. */
+  announce?: boolean;
 }
 
 export interface FaultlineRuntime {
+  /** The configuration it runs with. */
+  readonly config: FaultlineConfig;
   readonly instrumentation: FaultlineInstrumentation;
   /** The fault injector, when a plan is active (its `triggerReport()` says which rules fired). */
   readonly injector?: Injector;
@@ -68,45 +68,53 @@ export interface FaultlineRuntime {
 const RUNTIME = Symbol.for('faultline.runtime');
 type Slot = typeof globalThis & { [RUNTIME]?: FaultlineRuntime };
 
-function instrumentationListed(env: NodeJS.ProcessEnv, name: string): boolean {
-  const names = (v: string | undefined) => (v ?? '').split(',').map((s) => s.trim().replace(/^@opentelemetry\/instrumentation-/, '')).filter(Boolean);
-  const enabled = names(env.OTEL_NODE_ENABLED_INSTRUMENTATIONS);
-  if (enabled.length > 0 && !enabled.includes(name)) return false;
-  return !names(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS).includes(name);
-}
-
 /** Synchronous start (what `register` calls before the app's first line). Idempotent: returns the running one. */
 export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
   const slot = globalThis as Slot;
   const running = slot[RUNTIME];
   if (running) return running;
-  const env = options.env ?? process.env;
-  const wired = wire(options, env);
+  const config =
+    options.config ??
+    resolveConfig({
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+      overrides: {
+        ...(options.plan !== undefined ? { plan: options.plan } : {}),
+        ...(options.guards !== undefined ? { guards: options.guards } : {}),
+        ...(options.detect !== undefined ? { detect: options.detect } : {}),
+        ...(options.captureMessageContent !== undefined ? { captureMessageContent: options.captureMessageContent } : {}),
+        ...(options.httpSpans !== undefined ? { httpSpans: options.httpSpans } : {}),
+      },
+    });
+  const wired = wire(config);
 
-  const sdk = setupSdk({
-    env,
+  const sdk = setupSdk(config.export, {
     spanProcessors: [...wired.spanProcessors, ...(options.spanProcessors ?? [])],
     ...(options.sampler ? { sampler: options.sampler } : {}),
     ...(options.resourceAttributes ? { resourceAttributes: options.resourceAttributes } : {}),
   });
 
-  let undici: UndiciInstrumentation | undefined;
-  if (options.httpSpans ?? instrumentationListed(env, 'undici')) {
-    undici = new UndiciInstrumentation(); // enables itself
-  }
+  // HTTP client spans under each GenAI span (the default; core may change it after measuring).
+  const undici = config.httpSpans ? httpSpans() : undefined;
   const instrumentation = new FaultlineInstrumentation({
     steps: [...wired.steps, ...(options.steps ?? [])],
     channelSteps: [...wired.channelSteps, ...(options.channelSteps ?? [])],
-    ignoreHosts: options.ignoreHosts ?? [],
-    ...(options.captureMessageContent !== undefined ? { captureMessageContent: options.captureMessageContent } : {}),
+    ignoreHosts: [...(options.ignoreHosts ?? []), ...config.export.otlp.hosts],
+    captureMessageContent: config.captureContent,
     ...both('onExchangeEnd', wired.onExchangeEnd, options.onExchangeEnd),
     ...both('onDelivery', wired.onDelivery, options.onDelivery),
-  });
-  instrumentation.enable();
+  }); // enables itself
+  // The agent structure of the frameworks the app loads, installed after the span layer it feeds.
+  const frameworks = enableFrameworks({ captureContent: () => instrumentation.captureContent });
 
-  const removeHooks = options.exitHooks === false ? () => {} : installExitHooks(() => sdk.forceFlush());
+  const announce = options.announce !== false;
+  if (announce) announceStart(config);
+  const removeHooks =
+    options.exitHooks === false ? () => {} : installExitHooks({ sdk, ...(announce && config.plan && wired.injector ? { summary: summaryOf(config, wired.injector) } : {}) });
+
   let stopped = false;
   const runtime: FaultlineRuntime = {
+    config,
     instrumentation,
     ...(wired.injector ? { injector: wired.injector } : {}),
     ...(wired.guards ? { guards: wired.guards } : {}),
@@ -118,6 +126,7 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
       stopped = true;
       removeHooks();
       instrumentation.disable();
+      frameworks.disable();
       undici?.disable();
       if (slot[RUNTIME] === runtime) delete slot[RUNTIME];
       await sdk.shutdown();
@@ -127,7 +136,7 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
   return runtime;
 }
 
-/** Start faultline (SDK from OTEL_* env + instrumentation). Idempotent. */
+/** Start faultline (configuration from the options, the environment and faultline.config.*). Idempotent. */
 export async function start(options: StartOptions = {}): Promise<FaultlineRuntime> {
   return startRuntime(options);
 }
@@ -147,23 +156,23 @@ interface Wired {
   onDelivery?: FaultlineInstrumentationConfig['onDelivery'];
 }
 
-/**
- * The fault plan, the guards and the online detectors, from the options or else the environment. A bad plan or
- * guard file throws a FaultlineInputError naming the file, the rule and the problem (register turns it into an exit
- * before the app starts: a chaos experiment must not silently run without its faults).
- */
-function wire(options: StartOptions, env: NodeJS.ProcessEnv): Wired {
-  const capture = options.captureMessageContent ?? captureContentFromEnv(env) ?? false;
-  const injector = planInjector(options.plan, env, capture);
-  const guardConfig =
-    options.guards === undefined
-      ? guardConfigFromEnv(env)
-      : typeof options.guards === 'string'
-        ? loadGuardConfig(options.guards)
-        : parseGuardConfig(options.guards, 'start({ guards })');
-  const guards = guardConfig ? createGuards(guardConfig) : undefined;
-  const detectOption = options.detect ?? envBool('FAULTLINE_DETECT', env) ?? true;
-  const online = detectOption === false ? undefined : createOnlineDetection(detectOption === true ? {} : detectOption);
+/** The fault plan, the guards and the online detectors the configuration asks for, each loaded only then. */
+function wire(config: FaultlineConfig): Wired {
+  let injector: Injector | undefined;
+  if (config.plan) {
+    const { createInjector } = parts.inject();
+    injector = createInjector(config.plan.plan, { captureMessageContent: config.captureContent, disabled: false, production: config.production });
+  }
+  let guards: Guards | undefined;
+  if (config.guards) {
+    const { createGuards } = parts.guards();
+    guards = createGuards(config.guards.config);
+  }
+  let online: ReturnType<typeof import('../detectors/online').createOnlineDetection> | undefined;
+  if (config.detect !== false) {
+    const { createOnlineDetection } = parts.online();
+    online = createOnlineDetection(config.detect === true ? {} : config.detect);
+  }
   // Guards are outermost: they see (and recover from) what the fault step did, as they would a real failure.
   return {
     ...(injector ? { injector } : {}),
@@ -175,15 +184,36 @@ function wire(options: StartOptions, env: NodeJS.ProcessEnv): Wired {
   };
 }
 
-function planInjector(plan: StartOptions['plan'], env: NodeJS.ProcessEnv, capture: boolean): Injector | undefined {
-  if (plan === undefined) return injectorFromEnv(env, { captureMessageContent: capture });
-  if (injectionDisabled(env)) {
-    log.info('FAULTLINE_DISABLE is set: fault injection is off');
-    return undefined;
+/** instrumentation-undici, with credentials in URL queries redacted from `url.full` and `url.query`. */
+function httpSpans(): UndiciInstrumentation {
+  const { UndiciInstrumentation: Undici } = require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
+  return new Undici({
+    // Runs before the span starts and overrides the attributes undici's instrumentation computed, so the
+    // credential never reaches a span processor or an exporter.
+    startSpanHook(request) {
+      if (!request.path.includes('?')) return {};
+      const url = new URL(request.path, request.origin);
+      const search = redactQuery(url.search);
+      if (search === url.search) return {};
+      url.search = search;
+      return { 'url.full': url.toString(), 'url.query': url.search };
+    },
+  }); // enables itself
+}
+
+function announceStart(config: FaultlineConfig): void {
+  if (config.plan) {
+    const { armedLine } = parts.announce();
+    process.stderr.write(armedLine(config.plan.plan, config.plan.where) + '\n');
+  } else if (config.disabledPlan) {
+    process.stderr.write(`faultline: FAULTLINE_DISABLE is set: ${config.disabledPlan} is not armed, no fault is injected\n`);
   }
-  const parsed = typeof plan === 'string' ? loadPlan(plan) : parsePlan(plan, 'start({ plan })');
-  checkProduction(parsed, typeof plan === 'string' ? plan : 'start({ plan })', env);
-  return createInjector(parsed, { captureMessageContent: capture });
+}
+
+function summaryOf(config: FaultlineConfig, injector: Injector): () => string | undefined {
+  const plan = config.plan!;
+  const { summaryLine } = parts.announce();
+  return () => summaryLine(plan.plan, plan.where, injector.triggerReport());
 }
 
 /** Run our hook and the user's, ours first, each guarded by the instrumentation's own `safely`. */
@@ -204,46 +234,5 @@ function both<K extends 'onExchangeEnd' | 'onDelivery'>(
         b(...args);
       }
     },
-  };
-}
-
-const FLUSH_TIMEOUT_MS = 5000;
-
-/**
- * Flush spans when the process is about to exit, without changing how it exits: on beforeExit we flush (the loop
- * then drains and the process exits as it would have); on SIGTERM/SIGINT, when the app has its own listeners we
- * only flush, and when it has none (the default is to die by the signal) we flush and re-raise the signal.
- */
-function installExitHooks(flush: () => Promise<void>): () => void {
-  // beforeExit fires again when our flush made the loop alive (an export); spans ended in between are flushed on the
-  // next round. A flush with nothing to send does no I/O, so the loop ends; the cap guards exporters that always send.
-  let rounds = 0;
-  const onBeforeExit = (): void => {
-    if (++rounds > 3) return;
-    flush().catch((err: unknown) => log.warn('flush at exit failed:', err));
-  };
-  const onSignal = (signal: NodeJS.Signals): void => {
-    const appHandles = process.listenerCount(signal) > 1;
-    const done = (): void => {
-      if (appHandles) return;
-      process.removeListener(signal, onSignal);
-      process.kill(process.pid, signal);
-    };
-    const timer = setTimeout(done, FLUSH_TIMEOUT_MS);
-    timer.unref();
-    flush()
-      .catch((err: unknown) => log.warn(`flush on ${signal} failed:`, err))
-      .finally(() => {
-        clearTimeout(timer);
-        done();
-      });
-  };
-  process.on('beforeExit', onBeforeExit);
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  return () => {
-    process.removeListener('beforeExit', onBeforeExit);
-    process.removeListener('SIGTERM', onSignal);
-    process.removeListener('SIGINT', onSignal);
   };
 }

@@ -4,7 +4,6 @@
  * reacquire callback, zod contracts) come only through the API. Named presets serve the campaign's protection arms.
  */
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { FaultlineInputError } from '../../src/errors';
 import { FAULT_TYPES } from '../../src/taxonomy';
@@ -143,14 +142,14 @@ export function loadGuardConfig(path: string): GuardConfig {
   }
   let data: unknown;
   try {
-    data = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+    data = /\.json$/i.test(path) ? JSON.parse(text) : (require('yaml') as typeof import('yaml')).parse(text);
   } catch (err) {
     throw new FaultlineInputError('FAULTLINE_PLAN_INVALID', `✖ ${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`, { cause: err });
   }
   return parseGuardConfig(data, path);
 }
 
-/** The guard config named by FAULTLINE_GUARDS, if any. */
+/** The guard config named by FAULTLINE_GUARDS, if any (for the API; `start()` gets its guards through src/config.ts). */
 export function guardConfigFromEnv(env: NodeJS.ProcessEnv = process.env): GuardConfig | undefined {
   const p = env.FAULTLINE_GUARDS?.trim();
   return p ? loadGuardConfig(p) : undefined;

@@ -3,8 +3,22 @@
  * scripted so every workflow succeeds when nothing is faulted); OPENAI_BASE_URL, OPENAI_API_KEY and FAULTLINE_MODEL
  * switch to any OpenAI-compatible endpoint (Ollama, vLLM, OpenAI).
  */
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
+import { FaultlineInputError } from '../../src/errors';
 import { startMockModel } from '../../src/mock-model/server';
+
+/**
+ * The openai SDK, loaded when an example first connects: it is an optional peer dependency of faultline (the library
+ * never needs it), so a user who installed only faultline gets told what to install.
+ */
+function openaiSdk(): typeof OpenAI {
+  try {
+    return (require('openai') as { default: typeof OpenAI }).default;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw err;
+    throw new FaultlineInputError('FAULTLINE_USAGE', 'the example agents (demo, campaign presets) call the model through the openai SDK, which is not installed: npm install openai@6', { cause: err });
+  }
+}
 
 export interface ModelConnection {
   readonly client: OpenAI;
@@ -31,7 +45,8 @@ export async function connectModel(options: ConnectOptions = {}): Promise<ModelC
   const external = options.baseURL ?? env.OPENAI_BASE_URL;
   const mock = external ? undefined : await startMockModel();
   const baseURL = external ?? (mock as { baseURL: string }).baseURL;
-  const client = new OpenAI({
+  const OpenAIClient = openaiSdk();
+  const client = new OpenAIClient({
     baseURL,
     apiKey: options.apiKey ?? env.OPENAI_API_KEY ?? 'faultline-mock-key',
     timeout: options.timeoutMs ?? 10_000,

@@ -20,6 +20,7 @@ import {
   ATTR_GEN_AI_CONVERSATION_ID,
 } from '../semconv';
 import type { AgentMessage, DeliverStep, DeliveryContext } from '../types';
+import { callContext } from '../frameworks/scope';
 import { tracer } from './invoke-agent';
 import { deliveredAttributes, messageAttributes, newMessageId, setString } from './message';
 import { getTaskId } from './task';
@@ -102,7 +103,7 @@ export class MessageChannel {
     const onDelivery = this.#options.onDelivery ?? defaults.onDelivery;
     const capture = this.#options.captureMessageContent ?? defaults.captureMessageContent ?? false;
 
-    const parent = context.active();
+    const parent = callContext(); // the active context, or the framework agent/tool span the message is sent from
     const attributes = safely(log, 'handoff attributes', () => handoffAttributes(message, capture, parent), {});
     const span = tracer().startSpan(`handoff ${message.target}`, { kind: SpanKind.INTERNAL, attributes }, parent);
     const ctx: DeliveryContext = {

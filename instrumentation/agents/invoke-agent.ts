@@ -3,7 +3,7 @@
  * calls, tool calls and handoffs the agent makes nest under it. The agent's name rides in the OTel context, so the
  * A2A / MCP modules and the message channel can name the sender of a message without being told.
  */
-import { SpanKind, context, createContextKey, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { SpanKind, createContextKey, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { FaultlineInputError } from '../../src/errors';
 import { PACKAGE_NAME, VERSION } from '../../src/version';
 import {
@@ -15,6 +15,7 @@ import {
   ATTR_GEN_AI_PROVIDER_NAME,
   GEN_AI_OPERATION_INVOKE_AGENT,
 } from '../semconv';
+import { frameworkContext } from '../frameworks/scope';
 import { setString } from './message';
 import { runInSpan } from './run-in-span';
 
@@ -33,10 +34,15 @@ export interface RunAgentOptions {
 
 const AGENT_KEY = createContextKey('faultline.agent.name');
 
-/** The name of the in-process agent whose turn is running in `ctx` (the innermost `runAgent`), if any. */
-export function getAgentName(ctx: Context = context.active()): string | undefined {
+/** The name of the agent whose turn is running in `ctx` (the innermost `runAgent` or framework agent), if any. */
+export function getAgentName(ctx: Context = frameworkContext()): string | undefined {
   const v = ctx.getValue(AGENT_KEY);
   return typeof v === 'string' ? v : undefined;
+}
+
+/** `ctx` with `name` as the agent whose turn is running (what `runAgent` and the framework bridges set). */
+export function withAgentName(ctx: Context, name: string): Context {
+  return ctx.setValue(AGENT_KEY, name);
 }
 
 /** The tracer of faultline's own spans, looked up per call so a provider registered later is still used. */
@@ -65,7 +71,8 @@ export function runAgent<T>(name: string, fn: (span: Span) => T, options: RunAge
   setString(attributes, ATTR_GEN_AI_AGENT_VERSION, options.version);
   setString(attributes, ATTR_GEN_AI_PROVIDER_NAME, options.provider);
 
-  const parent = context.active();
+  // Inside a framework's agent or tool span (an Agents SDK tool, a LangGraph node), the turn nests under it.
+  const parent = frameworkContext();
   const spanName = name === '' ? GEN_AI_OPERATION_INVOKE_AGENT : `${GEN_AI_OPERATION_INVOKE_AGENT} ${name}`;
   const span = tracer().startSpan(spanName, { kind: SpanKind.INTERNAL, attributes }, parent);
   const ctx = trace.setSpan(name === '' ? parent : parent.setValue(AGENT_KEY, name), span);

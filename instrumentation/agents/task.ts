@@ -1,13 +1,49 @@
 /**
  * Task scope. A task is one run of a multi-agent workflow (one campaign trial, one user request): the fault plan keeps
- * its per-task state (call counters, one-shot faults) under the task id, so a new task starts fresh. The id rides in
- * the OTel context; when no scope is given, consumers fall back to the trace id.
+ * its per-task state (call counters, one-shot faults, seeded draws, replay caches) under the task id, so a new task
+ * starts fresh. An explicit task rides in the OTel context (`withTask`, `runWorkflow`); when the app declares none,
+ * `resolveTaskId` finds one: the framework run, else the trace, else the process.
  */
 import { SpanKind, context, createContextKey, isSpanContextValid, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { FaultlineInputError } from '../../src/errors';
+import { getFrameworkRun, isRootCall } from '../frameworks/scope';
 import { ATTR_FL_TASK_ID, ATTR_GEN_AI_OPERATION_NAME, GEN_AI_OPERATION_INVOKE_WORKFLOW } from '../semconv';
 import { tracer } from './invoke-agent';
 import { runInSpan } from './run-in-span';
+
+/**
+ * How a call's task is found when no `withTask` / `runWorkflow` scope declares one (an explicit scope always wins):
+ * - `auto`: the framework run it is part of (an OpenAI Agents SDK trace, a LangChain/LangGraph root run, an AI SDK
+ *   function id), else its trace when it has a parent span, else the process;
+ * - `trace`: its trace (a call with no parent span is its own trace, so its own task);
+ * - `process`: one task for the whole process.
+ */
+export type TaskScope = 'auto' | 'trace' | 'process';
+
+export const TASK_SCOPES: readonly TaskScope[] = ['auto', 'trace', 'process'];
+
+/** The task id of everything a process does outside any other task (scope `process`, or `auto` with no parent). */
+export const processTaskId = (): string => `process-${process.pid}`;
+
+/**
+ * The task of a call. `ctx` is the call's parent context, or its own (the call's span active: what the span layer's
+ * steps have); `ownTraceId` is the call's trace id, for scope `trace` when `ctx` is a parent context with no span.
+ */
+export function resolveTaskId(ctx: Context, scope: TaskScope = 'auto', ownTraceId?: string): string {
+  const explicit = getTaskId(ctx);
+  if (explicit !== undefined) return explicit;
+  if (scope === 'auto') {
+    const run = getFrameworkRun(ctx);
+    if (run !== undefined) return run;
+  }
+  if (scope === 'process') return processTaskId();
+  const sc = trace.getSpanContext(ctx);
+  const traceId = sc !== undefined && isSpanContextValid(sc) ? sc.traceId : undefined;
+  // A root call's own context has a span (the call's), and the mark that it started without a parent.
+  if (traceId !== undefined && !isRootCall(ctx)) return traceId;
+  if (scope === 'trace') return traceId ?? ownTraceId ?? processTaskId();
+  return processTaskId();
+}
 
 const TASK_KEY = createContextKey('faultline.task.id');
 

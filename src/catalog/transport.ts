@@ -3,6 +3,7 @@
  * HTTP errors with provider-shaped error bodies, connection reset / refused, a hang until the client gives up, and a
  * slow first byte. They act before the request leaves: a synthetic response never reaches the network.
  */
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { FaultType } from '../taxonomy';
 import { STRATEGIES } from './agentchaos/experiments';
@@ -50,8 +51,10 @@ function httpFault(name: string): TransportFault {
     effect(params, provider): TransportEffect {
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       if (s.status === 429 || s.status === 529 || s.status === 503) headers['retry-after'] = String(params.retryAfterS ?? 1);
-      if (provider === 'anthropic') headers['request-id'] = 'req_faultline_injected';
-      else headers['x-request-id'] = 'req_faultline_injected';
+      // A request id like the provider's own: a constant would tell an injected error from a real one.
+      const requestId = `req_${randomBytes(16).toString('hex')}`;
+      if (provider === 'anthropic') headers['request-id'] = requestId;
+      else headers['x-request-id'] = requestId;
       return { kind: 'respond', status: s.status, headers, body: providerErrorBody(name, provider) };
     },
   };

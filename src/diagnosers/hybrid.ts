@@ -2,12 +2,13 @@
  * Hybrid diagnoser, routed by fault category as AgentChaos's analysis suggests: structural faults (error, timeout,
  * empty, truncate, corrupt, schema, delay, duplicate, non_delivery) leave hard evidence in span metadata and
  * detector findings, so the rules decide them; when the rules find nothing, or only a weak or semantic-looking
- * signal (semantic, stale, partial), the LLM reads the trace (the rules' signals are part of its rendering).
+ * signal (semantic, stale, partial), the LLM reads the trace (the rules' signals are part of its rendering). When
+ * the LLM is needed and cannot answer, the trace's diagnosis is an error (DiagnoserError), as for the llm diagnoser.
  */
 import type { FaultType } from '../taxonomy';
 import { createLlmDiagnoser, type LlmDiagnoserOptions } from './llm';
 import { diagnoseByRules, type RuleDiagnoserOptions } from './rules';
-import type { Diagnoser, Diagnosis } from './types';
+import { DiagnoserError, type Diagnoser, type Diagnosis } from './types';
 
 const STRUCTURAL: ReadonlySet<FaultType> = new Set(['error', 'timeout', 'empty', 'truncate', 'corrupt', 'schema', 'delay', 'duplicate', 'non_delivery']);
 
@@ -31,12 +32,17 @@ export function createHybridDiagnoser(options: HybridDiagnoserOptions = {}): Dia
     async diagnose(trace) {
       const rules = diagnoseByRules(trace, options, 'hybrid');
       if (routesToRules(rules, trustAt)) return { ...rules, evidence: [...rules.evidence, 'routed: structural signal, decided by rules'] };
-      const asked = await llm.diagnose(trace);
-      if (asked.confidence === 0 && asked.faultType === 'none') {
-        // The LLM failed: the rules' answer is better than nothing.
-        return { ...rules, evidence: [...rules.evidence, ...asked.evidence] };
-      }
-      return { ...asked, diagnoser: 'hybrid', evidence: [...asked.evidence, `routed to llm (rules said ${rules.faultType}${rules.step !== null ? ` at step ${rules.step}` : ''})`] };
+      // The rules were not decisive: the LLM must answer. If it cannot, this trace could not be diagnosed (the
+      // rejection propagates as this trace's error; a weak rules' answer is not passed off as the diagnosis).
+      const asked = await llm.diagnose(trace).catch((err: unknown) => {
+        throw new DiagnoserError(trace.traceId, 'hybrid', `${err instanceof Error ? err.message : String(err)} (the rules alone said ${rules.faultType}${rules.step !== null ? ` at step ${rules.step}` : ''})`, { cause: err });
+      });
+      return {
+        ...asked,
+        diagnoser: 'hybrid',
+        evidence: [...asked.evidence, `routed to llm (rules said ${rules.faultType}${rules.step !== null ? ` at step ${rules.step}` : ''})`],
+        recovered: rules.recovered ?? [],
+      };
     },
   };
 }

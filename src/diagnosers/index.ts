@@ -7,11 +7,11 @@ import { createHybridDiagnoser, type HybridDiagnoserOptions } from './hybrid';
 import { createLlmDiagnoser, type LlmDiagnoserOptions } from './llm';
 import { createRuleDiagnoser, type RuleDiagnoserOptions } from './rules';
 import { stripGroundTruth } from './strip-ground-truth';
-import { DIAGNOSER_NAMES, type Diagnoser, type DiagnoserName, type Diagnosis } from './types';
+import { DIAGNOSER_NAMES, DiagnoserError, type Diagnoser, type DiagnoserName, type Diagnosis, type DiagnosisOutcome } from './types';
 import { defaultFindings } from './offline-detectors';
 
-export type { Diagnoser, DiagnoserName, Diagnosis, StepKind } from './types';
-export { DIAGNOSER_NAMES } from './types';
+export type { Diagnoser, DiagnoserName, Diagnosis, DiagnosisFailure, DiagnosisOutcome, RecoveredFault, StepKind } from './types';
+export { DIAGNOSER_NAMES, DiagnoserError } from './types';
 export { stripGroundTruth, hasGroundTruth } from './strip-ground-truth';
 export { createRuleDiagnoser, diagnoseByRules, type RuleDiagnoserOptions, type Signal, type SpanFindings } from './rules';
 export { createLlmDiagnoser, type LlmDiagnoserOptions } from './llm';
@@ -60,7 +60,23 @@ export async function* mapOrdered<T, R>(items: AsyncIterable<T> | Iterable<T>, c
   while (window.length > 0) yield await window.shift()!;
 }
 
-/** Diagnose every trace of a stream (ground truth stripped first), in order. */
+/**
+ * Diagnose every trace of a stream (ground truth stripped first), in order, one outcome per trace: a diagnosis, or
+ * the failure of a trace the diagnoser could not diagnose (the other traces go on).
+ */
+export async function* diagnoseEach(diagnoser: Diagnoser, traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, options: { concurrency?: number } = {}): AsyncGenerator<DiagnosisOutcome> {
+  const settle = (t: TraceRecord): Promise<DiagnosisOutcome> =>
+    diagnoseTrace(diagnoser, t).then(
+      (diagnosis): DiagnosisOutcome => ({ ok: true, diagnosis }),
+      (err: unknown): DiagnosisOutcome => {
+        if (!(err instanceof DiagnoserError) && err instanceof FaultlineInputError) throw err; // a usage error is not per trace
+        return { ok: false, failure: { traceId: t.traceId, diagnoser: diagnoser.name, error: err instanceof Error ? err.message : String(err) } };
+      },
+    );
+  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, settle)) yield result;
+}
+
+/** Diagnose every trace of a stream (ground truth stripped first), in order. Rejects with the first DiagnoserError. */
 export async function* diagnoseAll(diagnoser: Diagnoser, traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, options: { concurrency?: number } = {}): AsyncGenerator<Diagnosis> {
   for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, (t) => diagnoseTrace(diagnoser, t))) yield result;
 }

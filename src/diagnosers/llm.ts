@@ -4,17 +4,19 @@
  *
  * The trace goes in as a compact rendering (render.ts), fenced by a random delimiter and declared untrusted data.
  * Whatever the trace says, the answer must parse against a zod schema (fault type from our enum, step within the
- * trace's range, span id derived from the step); anything else is retried and finally replaced by a clear fallback
- * diagnosis. A prompt injection in a trace can therefore at worst pick a wrong label, never change the format.
+ * trace's range, span id derived from the step); anything else is retried, and a trace that still has no valid answer
+ * (endpoint unreachable, HTTP errors, invalid output) is rejected with a DiagnoserError for that trace — never a
+ * silent `none`. A prompt injection in a trace can therefore at worst pick a wrong label, never change the format.
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { FaultlineInputError } from '../errors';
 import { logger } from '../diag';
 import { FAULT_TYPES } from '../taxonomy';
-import { llmSpans, messageSpans, type TraceRecord } from '../traces/model';
+import type { TraceRecord } from '../traces/model';
+import { viewTrace } from '../traces/view';
 import { renderTrace, type RenderOptions } from './render';
-import type { Diagnoser, Diagnosis } from './types';
+import { DiagnoserError, type Diagnoser, type Diagnosis } from './types';
 
 const log = logger('diagnosers/llm');
 
@@ -112,7 +114,8 @@ export function parseAnswer(content: string, trace: TraceRecord): { ok: true; an
   const a = parsed.data;
   if (a.faultType === 'none') return { ok: true, answer: { ...a, kind: 'none', step: null } };
   if (a.kind === 'none' || a.step === null) return { ok: false, error: `fault type ${a.faultType} needs a kind and a step` };
-  const count = a.kind === 'llm' ? llmSpans(trace).length : messageSpans(trace).length;
+  const view = viewTrace(trace);
+  const count = a.kind === 'llm' ? view.llm.length : view.messages.length;
   if (a.step > count) return { ok: false, error: `step ${a.step} is out of range: the trace has ${count} ${a.kind} steps` };
   return { ok: true, answer: a };
 }
@@ -187,8 +190,10 @@ export function createLlmDiagnoser(options: LlmDiagnoserOptions = {}): Diagnoser
         const r = await attempt(trace, system, user, lastError);
         if (r.ok) {
           const a = r.answer;
-          const list = a.kind === 'llm' ? llmSpans(trace) : a.kind === 'message' ? messageSpans(trace) : [];
-          const span = a.step !== null ? list[a.step - 1] : undefined;
+          const view = viewTrace(trace);
+          const list = a.kind === 'llm' ? view.llm : a.kind === 'message' ? view.messages : [];
+          const step = a.step !== null ? list[a.step - 1] : undefined;
+          const span = step?.span;
           return {
             traceId: trace.traceId,
             faultType: a.faultType,
@@ -198,21 +203,17 @@ export function createLlmDiagnoser(options: LlmDiagnoserOptions = {}): Diagnoser
             confidence: a.confidence,
             evidence: [a.evidence.replace(/[\p{Cc}]/gu, ' ').slice(0, 300)],
             diagnoser: 'llm',
+            agent: step?.agent?.name ?? null,
+            spanName: span?.name ?? null,
+            operation: step ? (step.kind === 'llm' ? step.operation : 'message') : null,
+            summary: a.evidence.replace(/[\p{Cc}]/gu, ' ').slice(0, 300),
           };
         }
         lastError = r.error;
         log.debug(`attempt ${i + 1} for trace ${trace.traceId} failed: ${r.error}`);
       }
-      return {
-        traceId: trace.traceId,
-        faultType: 'none',
-        spanId: null,
-        step: null,
-        stepKind: null,
-        confidence: 0,
-        evidence: [`llm diagnoser failed: ${lastError ?? 'unknown error'}`],
-        diagnoser: 'llm',
-      };
+      // Could not diagnose this trace: an error for this trace, never a `none` (that would claim the trace is clean).
+      throw new DiagnoserError(trace.traceId, 'llm', `llm diagnoser failed after ${retries + 1} attempts: ${lastError ?? 'unknown error'}`);
     },
   };
 }

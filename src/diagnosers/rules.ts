@@ -1,49 +1,23 @@
 /**
- * Rule-based diagnoser. Reads span metadata (status, error type, HTTP status, finish reasons, output facts, usage,
- * timings, message delivery facts), the online detectors' `faultline.detection` events and the offline detectors'
- * findings, then walks the trace in causal (start) order and names the FIRST faulty span: a fault upstream explains
- * the symptoms downstream, and a retried or recovered fault is still the first fault.
+ * Rule-based diagnoser. Reads the one reading of the trace (src/traces/view: LLM calls, messages, tools, agents, in
+ * any producer's conventions), the online detectors' `faultline.detection` events and the offline detectors'
+ * findings, then walks the steps in causal (start) order and names the FIRST faulty one: a fault upstream explains
+ * the symptoms downstream, and a retried LLM call's fault is still the first fault.
  *
- * Only LLM call spans and message spans can be "the faulty step". Other spans (invoke_agent, execute_tool, HTTP)
- * are considered only when none of those is faulty, and then a parent that failed because a child failed is never
- * chosen over that child.
+ * Only LLM calls and messages can be "the faulty step". Tool executions, agents and other spans are considered only
+ * when none of those is faulty, and only when the run did not recover: a failed tool the agent retried or handled
+ * and went on from is reported under `recovered`, not as the run's fault.
  */
-import {
-  ATTR_FL_MESSAGE_DELIVERED_COUNT,
-  ATTR_FL_MESSAGE_DELIVERED_HASHES,
-  ATTR_FL_MESSAGE_PAYLOAD_HASH,
-  ATTR_FL_MESSAGE_TASK_ID,
-  ATTR_FL_TASK_ID,
-} from '../../instrumentation/semconv';
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
-import { isLlmSpan, isMessageSpan, num, str, strList, type SpanRecord, type TraceRecord } from '../traces/model';
-import {
-  deliveredFacts,
-  detectionEvents,
-  durationMs,
-  errorType,
-  finishReasons,
-  guardEvents,
-  httpStatus,
-  looksLikeTimeout,
-  outputFacts,
-  outputTokens,
-  rpcStatus,
-  streamFacts,
-  type DeliveredFacts,
-} from './span-facts';
-import { noFault, type Diagnoser, type Diagnosis, type StepKind } from './types';
+import { str, type SpanRecord, type TraceRecord } from '../traces/model';
+import { viewTrace, type LlmCall, type Step, type ToolStep, type TraceView } from '../traces/view';
+import { messageSignals, reviewMessages } from './messages';
+import { describeFault } from './summary';
+import { detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
+import { noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
 
-export interface Signal {
-  faultType: Exclude<FaultType, 'none'>;
-  /** 0..1 */
-  confidence: number;
-  evidence: string;
-  /** Where the signal came from: span metadata, an online detection event, an offline detector finding, or a
-   * guard's recorded action (a fault a protection recovered from leaves only that). */
-  source: 'metadata' | 'detection' | 'detector' | 'guard';
-}
+export type { Signal } from './signals';
 
 /** Offline detector findings per span id (detectors/from-span.ts `detectSpans`). */
 export type SpanFindings = (trace: TraceRecord) => Map<string, Finding[]>;
@@ -54,258 +28,253 @@ export interface RuleDiagnoserOptions {
   /** A span counts as faulty when its strongest signal reaches this confidence. Default 0.55 (a detector's 0.5
    * "maybe" is a hint, not a fault). */
   minConfidence?: number;
-  /** Latency outlier: at least this many ms above the median of the trace's other calls... Default 1500. */
+  /** Latency outlier: at least this many ms beyond what the trace's other calls predict... Default 1500. */
   delayExtraMs?: number;
-  /** ...and at least this many times that median. Default 3. */
+  /** ...and at least this many times it. Default 3. */
   delayRatio?: number;
 }
 
-/** Name of the zero-length child span online detection uses when the exchange span had already ended. */
-const DETECTION_CHILD = 'faultline.detection';
-
 const TRUNCATE_REASONS = new Set(['length', 'max_tokens', 'max_output_tokens', 'model_context_window_exceeded', 'incomplete']);
-const FILTER_REASONS = new Set(['content_filter', 'refusal', 'safety', 'blocklist', 'prohibited_content', 'spii', 'recitation']);
-const TOOL_REASONS = new Set(['tool_calls', 'tool_use', 'function_call']);
+const FILTER_REASONS = new Set(['content_filter', 'content-filter', 'refusal', 'safety', 'blocklist', 'prohibited_content', 'spii', 'recitation']);
+const TOOL_REASONS = new Set(['tool_calls', 'tool_call', 'tool_use', 'function_call', 'tool-calls']);
 
 /**
  * Precedence between signals of equal confidence on one span: the most specific structural reading first
  * (a timeout is also an error; a filtered answer is also empty; a delayed answer may also be anything).
  */
-const PRECEDENCE: readonly FaultType[] = [
-  'timeout',
-  'error',
-  'non_delivery',
-  'duplicate',
-  'truncate',
-  'empty',
-  'schema',
-  'corrupt',
-  'stale',
-  'partial',
-  'semantic',
-  'delay',
-];
+const PRECEDENCE: readonly FaultType[] = ['timeout', 'error', 'non_delivery', 'duplicate', 'truncate', 'empty', 'schema', 'corrupt', 'stale', 'partial', 'semantic', 'delay'];
 
-/** Median of `sorted` (ascending) with one occurrence of `without` left out; O(1), so long traces stay linear. */
-function medianWithout(sorted: readonly number[], without: number): number | undefined {
-  const n = sorted.length - 1;
-  if (n <= 0) return undefined;
-  const skip = lowerBound(sorted, without);
-  const at = (i: number): number => sorted[i < skip ? i : i + 1]!;
-  const mid = n >> 1;
-  return n % 2 === 1 ? at(mid) : (at(mid - 1) + at(mid)) / 2;
+/** Extra latency that is a fault rather than variance (AgentChaos's slow response adds 5 s, its degraded API 3 s). */
+const EXTREME_DELAY_MS = 3000;
+
+function sig(faultType: Signal['faultType'], confidence: number, evidence: string): Signal {
+  return { faultType, confidence, evidence, source: 'metadata' };
 }
 
-function lowerBound(sorted: readonly number[], x: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const m = (lo + hi) >> 1;
-    if (sorted[m]! < x) lo = m + 1;
-    else hi = m;
-  }
-  return lo;
+/** Arguments that carry nothing: empty, `{}`, `null`, `[]`. */
+function emptyArguments(raw: string): boolean {
+  const t = raw.trim();
+  return t === '' || t === '{}' || t === 'null' || t === '[]' || /^\{\s*\}$/.test(t);
 }
 
-function failureSignal(span: SpanRecord): Signal | undefined {
-  const et = errorType(span);
-  const http = httpStatus(span);
-  const rpc = rpcStatus(span);
-  const failed = span.status.code === 'ERROR' || et !== undefined || (http !== undefined && http >= 400);
-  if (!failed) return undefined;
-  const parts = [
-    http !== undefined && http >= 400 ? `HTTP ${http}` : undefined,
-    et !== undefined ? `error.type=${et}` : undefined,
-    rpc !== undefined ? `rpc status ${rpc}` : undefined,
-    span.status.code === 'ERROR' ? `status ERROR${span.status.message ? `: ${span.status.message.slice(0, 80)}` : ''}` : undefined,
-  ].filter((p): p is string => p !== undefined);
-  const timeout = looksLikeTimeout(et, span.status.message, http !== undefined ? String(http) : undefined);
-  return { faultType: timeout ? 'timeout' : 'error', confidence: 0.95, evidence: parts.join(', '), source: 'metadata' };
+function requiredParams(schema: unknown): string[] {
+  if (typeof schema !== 'object' || schema === null) return [];
+  const r = (schema as { required?: unknown }).required;
+  return Array.isArray(r) ? r.filter((x): x is string => typeof x === 'string') : [];
 }
 
-function llmSignals(span: SpanRecord, medianOthers: number | undefined, opts: Required<Omit<RuleDiagnoserOptions, 'findings'>>): Signal[] {
+/**
+ * The tool executions that ran the tool calls of an LLM call: by tool-call id when both spans carry it, else the
+ * executions of a tool of that name in the same agent after the call ended and before that agent's next LLM call.
+ */
+function executionsOf(call: LlmCall, view: TraceView): Map<number, ToolStep[]> {
+  const out = new Map<number, ToolStep[]>();
+  if (call.toolCalls.length === 0 && (call.toolCallCount ?? 0) === 0) return out;
+  const agent = call.agent?.span.spanId;
+  const next = view.llm.find((c) => c.step > call.step && c.agent?.span.spanId === agent);
+  const window = (t: ToolStep): boolean => t.span.start >= call.span.end - 1 && (next === undefined || t.span.start <= next.span.start) && t.agent?.span.spanId === agent;
+  call.toolCalls.forEach((tc, i) => {
+    const byId = tc.id !== undefined ? view.tools.filter((t) => t.callId === tc.id) : [];
+    out.set(i, byId.length > 0 ? byId : view.tools.filter((t) => t.name === tc.name && window(t)));
+  });
+  return out;
+}
+
+/**
+ * A tool failure that says the arguments were rejected (not a transient, not a lookup that found nothing): an error
+ * type that means a bad argument, or a generic one (`ValueError`, `Error`) whose message says an argument is
+ * missing, required or invalid.
+ */
+const REJECTED_TYPE = /^(TypeError|ValidationError|SyntaxError|ZodError|SchemaError|JSONDecodeError|InvalidArgument\w*|BadRequest\w*|ArgumentError|ArgumentException)$/i;
+const REJECTED_TEXT = /\b(must be|must look like|needs?\b|(is |are )?required|missing (required )?(argument|param\w*|field|key|property|value)|expected (a |an )?(string|number|integer|boolean|object|array)|unexpected (key|argument|param\w*|field|keyword)|unknown (argument|param\w*|field|key)|invalid (argument|param\w*|value|input|type|format|json|schema)|not a valid|malformed|cannot parse|unexpected token)/i;
+
+function rejectedArguments(t: ToolStep): boolean {
+  const f = t.failure;
+  if (!f || f.timeout) return false;
+  return (f.errorType !== undefined && REJECTED_TYPE.test(f.errorType)) || (f.message !== undefined && REJECTED_TEXT.test(f.message));
+}
+
+/**
+ * Tool calls whose arguments cannot be right: arguments that carry nothing where the tool needs some (its schema
+ * requires parameters, the tool rejected them, or the trace's other calls of the same tool carried arguments) — the
+ * call cannot run, AgentChaos's `tool_error` (catalog type `error`); and arguments the tool itself rejected as
+ * invalid — a broken contract (`schema`), which the producer's missing tool definitions would otherwise hide.
+ */
+function toolArgumentSignals(call: LlmCall, view: TraceView): Signal[] {
+  if (!call.hasContent || call.toolCalls.length === 0) return [];
   const out: Signal[] = [];
-  const failure = failureSignal(span);
-  if (failure) out.push(failure);
-  const reasons = finishReasons(span);
-  const facts = outputFacts(span);
-  const stream = streamFacts(span);
+  const runs = executionsOf(call, view);
+  call.toolCalls.forEach((tc, i) => {
+    // A rejection the run recovered from (the tool ran again and succeeded) is not the run's fault.
+    const executions = runs.get(i) ?? [];
+    const rejected = executions.find((t) => rejectedArguments(t) && !view.tools.some((o) => o !== t && o.name === t.name && !o.failure && o.span.start >= t.span.end - 1));
+    const why = rejected ? `${rejected.failure!.errorType ?? 'error'}: ${(rejected.failure!.message ?? '').slice(0, 100)}` : '';
+    if (emptyArguments(tc.arguments)) {
+      const def = call.tools.find((t) => t.name === tc.name);
+      const required = def ? requiredParams(def.parameters) : [];
+      const usedElsewhere = view.llm.some((c) => c !== call && c.hasContent && c.toolCalls.some((o) => o.name === tc.name && !emptyArguments(o.arguments)));
+      if (required.length > 0 || rejected || usedElsewhere) {
+        const needs = required.length > 0 ? `, though it requires ${required.slice(0, 3).join(', ')}` : rejected ? `, and the tool rejected them (${why})` : ', though its other calls in this trace carry arguments';
+        out.push(sig('error', 0.96, `the call to tool ${tc.name} came with empty arguments ${JSON.stringify(tc.arguments.trim() || '')}${needs}`));
+      }
+    } else if (rejected) {
+      out.push(sig('schema', 0.8, `tool ${tc.name} rejected the arguments the model produced (${why})`));
+    }
+  });
+  return out;
+}
+
+/** Characters that end a token of the conversation (a value the model would copy ends before one of these). */
+const TOKEN_END = /[\s"'`,;()[\]{}<>|\\]/;
+
+/**
+ * Whether an argument string was cut from a value the conversation holds: every place the conversation has it, the
+ * same token goes on ("Lis" of "Lisbon", "A-" of "A-10293", "retrieval-augme" of "retrieval-augmented"), and it
+ * never stands there whole. A cut at a word boundary ("energy use" of "energy use of …") is not claimed: a model
+ * legitimately copies the start of a phrase.
+ */
+function cutFromConversation(value: string, convo: string): boolean {
+  const v = value.trim();
+  if (v.length < 2 || v.length > 300 || v !== value) return false;
+  let hits = 0;
+  for (let at = convo.indexOf(v); at >= 0; at = convo.indexOf(v, at + 1)) {
+    const before = at > 0 ? convo[at - 1]! : ' ';
+    if (!TOKEN_END.test(before) && before !== '=' && before !== ':') continue; // inside another token
+    const after = convo.slice(at + v.length, at + v.length + 2);
+    const whole = after === '' || TOKEN_END.test(after[0]!) || (/^[.!?:]/.test(after) && (after.length < 2 || TOKEN_END.test(after[1]!)));
+    if (whole) return false;
+    hits++;
+  }
+  return hits > 0;
+}
+
+function stringLeaves(v: unknown, path: string, out: { path: string; value: string }[]): void {
+  if (typeof v === 'string') out.push({ path, value: v });
+  else if (Array.isArray(v)) v.forEach((x, i) => stringLeaves(x, `${path}[${i}]`, out));
+  else if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) stringLeaves(x, path ? `${path}.${k}` : k, out);
+}
+
+/** Pictographs and other symbols (U+2600 dingbats, emoji) inside an identifier-like value: nothing names an id so. */
+const SYMBOL_IN_ID = /\p{So}/u;
+
+/** Tool arguments garbled in transit: an identifier-like string (no spaces, short) carrying symbol characters. */
+function garbledArguments(call: LlmCall): Signal | undefined {
+  if (!call.hasContent) return undefined;
+  for (const tc of call.toolCalls) {
+    let args: unknown;
+    try {
+      args = JSON.parse(tc.arguments);
+    } catch {
+      continue;
+    }
+    const leaves: { path: string; value: string }[] = [];
+    stringLeaves(args, '', leaves);
+    const bad = leaves.find((l) => l.value.length <= 60 && !/\s/.test(l.value.trim()) && /[\p{L}\p{N}]/u.test(l.value) && SYMBOL_IN_ID.test(l.value));
+    if (bad) return sig('corrupt', 0.85, `tool ${tc.name} argument ${bad.path}=${JSON.stringify(bad.value.slice(0, 40))} carries symbol characters no identifier has`);
+  }
+  return undefined;
+}
+
+/** The raw text a message part carries (a tool result or tool-call arguments as written, not re-escaped). */
+function partText(p: { type: string; [k: string]: unknown }): string {
+  const v = p.type === 'text' ? p.content : p.type === 'tool_call' ? p.arguments : p.type === 'tool_call_response' ? (p.response ?? p.result) : undefined;
+  return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
+}
+
+/** Tool arguments cut short: a string the model copied from the conversation, cut inside its token. */
+function cutArguments(call: LlmCall): Signal | undefined {
+  if (!call.hasContent || call.toolCalls.length === 0 || !call.input) return undefined;
+  const convo = [call.system ?? '', ...call.input.map((m) => m.parts.map(partText).join(' '))].join('\n');
+  for (const tc of call.toolCalls) {
+    let args: unknown;
+    try {
+      args = JSON.parse(tc.arguments);
+    } catch {
+      continue;
+    }
+    const leaves: { path: string; value: string }[] = [];
+    stringLeaves(args, '', leaves);
+    const cut = leaves.find((l) => cutFromConversation(l.value, convo));
+    if (cut) return sig('truncate', 0.85, `tool ${tc.name} argument ${cut.path}=${JSON.stringify(cut.value.slice(0, 40))} stops inside a value the conversation holds whole`);
+  }
+  return undefined;
+}
+
+function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): Signal[] {
+  const out: Signal[] = [];
+  const fl = call.faultline;
+  const reasons = call.finishReasons.map((r) => r.toLowerCase());
+  if (fl?.aborted) {
+    // The application cancelled the call: an abort is not a fault of the call (and its empty body says nothing).
+    return out;
+  }
+  const streamedSomething = (fl?.chunks ?? 0) > 0 || call.text.trim() !== '' || call.toolCalls.length > 0;
+  if (call.failure) {
+    const f = failureSignal(call.failure, call.span)!;
+    if (!call.failure.timeout && call.stream === true && streamedSomething && (fl?.done ?? false) === false) {
+      // The stream broke after the answer had started: the answer the application got was cut.
+      out.push(sig('truncate', 0.96, `the stream broke after ${fl?.chunks !== undefined ? `${fl.chunks} chunks` : 'part of the answer'} (${f.evidence})`));
+    } else {
+      out.push(f);
+    }
+  }
   const truncReason = reasons.find((r) => TRUNCATE_REASONS.has(r));
-  if (truncReason) out.push({ faultType: 'truncate', confidence: 0.95, evidence: `finish_reason=${truncReason}`, source: 'metadata' });
+  if (truncReason) out.push(sig('truncate', 0.95, `finish_reason=${truncReason}`));
   const filterReason = reasons.find((r) => FILTER_REASONS.has(r));
-  if (filterReason) out.push({ faultType: 'empty', confidence: 0.92, evidence: `finish_reason=${filterReason}`, source: 'metadata' });
-  if (!failure) {
-    if (stream.stream && stream.done === false && !stream.aborted) {
-      out.push({ faultType: 'truncate', confidence: 0.85, evidence: `stream ended after ${stream.chunks ?? '?'} chunks without its terminal event`, source: 'metadata' });
+  if (filterReason) out.push(sig('empty', 0.92, `finish_reason=${filterReason}`));
+  if (!call.failure) {
+    if (fl?.done === false && fl.chunks !== undefined) {
+      out.push(sig('truncate', 0.85, `stream ended after ${fl.chunks} chunks without its terminal event`));
+    } else if (reasons.length === 0 && streamedSomething && (call.finishReasonsRecorded || (call.stream === true && view.llm.some((c) => c !== call && c.finishReasons.length > 0)))) {
+      // Only where the producer records finish reasons (an empty list, or its other calls carry them): a convention
+      // without them (OpenInference's) says nothing by leaving them out.
+      // Every complete answer carries a finish reason (a stream in its last chunk); the producer recorded none.
+      out.push(sig('truncate', 0.85, `the ${call.stream === true ? 'streamed ' : ''}answer ended without a finish reason: the response stopped before its last chunk`));
     }
     const toolReason = reasons.find((r) => TOOL_REASONS.has(r));
-    if (stream.aborted) {
-      // The application cancelled the call: an abort is not a fault of the call (and its empty body says nothing).
-    } else if (facts.chars === 0 && (facts.toolCalls ?? 0) === 0) {
-      const tokens = outputTokens(span);
-      out.push({
-        faultType: 'empty',
-        confidence: 0.9,
-        evidence: `no text and no tool calls in the response${tokens ? ` (usage reports ${tokens} output tokens)` : ''}`,
-        source: 'metadata',
-      });
-    } else if (toolReason && facts.toolCalls === 0) {
+    const chars = call.outputChars;
+    const toolCount = call.toolCallCount ?? (call.hasContent ? call.toolCalls.length : undefined);
+    if (chars === 0 && (toolCount ?? 0) === 0 && (call.hasContent || fl?.outputChars !== undefined)) {
+      const tokens = call.usage.outputTokens;
+      out.push(sig('empty', 0.9, `no text and no tool calls in the response${tokens ? ` (usage reports ${tokens} output tokens)` : ''}`));
+    } else if (toolReason && toolCount === 0) {
       // Weaker: the text that replaced the tool calls may say more (a detector names it).
-      out.push({ faultType: 'empty', confidence: 0.6, evidence: `finish_reason=${toolReason} but no tool calls`, source: 'metadata' });
+      out.push(sig('empty', 0.6, `finish_reason=${toolReason} but no tool calls`));
     }
+    out.push(...toolArgumentSignals(call, view));
+    const cut = cutArguments(call);
+    if (cut) out.push(cut);
+    const garbled = garbledArguments(call);
+    if (garbled) out.push(garbled);
   }
-  const slow = slowness(span, medianOthers, opts);
-  if (slow !== undefined) out.push({ faultType: 'delay', confidence: slow.extreme ? 0.75 : 0.45, evidence: slow.evidence, source: 'metadata' });
+  if (delay) out.push(delay);
   return out;
 }
 
 /**
- * Latency outliers. LLM latency varies several-fold naturally (load, output length), so only an extreme outlier —
- * seconds beyond the trace's median and a multiple of it — counts as a fault; a milder one stays a weak hint.
+ * Latency against the trace's own baseline. LLM latency grows with the output and varies several-fold naturally, so
+ * each call is compared with what the trace's other successful calls predict for its output size (their median time
+ * per output token, or their median duration when usage is unknown), and only an extreme outlier — seconds beyond
+ * and a multiple of the prediction — counts as a fault; a milder one stays a weak hint.
  */
-function slowness(span: SpanRecord, medianOthers: number | undefined, opts: { delayExtraMs: number; delayRatio: number }): { extreme: boolean; evidence: string } | undefined {
-  if (medianOthers === undefined) return undefined;
-  const d = durationMs(span);
-  if (d < medianOthers + opts.delayExtraMs || d < opts.delayRatio * Math.max(medianOthers, 1)) return undefined;
-  return { extreme: d >= medianOthers + EXTREME_DELAY_MS && d >= 4 * Math.max(medianOthers, 1), evidence: `took ${Math.round(d)} ms, median of the other calls ${Math.round(medianOthers)} ms` };
-}
-
-/** Extra latency that is a fault rather than variance (AgentChaos's slow response adds 5 s). */
-const EXTREME_DELAY_MS = 4000;
-
-function messageSignals(span: SpanRecord, taskId: string | undefined, medianOthers: number | undefined, earlierHashes: ReadonlySet<string>): Signal[] {
-  const out: Signal[] = [];
-  const a = span.attributes;
-  const delivered = num(a, ATTR_FL_MESSAGE_DELIVERED_COUNT);
-  const failure = failureSignal(span);
-  const facts = deliveredFacts(span);
-  const guards = guardEvents(span);
-  // A receiver-side guard that withheld a changed copy: the message arrived (changed), it was not lost.
-  const withheld = guards.some((g) => g.action === 'drop' || g.action === 'reject') && (facts.changes?.length ?? 0) > 0;
-  if (delivered === 0 && !withheld) {
-    const d = durationMs(span);
-    // A drop is immediate; a delivery that waited for a deadline and then delivered nothing timed out.
-    const waited = d >= 250 && d >= 5 * Math.max(medianOthers ?? 0, 1);
-    const timeout = looksLikeTimeout(errorType(span), span.status.message) || waited;
-    out.push({
-      faultType: timeout ? 'timeout' : 'non_delivery',
-      confidence: 0.95,
-      evidence: timeout ? `message not delivered before its deadline (waited ${Math.round(d)} ms)` : 'message not delivered (0 copies)',
-      source: 'metadata',
-    });
-  } else if (failure) {
-    out.push(failure);
-  }
-  // A copy carrying another message id is another message (a replay or a reordered older one), not a duplicate —
-  // except a guard's readback: a fresh message the guard fetched, crossing the channel after the copy it replaced.
-  const readbacks = guards.filter((g) => g.action === 'reacquire').length;
-  const ids = facts.ids?.slice(0, Math.max(0, facts.ids.length - readbacks));
-  const foreign = ids && facts.sentId !== undefined ? ids.filter((id) => id !== facts.sentId) : [];
-  const copies = ids && facts.sentId !== undefined ? ids.length - foreign.length : delivered;
-  if (copies !== undefined && copies > 1) {
-    out.push({ faultType: 'duplicate', confidence: 0.92, evidence: `message delivered ${copies} times`, source: 'metadata' });
-  }
-  out.push(...replaySignals(span, facts, foreign, taskId, earlierHashes));
-  const sent = str(a, ATTR_FL_MESSAGE_PAYLOAD_HASH);
-  const got = strList(a, ATTR_FL_MESSAGE_DELIVERED_HASHES);
-  if (sent !== undefined && got && got.length > 0 && got.some((h) => h !== sent)) {
-    out.push({ faultType: 'corrupt', confidence: 0.6, evidence: 'delivered payload differs from the payload sent', source: 'metadata' });
-  }
-  if (facts.changes && facts.changes.length > 0) out.push(changeSignal(facts.changes));
-  const msgTask = str(a, ATTR_FL_MESSAGE_TASK_ID);
-  if (taskId !== undefined && msgTask !== undefined && msgTask !== taskId) {
-    out.push({ faultType: 'stale', confidence: 0.85, evidence: `message bound to task ${msgTask.slice(0, 40)}, not ${taskId.slice(0, 40)}`, source: 'metadata' });
-  }
-  return out;
-}
-
-/**
- * A delivered copy that is another message: bound to another task or session, a version behind the one sent, another
- * message id, or a payload an earlier message of this trace carried. All are stale deliveries (a replay, a reordered
- * older message); the envelope decides before the payload changes it implies.
- */
-function replaySignals(span: SpanRecord, facts: DeliveredFacts, foreign: string[], taskId: string | undefined, earlierHashes: ReadonlySet<string>): Signal[] {
-  const out: Signal[] = [];
-  const expectTask = str(span.attributes, ATTR_FL_MESSAGE_TASK_ID) ?? taskId;
-  const otherTask = facts.taskIds?.find((t) => t !== '' && t !== expectTask);
-  if (otherTask !== undefined) {
-    out.push({ faultType: 'stale', confidence: 0.93, evidence: `delivered a message bound to task ${otherTask.slice(0, 40)}, not ${(expectTask ?? '?').slice(0, 40)}`, source: 'metadata' });
-  }
-  const otherSession = facts.sessionIds?.find((t) => t !== '' && t !== facts.sentSession);
-  if (otherSession !== undefined && facts.sentSession !== undefined) {
-    out.push({ faultType: 'stale', confidence: 0.93, evidence: `delivered a message of session ${otherSession.slice(0, 40)}, not ${facts.sentSession.slice(0, 40)}`, source: 'metadata' });
-  }
-  const behind = facts.sentVersion === undefined ? undefined : facts.versions?.find((v) => v !== undefined && v < facts.sentVersion!);
-  if (behind !== undefined) {
-    out.push({ faultType: 'stale', confidence: 0.93, evidence: `delivered version ${behind}, behind the version ${facts.sentVersion} sent`, source: 'metadata' });
-  }
-  const sent = str(span.attributes, ATTR_FL_MESSAGE_PAYLOAD_HASH);
-  const replayed = (strList(span.attributes, ATTR_FL_MESSAGE_DELIVERED_HASHES) ?? []).find((h) => h !== '' && h !== sent && earlierHashes.has(h));
-  if (replayed !== undefined) {
-    out.push({ faultType: 'stale', confidence: 0.9, evidence: 'delivered the payload of an earlier message of this trace', source: 'metadata' });
-  }
-  if (foreign.length > 0) {
-    out.push({ faultType: 'stale', confidence: 0.9, evidence: `delivered another message (${foreign[0]!.slice(0, 40)}) in place of or besides the one sent`, source: 'metadata' });
-  }
-  return out;
-}
-
-/** Keys naming the message's binding inside the payload: a changed value means the payload belongs elsewhere. */
-const BINDING_KEY = /^(task_?id|session_?id|context_?id|conversation_?id|thread_?id|run_?id|state_?version|version)$/i;
-/** Keys naming an entity (sku, product_id, entity ids) or the evidence a message carries. */
-const ENTITY_KEY = /^(id|sku|uuid|urn|isbn|asin|gtin|ean|upc)$|(_id|Id|_ids|Ids|_sku|_key)$/;
-const EVIDENCE_KEY = /evidence/i;
-
-function lastKey(path: string): string {
-  const segs = path.replace(/\[\]/g, '').split('.');
-  return segs[segs.length - 1] ?? path;
-}
-
-/**
- * How the first changed copy differs from what was sent, from the structural changes (key paths only): keys only
- * removed, the message otherwise intact → partial; keys renamed or value types changed → schema; the payload's own
- * binding (task/session/version) changed → stale; same shape with an entity id or the evidence block changed →
- * semantic; any other change of content → corrupt.
- */
-function changeSignal(changes: readonly string[]): Signal {
-  const ops = changes.map((c) => {
-    const i = c.indexOf(':');
-    return { op: c.slice(0, i), path: c.slice(i + 1) };
-  });
-  const paths = (op: string): string[] => ops.filter((o) => o.op === op).map((o) => o.path);
-  const removed = paths('removed');
-  const added = paths('added');
-  const retyped = paths('type');
-  const values = paths('value');
-  const lengths = paths('length');
-  const list = (xs: string[]): string => xs.slice(0, 4).join(', ');
-  const sig = (faultType: Signal['faultType'], confidence: number, evidence: string): Signal => ({ faultType, confidence, evidence, source: 'metadata' });
-  if (retyped.length > 0 || (removed.length > 0 && added.length > 0)) {
-    return sig('schema', 0.85, retyped.length > 0 ? `value type changed in transit: ${list(retyped)}` : `keys renamed in transit: ${list(removed)} → ${list(added)}`);
-  }
-  if (removed.length > 0 && values.length === 0) {
-    return sig('partial', 0.85, `delivered payload lacks ${list(removed)}${lengths.length > 0 ? ` (and ${list(lengths)} shortened)` : ''}`);
-  }
-  if (added.length > 0 && values.length === 0 && removed.length === 0) return sig('schema', 0.7, `keys added in transit: ${list(added)}`);
-  const changed = [...values, ...lengths, ...removed];
-  const binding = changed.filter((p) => BINDING_KEY.test(lastKey(p)));
-  if (binding.length > 0) return sig('stale', 0.85, `the payload's binding changed in transit: ${list(binding)}`);
-  const meaning = changed.filter((p) => ENTITY_KEY.test(lastKey(p)) || p.split('.').some((k) => EVIDENCE_KEY.test(k)));
-  if (meaning.length > 0) return sig('semantic', 0.85, `same shape, entity / evidence values changed in transit: ${list(meaning)}`);
-  return sig('corrupt', 0.7, `content changed in transit: ${list(changed)}`);
-}
-
-/** What a guard's action says happened. Only actions with one meaning; the others accompany detection events. */
-function guardSignals(span: SpanRecord): Signal[] {
-  const out: Signal[] = [];
-  for (const g of guardEvents(span)) {
-    const why = g.reason.slice(0, 120);
-    if (g.action === 'resubmit') {
-      const timeout = looksLikeTimeout(g.reason);
-      out.push({ faultType: timeout ? 'timeout' : 'non_delivery', confidence: 0.9, evidence: `guard resubmitted: ${why}`, source: 'guard' });
-    } else if (g.action === 'duplicate_suppressed' || g.action === 'receipt_replayed') {
-      out.push({ faultType: 'duplicate', confidence: 0.9, evidence: `guard suppressed a duplicate: ${why}`, source: 'guard' });
-    }
+function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio: number }): Map<LlmCall, Signal> {
+  const out = new Map<LlmCall, Signal>();
+  const ok = view.llm.filter((c) => !c.failure && !c.faultline?.aborted);
+  if (ok.length < 3) return out;
+  const K = 40; // per-call overhead, in output-token equivalents
+  const tokens = (c: LlmCall): number | undefined => c.usage.outputTokens ?? (c.outputChars !== undefined ? c.outputChars / 4 : undefined);
+  const withTokens = ok.every((c) => tokens(c) !== undefined);
+  const rates = withTokens ? ok.map((c) => durationMs(c.span) / (tokens(c)! + K)).sort((a, b) => a - b) : [];
+  const durations = ok.map((c) => durationMs(c.span)).sort((a, b) => a - b);
+  for (const c of ok) {
+    const d = durationMs(c.span);
+    const expected = withTokens ? (medianWithout(rates, d / (tokens(c)! + K)) ?? 0) * (tokens(c)! + K) : medianWithout(durations, d);
+    if (expected === undefined) continue;
+    const base = Math.max(expected, 1);
+    if (d < expected + opts.delayExtraMs || d < opts.delayRatio * base) continue;
+    const extreme = d >= expected + EXTREME_DELAY_MS && d >= 3 * base;
+    const what = withTokens ? `what the trace's other calls take for ${Math.round(tokens(c)!)} output tokens` : `the median of the trace's other calls`;
+    out.set(c, { faultType: 'delay', confidence: extreme ? 0.75 : 0.45, evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms)`, source: 'metadata' });
   }
   return out;
 }
@@ -317,7 +286,7 @@ function findingSignals(findings: readonly Finding[] | undefined): Signal[] {
     .map((f) => ({ faultType: f.faultType, confidence: f.confidence, evidence: `${f.detector}: ${f.evidence}`.slice(0, 200), source: 'detector' as const }));
 }
 
-function strongest(signals: Signal[]): Signal | undefined {
+function strongest(signals: readonly Signal[]): Signal | undefined {
   let best: Signal | undefined;
   for (const s of signals) {
     if (
@@ -332,156 +301,195 @@ function strongest(signals: Signal[]): Signal | undefined {
 }
 
 /** The task id a span runs under: the nearest ancestor-or-self with faultline.task.id. */
-function taskIdOf(span: SpanRecord, byId: Map<string, SpanRecord>): string | undefined {
+function taskIdOf(span: SpanRecord, view: TraceView): string | undefined {
   let cur: SpanRecord | undefined = span;
   for (let depth = 0; cur && depth < 64; depth++) {
-    const t = str(cur.attributes, ATTR_FL_TASK_ID);
+    const t = str(cur.attributes, 'faultline.task.id');
     if (t !== undefined) return t;
-    cur = cur.parentSpanId ? byId.get(cur.parentSpanId) : undefined;
+    cur = cur.parentSpanId ? view.byId.get(cur.parentSpanId) : undefined;
   }
   return undefined;
 }
 
 export interface SpanVerdict {
   span: SpanRecord;
+  /** The step reading of the span (an LLM call or a message), or null for any other span. */
+  step: Step | null;
   stepKind: StepKind | null;
-  step: number | null;
+  stepIndex: number | null;
   signals: Signal[];
 }
 
 /** Every signal of every span, in start order (what the rules and the LLM rendering both read). */
 export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions = {}): SpanVerdict[] {
-  const opts = {
-    minConfidence: options.minConfidence ?? 0.55,
-    delayExtraMs: options.delayExtraMs ?? 1500,
-    delayRatio: options.delayRatio ?? 3,
-  };
-  const byId = new Map(trace.spans.map((s) => [s.spanId, s]));
+  const opts = { delayExtraMs: options.delayExtraMs ?? 1500, delayRatio: options.delayRatio ?? 3 };
+  const view = viewTrace(trace);
   let offline: Map<string, Finding[]> | undefined;
   try {
     offline = options.findings?.(trace);
   } catch {
     offline = undefined; // a detector bug must not lose the metadata diagnosis
   }
-  // Online detection recorded after the exchange span ended rides on a zero-length `faultline.detection` child:
-  // credit its events to the parent, and never treat the child as a span of its own.
-  const carried = new Map<string, SpanRecord[]>();
-  for (const s of trace.spans) {
-    if (s.name !== DETECTION_CHILD || s.parentSpanId === undefined) continue;
-    carried.set(s.parentSpanId, [...(carried.get(s.parentSpanId) ?? []), s]);
-  }
-  const llm = trace.spans.filter(isLlmSpan);
-  const msgDurations = trace.spans.filter(isMessageSpan).map(durationMs).sort((a, b) => a - b);
-  const llmDurations = llm.map(durationMs).sort((a, b) => a - b);
-  let llmIndex = 0;
-  let msgIndex = 0;
+  const delays = delaySignals(view, opts);
+  const msgDurations = view.messages.map((m) => durationMs(m.span)).sort((a, b) => a - b);
+  const stepBySpan = new Map<string, Step>(view.steps.map((s) => [s.span.spanId, s]));
+  const carried = view.detectionChildren;
+  const childIds = new Set([...carried.values()].flat().map((s) => s.spanId));
   /** Payload hashes of the messages sent so far (a later delivery of one of them is a replay). */
   const sentHashes = new Set<string>();
   const out: SpanVerdict[] = [];
   for (const span of trace.spans) {
-    if (span.name === DETECTION_CHILD && span.parentSpanId !== undefined && byId.has(span.parentSpanId)) continue;
+    if (childIds.has(span.spanId)) continue;
+    const step = stepBySpan.get(span.spanId) ?? null;
     const signals: Signal[] = [];
-    let stepKind: StepKind | null = null;
-    let step: number | null = null;
-    if (isLlmSpan(span)) {
-      stepKind = 'llm';
-      step = ++llmIndex;
-      signals.push(...llmSignals(span, medianWithout(llmDurations, durationMs(span)), opts));
-    } else if (isMessageSpan(span)) {
-      stepKind = 'message';
-      step = ++msgIndex;
-      signals.push(...messageSignals(span, taskIdOf(span, byId), medianWithout(msgDurations, durationMs(span)), sentHashes));
-      const h = str(span.attributes, ATTR_FL_MESSAGE_PAYLOAD_HASH);
-      if (h !== undefined) sentHashes.add(h);
+    if (step?.kind === 'llm') {
+      signals.push(...llmSignals(step, view, delays.get(step)));
+    } else if (step?.kind === 'message') {
+      signals.push(...messageSignals(step, { view, taskId: taskIdOf(span, view), medianOthersMs: medianWithout(msgDurations, durationMs(span)), earlierHashes: sentHashes }));
+      if (step.facts.payloadHash !== undefined) sentHashes.add(step.facts.payloadHash);
     } else {
-      const failure = failureSignal(span);
+      const failure = failureSignal(view.failureOf(span), span);
       if (failure) signals.push(failure);
     }
     for (const d of [span, ...(carried.get(span.spanId) ?? [])].flatMap(detectionEvents)) {
       signals.push({ faultType: d.faultType as Exclude<FaultType, 'none'>, confidence: d.confidence, evidence: `${d.detector}: ${d.evidence}`.slice(0, 200), source: 'detection' });
     }
-    signals.push(...guardSignals(span));
     let findings = findingSignals(offline?.get(span.spanId));
-    if (stepKind === 'llm' && (outputFacts(span).toolCalls ?? 0) > 0) {
-      // A response that carried tool calls is not empty by definition, whatever a text-length heuristic says.
-      findings = findings.filter((f) => f.faultType !== 'empty');
-    }
-    const delivered = num(span.attributes, ATTR_FL_MESSAGE_DELIVERED_COUNT);
-    if (stepKind === 'message' && delivered !== undefined && delivered > 0) {
-      // Copies were delivered: a finding built from uncaptured content cannot say otherwise.
-      findings = findings.filter((f) => f.faultType !== 'non_delivery');
+    if (step?.kind === 'llm') {
+      if ((step.toolCallCount ?? step.toolCalls.length) > 0) {
+        // A response that carried tool calls is not empty by definition, whatever a text-length heuristic says.
+        findings = findings.filter((f) => f.faultType !== 'empty');
+      }
+      if (step.failure) {
+        // A failed call's missing output is the failure, not a second fault.
+        findings = findings.filter((f) => f.faultType !== 'empty' && f.faultType !== 'truncate');
+      }
     }
     signals.push(...findings);
-    if (stepKind === 'message') contradicted(span, signals);
-    if (stepKind === 'llm') {
+    if (step?.kind === 'llm') yieldRejection(signals);
+    if (step?.kind === 'llm') {
       // Detectors' latency findings against a baseline: the same variance caveat as our own outlier check.
-      const extreme = slowness(span, medianWithout(llmDurations, durationMs(span)), opts)?.extreme === true;
-      for (const sg of signals) if (sg.faultType === 'delay' && !extreme) sg.confidence = Math.min(sg.confidence, 0.45);
+      const extreme = (delays.get(step)?.confidence ?? 0) >= 0.75;
+      for (const s of signals) if (s.faultType === 'delay' && !extreme) s.confidence = Math.min(s.confidence, 0.45);
     }
-    out.push({ span, stepKind, step, signals });
+    out.push({ span, step, stepKind: step?.kind ?? null, stepIndex: step?.step ?? null, signals });
   }
+  reviewMessages(trace, out);
   return out;
 }
 
 /**
- * Drop detector readings of a message that the span's own delivered-copy facts contradict (known detector gaps):
- * `partial` when the "missing" keys reappear under other names (a rename is schema drift), and `duplicate` when the
- * extra copy carries another message id (an older message delivered again is a stale delivery, not a duplicate).
+ * A tool's rejection of the arguments says that they were wrong, not how: when the call's own content says how (cut,
+ * garbled, emptied, a wrong entity), that names the fault and the rejection is its consequence.
  */
-function contradicted(span: SpanRecord, signals: Signal[]): void {
-  const facts = deliveredFacts(span);
-  const changes = facts.changes ?? [];
-  const renamed = changes.some((c) => c.startsWith('removed:')) && changes.some((c) => c.startsWith('added:') || c.startsWith('type:'));
-  const sameIdCopies = facts.ids && facts.sentId !== undefined ? facts.ids.filter((id) => id === facts.sentId).length : undefined;
-  const drop = (s: Signal): boolean =>
-    (s.source === 'detection' || s.source === 'detector') && ((renamed && s.faultType === 'partial') || (sameIdCopies !== undefined && sameIdCopies <= 1 && s.faultType === 'duplicate'));
-  for (let i = signals.length - 1; i >= 0; i--) if (drop(signals[i]!)) signals.splice(i, 1);
+function yieldRejection(signals: Signal[]): void {
+  const i = signals.findIndex((s) => s.faultType === 'schema' && s.source === 'metadata' && s.evidence.includes('rejected the arguments'));
+  if (i < 0) return;
+  const how = signals.some((s, j) => j !== i && s.confidence >= 0.55 && (s.faultType === 'truncate' || s.faultType === 'corrupt' || s.faultType === 'error' || s.faultType === 'semantic'));
+  if (how) signals.splice(i, 1);
 }
 
-function toDiagnosis(trace: TraceRecord, v: SpanVerdict, best: Signal, name: string): Diagnosis {
+/**
+ * Failures of spans that are not steps (tools, agents, HTTP) which the run recovered from: a later execution of the
+ * same tool succeeded, or the error was contained — no span above it failed with it — and the run did not end failed.
+ */
+function recoveries(view: TraceView, verdicts: readonly SpanVerdict[], min: number): { recovered: RecoveredFault[]; unrecovered: SpanVerdict[] } {
+  const root = view.trace.spans.find((s) => s.parentSpanId === undefined || !view.byId.has(s.parentSpanId));
+  const runFailed = root !== undefined && view.failureOf(root) !== undefined;
+  const recovered: RecoveredFault[] = [];
+  const unrecovered: SpanVerdict[] = [];
+  const failed = verdicts.filter((v) => v.stepKind === null && (strongest(v.signals)?.confidence ?? 0) >= min);
+  for (const v of failed) {
+    const span = v.span;
+    const tool = view.tools.find((t) => t.span === span);
+    const retried = tool !== undefined && view.tools.some((t) => t !== tool && t.name === tool.name && t.span.start >= span.end - 1 && !t.failure);
+    // An ancestor of a failed span failed because of it: judge the deepest one.
+    if (failed.some((o) => o !== v && isAncestor(view, span, o.span))) continue;
+    // Contained: no span above it failed (the agent handled the error instead of failing with it).
+    const contained = !ancestors(view, span).some((a) => view.failureOf(a) !== undefined);
+    if (retried || (contained && !runFailed)) {
+      const best = strongest(v.signals)!;
+      const agent = view.agentOf(span);
+      recovered.push({
+        spanId: span.spanId,
+        spanName: span.name,
+        ...(agent ? { agent: agent.name } : {}),
+        faultType: best.faultType,
+        evidence: best.evidence,
+        how: retried ? `${tool!.name} was run again and succeeded` : 'the run handled it and completed',
+      });
+    } else {
+      unrecovered.push(v);
+    }
+  }
+  return { recovered, unrecovered };
+}
+
+function ancestors(view: TraceView, span: SpanRecord): SpanRecord[] {
+  const out: SpanRecord[] = [];
+  let p = span.parentSpanId ? view.byId.get(span.parentSpanId) : undefined;
+  for (let depth = 0; p && depth < 64; depth++) {
+    out.push(p);
+    p = p.parentSpanId ? view.byId.get(p.parentSpanId) : undefined;
+  }
+  return out;
+}
+
+function isAncestor(view: TraceView, a: SpanRecord, b: SpanRecord): boolean {
+  let p = b.parentSpanId ? view.byId.get(b.parentSpanId) : undefined;
+  for (let depth = 0; p && depth < 64; depth++) {
+    if (p === a) return true;
+    p = p.parentSpanId ? view.byId.get(p.parentSpanId) : undefined;
+  }
+  return false;
+}
+
+function toDiagnosis(view: TraceView, v: SpanVerdict, best: Signal, name: string, recovered: RecoveredFault[]): Diagnosis {
   const evidence = [best.evidence, ...v.signals.filter((s) => s !== best).sort((a, b) => b.confidence - a.confidence).map((s) => `${s.faultType}: ${s.evidence}`)]
     .filter((e) => e !== '')
     .slice(0, 4);
-  return {
-    traceId: trace.traceId,
+  const agent = v.step?.agent?.name ?? view.agentOf(v.span)?.name;
+  const operation = v.step?.kind === 'llm' ? v.step.operation : v.step?.kind === 'message' ? 'message' : str(v.span.attributes, 'gen_ai.operation.name');
+  const d: Diagnosis = {
+    traceId: view.trace.traceId,
     faultType: best.faultType,
     spanId: v.span.spanId,
-    step: v.step,
+    step: v.stepIndex,
     stepKind: v.stepKind,
     confidence: Math.round(best.confidence * 1000) / 1000,
     evidence,
     diagnoser: name,
+    agent: agent ?? null,
+    spanName: v.span.name,
+    operation: operation ?? null,
+    recovered,
   };
+  d.summary = describeFault(d, best.evidence);
+  return d;
 }
 
 /** The rule-based diagnosis of one trace (synchronous; pure). */
 export function diagnoseByRules(trace: TraceRecord, options: RuleDiagnoserOptions = {}, name = 'rule'): Diagnosis {
   const min = options.minConfidence ?? 0.55;
+  const view = viewTrace(trace);
   const verdicts = spanVerdicts(trace, options);
+  const { recovered, unrecovered } = recoveries(view, verdicts, min);
   // 1. The first faulty LLM call or message, in start order.
   for (const v of verdicts) {
     if (v.stepKind === null) continue;
     const best = strongest(v.signals);
-    if (best && best.confidence >= min) return toDiagnosis(trace, v, best, name);
+    if (best && best.confidence >= min) return toDiagnosis(view, v, best, name, recovered);
   }
-  // 2. Otherwise the earliest failed span that has no failed descendant (the child that made its parents fail).
-  const failed = verdicts.filter((v) => v.stepKind === null && (strongest(v.signals)?.confidence ?? 0) >= min);
-  if (failed.length > 0) {
-    const failedIds = new Set(failed.map((v) => v.span.spanId));
-    const byId = new Map(trace.spans.map((s) => [s.spanId, s]));
-    const hasFailedAncestorOf = new Set<string>();
-    for (const v of failed) {
-      let p = v.span.parentSpanId ? byId.get(v.span.parentSpanId) : undefined;
-      for (let depth = 0; p && depth < 64; depth++) {
-        if (failedIds.has(p.spanId)) hasFailedAncestorOf.add(p.spanId);
-        p = p.parentSpanId ? byId.get(p.parentSpanId) : undefined;
-      }
-    }
-    const leaf = failed.find((v) => !hasFailedAncestorOf.has(v.span.spanId)) ?? failed[0]!;
-    return toDiagnosis(trace, leaf, strongest(leaf.signals)!, name);
+  // 2. Otherwise the earliest failed span the run did not recover from that has no failed descendant.
+  if (unrecovered.length > 0) {
+    const leaf = unrecovered.find((v) => !unrecovered.some((o) => o !== v && isAncestor(view, v.span, o.span))) ?? unrecovered[0]!;
+    return toDiagnosis(view, leaf, strongest(leaf.signals)!, name, recovered);
   }
-  const weak = verdicts.flatMap((v) => v.signals.map((s) => `weak ${s.faultType} (${s.confidence}) at ${v.span.name}: ${s.evidence}`)).slice(0, 3);
-  return noFault(trace, name, weak.length > 0 ? weak : ['no span shows a fault signal'], weak.length > 0 ? 0.7 : 0.9);
+  const weak = verdicts.flatMap((v) => v.signals.filter((s) => s.confidence < min).map((s) => `weak ${s.faultType} (${s.confidence}) at ${v.span.name}: ${s.evidence}`)).slice(0, 3);
+  const d = noFault(trace, name, weak.length > 0 ? weak : ['no span shows a fault signal'], weak.length > 0 ? 0.7 : 0.9);
+  d.recovered = recovered;
+  d.summary = describeFault(d, '');
+  return d;
 }
 
 export function createRuleDiagnoser(options: RuleDiagnoserOptions = {}): Diagnoser {

@@ -26,7 +26,7 @@ export function stripSpan(span: SpanRecord): SpanRecord {
     attributes: stripAttributes(span.attributes),
     events: span.events
       .filter((e) => !e.name.startsWith(FAULT_PREFIX))
-      .map((e) => ({ name: e.name, time: e.time, attributes: stripAttributes(e.attributes) })),
+      .map((e) => (e.body === undefined ? { name: e.name, time: e.time, attributes: stripAttributes(e.attributes) } : { name: e.name, time: e.time, attributes: stripAttributes(e.attributes), body: structuredClone(e.body) })),
     links: span.links.map((l) => ({ traceId: l.traceId, spanId: l.spanId, attributes: stripAttributes(l.attributes) })),
     status: { ...span.status },
     resource: stripAttributes(span.resource),

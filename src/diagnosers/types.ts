@@ -1,12 +1,28 @@
 /**
  * What a diagnoser says about one trace, and the diagnoser interface. Diagnosers read a trace with the injected
  * ground truth already removed (see strip-ground-truth.ts) and never look for it.
+ *
+ * A diagnoser that cannot diagnose a trace (the LLM diagnoser's endpoint unreachable or answering with an error, an
+ * answer that stays invalid after the retries) REJECTS with `DiagnoserError` for that trace. It never returns `none`
+ * for a trace it could not read: `none` means "looked, found nothing". `diagnoseEach` (index.ts) turns those
+ * rejections into per-trace `DiagnosisFailure`s for the CLI.
  */
 import type { FaultType } from '../taxonomy';
 import type { TraceRecord } from '../traces/model';
 
 /** Which list `step` indexes: the trace's LLM call spans or its message spans (see src/traces/model.ts). */
 export type StepKind = 'llm' | 'message';
+
+/** A failure the run recovered from on its own (a tool error retried or handled): reported, not the run's fault. */
+export interface RecoveredFault {
+  spanId: string;
+  spanName: string;
+  agent?: string;
+  faultType: Exclude<FaultType, 'none'>;
+  evidence: string;
+  /** How the run recovered, in a few words. */
+  how: string;
+}
 
 export interface Diagnosis {
   traceId: string;
@@ -23,13 +39,44 @@ export interface Diagnosis {
   evidence: string[];
   /** The diagnoser that produced this diagnosis (`rule`, `llm`, `hybrid`). */
   diagnoser: string;
+  /** The agent (or workflow / task) the faulty step ran under, when the trace names one. */
+  agent?: string | null;
+  /** The faulty span's name and its operation (chat, message, execute_tool, …). */
+  spanName?: string | null;
+  operation?: string | null;
+  /** The diagnosis in one sentence: what failed, where, and the evidence. */
+  summary?: string;
+  /** Failures the run recovered from on its own (not the run's fault). */
+  recovered?: RecoveredFault[];
 }
 
 export interface Diagnoser {
   readonly name: string;
-  /** Never throws for a well-formed trace: internal failures become a `none` diagnosis with confidence 0. */
+  /** Resolves with the diagnosis of a well-formed trace; rejects with `DiagnoserError` when it could not diagnose it. */
   diagnose(trace: TraceRecord): Promise<Diagnosis>;
 }
+
+/** A diagnoser could not diagnose one trace (not a usage error: the other traces may still be diagnosed). */
+export class DiagnoserError extends Error {
+  constructor(
+    readonly traceId: string,
+    readonly diagnoser: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'DiagnoserError';
+  }
+}
+
+/** The per-trace form of a `DiagnoserError`. */
+export interface DiagnosisFailure {
+  traceId: string;
+  diagnoser: string;
+  error: string;
+}
+
+export type DiagnosisOutcome = { ok: true; diagnosis: Diagnosis } | { ok: false; failure: DiagnosisFailure };
 
 export type DiagnoserName = 'rule' | 'llm' | 'hybrid';
 export const DIAGNOSER_NAMES: readonly DiagnoserName[] = ['rule', 'llm', 'hybrid'];

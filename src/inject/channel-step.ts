@@ -35,7 +35,7 @@ export function createChannelStep(engine: FaultEngine, options: ChannelStepOptio
   const capture = options.captureContent ?? (() => false);
   return async function channelFaultStep(message, ctx, next) {
     const decision: Decision | undefined = safely(log, 'fault selection', () => decisionFor(engine, ctx.span, () => messageAttributes(message), ctx.context), undefined);
-    const taskId = decision?.task.id ?? FaultEngine.taskIdOf(ctx.context);
+    const taskId = decision?.task.id ?? engine.taskIdOf(ctx.context);
     const task = taskId === undefined ? undefined : engine.task(taskId);
     let effect: ReturnType<typeof apply> | undefined;
     if (decision && task) effect = safely(log, 'channel fault', () => apply(), undefined);

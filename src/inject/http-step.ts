@@ -52,7 +52,7 @@ export function createFaultStep(engine: FaultEngine, options: FaultStepOptions =
     function faultStep(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
       const ex = getExchange(opts);
       if (ex === undefined) return dispatch(opts, handler);
-      const decision = safely(log, 'fault selection', () => decisionFor(engine, ex.span, () => exchangeAttributes(ex), ex.context), undefined);
+      const decision = safely(log, 'fault selection', () => decisionFor(engine, ex.span, () => exchangeAttributes(ex), ex.context, ex), undefined);
       if (ex.message) safely(log, 'message history', () => rememberMessage(engine, ex, decision), undefined);
       if (decision === undefined) return dispatch(opts, handler);
       const call = new FaultedCall(engine, ex, decision, opts, handler, dispatch, capture());
@@ -83,12 +83,8 @@ export function exchangeAttributes(ex: Exchange): Attributes {
 }
 
 function rememberMessage(engine: FaultEngine, ex: Exchange, decision: Decision | undefined): void {
-  const taskId = decision?.task.id ?? engineTaskId(ex);
-  if (taskId !== undefined && ex.message) engine.remember(engine.task(taskId), ex.message);
-}
-
-function engineTaskId(ex: Exchange): string | undefined {
-  return ex.span.spanContext().traceId;
+  const taskId = decision?.task.id ?? engine.taskIdOf(ex.context);
+  if (ex.message) engine.remember(engine.task(taskId), ex.message);
 }
 
 /** A controller the step hands to the application's handler, forwarding to the real one once there is one. */

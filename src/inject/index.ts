@@ -4,7 +4,7 @@
  * `createInjector(taskId => plan)` for a plan per task (campaigns).
  */
 import type { DeliverStep, Interceptor } from '../../instrumentation/types';
-import { envBool } from '../diag';
+import { captureContentFromEnv } from '../env';
 import { checkProduction, injectionDisabled, parsePlan, planFromEnv } from '../plan/load';
 import { FaultInjectionSpanProcessor } from '../plan/processor';
 import type { FaultPlan, FaultPlanInput } from '../plan/schema';
@@ -27,6 +27,10 @@ export interface InjectorOptions {
   captureMessageContent?: boolean;
   /** Tasks whose state is kept (least recently used dropped). Default 1000. */
   maxTasks?: number;
+  /** Injection switched off (FAULTLINE_DISABLE): the injector is inert. Default: read from the environment. */
+  disabled?: boolean;
+  /** NODE_ENV is production: a plan without `allowProduction` is refused. Default: read from the environment. */
+  production?: boolean;
 }
 
 export interface Injector {
@@ -42,18 +46,13 @@ export interface Injector {
   readonly enabled: boolean;
 }
 
-function captureFromEnv(): boolean {
-  const raw = process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT?.trim().toUpperCase();
-  if (raw === 'SPAN_ONLY' || raw === 'SPAN_AND_EVENT') return true;
-  return envBool('OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT') === true;
-}
-
 /**
  * Create an injector. A plan object is validated (a FaultlineInputError names the rule and the problem) and refused
  * under NODE_ENV=production unless it says `allowProduction: true`. With FAULTLINE_DISABLE=1 the injector is inert.
  */
 export function createInjector(plan: FaultPlan | FaultPlanInput | ((taskId: string) => FaultPlan | FaultPlanInput | undefined), options: InjectorOptions = {}): Injector {
-  const disabled = injectionDisabled();
+  // start() passes both from its resolved configuration; API callers get them from the environment.
+  const disabled = options.disabled ?? injectionDisabled();
   let source: PlanSource;
   if (typeof plan === 'function') {
     const cache = new Map<FaultPlan | FaultPlanInput, FaultPlan>();
@@ -70,11 +69,11 @@ export function createInjector(plan: FaultPlan | FaultPlanInput | ((taskId: stri
     };
   } else {
     const parsed = parsePlan(plan);
-    if (!disabled) checkProduction(parsed, 'the fault plan');
+    if (!disabled) checkProduction(parsed, 'the fault plan', options.production);
     source = disabled ? () => undefined : parsed;
   }
   const engine = new FaultEngine(source, { maxTasks: options.maxTasks });
-  const capture = options.captureMessageContent ?? captureFromEnv();
+  const capture = options.captureMessageContent ?? captureContentFromEnv() ?? false;
   return {
     spanProcessor: new FaultInjectionSpanProcessor(engine),
     httpStep: createFaultStep(engine, { captureContent: () => capture }),

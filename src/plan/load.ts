@@ -1,13 +1,14 @@
 /**
  * Loading a plan: from a JSON or YAML file, from an object, or from the environment (FAULTLINE_PLAN,
  * FAULTLINE_DISABLE, NODE_ENV=production). Every failure is a coded FaultlineInputError naming the file and the
- * rule at fault.
+ * rule at fault. `start()` gets its plan through the configuration (src/config.ts), which calls these once; the env
+ * helpers here serve the public API.
  */
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { envBool, logger } from '../diag';
+import { logger } from '../diag';
+import { isProduction, readSwitch } from '../env';
 import { FaultlineInputError } from '../errors';
 import { FaultPlan } from './schema';
 
@@ -39,7 +40,7 @@ export function loadPlan(path: string): FaultPlan {
   }
   let data: unknown;
   try {
-    data = extname(path).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
+    data = extname(path).toLowerCase() === '.json' ? JSON.parse(text) : (require('yaml') as typeof import('yaml')).parse(text);
   } catch (err) {
     throw new FaultlineInputError('FAULTLINE_PLAN_INVALID', `fault plan ${path} is not valid ${extname(path).toLowerCase() === '.json' ? 'JSON' : 'YAML'}: ${(err as Error).message}`, { cause: err });
   }
@@ -47,10 +48,11 @@ export function loadPlan(path: string): FaultPlan {
 }
 
 /**
- * Refuse a plan under NODE_ENV=production unless it says `allowProduction: true`.
+ * Refuse a plan under NODE_ENV=production (trimmed, any case) unless it says `allowProduction: true`. `production`
+ * comes from the resolved configuration; the default reads NODE_ENV (for the API's own callers).
  */
-export function checkProduction(plan: FaultPlan, where: string, env: NodeJS.ProcessEnv = process.env): void {
-  if (env.NODE_ENV === 'production' && !plan.allowProduction) {
+export function checkProduction(plan: FaultPlan, where: string, production: boolean = isProduction()): void {
+  if (production && !plan.allowProduction) {
     throw new FaultlineInputError(
       'FAULTLINE_PRODUCTION_REFUSED',
       `refusing to inject faults with NODE_ENV=production: ${where} does not say "allowProduction": true`,
@@ -63,18 +65,18 @@ export function checkProduction(plan: FaultPlan, where: string, env: NodeJS.Proc
  * (start-up must fail loudly rather than run without the faults the user planned).
  */
 export function planFromEnv(env: NodeJS.ProcessEnv = process.env): FaultPlan | undefined {
-  if (envBool('FAULTLINE_DISABLE', env)) {
+  if (injectionDisabled(env)) {
     if (env.FAULTLINE_PLAN) log.info(`FAULTLINE_DISABLE is set: ignoring FAULTLINE_PLAN=${env.FAULTLINE_PLAN}`);
     return undefined;
   }
   const path = env.FAULTLINE_PLAN?.trim();
   if (!path) return undefined;
   const plan = loadPlan(path);
-  checkProduction(plan, `fault plan ${path}`, env);
+  checkProduction(plan, `fault plan ${path}`, isProduction(env));
   return plan;
 }
 
-/** Whether injection is switched off process-wide (FAULTLINE_DISABLE=1). */
+/** Whether injection is switched off process-wide (FAULTLINE_DISABLE: any truthy spelling; anything else throws). */
 export function injectionDisabled(env: NodeJS.ProcessEnv = process.env): boolean {
-  return envBool('FAULTLINE_DISABLE', env) === true;
+  return readSwitch('FAULTLINE_DISABLE', env.FAULTLINE_DISABLE) === true;
 }

@@ -1,25 +1,40 @@
 /**
- * FaultInjectionSpanProcessor: selects, at span start, the plan rules that match a call, and keeps the decision for
- * the fault step (`faultDecisionFor(span)`). Nothing visible is set on the span until a fault fires.
+ * FaultInjectionSpanProcessor: at span start, finds the task of each faultline call span (from the parent context,
+ * where the call's task scope, framework run and parent span are) and keeps its start attributes; the fault step then
+ * selects the plan rules for the call (`decisionFor`), with the request in hand so that a retry of a failed call is
+ * recognised; at span end the processor tells the engine how the call ended. Nothing visible is set on the span until
+ * a fault fires.
  *
- * Sampling: span processors never see non-recording spans, so the fault step selects by itself (`decideFor`) for any
- * span this processor did not see — selection does not depend on sampling. Only faultline's own call spans (tracer
- * scope `faultline`: LLM, A2A, MCP calls and channel handoffs) are considered, so spans of other instrumentations of
- * the same call do not shift positions.
+ * Sampling: span processors never see non-recording spans, so the fault step selects by itself for any span this
+ * processor did not see — selection does not depend on sampling (only retry recognition does: an unsampled call's
+ * outcome is not known). Only faultline's own call spans (tracer scope `faultline`: LLM, A2A, MCP calls and channel
+ * handoffs) are considered, so spans of other instrumentations of the same call do not shift positions.
  */
-import type { Context } from '@opentelemetry/api';
+import { SpanStatusCode, type Attributes, type Context } from '@opentelemetry/api';
 import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { ATTR_FL_MESSAGE_ID, ATTR_GEN_AI_OPERATION_NAME, ATTR_SERVER_ADDRESS, ATTR_URL_FULL } from '../../instrumentation/semconv';
+import { getAgentName } from '../../instrumentation/agents/invoke-agent';
+import {
+  ATTR_FL_MESSAGE_ID,
+  ATTR_FL_RESPONSE_ABORTED,
+  ATTR_GEN_AI_AGENT_NAME,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_SERVER_ADDRESS,
+  ATTR_URL_FULL,
+} from '../../instrumentation/semconv';
+import type { Exchange } from '../../instrumentation/types';
 import { PACKAGE_NAME } from '../version';
 import { logger, safely } from '../diag';
-import { FaultEngine, type Decision } from '../inject/engine';
-import type { Attributes } from '@opentelemetry/api';
+import type { CallRequest, Decision, FaultEngine } from '../inject/engine';
 
 const log = logger('plan');
 
 interface Seen {
   engine: FaultEngine;
-  decision: Decision | undefined;
+  taskId: string;
+  /** The call's start attributes (with the agent making it, for the `agent` selector). */
+  attributes: Attributes;
+  /** Set once the rules were selected. */
+  selected?: { decision: Decision | undefined };
 }
 
 const seen = new WeakMap<object, Seen>();
@@ -32,6 +47,16 @@ export function isFaultableSpan(scopeName: string | undefined, attrs: Attributes
   return typeof attrs[ATTR_FL_MESSAGE_ID] === 'string';
 }
 
+/**
+ * The attributes rules are matched against: the call's, plus the agent making it when the call names none (an A2A
+ * call names the agent it invokes), so `agent: planner` selects the planner's own LLM calls.
+ */
+function selectionAttributes(attrs: Attributes, ctx: Context): Attributes {
+  if (attrs[ATTR_GEN_AI_AGENT_NAME] !== undefined) return attrs;
+  const agent = getAgentName(ctx);
+  return agent === undefined ? attrs : { ...attrs, [ATTR_GEN_AI_AGENT_NAME]: agent };
+}
+
 export class FaultInjectionSpanProcessor implements SpanProcessor {
   constructor(readonly engine: FaultEngine) {}
 
@@ -42,18 +67,27 @@ export class FaultInjectionSpanProcessor implements SpanProcessor {
       'FaultInjectionSpanProcessor.onStart',
       () => {
         if (!isFaultableSpan(span.instrumentationScope?.name, span.attributes)) return;
-        const taskId = FaultEngine.taskIdOf(parentContext, span.spanContext().traceId);
-        if (taskId === undefined) return;
-        // A URL selector needs url.full; when the call span does not carry it at start, the fault step (which has
-        // the request URL) selects instead. Same rules, same per-task state.
-        if (this.engine.task(taskId).compiled?.usesUrl && typeof span.attributes[ATTR_URL_FULL] !== 'string' && typeof span.attributes[ATTR_SERVER_ADDRESS] === 'string') return;
-        seen.set(span, { engine: this.engine, decision: this.engine.select(span.attributes, taskId) });
+        const taskId = this.engine.taskIdOf(parentContext, span.spanContext().traceId);
+        // A copy: the span's own attributes grow until it ends, selection reads the start ones.
+        seen.set(span, { engine: this.engine, taskId, attributes: selectionAttributes({ ...span.attributes }, parentContext) });
       },
       undefined,
     );
   }
 
-  onEnd(_span: ReadableSpan): void {}
+  /** Fires when a span ends: a call that failed (an error, or no response) may be retried. */
+  onEnd(span: ReadableSpan): void {
+    safely(
+      log,
+      'FaultInjectionSpanProcessor.onEnd',
+      () => {
+        if (!seen.has(span)) return;
+        const failed = span.status.code === SpanStatusCode.ERROR || span.attributes[ATTR_FL_RESPONSE_ABORTED] === true;
+        this.engine.settle(span, !failed);
+      },
+      undefined,
+    );
+  }
 
   forceFlush(): Promise<void> {
     return Promise.resolve();
@@ -65,13 +99,13 @@ export class FaultInjectionSpanProcessor implements SpanProcessor {
 }
 
 /**
- * The decision the processor took for `span`: `undefined` when the processor never saw it (not recording, or the
- * processor is not registered), `{ decision: undefined }` when it saw it and no rule matched.
+ * The decision for `span` if its rules were selected: `undefined` when they were not (yet), `{ decision: undefined }`
+ * when no rule matched.
  */
 export function faultDecisionFor(span: object, engine?: FaultEngine): { decision: Decision | undefined } | undefined {
   const s = seen.get(span);
   if (!s || (engine && s.engine !== engine)) return undefined;
-  return { decision: s.decision };
+  return s.selected;
 }
 
 /**
@@ -79,15 +113,28 @@ export function faultDecisionFor(span: object, engine?: FaultEngine): { decision
  * `attributes` are the call's start attributes; `context` has the call's span active.
  */
 export function decideFor(engine: FaultEngine, attributes: Attributes, context: Context): Decision | undefined {
-  const taskId = FaultEngine.taskIdOf(context);
-  return taskId === undefined ? undefined : engine.select(attributes, taskId);
+  return engine.select(selectionAttributes(attributes, context), engine.taskIdOf(context));
 }
 
-/** The decision for a call: the processor's if it saw the span, else a fresh selection. Cached per span. */
-export function decisionFor(engine: FaultEngine, span: object, attributes: () => Attributes, context: Context): Decision | undefined {
-  const known = faultDecisionFor(span, engine);
-  if (known) return known.decision;
-  const decision = decideFor(engine, attributes(), context);
-  seen.set(span, { engine, decision });
+/**
+ * The decision for a call, selected once (cached per span): from what the processor kept at span start if it saw the
+ * span, else from `attributes()` and `context` (the call's own). With the call's `exchange`, a retry of a failed call
+ * (the same request sent again) keeps that call's positions.
+ */
+export function decisionFor(engine: FaultEngine, span: object, attributes: () => Attributes, context: Context, exchange?: Exchange): Decision | undefined {
+  let s = seen.get(span);
+  // Only a call the processor saw start will be seen to end: only its request is remembered for retries.
+  const settles = s !== undefined && s.engine === engine;
+  if (s === undefined || s.engine !== engine) {
+    s = { engine, taskId: engine.taskIdOf(context), attributes: selectionAttributes(attributes(), context) };
+    seen.set(span, s);
+  }
+  if (s.selected) return s.selected.decision;
+  let attrs = s.attributes;
+  // A URL selector needs url.full, which the span may not carry at start: the call's own attributes have it.
+  if (typeof attrs[ATTR_URL_FULL] !== 'string' && engine.task(s.taskId).compiled?.usesUrl) attrs = { ...attributes(), ...attrs };
+  const request: CallRequest | undefined = exchange && settles ? { method: exchange.method, url: exchange.url.href, body: exchange.requestBody } : undefined;
+  const decision = engine.select(attrs, s.taskId, request ? { key: span, request } : undefined);
+  s.selected = { decision };
   return decision;
 }

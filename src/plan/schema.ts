@@ -3,6 +3,7 @@
  * name) + strategy. `plan.schema.json` is generated from this schema (`io: 'input'`).
  */
 import { z } from 'zod';
+import { TASK_SCOPES, type TaskScope } from '../../instrumentation/agents/task';
 import { FAULT_NAMES, getFault, nearestFaultName } from '../catalog/index';
 
 const stringOrList = z
@@ -14,7 +15,7 @@ export const Selector = z
     operation: stringOrList.optional().meta({ description: 'gen_ai.operation.name: chat, invoke_agent, execute_tool, or handoff for in-process channel messages' }),
     provider: stringOrList.optional().meta({ description: 'gen_ai.provider.name, e.g. openai, anthropic' }),
     model: stringOrList.optional().meta({ description: 'gen_ai.request.model' }),
-    agent: stringOrList.optional().meta({ description: 'gen_ai.agent.name (A2A calls, invoked agents)' }),
+    agent: stringOrList.optional().meta({ description: 'gen_ai.agent.name: the agent an A2A call invokes; for other calls, the agent making it (runAgent, an Agents SDK agent, a LangGraph node)' }),
     tool: stringOrList.optional().meta({ description: 'gen_ai.tool.name (MCP tool calls)' }),
     boundary: stringOrList.optional().meta({ description: 'faultline.message.boundary: I1, I2, I3, I4 or a user label' }),
     source: stringOrList.optional().meta({ description: 'faultline.message.source (sending agent)' }),
@@ -23,7 +24,7 @@ export const Selector = z
     position: z
       .union([z.number().int().min(1), z.array(z.number().int().min(1)).min(1)])
       .optional()
-      .meta({ description: 'only the nth call(s) this selector matches in the task (1-based)' }),
+      .meta({ description: 'only the nth call(s) this selector matches in the task (1-based); a retry of a failed call (the same request sent again) keeps its call’s position' }),
   })
   .meta({ description: 'Which calls the rule applies to: every given field must match the span’s start attributes' });
 
@@ -80,6 +81,13 @@ export const FaultPlan = z
     description: z.string().optional(),
     seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(42).meta({ description: 'seed of the per-task PRNG (Python MT19937; AgentChaos uses 42)' }),
     allowProduction: z.boolean().default(false).meta({ description: 'allow injection when NODE_ENV=production' }),
+    taskScope: z
+      .enum(TASK_SCOPES as [TaskScope, ...TaskScope[]])
+      .default('auto')
+      .meta({
+        description:
+          'what a task (the unit of per-task state: positions, single faults, seeded draws, replay caches) is when the app declares none with withTask/runWorkflow: auto (default) = the framework run (OpenAI Agents SDK trace, LangChain/LangGraph root run, AI SDK function id), else the trace when the call has a parent span, else the process; trace = the trace (a call without a parent span is its own task); process = the whole process',
+      }),
     rules: z.array(Rule).min(1).meta({ description: 'applied in order; each call may be hit by several rules' }),
   })
   .superRefine((plan, ctx) => {

@@ -19,6 +19,11 @@ export function diagnosisJson(d: Diagnosis): Record<string, unknown> {
     confidence: d.confidence,
     evidence: d.evidence,
     diagnoser: d.diagnoser,
+    agent: d.agent ?? null,
+    spanName: d.spanName ?? null,
+    operation: d.operation ?? null,
+    summary: d.summary ?? null,
+    recovered: d.recovered ?? [],
   };
 }
 

@@ -2,14 +2,7 @@
  * The one span model every trace reader normalises into, and every offline consumer (detectors, diagnosers,
  * evaluation, campaign reports) reads. Plain data: JSON-serialisable, no OTel SDK types.
  */
-import {
-  ATTR_A2A_METHOD_NAME,
-  ATTR_FL_MESSAGE_BOUNDARY,
-  ATTR_FL_MESSAGE_ID,
-  ATTR_GEN_AI_OPERATION_NAME,
-  ATTR_MCP_METHOD_NAME,
-  LLM_OPERATIONS,
-} from '../../instrumentation/semconv';
+import { isLlmCallSpan, isMessageSpan, viewTrace } from './view';
 
 export type AttrScalar = string | number | boolean;
 export type AttrValue = AttrScalar | AttrScalar[];
@@ -23,6 +16,9 @@ export interface SpanEventRecord {
   /** Epoch milliseconds (fractional). */
   time: number;
   attributes: Attributes;
+  /** The body of an OTLP log record joined to its span as an event (plain JSON data), e.g. the message of a
+   * `gen_ai.choice` record; span events have none. */
+  body?: unknown;
 }
 
 export interface SpanLinkRecord {
@@ -101,31 +97,27 @@ export function strList(attrs: Attributes, key: string): string[] | undefined {
   return undefined;
 }
 
-/** An LLM call span: operation chat / text_completion / generate_content. */
-export function isLlmSpan(span: SpanRecord): boolean {
-  const op = str(span.attributes, ATTR_GEN_AI_OPERATION_NAME);
-  return op !== undefined && LLM_OPERATIONS.includes(op);
-}
-
-/**
- * A message span: an in-process handoff through faultline's channel, an A2A client call, or an MCP tool call.
- * These are the spans inter-agent message faults land on.
+/*
+ * Steps. What counts as an LLM call or a message, and their order, is the normalisation layer's (src/traces/view):
+ * these delegate to it so that ground truth, the rules and the LLM diagnoser count steps the same way.
  */
-export function isMessageSpan(span: SpanRecord): boolean {
-  const a = span.attributes;
-  if (a[ATTR_FL_MESSAGE_BOUNDARY] !== undefined || a[ATTR_FL_MESSAGE_ID] !== undefined) return true;
-  if (span.kind === 'CLIENT' && (a[ATTR_A2A_METHOD_NAME] !== undefined || a[ATTR_MCP_METHOD_NAME] !== undefined)) return true;
-  return false;
+
+/** An LLM call span, in any producer's convention (see src/traces/view/recognize.ts). */
+export function isLlmSpan(span: SpanRecord): boolean {
+  return isLlmCallSpan(span);
 }
 
-/** LLM call spans of a trace ordered by start time: `step` is a 1-based index into this list. */
+export { isMessageSpan };
+
+/** LLM call spans of a trace ordered by start time: `step` is a 1-based index into this list. A span wrapping
+ * another LLM span (a framework's around the client's) is not a call of its own. */
 export function llmSpans(trace: TraceRecord): SpanRecord[] {
-  return trace.spans.filter(isLlmSpan);
+  return viewTrace(trace).llm.map((c) => c.span);
 }
 
 /** Message spans of a trace ordered by start time: `step` of a message fault is a 1-based index into this list. */
 export function messageSpans(trace: TraceRecord): SpanRecord[] {
-  return trace.spans.filter(isMessageSpan);
+  return viewTrace(trace).messages.map((m) => m.span);
 }
 
 /**
@@ -133,10 +125,8 @@ export function messageSpans(trace: TraceRecord): SpanRecord[] {
  * Returns undefined for any other span.
  */
 export function stepOf(trace: TraceRecord, spanId: string): number | undefined {
-  const llm = llmSpans(trace);
-  const i = llm.findIndex((s) => s.spanId === spanId);
-  if (i >= 0) return i + 1;
-  const msg = messageSpans(trace);
-  const j = msg.findIndex((s) => s.spanId === spanId);
-  return j >= 0 ? j + 1 : undefined;
+  const v = viewTrace(trace);
+  const call = v.llmOf(spanId);
+  if (call) return call.step;
+  return v.messages.find((m) => m.span.spanId === spanId)?.step;
 }

@@ -134,7 +134,7 @@ export function under(prefix: string, err: unknown): unknown {
 }
 
 /** An OTLP AnyValue as plain JSON data (used inside kvlists and nested arrays, which become JSON text). */
-function anyValuePlain(v: unknown, path: string): unknown {
+export function anyValuePlain(v: unknown, path: string): unknown {
   if (!isRecord(v)) return null;
   if ('stringValue' in v) return String(v.stringValue);
   if ('boolValue' in v) return v.boolValue === true || v.boolValue === 'true';

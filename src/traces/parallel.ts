@@ -12,8 +12,9 @@
  * (rare in exporter output, where a trace's spans come close together) has its spans sent here and is run here.
  * Memory holds the blocks in flight and the pieces of the traces still open: bounded, whatever the file's size.
  *
- * Workers are used for JSON lines only (other formats are single documents, read as they are by readTraces), and
- * only when the compiled worker script is there (a TypeScript source run uses this thread).
+ * Workers are used for JSON lines of spans only (other formats are single documents, read as they are by readTraces;
+ * OTLP logs among the inputs are joined to their spans there), and only when the compiled worker script is there
+ * (a TypeScript source run uses this thread).
  */
 import { existsSync, promises as fsp } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -25,6 +26,7 @@ import { sortSpans, type SpanRecord, type TraceRecord } from './model';
 import { detectFormat, readTraces, throwCollected, toInputError, type ReadTracesOptions } from './read';
 import { openSource, type Source } from './source';
 import { DEFAULT_MAX_LINE_BYTES } from './readers/jsonl';
+import { sniffLogs } from './readers/otlp-logs';
 import { deserializeProblem, loadTask, type FromWorker, type SummaryMessage, type TraceTask, type WorkerSetup } from './parallel-protocol';
 
 export type { TraceTask } from './parallel-protocol';
@@ -61,6 +63,8 @@ async function plan(paths: readonly string[], options: MapTracesOptions): Promis
       const src = await openSource(p);
       // Anything unusual (another format, an error) is left to readTraces, which reports it as it always does.
       if ((options.format ?? detectFormat(src)) !== 'jsonl') return none;
+      // OTLP logs beside the traces are joined to their spans by readTraces (readers/otlp-logs.ts), in this thread.
+      if (sniffLogs(src)) return none;
       sources.push(src);
       bytes += src.gzip ? src.size * 8 : src.size;
     } catch {

@@ -14,6 +14,7 @@ import * as otlpProto from './readers/otlp-proto';
 import * as jaeger from './readers/jaeger';
 import * as tempo from './readers/tempo';
 import * as jsonl from './readers/jsonl';
+import { readLogFiles } from './readers/otlp-logs';
 
 export type { TraceFormat } from './readers/document';
 export { TRACE_FORMATS } from './readers/document';
@@ -302,15 +303,17 @@ export async function* readTraces(paths: readonly string[], options: ReadTracesO
   const errors: FaultlineInputError[] = [];
   const onError = options.onError ?? ((e: FaultlineInputError) => void errors.push(e));
   const grouper = new TraceGrouper(options.idleSpans ?? DEFAULT_IDLE_SPANS);
-  for (const file of paths) {
+  // OTLP logs files among the inputs are read first; their records join their spans as events (readers/otlp-logs.ts).
+  const { join: logs, traceFiles } = await readLogFiles(paths, (file, err) => onError(toInputError(file, err)));
+  for (const file of traceFiles) {
     for await (const batch of readSpanBatches(file, { ...options, onError })) {
       for (const span of batch) {
         const done = grouper.add(span);
-        if (done.length > 0) yield* done;
+        if (done.length > 0) for (const t of done) yield logs.attach(t);
       }
     }
   }
-  yield* grouper.flush();
+  for (const t of grouper.flush()) yield logs.attach(t);
   throwCollected(errors);
 }
 

@@ -1,6 +1,7 @@
 /** Offline detection from spans: semconv content attributes, older indexed forms, content-free facts, online events. */
 import { describe, expect, test } from 'vitest';
 import { detectSpans, detectionsFromSpan, llmObservationFromSpan, messageObservationFromSpan } from '../../detectors/from-span';
+import { HISTORY_WINDOW } from '../../detectors/history';
 import { detectionAttributes } from '../../detectors/online';
 import type { SpanRecord } from '../../src/traces/model';
 
@@ -99,5 +100,19 @@ describe('observations from spans', () => {
     expect(found.get(child.spanId)).toBeUndefined();
     // Without the online event nothing is found: the ground-truth attributes are never read.
     expect(detectSpans({ traceId: parent.traceId, spans: [parent] }).get(parent.spanId)).toBeUndefined();
+  });
+});
+
+describe('detection over long traces', () => {
+  test('each call is judged against at most HISTORY_WINDOW earlier calls of its task, so long tasks stay linear', () => {
+    const seen: number[] = [];
+    const probe = { name: 'probe', applies: () => true, detect: (_o: unknown, ctx: { earlier: readonly unknown[] }) => (seen.push(ctx.earlier.length), []) };
+    const spans = Array.from({ length: 200 }, (_, i) =>
+      span({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-4o', 'gen_ai.response.id': `r${i}`, 'gen_ai.response.finish_reasons': ['stop'] }),
+    );
+    detectSpans({ traceId: spans[0]!.traceId, spans }, { detectors: [probe] });
+    expect(seen).toHaveLength(200);
+    expect(Math.max(...seen)).toBe(HISTORY_WINDOW);
+    expect(seen.slice(0, 3)).toEqual([0, 1, 2]);
   });
 });

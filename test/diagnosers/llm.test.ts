@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLlmDiagnoser, LlmAnswer } from '../../src/diagnosers/llm';
 import { createHybridDiagnoser } from '../../src/diagnosers/hybrid';
+import { diagnoseEach } from '../../src/diagnosers/index';
+import { DiagnoserError, type DiagnosisOutcome } from '../../src/diagnosers/types';
 import { isFaultlineError } from '../../src/errors';
 import { llmSpans } from '../../src/traces/model';
 import { TraceBuilder } from './support/builder';
@@ -105,32 +107,41 @@ describe('llm diagnoser against a scripted OpenAI-compatible server', () => {
     expect(seen).toHaveLength(2);
   });
 
-  it('hostile output (unknown type, extra keys, injected text, out-of-range step) is rejected; after the retries a clear fallback', async () => {
+  it('hostile output (unknown type, extra keys, injected text, out-of-range step) is rejected; after the retries the trace is an error, not none', async () => {
     script = [
       { content: answer({ faultType: 'catastrophe' }) },
       { content: answer({ step: 99 }) },
       { content: answer({ note: 'I also ran rm -rf /' }) },
     ];
-    const d = await diag().diagnose(trace);
+    const err = await diag().diagnose(trace).then(() => undefined, (e: unknown) => e);
     expect(seen).toHaveLength(3);
-    expect(d).toMatchObject({ faultType: 'none', confidence: 0, spanId: null, step: null });
-    expect(d.evidence[0]).toMatch(/^llm diagnoser failed: reply does not match the schema/);
+    expect(err).toBeInstanceOf(DiagnoserError);
+    expect(err).toMatchObject({ traceId: trace.traceId, diagnoser: 'llm' });
+    expect((err as Error).message).toMatch(/^llm diagnoser failed after 3 attempts: reply does not match the schema/);
   });
 
   it('an out-of-range step alone is rejected', async () => {
     script = [{ content: answer({ step: 4 }) }];
-    const d = await diag({ retries: 0 }).diagnose(trace);
-    expect(d.evidence[0]).toContain('step 4 is out of range: the trace has 3 llm steps');
+    await expect(diag({ retries: 0 }).diagnose(trace)).rejects.toThrow('step 4 is out of range: the trace has 3 llm steps');
   });
 
-  it('an unreachable endpoint and an endpoint that returns garbage end in the fallback, never a throw', async () => {
+  it('an unreachable endpoint and an endpoint that returns garbage make that trace an error (DiagnoserError), never none', async () => {
     const down = createLlmDiagnoser({ baseUrl: 'http://127.0.0.1:1/v1', backoffMs: 1, retries: 1, timeoutMs: 2000 });
-    const d = await down.diagnose(trace);
-    expect(d.confidence).toBe(0);
-    expect(d.evidence[0]).toContain('llm diagnoser failed: request failed');
+    const err = await down.diagnose(trace).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(DiagnoserError);
+    expect((err as Error).message).toContain('request failed');
     script = [{ raw: '<html>proxy</html>' }];
-    const g = await diag({ retries: 0 }).diagnose(trace);
-    expect(g.evidence[0]).toContain('did not return chat completions JSON');
+    await expect(diag({ retries: 0 }).diagnose(trace)).rejects.toThrow('did not return chat completions JSON');
+  });
+
+  it('diagnoseEach reports a down endpoint per trace and goes on with the others', async () => {
+    const other = b.trace((w) => w.agent('a', (a) => a.chat({ text: 'fine' })));
+    script = [{ status: 503 }, { content: answer({ faultType: 'none', kind: 'none', step: null, confidence: 0.8 }) }];
+    const out: DiagnosisOutcome[] = [];
+    for await (const o of diagnoseEach(diag({ retries: 0 }), [trace, other])) out.push(o);
+    expect(out.map((o) => o.ok)).toEqual([false, true]);
+    expect(out[0]).toMatchObject({ ok: false, failure: { traceId: trace.traceId, diagnoser: 'llm', error: expect.stringContaining('HTTP 503') } });
+    expect(out[1]).toMatchObject({ ok: true, diagnosis: { traceId: other.traceId, faultType: 'none' } });
   });
 
   it('reads FAULTLINE_LLM_* from the environment; without a base URL it is a usage error', () => {
@@ -167,11 +178,13 @@ describe('hybrid diagnoser routes by category', () => {
     expect(d.evidence.join(' ')).toContain('routed to llm (rules said none)');
   });
 
-  it('when the LLM fails, the rules answer stands', async () => {
+  it('when the LLM is needed and fails, the trace is an error (the rules alone are not passed off as the answer)', async () => {
     const clean = b.trace((w) => w.agent('a', (a) => a.chat({ text: 'fine' })));
     script = [{ status: 503 }, { status: 503 }, { status: 503 }];
-    const d = await createHybridDiagnoser({ llm: { baseUrl, backoffMs: 1 } }).diagnose(clean);
-    expect(d.faultType).toBe('none');
-    expect(d.evidence.join(' ')).toContain('llm diagnoser failed: HTTP 503');
+    const err = await createHybridDiagnoser({ llm: { baseUrl, backoffMs: 1 } }).diagnose(clean).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(DiagnoserError);
+    expect(err).toMatchObject({ diagnoser: 'hybrid', traceId: clean.traceId });
+    expect((err as Error).message).toContain('HTTP 503');
+    expect((err as Error).message).toContain('the rules alone said none');
   });
 });

@@ -189,6 +189,22 @@ describe('mapTraces on worker threads', () => {
     expect(one.out.filter((d) => d.faultType !== 'none').length).toBeGreaterThan(10);
   }, 60_000);
 
+  it('OTLP logs among the inputs join their spans as in one thread (read there: workers hold no log records)', async () => {
+    const p = join(dir, 'with-logs.jsonl');
+    writeFileSync(p, fleetLines(7, 200).join('\n') + '\n');
+    const target = span(10, 0, 0);
+    const logs = join(dir, 'with-logs.logs.jsonl');
+    const record = { traceId: target.traceId, spanId: target.spanId, timeUnixNano: '1700000000000000000', attributes: [{ key: 'event.name', value: { stringValue: 'gen_ai.choice' } }], body: { kvlistValue: { values: [] } } };
+    writeFileSync(logs, [record, record].map((r) => JSON.stringify({ resourceLogs: [{ resource: {}, scopeLogs: [{ scope: { name: 'l' }, logRecords: [r] }] }] })).join('\n') + '\n');
+    const EVENTS = { ...TASK, name: 'events' };
+    type Events = { traceId: string; events: string[][] };
+    const one = await collect(mapTraces<Events>([logs, p], EVENTS, { workers: 0, blockBytes: 4 * 1024 }));
+    const two = await collect(mapTraces<Events>([logs, p], EVENTS, { workers: 2, blockBytes: 4 * 1024 }));
+    expect(two.out).toEqual(one.out);
+    expect((two.error as Error).message).toBe((one.error as Error).message);
+    expect(one.out.filter((t) => t.events.some((e) => e.includes('gen_ai.choice')))).toHaveLength(1);
+  }, 30_000);
+
   it('a task that throws, and a consumer that stops early, end the run (no hang)', async () => {
     const p = join(dir, 'small.jsonl');
     writeFileSync(p, fleetLines(5, 300).join('\n') + '\n');

@@ -1,0 +1,45 @@
+/**
+ * Being told when a framework loads, without loading it, patching it or hooking the module loader: the frameworks we
+ * bridge publish a process-wide singleton on `globalThis` under a `Symbol.for` key (so that every copy of the package
+ * shares it) the first time they are imported or used. An accessor on that key hears the assignment, in CommonJS and
+ * ES module apps alike, and otherwise behaves as the plain property the framework expects.
+ */
+import { logger } from '../../src/diag';
+
+const log = logger('frameworks');
+
+/**
+ * Call `onSet` with the value the framework publishes at `key` (now, if it already has). Returns the removal of the
+ * trap, which leaves the published value in place as a plain property.
+ */
+export function whenGlobalSet(key: symbol, onSet: (value: unknown) => void): () => void {
+  const call = (value: unknown): void => {
+    try {
+      onSet(value);
+    } catch (err) {
+      log.error(`internal error bridging ${String(key)} (ignored, the application is unaffected):`, err);
+    }
+  };
+  const existing = Object.getOwnPropertyDescriptor(globalThis, key);
+  // Someone else's accessor, or a property we may not redefine: leave it alone.
+  if (existing !== undefined && (!('value' in existing) || (existing.value === undefined && existing.configurable !== true))) return () => {};
+  if (existing?.value !== undefined) {
+    call(existing.value);
+    return () => {};
+  }
+  let value: unknown;
+  const get = (): unknown => value;
+  Object.defineProperty(globalThis, key, {
+    configurable: true,
+    enumerable: false,
+    get,
+    set(v: unknown) {
+      value = v;
+      if (v !== undefined) call(v);
+    },
+  });
+  return () => {
+    if (Object.getOwnPropertyDescriptor(globalThis, key)?.get !== get) return;
+    Object.defineProperty(globalThis, key, { configurable: true, enumerable: false, writable: true, value });
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * What the rules collect per span: signals (a fault type, a confidence, a sentence of evidence, where it came from),
+ * and the faultline events they are read from when present (online detections, guard actions). Shared by the LLM
+ * call rules (rules.ts) and the message rules (messages.ts).
+ */
+import {
+  ATTR_FL_DETECTION_CONFIDENCE,
+  ATTR_FL_DETECTION_DETECTOR,
+  ATTR_FL_DETECTION_EVIDENCE,
+  ATTR_FL_DETECTION_FAULT_TYPE,
+  ATTR_FL_GUARD_ACTION,
+  ATTR_FL_GUARD_REASON,
+  EVENT_FL_DETECTION,
+  EVENT_FL_GUARD,
+} from '../../instrumentation/semconv';
+import { isFaultType, type FaultType } from '../taxonomy';
+import { num, str, type SpanRecord } from '../traces/model';
+import type { SpanFailure } from '../traces/view';
+
+export interface Signal {
+  faultType: Exclude<FaultType, 'none'>;
+  /** 0..1 */
+  confidence: number;
+  evidence: string;
+  /** Where the signal came from: span metadata, an online detection event, an offline detector finding, or a
+   * guard's recorded action (a fault a protection recovered from leaves only that). */
+  source: 'metadata' | 'detection' | 'detector' | 'guard';
+}
+
+export interface DetectionEvent {
+  detector: string;
+  faultType: FaultType;
+  confidence: number;
+  evidence: string;
+}
+
+/** The online detectors' findings recorded on the span as `faultline.detection` events. */
+export function detectionEvents(span: SpanRecord): DetectionEvent[] {
+  const out: DetectionEvent[] = [];
+  for (const e of span.events) {
+    if (e.name !== EVENT_FL_DETECTION) continue;
+    const t = e.attributes[ATTR_FL_DETECTION_FAULT_TYPE];
+    if (!isFaultType(t) || t === 'none') continue;
+    const c = num(e.attributes, ATTR_FL_DETECTION_CONFIDENCE);
+    out.push({
+      detector: str(e.attributes, ATTR_FL_DETECTION_DETECTOR) ?? 'detector',
+      faultType: t,
+      confidence: c === undefined ? 0.8 : Math.min(1, Math.max(0, c)),
+      evidence: str(e.attributes, ATTR_FL_DETECTION_EVIDENCE) ?? '',
+    });
+  }
+  return out;
+}
+
+export interface GuardEvent {
+  action: string;
+  reason: string;
+}
+
+/** The guards' `faultline.guard` events: what a protection did on this span (recovered faults leave these). */
+export function guardEvents(span: SpanRecord): GuardEvent[] {
+  return span.events
+    .filter((e) => e.name === EVENT_FL_GUARD)
+    .map((e) => ({ action: str(e.attributes, ATTR_FL_GUARD_ACTION) ?? '', reason: str(e.attributes, ATTR_FL_GUARD_REASON) ?? '' }));
+}
+
+export function durationMs(span: SpanRecord): number {
+  return Math.max(0, span.end - span.start);
+}
+
+/** Median of `sorted` (ascending) with one occurrence of `without` left out; O(log n), so long traces stay linear. */
+export function medianWithout(sorted: readonly number[], without: number): number | undefined {
+  const n = sorted.length - 1;
+  if (n <= 0) return undefined;
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const m = (lo + hi) >> 1;
+    if (sorted[m]! < without) lo = m + 1;
+    else hi = m;
+  }
+  const skip = lo;
+  const at = (i: number): number => sorted[i < skip ? i : i + 1]!;
+  const mid = n >> 1;
+  return n % 2 === 1 ? at(mid) : (at(mid - 1) + at(mid)) / 2;
+}
+
+/** A failed span's signal: `timeout` when the failure names a timeout or deadline, else `error`. */
+export function failureSignal(f: SpanFailure | undefined, span: SpanRecord): Signal | undefined {
+  if (!f) return undefined;
+  const parts = [
+    f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : undefined,
+    f.errorType !== undefined ? `error.type=${f.errorType}` : undefined,
+    span.attributes['rpc.response.status_code'] !== undefined ? `rpc status ${String(span.attributes['rpc.response.status_code'])}` : undefined,
+    span.status.code === 'ERROR' ? `status ERROR${f.message ? `: ${f.message.slice(0, 80)}` : ''}` : f.message ? f.message.slice(0, 80) : undefined,
+  ].filter((p): p is string => p !== undefined);
+  return { faultType: f.timeout ? 'timeout' : 'error', confidence: 0.95, evidence: parts.join(', '), source: 'metadata' };
+}

@@ -1,0 +1,116 @@
+/**
+ * Lose no data, whatever way the process ends, without changing how it ends.
+ *
+ *  - Normal end (`beforeExit`): flush; the loop then drains and the process exits as it would have.
+ *  - `process.exit(n)`, an uncaught exception, an unhandled rejection: only synchronous code runs (the `exit` event).
+ *    The spans still open are ended as interrupted, the batch processors hand their buffers to the exporters (the
+ *    file exporter writes synchronously) and what OTLP still holds is sent from a child process the exiting one
+ *    waits for (sdk.ts, exporters/exit-safe.ts), at most EXIT_FLUSH_TIMEOUT_MS. Which of the three it was comes from
+ *    `uncaughtExceptionMonitor`, which observes without handling (an `uncaughtException` or `unhandledRejection`
+ *    listener would keep the process alive or change what Node prints).
+ *  - SIGTERM / SIGINT: when the app has its own listener, it decides what happens: we flush what has ended and leave
+ *    the rest to the `exit` path if it exits. When it has none (the default is to die by the signal), we end the
+ *    open spans as interrupted, flush, and re-raise the signal, so the exit status is the signal's.
+ *
+ * Nothing here throws into the app or sets an exit code.
+ */
+import { logger } from './diag';
+import type { SdkHandle } from './sdk';
+
+const log = logger('exit');
+
+/** How long a signal's flush, or the exit path's OTLP send, may hold the process. */
+export const EXIT_FLUSH_TIMEOUT_MS = 5000;
+
+export interface ExitHookOptions {
+  sdk: SdkHandle;
+  /** A line for stderr when the process ends (the plan's summary), computed then. */
+  summary?: () => string | undefined;
+}
+
+export function installExitHooks({ sdk, summary }: ExitHookOptions): () => void {
+  let origin: string | undefined;
+  let signalled: NodeJS.Signals | undefined;
+  let ended = false;
+
+  const say = (): void => {
+    try {
+      const line = summary?.();
+      if (line) process.stderr.write(line + '\n');
+    } catch (err) {
+      log.error('could not write the exit summary:', err);
+    }
+  };
+
+  // beforeExit fires again when our flush made the loop alive (an export); spans ended in between are flushed on the
+  // next round. A flush with nothing to send does no I/O, so the loop ends; the cap guards exporters that always send.
+  let rounds = 0;
+  const onBeforeExit = (): void => {
+    if (++rounds > 3) return;
+    sdk.forceFlush().catch((err: unknown) => log.warn('flush at exit failed:', err));
+  };
+
+  const onCrash = (_err: unknown, how: string): void => {
+    origin = how; // 'uncaughtException' or 'unhandledRejection'
+  };
+
+  const onExit = (): void => {
+    if (ended) return;
+    ended = true;
+    try {
+      const reason = origin ?? signalled ?? 'exit';
+      const interrupted = sdk.endOpenSpans(reason);
+      const r = sdk.flushSync(EXIT_FLUSH_TIMEOUT_MS);
+      if (interrupted > 0 || r.otlp) log.debug(`at exit (${reason}): ${interrupted} spans ended as interrupted`, r.otlp ?? '');
+      if (r.otlp && !r.otlp.ok) process.stderr.write(`faultline: ${r.otlp.spans} spans could not be sent to the OTLP endpoint at exit\n`);
+    } catch (err) {
+      log.error('flush at exit failed:', err);
+    }
+    say();
+  };
+
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signalled = signal;
+    if (process.listenerCount(signal) > 1) {
+      // The app handles it: it may keep running, so nothing is ended for it; what has ended is flushed.
+      sdk.forceFlush().catch((err: unknown) => log.warn(`flush on ${signal} failed:`, err));
+      return;
+    }
+    let done = false;
+    const die = (): void => {
+      if (done) return;
+      done = true;
+      ended = true;
+      say();
+      process.removeListener(signal, onSignal);
+      process.kill(process.pid, signal);
+    };
+    const timer = setTimeout(die, EXIT_FLUSH_TIMEOUT_MS);
+    timer.unref();
+    try {
+      sdk.endOpenSpans(signal);
+    } catch (err) {
+      log.error(`ending the open spans on ${signal} failed:`, err);
+    }
+    sdk
+      .forceFlush()
+      .catch((err: unknown) => log.warn(`flush on ${signal} failed:`, err))
+      .finally(() => {
+        clearTimeout(timer);
+        die();
+      });
+  };
+
+  process.on('beforeExit', onBeforeExit);
+  process.on('uncaughtExceptionMonitor', onCrash);
+  process.on('exit', onExit);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return () => {
+    process.removeListener('beforeExit', onBeforeExit);
+    process.removeListener('uncaughtExceptionMonitor', onCrash);
+    process.removeListener('exit', onExit);
+    process.removeListener('SIGTERM', onSignal);
+    process.removeListener('SIGINT', onSignal);
+  };
+}

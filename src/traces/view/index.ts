@@ -1,0 +1,157 @@
+/**
+ * The one reading of a trace (`viewTrace`): its LLM calls, inter-agent messages, tool executions and agents, each
+ * read once from whichever producer's names the spans carry — latest GenAI semconv, its older names, content as
+ * span events or joined OTLP log records, OpenInference, OpenLLMetry — with faultline's own facts used when present.
+ * The offline detectors (detectors/from-span.ts) and every diagnoser read this, never raw attributes.
+ */
+import type { SpanRecord, TraceRecord } from '../model';
+import { readLlmCall, spanFailure, str } from './llm';
+import { isMessageSpan, readMessage } from './message';
+import { DETECTION_CHILD, agentOfSpan, llmOperation, toolOfSpan } from './recognize';
+import type { AgentSpan, LlmCall, MessageStep, SpanFailure, Step, ToolStep, TraceView } from './types';
+
+export type { AgentSpan, Convention, FaultlineFacts, LlmCall, MessageStep, SpanFailure, Step, ToolStep, TraceView } from './types';
+export type { GenAiMessage, ToolCallPart, ToolDefinition } from './content';
+export type { MessageFacts } from './message';
+export { messageText } from './content';
+export { looksLikeTimeout, spanFailure } from './llm';
+export { isMessageSpan, messageObservation, readMessage } from './message';
+export { DETECTION_CHILD, agentOfSpan, isLlmCallSpan, llmOperation, toolOfSpan } from './recognize';
+
+const views = new WeakMap<TraceRecord, TraceView>();
+
+/** The reading of a trace, built once per TraceRecord object (spans must already be in start order). */
+export function viewTrace(trace: TraceRecord): TraceView {
+  let v = views.get(trace);
+  if (!v) {
+    v = build(trace);
+    views.set(trace, v);
+  }
+  return v;
+}
+
+function build(trace: TraceRecord): TraceView {
+  const byId = new Map<string, SpanRecord>();
+  for (const s of trace.spans) byId.set(s.spanId, s);
+  const parentOf = (s: SpanRecord): SpanRecord | undefined => (s.parentSpanId !== undefined ? byId.get(s.parentSpanId) : undefined);
+
+  // Online detection recorded after the exchange span ended rides on a zero-length child: credit its parent.
+  const detectionChildren = new Map<string, SpanRecord[]>();
+  for (const s of trace.spans) {
+    if (s.name !== DETECTION_CHILD || s.parentSpanId === undefined || !byId.has(s.parentSpanId)) continue;
+    const list = detectionChildren.get(s.parentSpanId) ?? [];
+    list.push(s);
+    detectionChildren.set(s.parentSpanId, list);
+  }
+
+  // LLM call candidates; one that has another LLM span below it (a framework's span around the client's, the
+  // client instrumentation's span around faultline's per-attempt span) is a wrapper of that call, not a call.
+  const ops = new Map<string, string>();
+  for (const s of trace.spans) {
+    const op = llmOperation(s);
+    if (op !== undefined) ops.set(s.spanId, op);
+  }
+  const wrappers = new Set<string>();
+  for (const id of ops.keys()) {
+    let p = parentOf(byId.get(id)!);
+    for (let depth = 0; p && depth < 64; depth++, p = parentOf(p)) if (ops.has(p.spanId)) wrappers.add(p.spanId);
+  }
+
+  const agentCache = new Map<string, AgentSpan | null>();
+  const agentSpans: AgentSpan[] = [];
+  const agentById = new Map<string, AgentSpan>();
+  for (const s of trace.spans) {
+    const a = agentOfSpan(s);
+    if (a) {
+      const rec: AgentSpan = { span: s, ...a };
+      agentSpans.push(rec);
+      agentById.set(s.spanId, rec);
+    }
+  }
+  /** The nearest ancestor agent; a workflow or task only when no agent is above. */
+  const agentOf = (span: SpanRecord): AgentSpan | undefined => {
+    const hit = agentCache.get(span.spanId);
+    if (hit !== undefined) return hit ?? undefined;
+    let fallback: AgentSpan | undefined;
+    let found: AgentSpan | undefined;
+    let p = parentOf(span);
+    for (let depth = 0; p && depth < 64 && !found; depth++, p = parentOf(p)) {
+      const a = agentById.get(p.spanId);
+      if (a?.kind === 'agent') found = a;
+      else if (a && !fallback) fallback = a;
+    }
+    const r = found ?? fallback;
+    if (!r) {
+      // An LLM span that names its agent itself (frameworks that put gen_ai.agent.name on the call).
+      const own = str(span.attributes, 'gen_ai.agent.name') ?? str(span.attributes, 'traceloop.entity.path');
+      if (own !== undefined) {
+        const rec: AgentSpan = { span, name: own, kind: 'agent' };
+        agentCache.set(span.spanId, rec);
+        return rec;
+      }
+    }
+    agentCache.set(span.spanId, r ?? null);
+    return r;
+  };
+
+  const llm: LlmCall[] = [];
+  const messages: MessageStep[] = [];
+  const tools: ToolStep[] = [];
+  const steps: Step[] = [];
+  const llmById = new Map<string, LlmCall>();
+  for (const s of trace.spans) {
+    const op = ops.get(s.spanId);
+    if (op !== undefined && !wrappers.has(s.spanId)) {
+      const call = readLlmCall(s, op, llm.length + 1);
+      const agent = agentOf(s);
+      if (agent) call.agent = agent;
+      llm.push(call);
+      steps.push(call);
+      llmById.set(s.spanId, call);
+    } else if (op === undefined && s.name !== DETECTION_CHILD && isMessageSpan(s)) {
+      const m: MessageStep = { kind: 'message', span: s, step: messages.length + 1, facts: readMessage(s) };
+      const agent = agentOf(s);
+      if (agent) m.agent = agent;
+      messages.push(m);
+      steps.push(m);
+    }
+    const tool = toolOfSpan(s);
+    if (tool !== undefined) {
+      const t: ToolStep = { kind: 'tool', span: s, name: tool };
+      const a = s.attributes;
+      const callId = str(a, 'gen_ai.tool.call.id') ?? str(a, 'tool.id') ?? str(a, 'tool_call.id');
+      const args = str(a, 'gen_ai.tool.call.arguments') ?? str(a, 'traceloop.entity.input') ?? (a['openinference.span.kind'] !== undefined ? str(a, 'input.value') : undefined);
+      const result = str(a, 'gen_ai.tool.call.result') ?? str(a, 'traceloop.entity.output') ?? (a['openinference.span.kind'] !== undefined ? str(a, 'output.value') : undefined);
+      if (callId !== undefined) t.callId = callId;
+      if (args !== undefined) t.arguments = args;
+      if (result !== undefined) t.result = result;
+      const failure = spanFailure(s);
+      if (failure) t.failure = failure;
+      const agent = agentOf(s);
+      if (agent) t.agent = agent;
+      tools.push(t);
+    }
+  }
+
+  const failures = new Map<string, SpanFailure | null>();
+  return {
+    trace,
+    byId,
+    llm,
+    messages,
+    tools,
+    agents: agentSpans,
+    steps,
+    detectionChildren,
+    llmOf: (spanId) => llmById.get(spanId),
+    agentOf,
+    failureOf(span) {
+      let f = failures.get(span.spanId);
+      if (f === undefined) {
+        f = spanFailure(span) ?? null;
+        failures.set(span.spanId, f);
+      }
+      return f ?? undefined;
+    },
+  };
+}
