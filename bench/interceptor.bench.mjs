@@ -38,11 +38,27 @@ const CONFIGS = {
   'otel-undici': '@opentelemetry/instrumentation-undici 0.33 alone',
   floor: 'HTTP-level reading alone, no spans (JSON.parse of request and answer / every event)',
   'floor-span': 'HTTP-level reading + one span without attributes, entered around the dispatch',
-  faultline: 'faultline GenAI layer (no plan)',
-  register: 'faultline register default (GenAI layer + online detectors + instrumentation-undici)',
+  faultline: 'faultline GenAI layer alone (FaultlineInstrumentation, no plan, no detectors)',
+  register: 'faultline register default, as installed (startRuntime with the environment\'s defaults)',
+  'register-undici': 'register default + instrumentation-undici\'s HTTP child span (OTEL_NODE_ENABLED_INSTRUMENTATIONS=undici)',
+  'register-nodetect': 'register default without online detectors (FAULTLINE_DETECT=false)',
+  'plan-nomatch': 'register default + a fault plan whose rule matches no call',
+  guards: 'register default + guards on (a route on every call: retry, detectors judging each JSON answer)',
   'otel-openai': '@opentelemetry/instrumentation-openai 0.21',
   traceloop: '@traceloop/instrumentation-openai 0.27',
   openinference: '@arizeai/openinference-instrumentation-openai 4.2',
+};
+
+/**
+ * The configurations that run faultline's runtime as `faultline/register` does (src/start.ts: its defaults, read from
+ * the environment), with the bench's span processors in place of the trace file so every row exports the same way.
+ */
+const RUNTIME = {
+  register: {},
+  'register-undici': { env: { OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici' } },
+  'register-nodetect': { env: { FAULTLINE_DETECT: 'false' } },
+  'plan-nomatch': { options: { plan: { rules: [{ fault: 'http_429', match: { model: 'no-such-model' } }] } } },
+  guards: { options: { guards: { routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 1 } }] } } },
 };
 
 function records() {
@@ -61,19 +77,27 @@ async function child(config) {
   const counter = { onStart() {}, onEnd() { spanCount++; }, forceFlush: async () => {}, shutdown: async () => {} };
   const drop = new InMemorySpanExporter();
   drop.export = (spans, cb) => cb({ code: 0 });
-  const provider = new NodeTracerProvider({ spanProcessors: [counter, new BatchSpanProcessor(drop)] });
-  provider.register();
+  const spanProcessors = [counter, new BatchSpanProcessor(drop)];
+  let provider;
+  if (RUNTIME[config]) {
+    const { startRuntime } = require(join(DIST, 'src', 'start'));
+    const { options = {}, env = {} } = RUNTIME[config];
+    const runtime = startRuntime({ ...options, spanProcessors, exitHooks: false, env: { ...process.env, ...env, OTEL_TRACES_EXPORTER: 'none' } });
+    provider = { forceFlush: () => runtime.forceFlush(), shutdown: () => runtime.shutdown() };
+  } else {
+    provider = new NodeTracerProvider({ spanProcessors });
+    provider.register();
+  }
+  // A span ends a moment after the app has its answer: settle those before counting.
+  const settle = config === 'faultline' ? require(join(DIST, 'instrumentation')).settleExchanges : async () => {};
 
-  if (config === 'otel-undici' || config === 'register') {
+  if (config === 'otel-undici') {
     const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici');
     new UndiciInstrumentation();
   }
-  if (config === 'faultline' || config === 'register') {
+  if (config === 'faultline') {
     const { FaultlineInstrumentation } = require(join(DIST, 'instrumentation'));
-    // What `faultline/register` wires by default besides the layer: the online detectors (FAULTLINE_DETECT).
-    const detect =
-      config === 'register' ? { onExchangeEnd: require(join(DIST, 'detectors', 'online')).createOnlineDetection().onExchangeEnd } : {};
-    new FaultlineInstrumentation(detect).enable();
+    new FaultlineInstrumentation().enable();
   }
   if (config === 'floor' || config === 'floor-span') require(join(here, 'http-floor.cjs')).install({ span: config === 'floor-span' });
   if (config === 'otel-openai') {
@@ -125,6 +149,7 @@ async function child(config) {
       if (n === 0) throw new Error('empty stream');
     }
     const streamCpuMs = cpu(process.cpuUsage(c0)) / STREAM_CALLS;
+    await settle();
     await provider.forceFlush();
     return { jsonMs, streamMs, ttfcMs, jsonCpuMs, streamCpuMs, spans: spanCount };
   }
@@ -134,6 +159,7 @@ async function child(config) {
       if (i % 3 !== 2) await client.chat.completions.create(json.request);
       else for await (const _c of await client.chat.completions.create(stream.request));
     }
+    await settle();
     await provider.forceFlush();
     return 'warm';
   }
@@ -288,7 +314,8 @@ async function parent() {
     'row (bench/http-floor.cjs) does only that reading, with no span and no OTel: it is the least any HTTP-level instrumentation pays.',
     'The floor-with-span row adds the one thing such an instrumentation exists for: a span (no attributes) around each call, entered as',
     'the active context for the dispatch (which turns on AsyncLocalStorage\'s promise hooks, as every row that emits spans does).',
-    'The register-default row adds what `faultline/register` wires by default: online detectors and instrumentation-undici.',
+    'The register rows run faultline\'s runtime (src/start.ts) with its defaults as the environment gives them, exporting like every',
+    'other row; the variants add or remove one default each, or add a plan or guards.',
     '',
     '**Client CPU per call** (process.cpuUsage of the client process over a round ÷ calls). This is the cost an instrumentation adds',
     'to the calling process, and it stays meaningful on a loaded machine, where wall-clock loopback times are dominated by',
@@ -328,36 +355,59 @@ async function parent() {
   const call = (d) => `${signed(d.median)} (${signed(d.lo)} … ${signed(d.hi)}) ${d.hi < 0 ? 'below' : d.lo > 0 ? 'above' : 'not distinguishable'}`;
   lines.push(
     '',
-    '**Goal check** (issue 2): one configuration minus another, per round, then the median and its 95% confidence interval over',
+    '**Goal check** (issue 16): one configuration minus another, per round, then the median and its 95% confidence interval over',
     'rounds (µs; CPU per call, and wall clock: the round\'s median call, and first chunk). "below" / "above" only when the interval',
-    'excludes zero. The middle rows ask the same of the floor with a span: whether any HTTP-level instrumentation that emits a span',
-    'could be below. The last rows give each instrumentation\'s own delay against bare, the first-chunk part of the goal.',
+    'excludes zero. For register\'s default, with a plan that matches no call, and with guards on: against each GenAI',
+    'instrumentation (CPU below every one), and against bare (the first chunk and the full answer: not distinguishable from zero).',
+    'The last rows give the floor with a span and each instrumentation\'s own delay against bare.',
     '',
     '| | JSON call CPU | JSON call wall | streamed call CPU | streamed call wall | first chunk |',
     '|---|---|---|---|---|---|',
   );
-  const short = { bare: 'bare', 'floor-span': 'the floor with a span', 'otel-openai': 'instrumentation-openai', traceloop: 'traceloop', openinference: 'openinference' };
+  const short = {
+    bare: 'bare',
+    'floor-span': 'the floor with a span',
+    faultline: 'the GenAI layer alone',
+    register: 'register default',
+    'register-undici': 'register + undici span',
+    'register-nodetect': 'register without detectors',
+    'plan-nomatch': 'register + plan (no match)',
+    guards: 'register + guards',
+    'otel-openai': 'instrumentation-openai',
+    traceloop: 'traceloop',
+    openinference: 'openinference',
+  };
+  const subjects = ['register', 'plan-nomatch', 'guards'];
   const pairs = [
-    ...[...genai, 'floor-span', 'bare'].map((n) => ['faultline', n]),
-    ...genai.map((n) => ['floor-span', n]),
+    ...subjects.flatMap((a) => [...genai, 'bare'].map((b) => [a, b])),
+    ['register-undici', 'register'],
+    ['register', 'register-nodetect'],
+    ['faultline', 'bare'],
     ...['floor-span', ...genai].map((n) => [n, 'bare']),
   ];
   for (const [a, b] of pairs) {
-    const label = `${a === 'faultline' ? 'faultline' : short[a]} − ${short[b]}`;
+    const label = `${short[a]} − ${short[b]}`;
     const cells = ['jsonCpu', 'jsonWall', 'streamCpu', 'streamWall', 'ttfc'].map((m) => call(vs(a, b, m)));
     lines.push(`| ${label} | ${cells.join(' | ')} |`);
   }
-  const goal = (m) => {
-    const ds = genai.map((n) => vs('faultline', n, m));
+  const goal = (subject, m) => {
+    const ds = genai.map((n) => vs(subject, n, m));
     if (ds.every((d) => d.hi < 0)) return 'met (below every one)';
     if (ds.some((d) => d.lo > 0)) return 'NOT met (above at least one)';
     return 'not settled by this run (not distinguishable from at least one, above none)';
   };
-  const ttfc = vs('faultline', 'bare', 'ttfc');
+  const delay = (subject, m) => {
+    const d = vs(subject, 'bare', m);
+    return `${d.lo > 0 ? 'measurably delayed' : 'not measurably delayed'} (${signed(d.median)} µs, 95% ${signed(d.lo)} … ${signed(d.hi)})`;
+  };
+  for (const subject of subjects) {
+    lines.push(
+      '',
+      `Goal, ${short[subject]}: CPU per JSON call ${goal(subject, 'jsonCpu')}; per streamed call ${goal(subject, 'streamCpu')}; ` +
+        `against bare, first chunk ${delay(subject, 'ttfc')}, full JSON answer ${delay(subject, 'jsonWall')}, full stream ${delay(subject, 'streamWall')}.`,
+    );
+  }
   lines.push(
-    '',
-    `Goal: JSON CPU ${goal('jsonCpu')}, wall ${goal('jsonWall')}; streamed CPU ${goal('streamCpu')}, wall ${goal('streamWall')}; first chunk ${ttfc.lo > 0 ? 'measurably delayed' : 'not measurably delayed'} ` +
-      `(faultline minus bare: ${signed(ttfc.median)} µs, 95% interval ${signed(ttfc.lo)} … ${signed(ttfc.hi)}).`,
     '',
     // The floor rows are what any instrumentation at the HTTP level pays before it records anything, without and with
     // the one span it exists to emit.

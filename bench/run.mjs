@@ -32,16 +32,20 @@ for (const f of files) {
   const stamp = `_Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (${machine}), ${((Date.now() - started) / 1000).toFixed(0)} s._`;
   writeFileSync(join(outDir, f.replace('.bench.mjs', '.md')), out.trim() + '\n\n' + stamp + '\n');
 }
-const sections = all
+// Every section in bench/out/ (this run's and earlier runs' in this checkout) replaces the section of the same title in
+// BENCHMARKS.md, in place; the sections of benches not run here are kept as they were.
+const fresh = all
   .map((f) => join(outDir, f.replace('.bench.mjs', '.md')))
   .filter((p) => existsSync(p))
   .map((p) => readFileSync(p, 'utf8').trim());
-const header = [
-  '# Benchmarks',
-  '',
-  'Produced by `npm run bench` (all sections) or `npm run bench -- NAME` (one section, e.g. `interceptor`); each',
-  'section says when and on what it ran. Machines here are shared and noisy: every number that matters is a ratio',
-  'to a baseline measured in the same run, with configurations interleaved.',
-  '',
-].join('\n');
-writeFileSync(join(here, '..', 'BENCHMARKS.md'), header + '\n' + sections.join('\n\n') + '\n');
+const titleOf = (section) => section.split('\n', 1)[0].trim();
+const benchmarks = join(here, '..', 'BENCHMARKS.md');
+const previous = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8').split(/^(?=## )/m).slice(1).map((s) => s.trim()) : [];
+const byTitle = new Map(fresh.map((s) => [titleOf(s), s]));
+const sections = previous.map((s) => {
+  const now = byTitle.get(titleOf(s));
+  byTitle.delete(titleOf(s));
+  return now ?? s;
+});
+sections.push(...byTitle.values());
+writeFileSync(benchmarks, header + '\n' + sections.join('\n\n') + '\n');

@@ -17,7 +17,7 @@ import {
 import type { LlmRequestSummary, LlmResponseSummary, UsageSummary } from '../instrumentation/types';
 import { isFaultType } from '../src/taxonomy';
 import { num, str, type SpanRecord, type TraceRecord } from '../src/traces/model';
-import { DETECTION_CHILD, llmOperation, messageObservation, isMessageSpan, viewTrace, type LlmCall } from '../src/traces/view';
+import { DETECTION_CHILD, isMessageSpan, joinMessages, llmOperation, messageObservation, readMessage, viewTrace, type LlmCall, type Step } from '../src/traces/view';
 import { readLlmCall } from '../src/traces/view/llm';
 import { HISTORY_WINDOW } from './history';
 import { runDetectors } from './registry';
@@ -80,9 +80,9 @@ export function llmObservationFromSpan(span: SpanRecord): LlmObservation {
   return llmObservation(readLlmCall(span, llmOperation(span) ?? 'chat', 1));
 }
 
-/** A MessageObservation from a handoff / A2A / MCP span (read by src/traces/view/message.ts). */
+/** A MessageObservation from one message span read on its own (no other end: a receive span is one delivery). */
 export function messageObservationFromSpan(span: SpanRecord): MessageObservation {
-  return messageObservation(span);
+  return messageObservation(joinMessages([readMessage(span)], () => 0)[0]!);
 }
 
 /** The observation a span carries, or undefined for spans that are neither LLM calls nor messages. */
@@ -145,28 +145,38 @@ function taskOf(span: SpanRecord, byId: Map<string, SpanRecord>): string {
 /**
  * Run the detectors over every LLM call and message of a trace, in start order, each with the earlier observations of
  * its task as context; merge the online findings recorded on the spans (deduplicated by detector, type and field).
+ * A message is observed once, on the span that stands for it (its sender's, else its first receive span), with
+ * whatever of its ends the trace holds; its other ends carry only their online findings.
  */
 export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}): Map<string, Finding[]> {
   const out = new Map<string, Finding[]>();
   const view = viewTrace(trace);
   const byId = view.byId as Map<string, SpanRecord>;
   const earlier = new Map<string, Observation[]>();
+  const observe = (step: Step): Observation | undefined => {
+    if (step.kind === 'llm') return llmObservation(step);
+    const x = view.exchangeOf(step.span.spanId);
+    return x && x.step === step.span ? messageObservation(x) : undefined;
+  };
   for (const step of view.steps) {
     const span = step.span;
-    const obs: Observation = step.kind === 'llm' ? llmObservation(step) : messageObservation(span, step.facts);
+    const obs = observe(step);
     const online =
       options.includeOnline === false
         ? []
         : [...detectionsFromSpan(span), ...(view.detectionChildren.get(span.spanId) ?? []).flatMap((c) => detectionsFromSpan(c).map((f) => ({ ...f, location: { ...f.location, spanId: span.spanId } })))];
-    const task = taskOf(span, byId);
-    const prior = earlier.get(task) ?? [];
-    const ctx: DetectionContext = { earlier: prior, now: span.end };
-    if (options.contracts) ctx.contracts = options.contracts;
-    if (options.ttlMs !== undefined) ctx.ttlMs = options.ttlMs;
-    const findings = runDetectors(obs, ctx, options.detectors);
-    prior.push(obs);
-    if (prior.length > HISTORY_WINDOW) prior.shift();
-    earlier.set(task, prior);
+    let findings: Finding[] = [];
+    if (obs) {
+      const task = taskOf(span, byId);
+      const prior = earlier.get(task) ?? [];
+      const ctx: DetectionContext = { earlier: prior, now: span.end };
+      if (options.contracts) ctx.contracts = options.contracts;
+      if (options.ttlMs !== undefined) ctx.ttlMs = options.ttlMs;
+      findings = runDetectors(obs, ctx, options.detectors);
+      prior.push(obs);
+      if (prior.length > HISTORY_WINDOW) prior.shift();
+      earlier.set(task, prior);
+    }
     const seen = new Set(findings.map((f) => `${f.detector}|${f.faultType}|${f.location?.field ?? ''}`));
     for (const f of online) if (!seen.has(`${f.detector}|${f.faultType}|${f.location?.field ?? ''}`)) findings.push(f);
     if (findings.length > 0) out.set(span.spanId, findings);

@@ -1,6 +1,6 @@
 /** faultline's instrumentation: public surface only (internal-types.ts is never exported). */
 export { FaultlineInstrumentation, captureContentFromEnv } from './instrumentation';
-export { createGenAiInterceptor, type GenAiInterceptorOptions } from './interceptor';
+export { createGenAiInterceptor, flushExchanges, settleExchanges, type GenAiInterceptorOptions } from './interceptor';
 export { installInstrumentation, type InstalledInstrumentation } from './install';
 export { EXCHANGE, getExchange } from './exchange';
 export { providerName } from './providers/provider-name';

@@ -79,6 +79,7 @@ export class FaultlineInstrumentation implements Instrumentation<FaultlineInstru
       ignoreHosts: config.ignoreHosts ?? [],
       metrics: this.#metrics,
       enabled: () => this.#enabled,
+      propagate: () => config.propagateContext === true,
     });
     configureChannels({
       steps: config.channelSteps ?? [],

@@ -4,26 +4,50 @@
  *
  *     app fetch → genaiInterceptor → [steps: guard → fault] → previous global dispatcher → network
  *
+ * A call is ours only on evidence: its method and URL (a module's `matches`), its headers (a JSON body, a module's
+ * header checks) and, for modules that need it, a cheap look at its bytes (`sniff`) before they are parsed. Anything
+ * else goes straight to the dispatcher, untouched and unbuffered. A request body is never held: one at hand is read in
+ * place, a streamed one is pulled once (fetch hands over a string or buffer body as one chunk) and, when that is not
+ * the whole of it, the rest flows to the server as the application produces it while a bounded copy is kept
+ * (request-body.ts); the span then starts from what the URL says and is completed when the copy is.
+ *
  * The steps and the downstream dispatch run inside `context.with(spanContext)`, so instrumentation-undici's HTTP span
  * is our span's child and the steps see our span active. Our handler wraps the application's handler *outside* the
  * steps, so it sees exactly the chunks the application gets (after any fault or guard), and speaks the handler API
- * the application's handler speaks (legacy for Node 20/22's fetch) unless a step needs undici 7's. Anything not
- * recognised, and anything that goes wrong inside faultline, falls back to the untouched call.
+ * the application's handler speaks (legacy for Node 20/22's fetch) unless a step needs undici 7's. An encoded response
+ * is decoded for the reader by the one bounded, streaming decoder (decompress.ts): the span ends when it has drained,
+ * the application never waits for it. A redirect is a hop of the call, not a call: the span waits for the follow-up
+ * request and reads its answer. Anything not recognised, and anything that goes wrong inside faultline, falls back
+ * to the untouched call.
  */
-import { context, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { context, propagation, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { logger, safely } from '../src/diag';
+import { BodyDecoder, isIdentity } from './decompress';
 import { EXCHANGE } from './exchange';
 import { callContext } from './frameworks/scope';
 import { isLegacyHandler, toUndici7Handler, type LegacyHandler } from './handler-api';
 import { parseJsonBody } from './json-body';
-import type { LlmRequestHead, ProtocolModule, ProtocolStart, ResponseReader } from './internal-types';
+import { UNREAD, type LlmRequestHead, type ProtocolModule, type ProtocolStart, type ResponseReader } from './internal-types';
 import type { GenAiMetrics } from './metrics';
 import { protocols as defaultProtocols } from './protocols';
 import { serverPort } from './providers/request-attributes';
-import { ATTR_ERROR_TYPE } from './semconv';
+import { headerValue, MAX_PARSE_BYTES } from './providers/response-body';
+import { BodyCopy, completeAfterFirst, drain, pullFirst, requestBody, resumeStream, withContentLength, withHeaders, type FirstPull, type RequestBody } from './request-body';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_FL_REQUEST_RETRY_COUNT,
+  ATTR_FL_RESPONSE_BODY_BYTES,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK,
+  ATTR_HTTP_REQUEST_RESEND_COUNT,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_URL_FULL,
+} from './semconv';
 import type { AgentMessage, Exchange, ExchangeOutcome, Interceptor, LlmRequestSummary, Protocol } from './types';
 
 const log = logger('interceptor');
@@ -47,6 +71,12 @@ export interface GenAiInterceptorOptions {
   metrics?: GenAiMetrics;
   /** When it returns false every call passes through untouched (instrumentation disabled). */
   enabled?: () => boolean;
+  /**
+   * Put the call's trace context (the propagators of OTEL_PROPAGATORS: `traceparent`, …) on the requests the layer
+   * recognises, unless the application put its own there: so that an agent in another process continues the trace.
+   * Off when an HTTP instrumentation below the layer propagates already (instrumentation-undici does).
+   */
+  propagate?: () => boolean;
 }
 
 /** Credentials never reach a protocol module (and so never a span). */
@@ -58,12 +88,17 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
   const ignore = new Set([...(options.ignoreHosts ?? [])].map((h) => h.toLowerCase()));
   const steps = options.steps ?? [];
   const routes: RouteCache = new Map();
+  const followUps = new FollowUps();
 
   return (dispatch: DispatchFn): DispatchFn => {
     // Steps are composed once: steps[0] is the outermost, called first.
     const inner = steps.reduceRight<DispatchFn>((next, step) => step(next) as DispatchFn, dispatch);
 
     return function genaiInterceptor(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
+      if (followUps.size > 0) {
+        const parked = safely(log, 'redirect follow-up', () => followUps.take(opts), undefined);
+        if (parked !== undefined) return follow(parked, opts, handler);
+      }
       let match: Match | undefined;
       try {
         match = recognise(opts, modules, ignore, options.enabled, routes);
@@ -71,63 +106,133 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
         log.error('internal error in request matching (ignored, the application is unaffected):', err);
       }
       if (match === undefined) return dispatch(opts, handler);
+      // A step decides on this call from how the earlier ones ended (a retry of a failed call keeps its position):
+      // the spans of calls that have ended, whose reading waits for a quiet moment, end first.
+      if (steps.length > 0 && pendingTaps.size > 0) safely(log, 'pending calls', flushExchanges, undefined);
+      const t0 = performance.now();
       const parent = callContext(); // the active context, or the framework agent/tool span the call is made in
-      const body = opts.body;
-      const direct = directBody(body);
-      if (direct !== undefined || body == null) {
-        return run(opts, handler, match, parent, direct ?? EMPTY, false);
+      const body = requestBody(opts.body);
+      if (body.kind === 'opaque') return dispatch(opts, handler);
+      // No step decides on the request before it leaves: send it first and read it after. The span starts from what
+      // the URL says (a module that needs the body to tell, JSON-RPC, is read first instead).
+      if (steps.length === 0) {
+        const early = safely(log, 'span start', () => openExchange(match, parent, t0, undefined, options), undefined);
+        if (early !== undefined) return sendFirst(opts, handler, early, body);
       }
-      // A streamed request body (fetch gives an async iterable): buffer it, then re-supply it as a Buffer.
-      bufferBody(body as AsyncIterable<unknown>).then(
-        (buf) => {
-          if (buf === undefined) return dispatch(opts, handler);
-          return run(opts, handler, match, parent, buf, true);
-        },
-        (err: unknown) => reportError(handler, err as Error),
-      );
+      if (body.kind === 'bytes') return begin(opts, handler, match, parent, t0, body.bytes, undefined);
+      const m = match;
+      const iterator = body.iterator;
+      // A streamed body of unknown length is never waited for: it flows, and only what the URL says starts the span.
+      if (m.headers['content-length'] === undefined) return begin(opts, handler, m, parent, t0, undefined, { first: undefined, iterator });
+      // Of known length (fetch's string and buffer bodies): its first pull tells whether it is at hand whole.
+      void pullFirst(iterator).then((first) => {
+        let whole: Buffer | undefined;
+        try {
+          whole = completeAfterFirst(first, m.headers['content-length']);
+        } catch (err) {
+          log.error('internal error in request body reading (ignored, the application is unaffected):', err);
+          return dispatch({ ...opts, body: resumeStream(first, iterator) }, handler);
+        }
+        if (whole === undefined) return begin(opts, handler, m, parent, t0, undefined, { first, iterator });
+        if (!('error' in first) && !first.done) drain(iterator);
+        return begin({ ...opts, body: whole }, handler, m, parent, t0, whole, undefined);
+      });
       return true;
     };
 
-    function run(
+    /**
+     * Open the exchange and send the call. `whole` is the request body when it is at hand (`opts.body` then carries
+     * it); `flowing` is a streamed body still arriving, whose first pull was taken.
+     */
+    function begin(
       opts: Dispatcher.DispatchOptions,
       handler: Handler,
       match: Match,
       parent: Context,
-      buf: Buffer,
-      rebody: boolean,
+      t0: number,
+      whole: Buffer | undefined,
+      flowing: { first: FirstPull | undefined; iterator: AsyncIterator<unknown> } | undefined,
     ): boolean {
-      let started: ReturnType<typeof startExchange>;
+      // The untouched call, should we hand it back: a flowing body resumes where its first pull (if any) left it.
+      const untouched = (): Dispatcher.DispatchOptions =>
+        flowing?.first !== undefined ? { ...opts, body: resumeStream(flowing.first, flowing.iterator) } : opts;
+      let opened: LiveExchange | undefined;
       try {
-        started = startExchange(match, parent, buf, options);
+        opened = openExchange(match, parent, t0, whole, options);
       } catch (err) {
         log.error('internal error in span start (ignored, the application is unaffected):', err);
       }
-      if (started === undefined) return dispatch(rebody ? { ...opts, body: buf } : opts, handler);
-      const { exchange, start, reader } = started;
+      if (opened === undefined) return dispatch(untouched(), handler);
+      const exchange = opened;
       let sendOpts: Dispatcher.DispatchOptions & { [EXCHANGE]?: Exchange };
-      const rewritten = start.rewriteBody ? safely(log, 'body rewrite', () => rewrite(start, exchange), undefined) : undefined;
-      if (rewritten !== undefined) {
-        sendOpts = { ...opts, body: rewritten, headers: withContentLength(opts.headers, rewritten.length), [EXCHANGE]: exchange };
+      if (flowing !== undefined) {
+        const copy = new BodyCopy((buf) => safely(log, 'request body', () => exchange.bodyRead(buf), undefined));
+        sendOpts = { ...opts, body: resumeStream(flowing.first, flowing.iterator, copy), [EXCHANGE]: exchange };
       } else {
-        sendOpts = rebody ? { ...opts, body: buf, [EXCHANGE]: exchange } : { ...opts, [EXCHANGE]: exchange };
+        const rewritten = exchange.rewriteBody ? safely(log, 'body rewrite', () => rewrite(exchange), undefined) : undefined;
+        sendOpts =
+          rewritten !== undefined
+            ? { ...opts, body: rewritten, headers: withContentLength(opts.headers, rewritten.length), [EXCHANGE]: exchange }
+            : { ...opts, [EXCHANGE]: exchange };
       }
-      const tap = new ExchangeTap(exchange, reader, options);
+      const tap = new ExchangeTap(exchange, options, followUps);
+      // The body generator is not started until the dispatcher pulls it, so the fallback may still send it.
+      return send(sendOpts, handler, tap, () => (flowing ? { ...opts, body: sendOpts.body } : opts));
+    }
+
+    /**
+     * Send a call whose span has started from its URL, then read its body: one at hand right after it was handed to
+     * the dispatcher; a streamed one of known length from its first pull, taken alongside the dispatcher's and read
+     * once the request is written (a call that fails before its body is sent still gets its model); any other as it
+     * flows past.
+     */
+    function sendFirst(opts: Dispatcher.DispatchOptions, handler: Handler, exchange: LiveExchange, body: RequestBody): boolean {
+      const tap = new ExchangeTap(exchange, options, followUps);
+      const read = (buf: Buffer): void => safely(log, 'request body', () => exchange.bodyRead(buf), undefined);
+      if (body.kind !== 'stream') {
+        const sent = send(opts, handler, tap, () => opts);
+        if (body.kind === 'bytes') read(body.bytes);
+        return sent;
+      }
+      const length = exchange.contentLength;
+      if (length === undefined) {
+        const sendOpts = { ...opts, body: resumeStream(undefined, body.iterator, new BodyCopy(read)) };
+        return send(sendOpts, handler, tap, () => sendOpts);
+      }
+      const first = pullFirst(body.iterator);
+      void first.then((f) => {
+        const whole = safely(log, 'request body', () => completeAfterFirst(f, length), undefined);
+        if (whole !== undefined) exchange.readLater(() => read(whole));
+      });
+      const sendOpts = { ...opts, body: resumeStream(first, body.iterator) };
+      return send(sendOpts, handler, tap, () => sendOpts);
+    }
+
+    /** The request that follows a redirect hop of `tap`'s call: same span, the next hop's answer is read. */
+    function follow(tap: ExchangeTap, opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
+      tap.follow();
+      const sendOpts: Dispatcher.DispatchOptions & { [EXCHANGE]?: Exchange } = { ...opts, [EXCHANGE]: tap.exchange };
+      return send(sendOpts, handler, tap, () => opts);
+    }
+
+    function send(sendOpts: Dispatcher.DispatchOptions, handler: Handler, tap: ExchangeTap, untouched: () => Dispatcher.DispatchOptions): boolean {
       // Steps speak undici 7's handler API, so a legacy handler is adapted for them; with no step it is wrapped as is.
       const legacy = isLegacyHandler(handler);
       const wrapped: TappingHandler =
         legacy && steps.length === 0
           ? new LegacyExchangeHandler(handler as unknown as LegacyHandler, tap)
           : new ExchangeHandler(legacy ? toUndici7Handler(handler) : handler, tap);
+      if (options.propagate?.()) sendOpts = safely(log, 'trace context', () => withTraceContext(sendOpts, tap.exchange.context), sendOpts);
       try {
         // Every undici dispatcher takes both handler APIs.
-        return context.with(exchange.context, () => inner(sendOpts, wrapped as unknown as Handler));
+        return context.with(tap.exchange.context, () => inner(sendOpts, wrapped as unknown as Handler));
       } catch (err) {
         // A step threw instead of reporting through the handler. Before anything reached the app, fall back to the
         // untouched call; after, report the error as the call's failure.
         log.error('a step inside the GenAI span layer threw (falling back to the untouched call):', err);
         if (!wrapped.touched) {
           tap.abandon();
-          return dispatch(rebody ? { ...opts, body: buf } : opts, handler);
+          return dispatch(untouched(), handler);
         }
         wrapped.fail(err as Error);
         return true;
@@ -136,22 +241,34 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
   };
 }
 
+/** `opts` with the trace context of `ctx` in its headers, unless the application propagates its own. */
+function withTraceContext(opts: Dispatcher.DispatchOptions, ctx: Context): Dispatcher.DispatchOptions {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  if (Object.keys(carrier).length === 0) return opts;
+  const headers = withHeaders(opts.headers, carrier, 'absent');
+  return headers === opts.headers ? opts : { ...opts, headers };
+}
+
 // ------------------------------------------------------------------------------------------------ recognition
 
 interface Match {
   /** Every module whose `matches` accepted the request, in order: the first whose `start` accepts it wins. */
   modules: ProtocolModule[];
   url: URL;
+  /** The URL's port, the scheme's default when it has none (URL getters are not free: read once per route). */
+  port: number;
   method: string;
   headers: Record<string, string>;
 }
 
 /**
- * Which modules accept a method + origin + path, and its parsed URL; null when none does (or the host is ignored).
- * Apps call the same few endpoints over and over, so this saves a URL parse and the module checks on every request,
- * ours or not. The URL is shared by the exchanges of one route: it is read, never written (Exchange.url is readonly).
+ * Which modules may accept a method + origin + path (asked without headers), and its parsed URL; null when none may
+ * (or the host is ignored). Apps call the same few endpoints over and over, so this saves a URL parse and the module
+ * checks on every request, ours or not. The URL is shared by the exchanges of one route: it is read, never written
+ * (Exchange.url is readonly).
  */
-type RouteCache = Map<string, { url: URL; modules: ProtocolModule[] } | null>;
+type RouteCache = Map<string, { url: URL; port: number; modules: ProtocolModule[] } | null>;
 const MAX_ROUTES = 512;
 
 function recognise(
@@ -174,13 +291,28 @@ function recognise(
     if (routes.size >= MAX_ROUTES) routes.clear();
     routes.set(key, route);
   }
-  return route === null ? undefined : { modules: route.modules, url: route.url, method, headers: headerRecord(opts.headers) };
+  if (route === null) return undefined;
+  const headers = headerRecord(opts.headers);
+  if (!jsonBody(headers['content-type'])) return undefined;
+  const url = route.url;
+  const matching = route.modules.filter((module) => module.matches(method, url, headers));
+  return matching.length > 0 ? { modules: matching, url, port: route.port, method, headers } : undefined;
 }
 
-function resolveRoute(method: string, url: URL, modules: readonly ProtocolModule[], ignore: Set<string>): { url: URL; modules: ProtocolModule[] } | null {
+function resolveRoute(method: string, url: URL, modules: readonly ProtocolModule[], ignore: Set<string>): { url: URL; port: number; modules: ProtocolModule[] } | null {
   if (ignore.size > 0 && (ignore.has(url.host.toLowerCase()) || ignore.has(url.hostname.toLowerCase()))) return null;
   const matching = modules.filter((module) => module.matches(method, url));
-  return matching.length > 0 ? { url, modules: matching } : null;
+  return matching.length > 0 ? { url, port: serverPort(url), modules: matching } : null;
+}
+
+/**
+ * Every call we read carries JSON: a body declared as anything else (an octet-stream or multipart upload, a form) is
+ * not ours, whatever its URL. text/plain is what fetch declares for a string body sent without a content-type.
+ */
+function jsonBody(contentType: string | undefined): boolean {
+  if (contentType === undefined) return true;
+  const type = contentType.split(';', 1)[0]!.trim().toLowerCase();
+  return type === '' || type === 'application/json' || type.endsWith('+json') || type === 'text/plain';
 }
 
 function headerRecord(headers: Dispatcher.DispatchOptions['headers']): Record<string, string> {
@@ -203,124 +335,132 @@ function putHeader(out: Record<string, string>, k: unknown, v: unknown): void {
   out[key] = Array.isArray(v) ? v.map(String).join(', ') : String(v);
 }
 
-/** content-length after a protocol module rewrote the body; other headers unchanged, in the caller's shape. */
-function withContentLength(headers: Dispatcher.DispatchOptions['headers'], length: number): Dispatcher.DispatchOptions['headers'] {
-  const value = String(length);
-  if (headers == null) return { 'content-length': value };
-  if (Array.isArray(headers)) {
-    if (headers.length > 0 && Array.isArray(headers[0])) {
-      return (headers as unknown as [string, string][]).map(([k, v]) => [k, k.toLowerCase() === 'content-length' ? value : v]) as unknown as string[];
-    }
-    const flat = [...(headers as string[])];
-    for (let i = 0; i + 1 < flat.length; i += 2) if (String(flat[i]).toLowerCase() === 'content-length') flat[i + 1] = value;
-    return flat;
+// ------------------------------------------------------------------------------------------------ span start
+
+/** Attributes of a span started before its body was read: only what the URL and headers can have told. */
+const URL_ATTRIBUTES = [ATTR_GEN_AI_OPERATION_NAME, ATTR_GEN_AI_PROVIDER_NAME, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_FULL, ATTR_FL_REQUEST_RETRY_COUNT];
+
+function parsed(buf: Buffer): unknown {
+  if (buf.length === 0) return undefined;
+  try {
+    return parseJsonBody(buf);
+  } catch {
+    return undefined;
   }
-  const entries = typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function'
-    ? [...(headers as Iterable<[string, string]>)]
-    : Object.entries(headers as Record<string, string>);
-  const out: Record<string, string | string[]> = {};
-  for (const [k, v] of entries) if (k.toLowerCase() !== 'content-length') out[k] = v;
-  out['content-length'] = value;
-  return out;
 }
 
-// ------------------------------------------------------------------------------------------------ request body
-
-const EMPTY = Buffer.alloc(0);
-
-function directBody(body: unknown): Buffer | undefined {
-  if (typeof body === 'string') return Buffer.from(body);
-  if (Buffer.isBuffer(body)) return body;
-  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+/**
+ * The exchange of a recognised call, its span started; undefined when no module's `start` takes it. With the body at
+ * hand (`whole`) the modules decide from it (a module's `sniff` first, so a body none can take is never parsed);
+ * without it, from the URL and headers alone.
+ */
+function openExchange(match: Match, parent: Context, t0: number, whole: Buffer | undefined, options: GenAiInterceptorOptions): LiveExchange | undefined {
+  const capture = options.captureContent();
+  let request: unknown;
+  let read = false;
+  for (const module of match.modules) {
+    let start: ProtocolStart | undefined;
+    if (whole === undefined) {
+      start = module.start(match.url, UNREAD, match.headers, capture);
+      if (start !== undefined) start = { ...start, attributes: pick(start.attributes, URL_ATTRIBUTES) };
+    } else {
+      if (module.sniff !== undefined && !module.sniff(whole, match.url)) continue;
+      if (!read) {
+        request = parsed(whole);
+        read = true;
+      }
+      start = module.start(match.url, request, match.headers, capture);
+    }
+    if (start === undefined) continue;
+    const span = options.tracer().startSpan(start.name, { kind: start.kind, attributes: start.attributes, startTime: t0 }, parent);
+    return new LiveExchange(module, span, trace.setSpan(parent, span), parent, start, match, whole, request, t0, capture);
+  }
   return undefined;
 }
 
-/** Collect an async-iterable body; undefined when the body is of a kind we do not read. */
-async function bufferBody(body: AsyncIterable<unknown>): Promise<Buffer | undefined> {
-  if (typeof (body as Partial<AsyncIterable<unknown>>)[Symbol.asyncIterator] !== 'function') return undefined;
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) {
-    if (typeof chunk === 'string') chunks.push(Buffer.from(chunk));
-    else if (chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-    else throw new TypeError('request body chunk is neither a string nor bytes');
-  }
-  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-}
-
-// ------------------------------------------------------------------------------------------------ span start
-
-function startExchange(
-  match: Match,
-  parent: Context,
-  buf: Buffer,
-  options: GenAiInterceptorOptions,
-): { exchange: Exchange; start: ProtocolStart; reader: ResponseReader } | undefined {
-  let request: unknown;
-  if (buf.length > 0) {
-    try {
-      request = parseJsonBody(buf);
-    } catch {
-      request = undefined;
-    }
-  }
-  const capture = options.captureContent();
-  let module: ProtocolModule | undefined;
-  let start: ProtocolStart | undefined;
-  for (const candidate of match.modules) {
-    start = candidate.start(match.url, request, match.headers, capture);
-    if (start !== undefined) {
-      module = candidate;
-      break;
-    }
-  }
-  if (start === undefined || module === undefined) return undefined;
-  const span = options.tracer().startSpan(start.name, { kind: start.kind, attributes: start.attributes }, parent);
-  const exchange = new LiveExchange(module.protocol, span, trace.setSpan(parent, span), start, match, buf, request);
-  let reader: ResponseReader;
-  try {
-    reader = module.reader(exchange, capture);
-  } catch (err) {
-    span.end();
-    throw err;
-  }
-  return { exchange, start, reader };
+function pick(attributes: Attributes, keys: readonly string[]): Attributes {
+  const out: Attributes = {};
+  for (const k of keys) if (attributes[k] !== undefined) out[k] = attributes[k];
+  return out;
 }
 
 /**
  * The Exchange of one call. `llmRequest` (messages in semconv shape) is built on first read, and `notes` on first
- * use: most calls with no steps and content capture off never touch either.
+ * use: most calls with no steps and content capture off never touch either. For a streamed request body the request
+ * fields fill in once the body has flowed past (`bodyRead`).
  */
 class LiveExchange implements Exchange {
-  readonly operation: string;
-  readonly provider: string;
+  readonly protocol: Protocol;
   readonly url: URL;
   readonly method: string;
-  readonly stream: boolean;
-  readonly message?: AgentMessage;
   attempt = 0;
+  /** Redirect hops followed within this call. */
+  redirects = 0;
+  /** The span has ended (or is about to): nothing more is set on it. */
+  closed = false;
   #notes: Map<string, unknown> | undefined;
-  readonly #start: ProtocolStart;
+  #start: ProtocolStart;
+  #body: Buffer;
+  #request: unknown;
+  #complete: boolean;
 
   constructor(
-    readonly protocol: Protocol,
+    readonly module: ProtocolModule,
     readonly span: Span,
     readonly context: Context,
+    /** The context the call was made in. */
+    readonly parent: Context,
     start: ProtocolStart,
-    match: Match,
-    readonly requestBody: Buffer,
-    readonly request: unknown,
+    private readonly match: Match,
+    body: Buffer | undefined,
+    request: unknown,
+    readonly t0: number,
+    readonly capture: boolean,
   ) {
-    this.operation = start.operation;
-    this.provider = start.provider;
+    this.protocol = module.protocol;
     this.url = match.url;
     this.method = match.method;
-    this.stream = start.stream;
-    if (start.message) this.message = start.message;
     this.#start = start;
+    this.#body = body ?? EMPTY;
+    this.#request = request;
+    this.#complete = body !== undefined;
+  }
+
+  get operation(): string {
+    return this.#start.operation;
+  }
+
+  get provider(): string {
+    return this.#start.provider;
+  }
+
+  get stream(): boolean {
+    return this.#start.stream;
+  }
+
+  get message(): AgentMessage | undefined {
+    return this.#start.message;
+  }
+
+  get requestBody(): Buffer {
+    return this.#body;
+  }
+
+  get request(): unknown {
+    return this.#request;
   }
 
   get llmRequest(): LlmRequestSummary | undefined {
     return this.#start.llmRequest;
+  }
+
+  /** The whole request body is known (at hand from the start, or copied as it flowed). */
+  get requestBodyComplete(): boolean {
+    return this.#complete;
+  }
+
+  get rewriteBody(): ProtocolStart['rewriteBody'] {
+    return this.#start.rewriteBody;
   }
 
   /** What the metrics need, without building the whole request summary. */
@@ -331,12 +471,128 @@ class LiveExchange implements Exchange {
   get notes(): Map<string, unknown> {
     return (this.#notes ??= new Map());
   }
+
+  /** The request's declared length, when it has one. */
+  get contentLength(): string | undefined {
+    return this.match.headers['content-length'];
+  }
+
+  get port(): number {
+    return this.match.port;
+  }
+
+  #later: NodeJS.Immediate | undefined;
+  #laterRead: (() => void) | undefined;
+
+  /** Read the request body once the request is written (after this turn of the event loop), or at the span's end. */
+  readLater(read: () => void): void {
+    this.#laterRead = read;
+    this.#later = setImmediate(() => this.readNow());
+  }
+
+  /** A read scheduled by `readLater`, now (the span is ending). */
+  readNow(): void {
+    const read = this.#laterRead;
+    if (read === undefined) return;
+    this.#laterRead = undefined;
+    if (this.#later !== undefined) clearImmediate(this.#later);
+    read();
+  }
+
+  /** A streamed request body has flowed past in full: complete the span's start from it. */
+  bodyRead(body: Buffer): void {
+    if (this.closed) return;
+    this.#body = body;
+    this.#complete = true;
+    this.#request = parsed(body);
+    const start = this.module.start(this.url, this.#request, this.match.headers, this.capture);
+    if (start === undefined) return;
+    this.#start = start;
+    this.span.updateName(start.name);
+    this.span.setAttributes(start.attributes);
+  }
 }
 
-function rewrite(start: ProtocolStart, exchange: Exchange): Buffer | undefined {
+const EMPTY = Buffer.alloc(0);
+
+function rewrite(exchange: LiveExchange): Buffer | undefined {
   const sc = exchange.span.spanContext();
   const traceparent = `00-${sc.traceId}-${sc.spanId}-${sc.traceFlags.toString(16).padStart(2, '0')}`;
-  return start.rewriteBody?.(traceparent, sc.traceState?.serialize());
+  return exchange.rewriteBody?.(traceparent, sc.traceState?.serialize());
+}
+
+// ------------------------------------------------------------------------------------------------ redirects
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+/** How long a redirect hop waits for its follow-up request (fetch sends it within milliseconds). */
+const FOLLOW_UP_MS = 200;
+
+/** The method and URL a client following a redirect sends next (fetch's rules), as a lookup key. */
+function followUpKey(method: string, url: URL, status: number, location: string | undefined): string | undefined {
+  if (location === undefined || !REDIRECT_STATUSES.has(status)) return undefined;
+  let target: URL;
+  try {
+    target = new URL(location, url);
+  } catch {
+    return undefined;
+  }
+  const next = (status === 303 && method !== 'HEAD') || ((status === 301 || status === 302) && method === 'POST') ? 'GET' : method;
+  return `${next} ${target.origin}${target.pathname}${target.search}`;
+}
+
+function requestKey(opts: Dispatcher.DispatchOptions): string | undefined {
+  const origin = opts.origin;
+  if (origin === undefined || opts.path === undefined) return undefined;
+  const o = typeof origin === 'string' ? origin.replace(/\/+$/, '') : origin.origin;
+  return `${(opts.method ?? 'GET').toUpperCase()} ${o}${opts.path}`;
+}
+
+/**
+ * Calls whose last hop answered with a redirect, waiting for the client's follow-up request. Two calls redirected to
+ * the same URL are told apart by the context they were made in, then by order (each client follows its own redirect as
+ * soon as it has it).
+ */
+class FollowUps {
+  readonly #parked = new Map<string, { tap: ExchangeTap; timer: NodeJS.Timeout }[]>();
+
+  get size(): number {
+    return this.#parked.size;
+  }
+
+  park(key: string, tap: ExchangeTap, giveUp: () => void): void {
+    const entry = {
+      tap,
+      timer: setTimeout(() => {
+        this.#remove(key, entry);
+        giveUp();
+      }, FOLLOW_UP_MS),
+    };
+    // Waiting never keeps the process alive: the span's end time is already fixed.
+    entry.timer.unref();
+    const list = this.#parked.get(key);
+    if (list) list.push(entry);
+    else this.#parked.set(key, [entry]);
+  }
+
+  take(opts: Dispatcher.DispatchOptions): ExchangeTap | undefined {
+    const key = requestKey(opts);
+    const list = key === undefined ? undefined : this.#parked.get(key);
+    if (key === undefined || list === undefined) return undefined;
+    const active = callContext();
+    const entry = list.find((e) => e.tap.exchange.parent === active) ?? list[0];
+    if (entry === undefined) return undefined;
+    clearTimeout(entry.timer);
+    this.#remove(key, entry);
+    return entry.tap;
+  }
+
+  #remove(key: string, entry: { tap: ExchangeTap; timer: NodeJS.Timeout }): void {
+    const list = this.#parked.get(key);
+    if (!list) return;
+    const i = list.indexOf(entry);
+    if (i !== -1) list.splice(i, 1);
+    if (list.length === 0) this.#parked.delete(key);
+  }
 }
 
 // ------------------------------------------------------------------------------------------------ response side
@@ -360,76 +616,250 @@ function isAbort(err: unknown, controller: Controller | null | undefined): boole
   return false;
 }
 
+type Failure = { errorType?: string; aborted?: boolean } | undefined;
+
+/** Taps with response work still to do: drained at once by `flushExchanges`. */
+const pendingTaps = new Set<ExchangeTap>();
+/** Taps whose call has ended (or waits for a redirect's follow-up) and whose span has not ended yet. */
+const endingTaps = new Set<ExchangeTap>();
+
 /**
- * What the span layer does with a response, whichever handler API delivers it: feed the reader, and at the end set
- * the span's outcome, hand it to `onExchangeEnd`, end the span and record the metrics. Every step is guarded: an
+ * Do now the response reading deferred to after the application had its callbacks, for every call, so the spans of
+ * calls that have ended do end now: for a process about to exit (`process.exit()` runs no more timers) and before a
+ * flush. An encoded body's decoder cannot be drained synchronously: see `settleExchanges`.
+ */
+export function flushExchanges(): void {
+  for (const tap of [...pendingTaps]) tap.drain();
+}
+
+/**
+ * Resolves once every call that has ended has its span ended too (the reading a span waits for, after the application
+ * had its answer, is done; a decoder drained; a redirect hop's wait for its follow-up over), or after `timeoutMs`.
+ * Call it before flushing the SDK: a span ends a moment after the application got its answer.
+ */
+export async function settleExchanges(timeoutMs = 1000): Promise<void> {
+  flushExchanges();
+  const deadline = performance.now() + timeoutMs;
+  while (endingTaps.size > 0 && performance.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 1));
+    flushExchanges();
+  }
+}
+
+/**
+ * What the span layer does with a response, whichever handler API delivers it: feed the reader (through the decoder
+ * when the body is encoded), and at the end set the span's outcome, hand it to `onExchangeEnd`, end the span at the
+ * time the application had its last callback, and record the metrics. None of that runs between the network and the
+ * application: a callback only notes what arrived and when, and the reading runs after the application has had it
+ * (setImmediate: after the microtasks and ticks in which the application takes the chunk). Every step is guarded: an
  * error of ours is logged, never thrown into the application.
  */
 class ExchangeTap {
-  #ended = false;
-  readonly #t0 = performance.now();
+  /** This hop had its last callback (or was abandoned): later ones are ignored. */
+  #closed = false;
+  #reader: ResponseReader;
+  #decoder: BodyDecoder | undefined;
+  /**
+   * Bytes of an encoded body as they came off the wire (what faultline.response.body_bytes counts). Set iff the body
+   * is encoded: it then reaches the reader only through the decoder (none of it, for a coding we cannot decode).
+   */
+  #wireBytes: number | undefined;
+  /** When this hop answered with a redirect: the follow-up request it expects. */
+  #followUp: string | undefined;
+  /** When the first body byte reached the application (the time to first chunk is the app's, not the reader's). */
+  #firstChunkAt: number | undefined;
+  // What arrived and is not read yet.
+  #start: [number, IncomingHttpHeaders] | undefined;
+  #chunks: Buffer[] = [];
+  #end: { failure: Failure; err: unknown; endTime: number } | undefined;
+  #scheduled = false;
+  readonly #drain = (): void => this.drain();
 
   constructor(
-    readonly exchange: Exchange,
-    private readonly reader: ResponseReader,
+    readonly exchange: LiveExchange,
     private readonly options: GenAiInterceptorOptions,
-  ) {}
+    private readonly followUps: FollowUps,
+  ) {
+    this.#reader = this.#newReader();
+  }
+
+  #newReader(): ResponseReader {
+    const exchange = this.exchange;
+    try {
+      return exchange.module.reader(exchange, exchange.capture);
+    } catch (err) {
+      log.error('internal error in response reader (ignored, the application is unaffected):', err);
+      return NO_READER;
+    }
+  }
 
   start(statusCode: number, headers: IncomingHttpHeaders): void {
+    // Known now (not at the drain): the follow-up request may be sent before the drain runs.
+    if (statusCode >= 300 && statusCode < 400) {
+      const { exchange } = this;
+      this.#followUp = safely(log, 'redirect', () => followUpKey(exchange.method, exchange.url, statusCode, headerValue(headers, 'location')), undefined);
+    }
+    this.#start = [statusCode, headers];
+    this.#schedule();
+  }
+
+  /** The hot path: note the chunk, read it later. */
+  data(chunk: Buffer): void {
+    if (this.#closed) return;
+    this.#firstChunkAt ??= performance.now();
+    this.#chunks.push(chunk);
+    this.#schedule();
+  }
+
+  complete(): void {
+    this.#close(undefined);
+  }
+
+  fail(err: unknown, aborted: boolean): void {
+    this.#close(aborted ? { aborted: true } : { errorType: errorTypeOf(err) }, aborted ? undefined : err);
+  }
+
+  /** End the span without an outcome (we are handing the call back untouched). */
+  abandon(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#start = undefined;
+    this.#chunks = [];
+    pendingTaps.delete(this);
+    endingTaps.delete(this);
+    this.exchange.closed = true;
+    this.#decoder?.destroy();
+    this.exchange.span.end();
+  }
+
+  /** The follow-up request of this call's redirect is being sent: its response is the call's answer. */
+  follow(): void {
+    this.drain();
+    endingTaps.delete(this);
+    this.#decoder?.destroy();
+    this.exchange.redirects++;
+    this.#closed = false;
+    this.#followUp = undefined;
+    this.#wireBytes = undefined;
+    this.#decoder = undefined;
+    this.#firstChunkAt = undefined;
+    this.#reader = this.#newReader();
+  }
+
+  #close(failure: Failure, err?: unknown): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    // The application has had its last callback: that is when the call ended, whatever we still do.
+    const endTime = performance.now();
+    endingTaps.add(this);
+    const followUp = this.#followUp;
+    if (failure === undefined && followUp !== undefined) {
+      // Parked now, not at the drain: the client sends the follow-up request within a few ticks.
+      this.followUps.park(followUp, this, () => {
+        this.drain();
+        this.#settle(undefined, undefined, endTime);
+      });
+      return;
+    }
+    this.#end = { failure, err, endTime };
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    pendingTaps.add(this);
+    setImmediate(this.#drain);
+  }
+
+  /** Read what arrived: the response start, the chunks, and at the end the outcome. */
+  drain(): void {
+    this.#scheduled = false;
+    pendingTaps.delete(this);
+    const start = this.#start;
+    if (start !== undefined) {
+      this.#start = undefined;
+      this.#readStart(start[0], start[1]);
+    }
+    if (this.#chunks.length > 0) {
+      const chunks = this.#chunks;
+      this.#chunks = [];
+      for (const chunk of chunks) this.#readChunk(chunk);
+    }
+    const end = this.#end;
+    if (end !== undefined) {
+      this.#end = undefined;
+      this.#settle(end.failure, end.err, end.endTime);
+    }
+  }
+
+  #readStart(statusCode: number, headers: IncomingHttpHeaders): void {
     try {
-      this.reader.onStart(statusCode, headers);
+      let seen = headers;
+      const encoding = headerValue(headers, 'content-encoding');
+      if (encoding !== undefined && !isIdentity(encoding)) {
+        seen = { ...headers };
+        delete seen['content-encoding'];
+        // One byte past what a reader parses, so it can tell the body was too big.
+        this.#decoder = BodyDecoder.create(encoding, (b) => this.#read(b), { maxOutputBytes: MAX_PARSE_BYTES + 1 });
+        this.#wireBytes = 0;
+      }
+      this.#reader.onStart(statusCode, seen);
     } catch (err) {
       log.error('internal error in response start (ignored, the application is unaffected):', err);
     }
   }
 
-  /** The hot path: no closure per chunk, just a guard. */
-  data(chunk: Buffer): void {
-    if (this.#ended) return;
+  #readChunk(chunk: Buffer): void {
+    if (this.#wireBytes === undefined) return this.#read(chunk);
+    this.#wireBytes += chunk.length;
+    this.#decoder?.write(chunk);
+  }
+
+  #read(chunk: Buffer): void {
     try {
-      this.reader.onData(chunk);
+      this.#reader.onData(chunk);
     } catch (err) {
       log.error('internal error in response data (ignored, the application is unaffected):', err);
     }
   }
 
-  complete(): void {
-    try {
-      this.reader.onEnd();
-    } catch (err) {
-      log.error('internal error in response end (ignored, the application is unaffected):', err);
-    }
-    this.#end(undefined);
+  #settle(failure: Failure, err: unknown, endTime: number): void {
+    const decoder = this.#decoder;
+    this.#decoder = undefined;
+    if (decoder === undefined) return this.#finish(failure, err, endTime);
+    // The decoder drains on zlib's thread pool; the span ends after it (the application is not waiting).
+    void decoder.end().then(() => this.#finish(failure, err, endTime));
   }
 
-  fail(err: unknown, aborted: boolean): void {
-    this.#end(aborted ? { aborted: true } : { errorType: errorTypeOf(err) }, aborted ? undefined : err);
-  }
-
-  /** End the span without an outcome (we are handing the call back untouched). */
-  abandon(): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    this.exchange.span.end();
-  }
-
-  #end(failure: { errorType?: string; aborted?: boolean } | undefined, err?: unknown): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    const { exchange, reader, options } = this;
+  #finish(failure: Failure, err: unknown, endTime: number): void {
+    const { exchange, options } = this;
+    const reader = this.#reader;
+    exchange.readNow();
+    exchange.closed = true;
     const span = exchange.span;
-    const durationMs = performance.now() - this.#t0;
+    const durationMs = endTime - exchange.t0;
+    if (failure === undefined) {
+      try {
+        reader.onEnd();
+      } catch (e) {
+        log.error('internal error in response end (ignored, the application is unaffected):', e);
+      }
+    }
     let result: ReturnType<ResponseReader['finish']> | undefined;
     try {
       result = reader.finish(exchange, failure, durationMs);
     } catch (e) {
       log.error('internal error in response finish (ignored, the application is unaffected):', e);
     }
+    if (result) this.#realTimes(result);
     try {
       if (result) span.setAttributes(result.attributes);
+      const resends = exchange.redirects + exchange.attempt;
+      if (resends > 0) span.setAttribute(ATTR_HTTP_REQUEST_RESEND_COUNT, resends);
       if (failure?.errorType !== undefined) {
         if (!result?.attributes[ATTR_ERROR_TYPE]) span.setAttribute(ATTR_ERROR_TYPE, failure.errorType);
-        if (err instanceof Error) span.recordException(err);
+        if (err instanceof Error) span.recordException(err, endTime);
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure.errorType });
       } else if (result?.error !== undefined) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: result.error });
@@ -438,9 +868,10 @@ class ExchangeTap {
       log.error('internal error in span status (ignored, the application is unaffected):', e);
     }
     const outcome: ExchangeOutcome = result?.outcome ?? fallbackOutcome(failure, durationMs);
-    // Before span.end(): online detectors record their findings as events on this span.
+    // Before span.end(): online detectors record their findings as events on this span. A redirect the client did
+    // not follow is no answer of a model: there is nothing to detect in it.
     const onEnd = options.onExchangeEnd;
-    if (onEnd) {
+    if (onEnd && this.#followUp === undefined) {
       try {
         onEnd(exchange, outcome);
       } catch (e) {
@@ -448,20 +879,47 @@ class ExchangeTap {
       }
     }
     try {
-      span.end();
+      span.end(endTime);
     } catch (e) {
       log.error('internal error in span end (ignored, the application is unaffected):', e);
     }
+    endingTaps.delete(this);
     if (options.metrics) {
       try {
-        const head = exchange instanceof LiveExchange ? exchange.llmHead() : exchange.llmRequest;
-        if (head) options.metrics.record(exchange.url, serverPort(exchange.url), head, outcome.response);
+        const head = exchange.llmHead();
+        if (head) options.metrics.record(exchange.url, exchange.port, head, outcome.response);
       } catch (e) {
         log.error('internal error in metrics (ignored, the application is unaffected):', e);
       }
     }
   }
+
+  /**
+   * What the reader measured when it read, replaced by what the application saw: the wire size of an encoded body,
+   * and the time its first chunk reached the application (the reader reads later).
+   */
+  #realTimes(result: ReturnType<ResponseReader['finish']>): void {
+    const { attributes } = result;
+    const response = result.outcome.response;
+    if (this.#wireBytes !== undefined) {
+      attributes[ATTR_FL_RESPONSE_BODY_BYTES] = this.#wireBytes;
+      if (response) response.bodyBytes = this.#wireBytes;
+    }
+    if (this.#firstChunkAt !== undefined) {
+      const ms = this.#firstChunkAt - this.exchange.t0;
+      if (attributes[ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] !== undefined) attributes[ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = ms / 1000;
+      if (response?.stream?.timeToFirstChunkMs !== undefined) response.stream.timeToFirstChunkMs = ms;
+    }
+  }
 }
+
+/** Stands in for a reader that failed to build: the span still ends, with what the request said. */
+const NO_READER: ResponseReader = {
+  onStart() {},
+  onData() {},
+  onEnd() {},
+  finish: (_exchange, failure, durationMs) => ({ attributes: {}, outcome: fallbackOutcome(failure, durationMs) }),
+};
 
 /** The handler the layer puts in front of the application's: it forwards every callback first, then taps it. */
 interface TappingHandler {
@@ -566,7 +1024,7 @@ class LegacyExchangeHandler implements LegacyHandler, TappingHandler {
 
   onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
     this.touched = true;
-    this.tap.start(statusCode, bodyHeaders(headers));
+    this.tap.start(statusCode, bodyHeaders(headers, statusCode));
     return this.handler.onHeaders?.(statusCode, headers, resume, statusText) ?? true;
   }
 
@@ -600,27 +1058,24 @@ class LegacyExchangeHandler implements LegacyHandler, TappingHandler {
   }
 }
 
-/** Report a failure to the application's handler, whichever API it speaks. */
-function reportError(handler: Handler, err: Error): void {
-  if (isLegacyHandler(handler)) (handler as unknown as LegacyHandler).onError?.(err);
-  else handler.onResponseError?.(null as unknown as Controller, err);
-}
-
-/** The two headers a reader needs (content-type, content-encoding), read from undici's raw name/value list. */
-function bodyHeaders(raw: readonly (Buffer | string)[] | null | undefined): IncomingHttpHeaders {
+/**
+ * The headers the tap needs (content-type, content-encoding, and a redirect's location), read from undici's raw
+ * name/value list.
+ */
+function bodyHeaders(raw: readonly (Buffer | string)[] | null | undefined, statusCode: number): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
   if (!raw) return out;
+  const redirect = statusCode >= 300 && statusCode < 400;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i] as Buffer | string;
-    // Cheap length check first: most headers are neither.
-    if (name.length !== 12 && name.length !== 16) continue;
+    // Cheap length check first: most headers are none of them.
+    if (name.length !== 12 && name.length !== 16 && !(redirect && name.length === 8)) continue;
     const key = name.toString().toLowerCase();
-    if ((key === 'content-type' || key === 'content-encoding') && out[key] === undefined) out[key] = String(raw[i + 1]);
+    if ((key === 'content-type' || key === 'content-encoding' || key === 'location') && out[key] === undefined) out[key] = String(raw[i + 1]);
   }
   return out;
 }
 
-function fallbackOutcome(failure: { errorType?: string } | undefined, durationMs: number): ExchangeOutcome {
+function fallbackOutcome(failure: Failure, durationMs: number): ExchangeOutcome {
   return failure?.errorType !== undefined ? { errorType: failure.errorType, durationMs } : { durationMs };
 }
-

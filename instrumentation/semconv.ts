@@ -90,6 +90,8 @@ export const ATTR_ERROR_TYPE = 'error.type' as const;
 export const ATTR_SERVER_ADDRESS = 'server.address' as const;
 export const ATTR_SERVER_PORT = 'server.port' as const;
 export const ATTR_HTTP_RESPONSE_STATUS_CODE = 'http.response.status_code' as const;
+/** Requests resent within one call (redirects followed, guard retries): the HTTP semconv's resend count. */
+export const ATTR_HTTP_REQUEST_RESEND_COUNT = 'http.request.resend_count' as const;
 export const ATTR_URL_FULL = 'url.full' as const;
 export const ERROR_TYPE_OTHER = '_OTHER' as const;
 
@@ -143,6 +145,26 @@ export const ATTR_FL_MESSAGE_DELIVERED_KEYS = 'faultline.message.delivered_keys'
 export const ATTR_FL_MESSAGE_DELIVERED_CHANGES = 'faultline.message.delivered_changes' as const;
 /** Opt-in (content capture): the delivered payloads, one JSON string per copy. */
 export const ATTR_FL_MESSAGE_DELIVERED_PAYLOADS = 'faultline.message.delivered_payloads' as const;
+// Content-free shape of a payload (`path=kind`, see instrumentation/agents/shape.ts): of the message on every message
+// span, and of the first changed copy on a handoff span (only when a copy differs).
+export const ATTR_FL_MESSAGE_SHAPE = 'faultline.message.shape' as const;
+export const ATTR_FL_MESSAGE_DELIVERED_SHAPE = 'faultline.message.delivered_shape' as const;
+// Which end of a message a span records: `send` (handoff, A2A / MCP client) or `receive` (what a receiver got: a
+// channel delivery, an A2A / MCP server). A receive span links to the sender's span.
+export const ATTR_FL_MESSAGE_SIDE = 'faultline.message.side' as const;
+// Epoch ms when the sender handed the message over (as the message says: a replayed message keeps its own).
+export const ATTR_FL_MESSAGE_SENT_AT = 'faultline.message.sent_at' as const;
+// Receive spans: which delivered copy of one send this is (0-based), and the receiver's declared contract: `valid` /
+// `invalid`, with content-free issues `missing:<path>`, `type:<path>`, `extra:<path>`, `value:<path>`.
+export const ATTR_FL_MESSAGE_COPY = 'faultline.message.copy' as const;
+export const ATTR_FL_MESSAGE_CONTRACT = 'faultline.message.contract' as const;
+export const ATTR_FL_MESSAGE_CONTRACT_ISSUES = 'faultline.message.contract_issues' as const;
+// Messaging semconv on receive spans (https://opentelemetry.io/docs/specs/semconv/messaging/).
+export const ATTR_MESSAGING_SYSTEM = 'messaging.system' as const;
+export const ATTR_MESSAGING_OPERATION_TYPE = 'messaging.operation.type' as const;
+export const ATTR_MESSAGING_DESTINATION_NAME = 'messaging.destination.name' as const;
+export const ATTR_MESSAGING_MESSAGE_ID = 'messaging.message.id' as const;
+export const ATTR_MESSAGING_MESSAGE_BODY_SIZE = 'messaging.message.body.size' as const;
 
 // Task scope (a campaign run, any explicit task scope from the API, or a framework run).
 export const ATTR_FL_TASK_ID = 'faultline.task.id' as const;

@@ -139,8 +139,13 @@ export interface Exchange {
   readonly provider: string;
   readonly url: URL;
   readonly method: string;
-  /** Request body exactly as the application sent it. */
+  /**
+   * Request body exactly as the application sent it. A streamed body is read as it flows: until
+   * `requestBodyComplete`, this is empty (and `request` undefined).
+   */
   readonly requestBody: Buffer;
+  /** The whole request body is in `requestBody` (always, for a body that was not streamed). */
+  readonly requestBodyComplete?: boolean;
   /** Parsed JSON request body (undefined if it was not JSON). */
   readonly request: unknown;
   readonly stream: boolean;
@@ -203,4 +208,10 @@ export interface FaultlineInstrumentationConfig {
   onDelivery?: (ctx: DeliveryContext, original: AgentMessage, delivered: AgentMessage[]) => void;
   /** Extra hosts (`host` or `host:port`) never intercepted. OTLP export endpoints are always excluded. */
   ignoreHosts?: string[];
+  /**
+   * Put each recognised call's trace context (OTEL_PROPAGATORS) on its request headers, unless the application set
+   * its own, so an agent in another process continues the trace. Default false: an HTTP instrumentation
+   * (instrumentation-undici) usually does it; register turns it on when it runs without one.
+   */
+  propagateContext?: boolean;
 }

@@ -79,11 +79,20 @@ export interface FaultlineConfig {
   readonly production: boolean;
   /** Runtime guards, validated. */
   readonly guards?: { readonly config: GuardConfig; readonly where: string };
-  /** Online detectors (FAULTLINE_DETECT; default on). */
+  /**
+   * Online detectors (FAULTLINE_DETECT; default off: they cost about as much per call as a GenAI instrumentation, and
+   * `faultline diagnose` runs the same detectors over the spans afterwards, from the content-free facts every span
+   * carries). On, they also find what only the content shows when content capture is off (mojibake, in-band errors,
+   * tool arguments against their schema), and the guards use them.
+   */
   readonly detect: boolean | OnlineDetectionOptions;
   /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT (default off). */
   readonly captureContent: boolean;
-  /** HTTP client spans of @opentelemetry/instrumentation-undici (OTEL_NODE_(EN|DIS)ABLED_INSTRUMENTATIONS). */
+  /**
+   * HTTP client spans of @opentelemetry/instrumentation-undici, as children of the GenAI spans: default off (a second
+   * span per call, costing about as much as a GenAI instrumentation, for what the GenAI span mostly has already);
+   * on when OTEL_NODE_ENABLED_INSTRUMENTATIONS lists `undici`.
+   */
   readonly httpSpans: boolean;
   readonly export: ExportConfig;
 }
@@ -107,8 +116,8 @@ export interface ResolveOptions {
 
 /** What register turns on when nothing says otherwise. */
 export const DEFAULTS = {
-  detect: true,
-  httpSpans: true,
+  detect: false,
+  httpSpans: false,
   tracesFile: 'faultline-traces.jsonl',
   metricIntervalMs: 60_000,
   resourceDetectors: ['env'] as readonly ResourceDetectorName[],

@@ -26,9 +26,27 @@ export interface ExitHookOptions {
   sdk: SdkHandle;
   /** A line for stderr when the process ends (the plan's summary), computed then. */
   summary?: () => string | undefined;
+  /**
+   * The span layer's calls whose span has not ended yet (it ends a moment after the app had its answer): `flush` ends
+   * them now, synchronously; `settle` also waits for their decoders. Called before every flush below.
+   */
+  pending?: { flush(): void; settle(): Promise<void> };
 }
 
-export function installExitHooks({ sdk, summary }: ExitHookOptions): () => void {
+export function installExitHooks({ sdk, summary, pending }: ExitHookOptions): () => void {
+  /** The SDK's flush after the span layer's pending calls have ended their spans; never rejects. */
+  const flush = (what: string): Promise<void> =>
+    (pending ? pending.settle().catch(() => undefined) : Promise.resolve())
+      .then(() => sdk.forceFlush())
+      .catch((err: unknown) => log.warn(`${what} failed:`, err));
+  const flushPending = (): void => {
+    try {
+      pending?.flush();
+    } catch (err) {
+      log.error('ending the pending calls\' spans failed:', err);
+    }
+  };
+
   let origin: string | undefined;
   let signalled: NodeJS.Signals | undefined;
   let ended = false;
@@ -47,7 +65,7 @@ export function installExitHooks({ sdk, summary }: ExitHookOptions): () => void 
   let rounds = 0;
   const onBeforeExit = (): void => {
     if (++rounds > 3) return;
-    sdk.forceFlush().catch((err: unknown) => log.warn('flush at exit failed:', err));
+    void flush('flush at exit');
   };
 
   const onCrash = (_err: unknown, how: string): void => {
@@ -59,6 +77,7 @@ export function installExitHooks({ sdk, summary }: ExitHookOptions): () => void 
     ended = true;
     try {
       const reason = origin ?? signalled ?? 'exit';
+      flushPending();
       const interrupted = sdk.endOpenSpans(reason);
       const r = sdk.flushSync(EXIT_FLUSH_TIMEOUT_MS);
       if (interrupted > 0 || r.otlp) log.debug(`at exit (${reason}): ${interrupted} spans ended as interrupted`, r.otlp ?? '');
@@ -73,7 +92,7 @@ export function installExitHooks({ sdk, summary }: ExitHookOptions): () => void 
     signalled = signal;
     if (process.listenerCount(signal) > 1) {
       // The app handles it: it may keep running, so nothing is ended for it; what has ended is flushed.
-      sdk.forceFlush().catch((err: unknown) => log.warn(`flush on ${signal} failed:`, err));
+      void flush(`flush on ${signal}`);
       return;
     }
     let done = false;
@@ -87,18 +106,16 @@ export function installExitHooks({ sdk, summary }: ExitHookOptions): () => void 
     };
     const timer = setTimeout(die, EXIT_FLUSH_TIMEOUT_MS);
     timer.unref();
+    flushPending();
     try {
       sdk.endOpenSpans(signal);
     } catch (err) {
       log.error(`ending the open spans on ${signal} failed:`, err);
     }
-    sdk
-      .forceFlush()
-      .catch((err: unknown) => log.warn(`flush on ${signal} failed:`, err))
-      .finally(() => {
-        clearTimeout(timer);
-        die();
-      });
+    void flush(`flush on ${signal}`).finally(() => {
+      clearTimeout(timer);
+      die();
+    });
   };
 
   process.on('beforeExit', onBeforeExit);

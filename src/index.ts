@@ -24,6 +24,11 @@ export {
   MessageChannel,
   configureChannels,
   a2aAgentCardInterceptor,
+  instrumentA2aRequestHandler,
+  instrumentMcpServer,
+  type A2aServerOptions,
+  type McpServerOptions,
+  type ReceiverOptions,
   type RunAgentOptions,
   type RunWorkflowOptions,
 } from '../instrumentation/agents';

@@ -17,6 +17,7 @@ import type { Sampler, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Guards } from '../detectors/guards';
 import { enableFrameworks } from '../instrumentation/frameworks';
 import { FaultlineInstrumentation } from '../instrumentation/instrumentation';
+import { flushExchanges, settleExchanges } from '../instrumentation/interceptor';
 import { redactQuery } from '../instrumentation/redact-url';
 import type { DeliverStep, FaultlineInstrumentationConfig, Interceptor } from '../instrumentation/types';
 import { resolveConfig, type ConfigOverrides, type FaultlineConfig } from './config';
@@ -101,6 +102,8 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     channelSteps: [...wired.channelSteps, ...(options.channelSteps ?? [])],
     ignoreHosts: [...(options.ignoreHosts ?? []), ...config.export.otlp.hosts],
     captureMessageContent: config.captureContent,
+    // Without instrumentation-undici below it, the layer carries the trace to the agents the process calls.
+    propagateContext: !config.httpSpans,
     ...both('onExchangeEnd', wired.onExchangeEnd, options.onExchangeEnd),
     ...both('onDelivery', wired.onDelivery, options.onDelivery),
   }); // enables itself
@@ -109,8 +112,12 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
 
   const announce = options.announce !== false;
   if (announce) announceStart(config);
+  // A call's span ends a moment after the app has its answer (the span layer reads it then): settle those first.
+  const flush = (): Promise<void> => settleExchanges().then(() => sdk.forceFlush());
   const removeHooks =
-    options.exitHooks === false ? () => {} : installExitHooks({ sdk, ...(announce && config.plan && wired.injector ? { summary: summaryOf(config, wired.injector) } : {}) });
+    options.exitHooks === false
+      ? () => {}
+      : installExitHooks({ sdk, pending: { flush: flushExchanges, settle: settleExchanges }, ...(announce && config.plan && wired.injector ? { summary: summaryOf(config, wired.injector) } : {}) });
 
   let stopped = false;
   const runtime: FaultlineRuntime = {
@@ -120,11 +127,12 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     ...(wired.guards ? { guards: wired.guards } : {}),
     sdk,
     ...(sdk.tracesFile !== undefined ? { tracesFile: sdk.tracesFile } : {}),
-    forceFlush: () => sdk.forceFlush(),
+    forceFlush: flush,
     async shutdown() {
       if (stopped) return;
       stopped = true;
       removeHooks();
+      await settleExchanges();
       instrumentation.disable();
       frameworks.disable();
       undici?.disable();

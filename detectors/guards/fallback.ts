@@ -5,6 +5,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { Exchange } from '../../instrumentation/types';
+import { withContentLength } from '../../instrumentation/request-body';
 import type { Circuits } from './circuit';
 import type { FallbackRoute } from './config';
 import type { RouteHealth } from './health';
@@ -34,7 +35,7 @@ export function fallbackOptions(opts: Dispatcher.DispatchOptions, exchange: Exch
   if (fb.model && typeof exchange.request === 'object' && exchange.request !== null) {
     const body = Buffer.from(JSON.stringify({ ...(exchange.request as Record<string, unknown>), model: fb.model }));
     out.body = body;
-    out.headers = withHeader(opts.headers, 'content-length', String(body.length));
+    out.headers = withContentLength(opts.headers, body.length);
   }
   if (fb.origin) out.headers = withHeader(out.headers, 'host', new URL(fb.origin).host);
   return out;

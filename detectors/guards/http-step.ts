@@ -13,6 +13,7 @@ import { context as otelContext } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import { getTaskId } from '../../instrumentation/agents/task';
 import { getExchange } from '../../instrumentation/exchange';
+import { ForwardingController } from '../../instrumentation/forwarding-controller';
 import type { Exchange, Interceptor } from '../../instrumentation/types';
 import { safely } from '../../src/diag';
 import type { LlmObservation } from '../types';
@@ -28,7 +29,6 @@ import type { Finding } from '../types';
 
 type DispatchFn = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean;
 type Handler = Dispatcher.DispatchHandler;
-type Controller = Dispatcher.DispatchController;
 
 function factsOf(exchange: Exchange): RouteFacts {
   const facts: RouteFacts = { provider: exchange.provider, host: exchange.url.host };
@@ -65,33 +65,21 @@ export function createGuardStep(runtime: GuardRuntime): Interceptor {
     };
 }
 
-/** A controller the application keeps across attempts: it forwards to the current attempt's controller. */
-class ProxyController implements Controller {
-  current: Controller | undefined;
-  aborted = false;
-  paused = false;
-  reason: Error | null = null;
-  abort(reason: Error): void {
-    this.aborted = true;
-    this.reason = reason;
-    this.current?.abort(reason);
-  }
-  pause(): void {
-    this.paused = true;
-    this.current?.pause();
-  }
-  resume(): void {
-    this.paused = false;
-    this.current?.resume();
-  }
-}
-
 type Mode = 'pass' | 'buffer' | 'discard';
 
+/**
+ * One guarded call. The application keeps one controller across attempts (a ForwardingController); it sees one
+ * response, the last attempt's or the one delivered after the guard gave up. Recovery (retry, fallback) is possible
+ * only before the application has seen a response start (undici's RetryHandler rule): after that an error is the
+ * application's, as it would be without faultline. A request body that cannot be sent again (a stream whose copy
+ * is not complete) is not retried either.
+ */
 class GuardedCall {
-  readonly #proxy = new ProxyController();
+  readonly #proxy = new ForwardingController();
   readonly #label: string;
   #appStarted = false;
+  /** The application's handler had onResponseStart: nothing can be taken back now. */
+  #appResponded = false;
   #retries = 0;
   readonly #triedFallbacks = new Set<number>();
   #currentLabel: string;
@@ -111,6 +99,8 @@ class GuardedCall {
     this.#label = routeLabel(route);
     this.#currentLabel = this.#label;
     this.#currentOpts = opts;
+    // An abort settles the call at once, also while waiting to retry (no attempt in flight to report it).
+    this.#proxy.onAbort = (reason) => this.#fail(reason);
   }
 
   start(): boolean {
@@ -160,8 +150,7 @@ class GuardedCall {
     const label = this.#currentLabel;
     return {
       onRequestStart: (controller) => {
-        this.#proxy.current = controller;
-        if (this.#proxy.aborted) controller.abort(this.#proxy.reason ?? new Error('aborted'));
+        this.#proxy.attach(controller);
         this.#startApp();
       },
       onResponseStart: (_controller, statusCode, hdrs, msg) => {
@@ -174,6 +163,7 @@ class GuardedCall {
         else mode = 'pass';
         if (mode === 'pass') {
           this.rt.outcome(label, statusCode < 400, this.exchange.span, this.route.circuit);
+          this.#appResponded = true;
           return this.handler.onResponseStart?.(this.#proxy, statusCode, hdrs, msg);
         }
         return true;
@@ -209,7 +199,8 @@ class GuardedCall {
         this.#giveUp(findings, () => this.#deliver(status, headers, statusMessage, body, trailers));
       },
       onResponseError: (_controller, err) => {
-        if (this.#proxy.aborted) return this.#fail(err);
+        // The application cancelled, or already has this response: the error is the call's, as without faultline.
+        if (this.#proxy.aborted || this.#appResponded) return this.#fail(err);
         this.rt.outcome(label, false, this.exchange.span, this.route.circuit);
         if (this.#canRecover()) {
           this.#recover(`connection error ${(err as { code?: string }).code ?? err.name}`, undefined, [], () => this.#fail(err));
@@ -231,7 +222,15 @@ class GuardedCall {
     return this.rt.judge(this.route, this.config, obs, this.taskId).failing;
   }
 
+  /** The options to send again: the request body must be at hand (a streamed one once its copy is complete). */
+  #replayable(opts: Dispatcher.DispatchOptions): Dispatcher.DispatchOptions | undefined {
+    const body = opts.body;
+    if (body == null || typeof body === 'string' || body instanceof Uint8Array) return opts;
+    return this.exchange.requestBodyComplete ? { ...opts, body: this.exchange.requestBody } : undefined;
+  }
+
   #canRecover(): boolean {
+    if (this.#appResponded || this.#replayable(this.opts) === undefined) return false;
     const retry = this.route.retry;
     const canRetry = retry !== false && this.#retries < (retry?.maxRetries ?? 2);
     return canRetry || this.#hasFallback();
@@ -252,7 +251,9 @@ class GuardedCall {
       this.rt.sleep(delay).then(
         () => {
           if (this.#proxy.aborted) return this.#fail(this.#proxy.reason ?? new Error('aborted'));
-          this.#attempt(this.#currentOpts);
+          const again = this.#replayable(this.#currentOpts);
+          if (again === undefined) return this.#fail(new GuardRejectedError(this.#label, [], `faultline guard could not resend the request on route ${this.#label}: its body is gone`));
+          this.#attempt(again);
         },
         (err: unknown) => this.#fail(err as Error),
       );
@@ -270,7 +271,7 @@ class GuardedCall {
     this.#retries = (this.route.retry === false ? 0 : (this.route.retry?.maxRetries ?? 2)); // a fallback gets one attempt
     this.exchange.attempt++;
     recordGuard(this.exchange.span, 'fallback', this.#currentLabel, reason, this.exchange.attempt);
-    this.#attempt(fallbackOptions(this.opts, this.exchange, choice.fallback));
+    this.#attempt(fallbackOptions(this.#replayable(this.opts) ?? this.opts, this.exchange, choice.fallback));
     return true;
   }
 

@@ -7,8 +7,12 @@
  *     clientConfig: { interceptors: [a2aAgentCardInterceptor()] },
  *   }));
  *
+ * It also propagates the caller's trace context (`traceparent`, through the globally registered propagator), so the
+ * remote agent's receive span (see `instrumentA2aRequestHandler`) joins the caller's trace, in this process or another.
+ *
  * Typed structurally: faultline does not depend on @a2a-js/sdk.
  */
+import { context, propagation } from '@opentelemetry/api';
 import { AGENT_HEADER, BOUNDARY_HEADER } from './a2a';
 
 interface CallArgs {
@@ -32,6 +36,11 @@ export function a2aAgentCardInterceptor(options: A2aAgentCardInterceptorOptions 
       const added: Record<string, string> = {};
       if (typeof name === 'string' && name !== '' && !hasKey(given, AGENT_HEADER)) added[AGENT_HEADER] = name;
       if (options.boundary !== undefined && !hasKey(given, BOUNDARY_HEADER)) added[BOUNDARY_HEADER] = options.boundary;
+      if (!hasKey(given, 'traceparent')) {
+        const carrier: Record<string, string> = {};
+        propagation.inject(context.active(), carrier);
+        for (const [k, v] of Object.entries(carrier)) if (!hasKey(given, k)) added[k] = v;
+      }
       if (Object.keys(added).length === 0) return;
       args.options = { ...args.options, serviceParameters: { ...given, ...added } };
     },

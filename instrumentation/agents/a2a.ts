@@ -45,6 +45,7 @@ import {
   isObject,
   mayBeJson,
   rpcError,
+  sniffJsonRpc,
   serverAttributes,
   type JsonRpcError,
   type JsonRpcRequest,
@@ -91,6 +92,9 @@ interface A2aCall {
   rpc?: JsonRpcRequest;
 }
 
+/** The REST (HTTP+JSON) binding's send and stream paths; v0.3 puts them under `/v1/`. */
+const REST_PATH = /(\/v1)?\/message:(send|stream)$/;
+
 /**
  * The A2A call in a request: a JSON-RPC body, or a REST `POST …/message:send` / `…/message:stream` whose body is the
  * SendMessageRequest itself (v0.3 puts those paths under `/v1/`). Other REST calls (GET /tasks/{id}, …) carry no body
@@ -103,7 +107,7 @@ function recognise(url: URL, body: unknown): A2aCall | undefined {
     const method = isV1 ? rpc.method : LEGACY_TO_V1[rpc.method];
     return method === undefined ? undefined : { method, isV1, params: rpc.params, rpc };
   }
-  const rest = /(\/v1)?\/message:(send|stream)$/.exec(url.pathname);
+  const rest = REST_PATH.exec(url.pathname);
   if (rest === null || !isObject(body) || !isObject(body.message)) return undefined;
   return { method: rest[2] === 'send' ? 'SendMessage' : 'SendStreamingMessage', isV1: rest[1] === undefined, params: body };
 }
@@ -111,10 +115,14 @@ function recognise(url: URL, body: unknown): A2aCall | undefined {
 export const a2aProtocol: ProtocolModule = {
   protocol: 'a2a',
 
-  // JSON-RPC endpoints live at any path: the body decides. (`headers`, when the interceptor passes them, let a
-  // non-JSON POST through without its body being buffered.)
+  // JSON-RPC endpoints live at any path, so the headers (a JSON body) and then the bytes (a `jsonrpc` member, or a
+  // REST send path with a `message`) rule a POST out before its body is parsed; `start` decides.
   matches(method: string, _url: URL, headers?: Record<string, string>): boolean {
     return mayBeJson(method, headers);
+  },
+
+  sniff(body: Buffer, url: URL): boolean {
+    return sniffJsonRpc(body) || REST_PATH.test(url.pathname);
   },
 
   start(url: URL, body: unknown, headers: Record<string, string>, captureContent: boolean): ProtocolStart | undefined {

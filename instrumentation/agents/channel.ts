@@ -10,7 +10,7 @@
  * Any other error from a step is a bug of ours: it is reported through diag and the original message is delivered
  * once, as if there were no steps.
  */
-import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { logger, safely } from '../../src/diag';
 import { FaultlineInputError, isFaultlineError } from '../../src/errors';
 import {
@@ -23,6 +23,8 @@ import type { AgentMessage, DeliverStep, DeliveryContext } from '../types';
 import { callContext } from '../frameworks/scope';
 import { tracer } from './invoke-agent';
 import { deliveredAttributes, messageAttributes, newMessageId, setString } from './message';
+import { startReceiveSpan } from './receive';
+import { runInSpan } from './run-in-span';
 import { getTaskId } from './task';
 
 const log = logger('channel');
@@ -32,6 +34,15 @@ export type MessageInput<P = unknown> = Omit<AgentMessage<P>, 'id'> & { id?: str
 
 /** Receives each delivered message addressed to its target. */
 export type MessageHandler = (message: AgentMessage) => unknown;
+
+export interface ReceiverOptions {
+  /**
+   * The receiver's contract for what it accepts (a zod schema, any Standard Schema, or a JSON Schema object): each
+   * delivered payload is checked against it and the result recorded on the receive span (`valid` / `invalid` and
+   * content-free issues). The message is delivered either way: enforcing it is the receiver's (or a guard's) job.
+   */
+  contract?: unknown;
+}
 
 /** Called once per delivery with the message as sent and what the receiver got (online detectors run here). */
 export type DeliveryListener = (ctx: DeliveryContext, original: AgentMessage, delivered: AgentMessage[]) => void;
@@ -60,10 +71,16 @@ export function configureChannels(config: ChannelConfig): void {
   defaults = { ...config };
 }
 
+/** Whether message content is captured process-wide (what register configured; the receive hooks of the A2A and MCP
+ * servers follow it unless told otherwise). */
+export function messageContentCaptured(): boolean {
+  return defaults.captureMessageContent ?? false;
+}
+
 export class MessageChannel {
   readonly name: string;
   readonly #options: ChannelConfig;
-  readonly #handlers = new Map<string, MessageHandler>();
+  readonly #handlers = new Map<string, { handler: MessageHandler; contract?: unknown }>();
 
   constructor(options: MessageChannelOptions = {}) {
     const { name, ...config } = options;
@@ -73,32 +90,43 @@ export class MessageChannel {
 
   /**
    * Register the receiver for messages addressed to `target`: `send` then calls it once per delivered message
-   * (none for a lost message, twice for a duplicate), after the handoff span ended, in the sender's context. One
-   * handler per target; registering again replaces it.
+   * (none for a lost message, twice for a duplicate), after the handoff span ended, in the sender's context, inside
+   * that delivery's receive span. One handler per target; registering again replaces it.
    */
-  on(target: string, handler: MessageHandler): this {
+  on(target: string, handler: MessageHandler, options: ReceiverOptions = {}): this {
     if (typeof target !== 'string' || typeof handler !== 'function') {
       throw new FaultlineInputError('FAULTLINE_USAGE', 'MessageChannel.on(target, handler): expected a string and a function');
     }
-    this.#handlers.set(target, handler);
+    this.#handlers.set(target, { handler, ...(options.contract !== undefined ? { contract: options.contract } : {}) });
     return this;
   }
 
   /**
    * Hand a message over. Resolves to what the receiver got (0..n messages), after the registered receiver (if any)
-   * handled each of them; a receiver's own error is passed to the sender unchanged.
+   * handled each of them; a receiver's own error is passed to the sender unchanged. Each delivered copy gets a
+   * `receive {target}` span (what the receiver got, linked to the handoff span), covering its handler when there is one.
    */
   async send<P>(input: MessageInput<P>): Promise<AgentMessage[]> {
     const original = checkMessage(input);
-    const delivered = await this.#deliver(original);
-    for (const message of delivered) {
-      const handler = this.#handlers.get(message.target);
-      if (handler !== undefined) await handler(message);
+    const { delivered, span } = await this.#deliver(original);
+    const capture = this.#options.captureMessageContent ?? defaults.captureMessageContent ?? false;
+    for (let copy = 0; copy < delivered.length; copy++) {
+      const message = delivered[copy]!;
+      const entry = this.#handlers.get(message.target);
+      const parent = context.active();
+      const received = safely(log, 'receive span', () => receiveSpan(message, copy, span, parent, capture, entry?.contract), undefined);
+      if (entry === undefined) {
+        received?.end();
+      } else if (received === undefined) {
+        await entry.handler(message);
+      } else {
+        await runInSpan(received, trace.setSpan(parent, received), () => entry.handler(message));
+      }
     }
     return delivered;
   }
 
-  async #deliver(message: AgentMessage): Promise<AgentMessage[]> {
+  async #deliver(message: AgentMessage): Promise<{ delivered: AgentMessage[]; span: Span }> {
     const steps = this.#options.steps ?? defaults.steps ?? [];
     const onDelivery = this.#options.onDelivery ?? defaults.onDelivery;
     const capture = this.#options.captureMessageContent ?? defaults.captureMessageContent ?? false;
@@ -138,8 +166,22 @@ export class MessageChannel {
       safely(log, 'onDelivery', () => onDelivery(ctx, message, delivered), undefined);
     }
     span.end();
-    return delivered;
+    return { delivered, span };
   }
+}
+
+function receiveSpan(message: AgentMessage, copy: number, handoff: Span, parent: Context, capture: boolean, contract: unknown): Span {
+  return startReceiveSpan({
+    name: `receive ${message.target}`,
+    kind: SpanKind.CONSUMER,
+    message,
+    parent,
+    sender: handoff.spanContext(),
+    captureContent: capture,
+    copy,
+    ...(contract !== undefined ? { contract } : {}),
+    system: 'faultline',
+  });
 }
 
 function handoffAttributes(message: AgentMessage, capture: boolean, parent: Context): Attributes {

@@ -13,7 +13,10 @@ export {
   type MessageChannelOptions,
   type MessageHandler,
   type MessageInput,
+  type ReceiverOptions,
 } from './channel';
 export { payloadHash, canonicalJson } from './message';
 export { AGENT_HEADER, BOUNDARY_HEADER } from './a2a';
 export { a2aAgentCardInterceptor, type A2aAgentCardInterceptorOptions } from './a2a-client';
+export { instrumentA2aRequestHandler, type A2aRequestHandlerLike, type A2aServerOptions } from './a2a-server';
+export { instrumentMcpServer, type McpServerLike, type McpServerOptions } from './mcp-server';

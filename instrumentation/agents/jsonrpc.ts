@@ -42,13 +42,26 @@ export function asJsonRpcRequest(body: unknown): JsonRpcRequest | undefined {
 }
 
 /**
- * Cheap pre-check before any body is buffered: JSON-RPC over HTTP is a POST with a JSON body. When the request's
- * headers are known, a non-JSON content type (a multipart upload, say) rules it out.
+ * Cheap pre-check before any body is read: JSON-RPC over HTTP is a POST with a JSON body. When the request's headers
+ * are known, a non-JSON content type (a multipart upload, say) rules it out.
  */
 export function mayBeJson(method: string, headers?: Record<string, string>): boolean {
   if (method !== 'POST') return false;
   const contentType = headers === undefined ? undefined : header(headers, 'content-type');
   return contentType === undefined || /^application\/([\w.-]+\+)?json\b/i.test(contentType);
+}
+
+const JSONRPC = Buffer.from('jsonrpc');
+
+/**
+ * Cheap check on the raw bytes before they are parsed: a JSON-RPC request is a JSON object with a `jsonrpc` member.
+ * An API's other JSON POSTs (a bulk upload of 0.7 MB, say) are told apart without parsing them. The member name is
+ * looked for anywhere (encoders put it first or last), so this only rules out; `asJsonRpcRequest` decides.
+ */
+export function sniffJsonRpc(body: Buffer): boolean {
+  let i = 0;
+  while (i < body.length && (body[i] === 0x20 || body[i] === 0x0a || body[i] === 0x0d || body[i] === 0x09)) i++;
+  return body[i] === 0x7b /* { */ && body.indexOf(JSONRPC, i) !== -1;
 }
 
 export function isObject(v: unknown): v is Record<string, unknown> {

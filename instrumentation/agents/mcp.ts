@@ -34,6 +34,7 @@ import {
   isObject,
   mayBeJson,
   rpcError,
+  sniffJsonRpc,
   serverAttributes,
   type JsonRpcError,
   type JsonRpcId,
@@ -48,11 +49,21 @@ const TOOL_ERROR = 'tool_error';
 export const mcpProtocol: ProtocolModule = {
   protocol: 'mcp',
 
-  // Streamable HTTP endpoints live at any path: the body decides. (`headers`, when the interceptor passes them, let a
-  // non-JSON POST through without its body being buffered.)
+  // Streamable HTTP endpoints live at any path, so the headers say first: a JSON POST that accepts an SSE answer (the
+  // transport requires clients to list text/event-stream) or carries the transport's own headers; then the bytes (a
+  // `jsonrpc` member) before the body is parsed; `start` decides.
   matches(method: string, _url: URL, headers?: Record<string, string>): boolean {
-    return mayBeJson(method, headers);
+    if (!mayBeJson(method, headers)) return false;
+    if (headers === undefined) return true;
+    const accept = header(headers, 'accept');
+    return (
+      (accept !== undefined && /text\/event-stream/i.test(accept)) ||
+      header(headers, 'mcp-protocol-version') !== undefined ||
+      header(headers, 'mcp-session-id') !== undefined
+    );
   },
+
+  sniff: sniffJsonRpc,
 
   start(url: URL, body: unknown, headers: Record<string, string>, captureContent: boolean): ProtocolStart | undefined {
     const rpc = asJsonRpcRequest(body);

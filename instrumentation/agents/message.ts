@@ -14,6 +14,7 @@ import {
   ATTR_FL_MESSAGE_DELIVERED_KEYS,
   ATTR_FL_MESSAGE_DELIVERED_PAYLOADS,
   ATTR_FL_MESSAGE_DELIVERED_SESSION_IDS,
+  ATTR_FL_MESSAGE_DELIVERED_SHAPE,
   ATTR_FL_MESSAGE_DELIVERED_TASK_IDS,
   ATTR_FL_MESSAGE_DELIVERED_VERSIONS,
   ATTR_FL_MESSAGE_ID,
@@ -21,13 +22,17 @@ import {
   ATTR_FL_MESSAGE_PAYLOAD,
   ATTR_FL_MESSAGE_PAYLOAD_BYTES,
   ATTR_FL_MESSAGE_PAYLOAD_HASH,
+  ATTR_FL_MESSAGE_SENT_AT,
   ATTR_FL_MESSAGE_SESSION_ID,
+  ATTR_FL_MESSAGE_SHAPE,
+  ATTR_FL_MESSAGE_SIDE,
   ATTR_FL_MESSAGE_SOURCE,
   ATTR_FL_MESSAGE_TARGET,
   ATTR_FL_MESSAGE_TASK_ID,
   ATTR_FL_MESSAGE_VERSION,
 } from '../semconv';
 import type { AgentMessage } from '../types';
+import { payloadShape } from './shape';
 
 export function newMessageId(): string {
   return randomUUID();
@@ -80,9 +85,12 @@ export function payloadKeys(payload: unknown): string[] {
   return Object.keys(payload).sort();
 }
 
-/** The faultline.message.* attributes of a message. The payload JSON is included only when `captureContent`. */
-export function messageAttributes(message: AgentMessage, captureContent: boolean): Attributes {
-  const attrs: Attributes = {};
+/**
+ * The faultline.message.* attributes of a message as one end saw it (`side`: the sender's span, or a receiver's):
+ * envelope, keys, size, hash and content-free shape. The payload JSON is included only when `captureContent`.
+ */
+export function messageAttributes(message: AgentMessage, captureContent: boolean, side: 'send' | 'receive' = 'send'): Attributes {
+  const attrs: Attributes = { [ATTR_FL_MESSAGE_SIDE]: side };
   setString(attrs, ATTR_FL_MESSAGE_ID, message.id);
   setString(attrs, ATTR_FL_MESSAGE_SOURCE, message.source);
   setString(attrs, ATTR_FL_MESSAGE_TARGET, message.target);
@@ -92,7 +100,9 @@ export function messageAttributes(message: AgentMessage, captureContent: boolean
   if (typeof message.version === 'number' && Number.isFinite(message.version)) {
     attrs[ATTR_FL_MESSAGE_VERSION] = message.version;
   }
+  if (typeof message.sentAt === 'number' && Number.isFinite(message.sentAt)) attrs[ATTR_FL_MESSAGE_SENT_AT] = message.sentAt;
   attrs[ATTR_FL_MESSAGE_KEYS] = payloadKeys(message.payload);
+  attrs[ATTR_FL_MESSAGE_SHAPE] = payloadShape(message.payload);
   const json = canonicalJson(message.payload);
   if (json !== undefined) {
     attrs[ATTR_FL_MESSAGE_PAYLOAD_BYTES] = Buffer.byteLength(json);
@@ -133,6 +143,7 @@ export function deliveredAttributes(
     const changed = wire[changedAt]!.payload;
     attrs[ATTR_FL_MESSAGE_DELIVERED_KEYS] = payloadKeys(changed);
     attrs[ATTR_FL_MESSAGE_DELIVERED_CHANGES] = payloadChanges(original.payload, changed);
+    attrs[ATTR_FL_MESSAGE_DELIVERED_SHAPE] = payloadShape(changed);
   }
   if (captureContent) attrs[ATTR_FL_MESSAGE_DELIVERED_PAYLOADS] = wire.map((m) => canonicalJson(m.payload) ?? '');
   return attrs;

@@ -12,11 +12,22 @@ export interface SseEvent {
   data: string;
 }
 
+/** Characters of one line kept at most: a longer line (no line break in 32 M characters) is dropped, not kept growing. */
+const MAX_LINE_CHARS = 32 * 1024 * 1024;
+
 export class SseParser {
   // StringDecoder: keeps a split UTF-8 sequence for the next chunk, like TextDecoder's stream mode, at a third of the cost.
   readonly #decoder = new StringDecoder('utf8');
   readonly #onEvent: (event: SseEvent) => void;
-  #buffer = '';
+  /**
+   * The start of a line still unterminated, as the pieces it arrived in: joined once, when its line break arrives.
+   * Appending to one string and searching it again would flatten it on every chunk, which makes a long line cost time
+   * quadratic in its length.
+   */
+  #carry: string[] = [];
+  #carried = 0;
+  /** The line being carried grew past MAX_LINE_CHARS: it is dropped when its line break arrives. */
+  #overlong = false;
   #event = '';
   /** `data:` lines so far, joined with LF (undefined: none yet). */
   #data: string | undefined;
@@ -39,36 +50,57 @@ export class SseParser {
       this.#pendingCr = false;
       if (text.charCodeAt(0) === 10) text = text.slice(1);
     }
-    // The carried-over buffer holds no line break, so only the new text is searched. Lines are found with native
-    // indexOf (LF, the common case, first; CR only when the text has one) instead of a per-character loop.
-    const buf = this.#buffer.length > 0 ? this.#buffer + text : text;
+    // Only the new text is searched (the carried pieces hold no line break). Lines are found with native indexOf (LF,
+    // the common case, first; CR only when the text has one) instead of a per-character loop.
     let start = 0;
-    let from = this.#buffer.length;
+    let from = 0;
     // Next CR at or after `from` (-1: none left), searched again only once passed.
-    let cr = buf.indexOf('\r', from);
+    let cr = text.indexOf('\r');
     for (;;) {
-      let i = buf.indexOf('\n', from);
+      let i = text.indexOf('\n', from);
       if (cr !== -1) {
-        if (cr < from) cr = buf.indexOf('\r', from);
+        if (cr < from) cr = text.indexOf('\r', from);
         if (cr !== -1 && (i === -1 || cr < i)) i = cr;
       }
       if (i === -1) break;
-      this.#line(buf.slice(start, i));
-      if (buf.charCodeAt(i) === 13) {
-        if (i + 1 < buf.length) {
-          if (buf.charCodeAt(i + 1) === 10) i++;
+      if (this.#carried === 0 && !this.#overlong) {
+        this.#line(text.slice(start, i));
+      } else {
+        const overlong = this.#overlong;
+        this.#carry.push(text.slice(start, i));
+        const line = overlong ? undefined : this.#carry.join('');
+        this.#carry = [];
+        this.#carried = 0;
+        this.#overlong = false;
+        if (line !== undefined) this.#line(line);
+      }
+      if (text.charCodeAt(i) === 13) {
+        if (i + 1 < text.length) {
+          if (text.charCodeAt(i + 1) === 10) i++;
         } else {
           this.#pendingCr = true;
         }
       }
       start = from = i + 1;
     }
-    this.#buffer = start === 0 ? buf : buf.slice(start);
+    if (start < text.length && !this.#overlong) {
+      const rest = start === 0 ? text : text.slice(start);
+      this.#carried += rest.length;
+      if (this.#carried > MAX_LINE_CHARS) {
+        this.#overlong = true;
+        this.#carry = [];
+        this.#carried = 0;
+      } else {
+        this.#carry.push(rest);
+      }
+    }
   }
 
   /** End of stream: an unterminated last event is discarded, as the spec says. */
   end(): void {
-    this.#buffer = '';
+    this.#carry = [];
+    this.#carried = 0;
+    this.#overlong = false;
     this.#data = undefined;
     this.#event = '';
   }

@@ -49,8 +49,9 @@ export function renderTrace(trace: TraceRecord, options: RenderOptions = {}): Re
       if (c.hasContent && c.toolCalls.length > 0) f.push(`tool_calls="${excerpt(c.toolCalls.map((t) => `${t.name}(${t.arguments})`).join('; '), max)}"`);
     } else if (v.step?.kind === 'message') {
       const m = v.step.facts;
-      f.push(`MESSAGE step ${v.step.step}`, `span=${s.spanId}`, `${m.source ?? '?'}->${m.target ?? '?'}`, `boundary=${m.boundary ?? '?'}`, at, `delivered=${m.deliveredCount ?? '?'}`);
-      if (m.payload !== undefined) f.push(`payload="${excerpt(m.payload, max)}"`);
+      const delivered = m.side === 'receive' ? 'received' : `delivered=${m.delivered?.count ?? '?'}`;
+      f.push(`MESSAGE step ${v.step.step}`, `span=${s.spanId}`, `${m.source ?? '?'}->${m.target ?? m.agent ?? m.tool ?? '?'}`, `boundary=${m.boundary ?? '?'}`, at, delivered);
+      if (m.payload?.content !== undefined) f.push(`payload="${excerpt(m.payload.content.text, max)}"`);
     } else {
       f.push(`SPAN ${s.name}`, `span=${s.spanId}`, `agent=${agent}`, at);
     }

@@ -300,17 +300,6 @@ function strongest(signals: readonly Signal[]): Signal | undefined {
   return best;
 }
 
-/** The task id a span runs under: the nearest ancestor-or-self with faultline.task.id. */
-function taskIdOf(span: SpanRecord, view: TraceView): string | undefined {
-  let cur: SpanRecord | undefined = span;
-  for (let depth = 0; cur && depth < 64; depth++) {
-    const t = str(cur.attributes, 'faultline.task.id');
-    if (t !== undefined) return t;
-    cur = cur.parentSpanId ? view.byId.get(cur.parentSpanId) : undefined;
-  }
-  return undefined;
-}
-
 export interface SpanVerdict {
   span: SpanRecord;
   /** The step reading of the span (an LLM call or a message), or null for any other span. */
@@ -331,12 +320,9 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     offline = undefined; // a detector bug must not lose the metadata diagnosis
   }
   const delays = delaySignals(view, opts);
-  const msgDurations = view.messages.map((m) => durationMs(m.span)).sort((a, b) => a - b);
   const stepBySpan = new Map<string, Step>(view.steps.map((s) => [s.span.spanId, s]));
   const carried = view.detectionChildren;
   const childIds = new Set([...carried.values()].flat().map((s) => s.spanId));
-  /** Payload hashes of the messages sent so far (a later delivery of one of them is a replay). */
-  const sentHashes = new Set<string>();
   const out: SpanVerdict[] = [];
   for (const span of trace.spans) {
     if (childIds.has(span.spanId)) continue;
@@ -345,8 +331,8 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     if (step?.kind === 'llm') {
       signals.push(...llmSignals(step, view, delays.get(step)));
     } else if (step?.kind === 'message') {
-      signals.push(...messageSignals(step, { view, taskId: taskIdOf(span, view), medianOthersMs: medianWithout(msgDurations, durationMs(span)), earlierHashes: sentHashes }));
-      if (step.facts.payloadHash !== undefined) sentHashes.add(step.facts.payloadHash);
+      // Message faults are judged per message, from all its ends and the trace's baselines (messages.ts).
+      signals.push(...messageSignals(step, { view }));
     } else {
       const failure = failureSignal(view.failureOf(span), span);
       if (failure) signals.push(failure);

@@ -1,17 +1,14 @@
 /**
  * What the rules collect per span: signals (a fault type, a confidence, a sentence of evidence, where it came from),
- * and the faultline events they are read from when present (online detections, guard actions). Shared by the LLM
- * call rules (rules.ts) and the message rules (messages.ts).
+ * and the online detections they are read from when present. Shared by the LLM call rules (rules.ts) and the message
+ * rules (messages.ts; guard actions on messages are read by the layer, src/traces/view/message.ts).
  */
 import {
   ATTR_FL_DETECTION_CONFIDENCE,
   ATTR_FL_DETECTION_DETECTOR,
   ATTR_FL_DETECTION_EVIDENCE,
   ATTR_FL_DETECTION_FAULT_TYPE,
-  ATTR_FL_GUARD_ACTION,
-  ATTR_FL_GUARD_REASON,
   EVENT_FL_DETECTION,
-  EVENT_FL_GUARD,
 } from '../../instrumentation/semconv';
 import { isFaultType, type FaultType } from '../taxonomy';
 import { num, str, type SpanRecord } from '../traces/model';
@@ -50,18 +47,6 @@ export function detectionEvents(span: SpanRecord): DetectionEvent[] {
     });
   }
   return out;
-}
-
-export interface GuardEvent {
-  action: string;
-  reason: string;
-}
-
-/** The guards' `faultline.guard` events: what a protection did on this span (recovered faults leave these). */
-export function guardEvents(span: SpanRecord): GuardEvent[] {
-  return span.events
-    .filter((e) => e.name === EVENT_FL_GUARD)
-    .map((e) => ({ action: str(e.attributes, ATTR_FL_GUARD_ACTION) ?? '', reason: str(e.attributes, ATTR_FL_GUARD_REASON) ?? '' }));
 }
 
 export function durationMs(span: SpanRecord): number {

@@ -12,6 +12,9 @@ import { StringDecoder } from 'node:string_decoder';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { getExchange } from '../../instrumentation/exchange';
+// The one controller proxy of the steps, and the one content-length rewrite (the span layer's).
+import { ForwardingController as StepController } from '../../instrumentation/forwarding-controller';
+import { withContentLength } from '../../instrumentation/request-body';
 import {
   ATTR_FL_MESSAGE_BOUNDARY,
   ATTR_FL_MESSAGE_ID,
@@ -87,66 +90,6 @@ function rememberMessage(engine: FaultEngine, ex: Exchange, decision: Decision |
   if (ex.message) engine.remember(engine.task(taskId), ex.message);
 }
 
-/** A controller the step hands to the application's handler, forwarding to the real one once there is one. */
-class StepController implements Controller {
-  real?: Controller;
-  #aborted = false;
-  #reason: Error | null = null;
-  #paused = false;
-  rawHeaders?: Controller['rawHeaders'];
-  onAbort?: (reason: Error) => void;
-  #hold: NodeJS.Timeout | undefined;
-
-  get aborted(): boolean {
-    return this.#aborted || (this.real?.aborted ?? false);
-  }
-  get paused(): boolean {
-    return this.real?.paused ?? this.#paused;
-  }
-  get reason(): Error | null {
-    return this.#reason ?? this.real?.reason ?? null;
-  }
-  attach(real: Controller): void {
-    this.real = real;
-    if (this.#aborted) real.abort(this.#reason ?? new Error('aborted'));
-    else if (this.#paused) real.pause();
-  }
-  /**
-   * Hold the call open until the application aborts, as a server that never answers does. A real hung call is kept
-   * alive by its socket; a held one has none, and no timer either: without this, a garbage collection could take the
-   * whole call (and with it the application's abort wiring: fetch follows the caller's signal only weakly) and the
-   * application's timeout would never fire. The timer keeps the call reachable and, like the socket, the process
-   * waiting.
-   */
-  hold(): void {
-    this.#hold ??= setInterval(() => this, 0x7fffffff);
-  }
-
-  /** The call settled (ended, failed or aborted): stop holding it. */
-  release(): void {
-    if (this.#hold !== undefined) clearInterval(this.#hold);
-    this.#hold = undefined;
-  }
-
-  abort(reason: Error): void {
-    this.release();
-    if (this.#aborted) return;
-    this.#aborted = true;
-    this.#reason = reason ?? new Error('aborted');
-    if (this.real) this.real.abort(this.#reason);
-    // Also tell the application ourselves: the real request may be over already (a stalled stream holds its end).
-    this.onAbort?.(this.#reason);
-  }
-  pause(): void {
-    this.#paused = true;
-    this.real?.pause();
-  }
-  resume(): void {
-    this.#paused = false;
-    this.real?.resume();
-  }
-}
-
 function socketError(code: 'ECONNRESET' | 'ECONNREFUSED', url: URL): Error {
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
   const message = code === 'ECONNRESET' ? 'read ECONNRESET' : `connect ECONNREFUSED ${url.hostname}:${port}`;
@@ -194,22 +137,6 @@ const sleep = (ms: number, ctl: StepController): Promise<boolean> =>
 function headerValue(headers: Record<string, unknown>, name: string): string | undefined {
   const v = headers[name] ?? headers[name.toLowerCase()];
   return Array.isArray(v) ? String(v[0]) : v === undefined ? undefined : String(v);
-}
-
-function withContentLength(headers: Dispatcher.DispatchOptions['headers'], length: number): Dispatcher.DispatchOptions['headers'] {
-  if (Array.isArray(headers)) {
-    const out: string[] = [];
-    for (let i = 0; i < headers.length; i += 2) {
-      if (String(headers[i]).toLowerCase() !== 'content-length') out.push(String(headers[i]), String(headers[i + 1]));
-    }
-    return [...out, 'content-length', String(length)];
-  }
-  const out: Record<string, string | string[] | undefined> = {};
-  for (const [k, v] of Object.entries((headers ?? {}) as Record<string, string | string[] | undefined>)) {
-    if (k.toLowerCase() !== 'content-length') out[k] = v;
-  }
-  out['content-length'] = String(length);
-  return out;
 }
 
 /** One faulted call: the hits of its decision, applied in order transport → message → response. */

@@ -15,6 +15,7 @@ import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace
 import { getAgentName } from '../../instrumentation/agents/invoke-agent';
 import {
   ATTR_FL_MESSAGE_ID,
+  ATTR_FL_MESSAGE_SIDE,
   ATTR_FL_RESPONSE_ABORTED,
   ATTR_GEN_AI_AGENT_NAME,
   ATTR_GEN_AI_OPERATION_NAME,
@@ -42,6 +43,8 @@ const seen = new WeakMap<object, Seen>();
 /** Whether a span is one faultline call span a fault can be applied to. */
 export function isFaultableSpan(scopeName: string | undefined, attrs: Attributes): boolean {
   if (scopeName !== undefined && scopeName !== PACKAGE_NAME) return false;
+  // A receive span records what arrived; faults apply between sender and receiver, on the sender's span.
+  if (attrs[ATTR_FL_MESSAGE_SIDE] === 'receive') return false;
   const op = attrs[ATTR_GEN_AI_OPERATION_NAME];
   if (typeof op === 'string') return typeof attrs[ATTR_URL_FULL] === 'string' || typeof attrs[ATTR_SERVER_ADDRESS] === 'string';
   return typeof attrs[ATTR_FL_MESSAGE_ID] === 'string';

@@ -47,6 +47,11 @@ function sha16(text: string): string {
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }
 
+/** The content-free shape of evidence()'s payload: key paths, kinds, formats and sizes, no values. */
+const SHAPE = ['$=obj:3', 'sku=str:ident:6', 'evidence_result=obj:2', 'evidence_result.rows=arr:2', 'evidence_result.rows[]=num:int', 'evidence_result.total=num:dec', 'candidate_answer=str:text:11'];
+
+const handoffs = (): ReturnType<typeof otel.spans> => otel.spans().filter((s) => s.name.startsWith('handoff '));
+
 const duplicate: DeliverStep = async (m, _ctx, next) => [...(await next(m)), ...(await next(m))];
 const drop: DeliverStep = async () => [];
 
@@ -75,13 +80,42 @@ describe('MessageChannel without steps', () => {
       'faultline.message.session_id': 'sess-9',
       'faultline.message.version': 3,
       'faultline.message.keys': ['candidate_answer', 'evidence_result', 'sku'],
+      'faultline.message.shape': SHAPE,
       'faultline.message.payload_bytes': Buffer.byteLength(canonical),
       'faultline.message.payload_hash': hash,
+      'faultline.message.side': 'send',
+      'faultline.message.sent_at': delivered[0].sentAt,
       'faultline.message.delivered_count': 1,
       'faultline.message.delivered_hashes': [hash],
       'gen_ai.conversation.id': 'sess-9',
     });
     expect(span.status.code).toBe(SpanStatusCode.UNSET);
+
+    // What the receiver got: the same facts from its end, linked to the sender's span.
+    const receiveSpan = byName(otel.spans(), 'receive judge');
+    expect(receiveSpan.kind).toBe(SpanKind.CONSUMER);
+    expect(receiveSpan.links.map((l) => l.context.spanId)).toEqual([span.spanContext().spanId]);
+    expect(attrs(receiveSpan)).toEqual({
+      'faultline.message.id': 'msg-41-009',
+      'faultline.message.source': 'navigator',
+      'faultline.message.target': 'judge',
+      'faultline.message.boundary': 'I4',
+      'faultline.message.task_id': 'admin-41',
+      'faultline.message.session_id': 'sess-9',
+      'faultline.message.version': 3,
+      'faultline.message.keys': ['candidate_answer', 'evidence_result', 'sku'],
+      'faultline.message.shape': SHAPE,
+      'faultline.message.payload_bytes': Buffer.byteLength(canonical),
+      'faultline.message.payload_hash': hash,
+      'faultline.message.side': 'receive',
+      'faultline.message.sent_at': delivered[0].sentAt,
+      'faultline.message.copy': 0,
+      'messaging.system': 'faultline',
+      'messaging.operation.type': 'receive',
+      'messaging.destination.name': 'judge',
+      'messaging.message.id': 'msg-41-009',
+      'messaging.message.body.size': Buffer.byteLength(canonical),
+    });
   });
 
   it('generates a message id and sentAt when missing, and takes the task id from the task scope', async () => {
@@ -160,10 +194,14 @@ describe('MessageChannel steps', () => {
     expect(await lossy.send(evidence())).toEqual([]);
     expect(received).toEqual([]);
 
-    const [dupSpan, dropSpan] = otel.spans();
+    const [dupSpan, dropSpan] = handoffs();
     expect(dupSpan.attributes['faultline.message.delivered_count']).toBe(2);
     expect(dropSpan.attributes['faultline.message.delivered_count']).toBe(0);
     expect(dropSpan.attributes['faultline.message.delivered_hashes']).toEqual([]);
+    // One receive span per copy the receiver got (none for the lost message), each naming its copy.
+    const receives = otel.spans().filter((s) => s.name === 'receive judge');
+    expect(receives.map((r) => r.attributes['faultline.message.copy'])).toEqual([0, 1]);
+    expect(receives.every((r) => r.links[0]?.context.spanId === dupSpan.spanContext().spanId)).toBe(true);
   });
 
   it('records the hash of a changed payload and routes a misrouted message to its new target', async () => {
@@ -191,7 +229,7 @@ describe('MessageChannel steps', () => {
     };
     await new MessageChannel({ steps: [alter] }).send(evidence());
     await new MessageChannel({ steps: [alter], captureMessageContent: true }).send(evidence());
-    const [plain, captured] = otel.spans();
+    const [plain, captured] = handoffs();
     expect(plain.attributes['faultline.message.delivered_keys']).toEqual(['answer', 'evidence_result', 'note']);
     expect(plain.attributes['faultline.message.delivered_changes']).toEqual([
       'added:answer',
@@ -313,7 +351,7 @@ describe('MessageChannel steps', () => {
     }).send(evidence());
     expect(delivered).toHaveLength(1);
     expect(diagErrors.join('\n')).toMatch(/onDelivery/);
-    expect(otel.spans()).toHaveLength(1);
+    expect(otel.spans().map((s) => s.name)).toEqual(['handoff judge', 'receive judge']);
   });
 });
 

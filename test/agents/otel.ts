@@ -11,6 +11,7 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
+import { readingExporter } from '../support/otel';
 
 export interface Otel {
   exporter: InMemorySpanExporter;
@@ -22,7 +23,7 @@ export interface Otel {
 }
 
 export function setupOtel(): Otel {
-  const exporter = new InMemorySpanExporter();
+  const exporter = readingExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   const contextManager = new AsyncLocalStorageContextManager().enable();
   context.setGlobalContextManager(contextManager);

@@ -103,16 +103,37 @@ describe('a2aProtocol recognition', () => {
     expect(a2aProtocol.start(URL_A2A, undefined, {}, false)).toBeUndefined();
   });
 
-  it('rules out a non-JSON POST before its body is buffered, when the headers are known', () => {
+  it('rules out a non-JSON POST before its body is read, when the headers are known', () => {
     const upload = new URL('http://files.internal/upload');
+    const sse = { accept: 'application/json, text/event-stream' };
     for (const module of [a2aProtocol, mcpProtocol]) {
-      const matches = module.matches as (method: string, url: URL, headers?: Record<string, string>) => boolean;
-      expect(matches('POST', upload, { 'content-type': 'multipart/form-data; boundary=x' })).toBe(false);
-      expect(matches('POST', upload, { 'content-type': 'application/json' })).toBe(true);
-      expect(matches('POST', upload, { 'Content-Type': 'application/a2a+json; charset=utf-8' })).toBe(true);
-      expect(matches('POST', upload, {})).toBe(true);
-      expect(matches('PUT', upload, { 'content-type': 'application/json' })).toBe(false);
+      const matches = (headers: Record<string, string> | undefined, method = 'POST') => module.matches(method, upload, headers);
+      expect(matches({ ...sse, 'content-type': 'multipart/form-data; boundary=x' })).toBe(false);
+      expect(matches({ ...sse, 'content-type': 'application/octet-stream' })).toBe(false);
+      expect(matches({ ...sse, 'content-type': 'application/json' })).toBe(true);
+      expect(matches({ ...sse, 'Content-Type': 'application/a2a+json; charset=utf-8' })).toBe(true);
+      expect(matches({ ...sse })).toBe(true);
+      expect(matches(undefined)).toBe(true);
+      expect(matches({ ...sse, 'content-type': 'application/json' }, 'PUT')).toBe(false);
     }
+    // MCP's transport requires clients to accept an SSE answer; after initialize they also send its headers.
+    expect(mcpProtocol.matches('POST', upload, { 'content-type': 'application/json' })).toBe(false);
+    expect(mcpProtocol.matches('POST', upload, { 'content-type': 'application/json', 'mcp-protocol-version': '2025-06-18' })).toBe(true);
+    expect(a2aProtocol.matches('POST', upload, { 'content-type': 'application/json' })).toBe(true);
+  });
+
+  it('rules out a JSON body that is no JSON-RPC request from its bytes, before it is parsed', () => {
+    const url = new URL('http://api.internal/api/bulk');
+    const bulk = Buffer.from(JSON.stringify({ rows: Array.from({ length: 1000 }, (_, i) => ({ id: i, text: 'x'.repeat(40) })) }));
+    for (const module of [a2aProtocol, mcpProtocol]) {
+      expect(module.sniff?.(bulk, url)).toBe(false);
+      expect(module.sniff?.(Buffer.from('  {"method":"tools/call","params":{"name":"x"},"jsonrpc":"2.0","id":1}'), url)).toBe(true);
+      expect(module.sniff?.(Buffer.from('[{"jsonrpc":"2.0"}]'), url)).toBe(false);
+    }
+    // The REST binding has no jsonrpc member: its path says it.
+    const rest = Buffer.from(JSON.stringify({ message: { messageId: 'm', role: 'ROLE_USER', parts: [] } }));
+    expect(a2aProtocol.sniff?.(rest, new URL('http://a/a2a/rest/message:send'))).toBe(true);
+    expect(a2aProtocol.sniff?.(rest, url)).toBe(false);
   });
 
   it('recognises the REST send/stream paths only with a SendMessageRequest body', () => {

@@ -122,8 +122,10 @@ describe('an in-process crew with handoffs', () => {
     expect(parentOf(workflow)).toBeUndefined();
     expect(children(spans, workflow)).toEqual(['invoke_agent manager']);
     const [managerModel, scorerModel] = [session[0].request.model, session[1].request.model]; // gpt-4o, gpt-4.1-mini
-    expect(children(spans, manager)).toEqual([`chat ${managerModel}`, 'handoff Scorer', 'invoke_agent Scorer', `chat ${managerModel}`]);
-    expect(children(spans, scorer)).toEqual([`chat ${scorerModel}`, 'handoff manager']);
+    // Each delivery has its receive span; the receiver's handler (here the Scorer's turn) runs inside it.
+    expect(children(spans, manager)).toEqual([`chat ${managerModel}`, 'handoff Scorer', 'receive Scorer', `chat ${managerModel}`]);
+    expect(children(spans, byName(spans, 'receive Scorer'))).toEqual(['invoke_agent Scorer']);
+    expect(children(spans, scorer)).toEqual([`chat ${scorerModel}`, 'handoff manager', 'receive manager']);
     const chats = spans.filter((s) => s.name.startsWith('chat '));
     expect(chats).toHaveLength(3);
     for (const chat of chats) expect(chat.kind).toBe(SpanKind.CLIENT);

@@ -177,10 +177,13 @@ describe('rule diagnoser: how a delivered message differs from what was sent', (
     [['removed:evidence_result.rows', 'length:visible_evidence'], 'partial'],
     [['removed:task_id', 'added:task_binding'], 'schema'],
     [['type:quantity'], 'schema'],
-    [['value:task_id', 'value:evidence'], 'stale'],
+    // Content-free, a value that changed and kept its type says nothing about its format: semantic, whatever its key
+    // is called (the key names of the example workflows decide nothing; content or shapes tell corrupt apart).
+    [['value:task_id', 'value:evidence'], 'semantic'],
     [['value:sku', 'value:product_id', 'value:evidence'], 'semantic'],
     [['value:evidence_result.candidate_answer', 'length:evidence_result.rows'], 'semantic'],
-    [['value:title'], 'corrupt'],
+    [['value:title'], 'semantic'],
+    [['type:$'], 'corrupt'],
   ])('content-free changes %j → %s, at the changed handoff', (changes, type) => {
     expect(diagnoseByRules(changed(changes))).toMatchObject({ faultType: type, step: 2, stepKind: 'message' });
   });

@@ -1,8 +1,9 @@
 /**
- * Privacy with content capture off (register's default): the online detectors fire on content — mojibake, an in-band
- * error notice, a JSON error envelope, tool arguments that break their schema or name an ungrounded entity — and their
- * findings land on the spans, yet nothing of the content does. A marker word placed in every piece of content (the
- * request messages, the answer, the tool arguments) must appear nowhere in the exported trace file.
+ * Privacy with content capture off (register's default), online detectors on (FAULTLINE_DETECT=true): they fire on
+ * content — mojibake, an in-band error notice, a JSON error envelope, tool arguments that break their schema or name an
+ * ungrounded entity — and their findings land on the spans, yet nothing of the content does. A marker word placed in
+ * every piece of content (the request messages, the answer, the tool arguments) must appear nowhere in the exported
+ * trace file.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,7 +50,7 @@ describe('content capture off', () => {
         const res = await fetch(process.env.LLM_URL + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
         await res.text();
       }`;
-    const r = await runNode(['--import', REGISTER_MJS, '--input-type=module', '-e', app], { env: { LLM_URL: server.url, FAULTLINE_TRACES_FILE: file }, timeoutMs: 60_000 });
+    const r = await runNode(['--import', REGISTER_MJS, '--input-type=module', '-e', app], { env: { LLM_URL: server.url, FAULTLINE_TRACES_FILE: file, FAULTLINE_DETECT: 'true' }, timeoutMs: 60_000 });
     expect(r.code, r.stderr).toBe(0);
     const text = readFileSync(file, 'utf8');
     const detectors = new Set([...text.matchAll(/"faultline\.detection\.detector","value":\{"stringValue":"([a-z_]+)"/g)].map((m) => m[1]));

@@ -79,7 +79,7 @@ describe('register with a fault plan', () => {
   it('injects the planned fault, records it as ground truth and detects it online', async () => {
     const traces = join(dir, 'planned.jsonl');
     const r = await runNode(['--import', REGISTER_MJS, join(dir, 'app.mjs')], {
-      env: env({ FAULTLINE_PLAN: join(dir, 'plan.json'), FAULTLINE_TRACES_FILE: traces }),
+      env: env({ FAULTLINE_PLAN: join(dir, 'plan.json'), FAULTLINE_TRACES_FILE: traces, FAULTLINE_DETECT: 'true' }),
     });
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { status: number; content: string; finish: string };

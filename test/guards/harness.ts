@@ -15,6 +15,7 @@ import type { MessageContract } from '../../detectors/types';
 import { createInjector } from '../../src/inject/index';
 import type { FaultPlanInput } from '../../src/plan/schema';
 import { pollSpans } from '../support/otel';
+import { readingExporter } from '../support/otel';
 
 export interface GuardHarness {
   guards: Guards;
@@ -29,7 +30,7 @@ export interface GuardHarness {
 let n = 0;
 
 export function setupGuardHarness(options: GuardOptions & { contracts?: MessageContract[] } = {}): GuardHarness {
-  const exporter = new InMemorySpanExporter();
+  const exporter = readingExporter();
   const h = { plan: undefined, config: undefined } as unknown as GuardHarness;
   const injector = createInjector(() => h.plan, { captureMessageContent: false });
   const provider = new NodeTracerProvider({ spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)] });

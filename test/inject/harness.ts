@@ -13,6 +13,7 @@ import { ATTR_FL_FAULT_NAME, EVENT_FL_FAULT_INJECTED } from '../../instrumentati
 import { createInjector, type Injector } from '../../src/inject/index';
 import type { FaultPlanInput } from '../../src/plan/schema';
 import { pollSpans } from '../support/otel';
+import { readingExporter } from '../support/otel';
 
 export interface Harness {
   injector: Injector;
@@ -28,7 +29,7 @@ export interface Harness {
 let n = 0;
 
 export function setupHarness(options: { sampler?: Sampler; captureMessageContent?: boolean } = {}): Harness {
-  const exporter = new InMemorySpanExporter();
+  const exporter = readingExporter();
   const h = { plan: undefined as FaultPlanInput | undefined } as Harness;
   const injector = createInjector(() => h.plan, { captureMessageContent: options.captureMessageContent ?? false });
   const provider = new NodeTracerProvider({

@@ -33,6 +33,8 @@ afterAll(async () => {
 it('records gen_ai.client.operation.duration and gen_ai.client.token.usage with the spec buckets', async () => {
   // No meter provider yet: a call records nothing and costs nothing.
   await (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })).text();
+  // Metrics are recorded when the span ends, a moment after the app has its answer.
+  await otel.waitForSpans((s) => ours(s).length === 1);
   const reader = new TestReader();
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
   await (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })).text();

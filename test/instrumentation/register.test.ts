@@ -47,7 +47,8 @@ afterAll(async () => {
 });
 
 function appEnv(extra: Record<string, string>): Record<string, string> {
-  return { LLM_URL: server.url, REQ_JSON: JSON.stringify(rec.request), REQ_STREAM: JSON.stringify(streamRec.request), ...extra };
+  // instrumentation-undici's HTTP spans are off by default: turned on here to check they nest under the GenAI spans.
+  return { LLM_URL: server.url, REQ_JSON: JSON.stringify(rec.request), REQ_STREAM: JSON.stringify(streamRec.request), OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici', ...extra };
 }
 
 function checkSpans(spans: ReturnType<typeof otlpJsonSpans>): void {

@@ -21,7 +21,7 @@ afterAll(async () => {
 
 it('uses the already-registered provider, is idempotent, and restores the dispatcher on shutdown', async () => {
   const before = getGlobalDispatcher();
-  const runtime = await start({ exitHooks: false, env: {} });
+  const runtime = await start({ exitHooks: false, env: { OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici' } });
   expect(await start()).toBe(runtime);
   expect(runtime.sdk.external).toBe(true);
   expect(runtime.sdk.tracerProvider).toBeUndefined();

@@ -38,14 +38,14 @@ beforeAll(() => {
 });
 
 describe('resolveConfig', () => {
-  it('defaults: no plan, no guards, detection and HTTP spans on, spans to ./faultline-traces.jsonl', () => {
+  it('defaults: no plan, no guards, online detection and HTTP spans off, spans to ./faultline-traces.jsonl', () => {
     const cwd = folder({});
     const c = config.resolveConfig({ env: {}, cwd });
     expect(c.plan).toBeUndefined();
     expect(c.guards).toBeUndefined();
     expect(c.injectionDisabled).toBe(false);
-    expect(c.detect).toBe(true);
-    expect(c.httpSpans).toBe(true);
+    expect(c.detect).toBe(false);
+    expect(c.httpSpans).toBe(false);
     expect(c.captureContent).toBe(false);
     expect(c.export.traces).toEqual(['file']);
     expect(c.export.file).toBe(join(cwd, 'faultline-traces.jsonl'));

@@ -66,7 +66,8 @@ interface Span {
 }
 
 function env(extra: Record<string, string>): Record<string, string> {
-  return { LLM_URL: server.url, REQ: JSON.stringify(rec.request), ...extra };
+  // instrumentation-undici's spans too (OTEL_NODE_ENABLED_INSTRUMENTATIONS): they must survive every exit path as well.
+  return { LLM_URL: server.url, REQ: JSON.stringify(rec.request), OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici', ...extra };
 }
 
 /** Run `fn` over `items`, `limit` at a time (child processes: the machine is shared). */

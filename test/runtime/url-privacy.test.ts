@@ -90,10 +90,10 @@ afterAll(async () => {
   await server?.close();
 });
 
-it('under register (its defaults: HTTP spans and detectors on), no query credential reaches any span', async () => {
+it('under register with HTTP spans and detectors on, no query credential reaches any span', async () => {
   const file = join(dir, 'traces.jsonl');
   const r = await runNode(['--require', join(DIST, 'src/register.js'), join(dir, 'app.cjs')], {
-    env: { LLM_URL: server.url, DEAD_URL: deadUrl, REQ: JSON.stringify(rec.request), REQ_STREAM: JSON.stringify(streamRec.request), FAULTLINE_TRACES_FILE: file },
+    env: { LLM_URL: server.url, DEAD_URL: deadUrl, REQ: JSON.stringify(rec.request), REQ_STREAM: JSON.stringify(streamRec.request), FAULTLINE_TRACES_FILE: file, OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici', FAULTLINE_DETECT: 'true' },
     timeoutMs: 60_000,
   });
   expect(r.code, r.stderr).toBe(0);

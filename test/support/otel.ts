@@ -6,6 +6,7 @@ import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { flushExchanges } from '../../instrumentation/interceptor';
 
 export interface TestOtel {
   exporter: InMemorySpanExporter;
@@ -17,7 +18,7 @@ export interface TestOtel {
 }
 
 export function setupOtel(): TestOtel {
-  const exporter = new InMemorySpanExporter();
+  const exporter = readingExporter();
   const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   provider.register({ contextManager: new AsyncLocalStorageContextManager() });
   return {
@@ -31,6 +32,26 @@ export function setupOtel(): TestOtel {
       context.disable();
     },
   };
+}
+
+/**
+ * An in-memory exporter whose readers see what a flush would: the span layer ends a call's span once the application
+ * has had its answer (the reading runs just after), and runtime.forceFlush() settles those before flushing. Reading
+ * (or resetting) the exporter does the same first, so a test reads the spans of the calls it awaited.
+ */
+export function readingExporter(): InMemorySpanExporter {
+  const exporter = new InMemorySpanExporter();
+  const finished = exporter.getFinishedSpans.bind(exporter);
+  const reset = exporter.reset.bind(exporter);
+  exporter.getFinishedSpans = () => {
+    flushExchanges();
+    return finished();
+  };
+  exporter.reset = () => {
+    flushExchanges();
+    reset();
+  };
+  return exporter;
 }
 
 /** Poll the exporter until `pred(spans)` holds or the deadline passes; returns the spans (the caller asserts). */

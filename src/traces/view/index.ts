@@ -6,16 +6,16 @@
  */
 import type { SpanRecord, TraceRecord } from '../model';
 import { readLlmCall, spanFailure, str } from './llm';
-import { isMessageSpan, readMessage } from './message';
+import { isMessageSpan, joinMessages, readMessage, type MessageExchange } from './message';
 import { DETECTION_CHILD, agentOfSpan, llmOperation, toolOfSpan } from './recognize';
 import type { AgentSpan, LlmCall, MessageStep, SpanFailure, Step, ToolStep, TraceView } from './types';
 
 export type { AgentSpan, Convention, FaultlineFacts, LlmCall, MessageStep, SpanFailure, Step, ToolStep, TraceView } from './types';
 export type { GenAiMessage, ToolCallPart, ToolDefinition } from './content';
-export type { MessageFacts } from './message';
+export type { Content, DeliveredFacts, GuardEvent, MessageExchange, MessageFacts, MessageFailure, MessageSide, PayloadFacts } from './message';
 export { messageText } from './content';
 export { looksLikeTimeout, spanFailure } from './llm';
-export { isMessageSpan, messageObservation, readMessage } from './message';
+export { edgeKey, guardEvents, isMessageSpan, joinMessages, messageObservation, readMessage } from './message';
 export { DETECTION_CHILD, agentOfSpan, isLlmCallSpan, llmOperation, toolOfSpan } from './recognize';
 
 const views = new WeakMap<TraceRecord, TraceView>();
@@ -133,17 +133,32 @@ function build(trace: TraceRecord): TraceView {
     }
   }
 
+  // Depth in the span tree (a parent outside the trace counts one level), bounded: a malformed trace may have cycles.
+  const depthOf = (span: SpanRecord): number => {
+    let d = 0;
+    for (let p = span.parentSpanId; p !== undefined && d < 256; p = byId.get(p)?.parentSpanId) d++;
+    return d;
+  };
+  const exchanges = joinMessages(messages.map((m) => m.facts), depthOf);
+  const exchangeBySpan = new Map<string, MessageExchange>();
+  for (const x of exchanges) {
+    if (x.send) exchangeBySpan.set(x.send.span.spanId, x);
+    for (const r of x.receives) exchangeBySpan.set(r.span.spanId, x);
+  }
+
   const failures = new Map<string, SpanFailure | null>();
   return {
     trace,
     byId,
     llm,
     messages,
+    exchanges,
     tools,
     agents: agentSpans,
     steps,
     detectionChildren,
     llmOf: (spanId) => llmById.get(spanId),
+    exchangeOf: (spanId) => exchangeBySpan.get(spanId),
     agentOf,
     failureOf(span) {
       let f = failures.get(span.spanId);

@@ -5,7 +5,7 @@
 import type { UsageSummary } from '../../../instrumentation/types';
 import type { SpanRecord, TraceRecord } from '../model';
 import type { GenAiMessage, ToolCallPart, ToolDefinition } from './content';
-import type { MessageFacts } from './message';
+import type { MessageExchange, MessageFacts } from './message';
 
 /** Whose attribute names the span was read from (for evidence and the LLM rendering; rules never branch on it). */
 export type Convention = 'genai' | 'openinference' | 'openllmetry' | 'faultline';
@@ -105,7 +105,7 @@ export interface MessageStep {
   /** 1-based index among the trace's message spans in start order. */
   step: number;
   agent?: AgentSpan;
-  /** What the message span says about the message and its delivery (src/traces/view/message.ts). */
+  /** What the message span says about the message and what its end saw (src/traces/view/message.ts). */
   facts: MessageFacts;
 }
 
@@ -116,7 +116,10 @@ export interface TraceView {
   byId: ReadonlyMap<string, SpanRecord>;
   /** LLM calls in start order (a wrapper span around another LLM span is not a call of its own). */
   llm: LlmCall[];
+  /** Message spans, one step each (either end of a message). */
   messages: MessageStep[];
+  /** The messages themselves, each span's ends joined (a send and what arrived), in causal order. */
+  exchanges: MessageExchange[];
   tools: ToolStep[];
   agents: AgentSpan[];
   /** LLM calls and messages in start order: the spans a fault can be placed on. */
@@ -125,6 +128,8 @@ export interface TraceView {
   detectionChildren: ReadonlyMap<string, SpanRecord[]>;
   /** The step, tool or agent reading of a span, by span id. */
   llmOf(spanId: string): LlmCall | undefined;
+  /** The message a message span is an end of. */
+  exchangeOf(spanId: string): MessageExchange | undefined;
   agentOf(span: SpanRecord): AgentSpan | undefined;
   failureOf(span: SpanRecord): SpanFailure | undefined;
 }
