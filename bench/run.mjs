@@ -48,4 +48,12 @@ const sections = previous.map((s) => {
   return now ?? s;
 });
 sections.push(...byTitle.values());
+const header = [
+  '# Benchmarks',
+  '',
+  'Produced by `npm run bench` (all sections) or `npm run bench -- NAME` (one section, e.g. `interceptor`); each',
+  'section says when and on what it ran. Machines here are shared and noisy: every number that matters is a ratio',
+  'to a baseline measured in the same run, with configurations interleaved.',
+  '',
+].join('\n');
 writeFileSync(benchmarks, header + '\n' + sections.join('\n\n') + '\n');
