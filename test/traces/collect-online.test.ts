@@ -19,6 +19,7 @@ import { startCollector, type Collector } from '../../src/traces/collect';
 import { TraceAssembler } from '../../src/traces/assemble';
 import { startOnlineDiagnosis, type OnlineDiagnosis } from '../../src/traces/collect-diagnose';
 import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers/index';
+import { diagnosisJson } from '../../src/report/diagnoses';
 import { readTraces } from '../../src/traces/read';
 import type { Diagnosis } from '../../src/diagnosers/types';
 import { TraceBuilder } from '../diagnosers/support/builder';
@@ -56,10 +57,11 @@ const lines = (file: string): Diagnosis[] =>
     : [];
 
 /** What `faultline diagnose` says about each complete trace of a stored file. */
-async function offline(file: string): Promise<Map<string, Diagnosis>> {
+/** Each trace's diagnosis as the diagnoses file carries it (the JSON line form of report/diagnoses.ts). */
+async function offline(file: string): Promise<Map<string, Record<string, unknown>>> {
   const rule = createDiagnoser('rule');
-  const out = new Map<string, Diagnosis>();
-  for await (const t of readTraces([file], { idleSpans: 1e9 })) out.set(t.traceId, await diagnoseTrace(rule, t));
+  const out = new Map<string, Record<string, unknown>>();
+  for await (const t of readTraces([file], { idleSpans: 1e9 })) out.set(t.traceId, diagnosisJson(await diagnoseTrace(rule, t)));
   return out;
 }
 
