@@ -24,6 +24,7 @@ export const schemaContractDetector: Detector = {
           if (tools.length > 0) add(0.8, `call to tool "${tc.name}" that the request did not define`);
           return;
         }
+        if (def.type === 'custom') return; // a custom (free-form / grammar) tool takes text, not JSON
         const raw = tc.arguments.trim() === '' ? '{}' : tc.arguments;
         const args = safeParse(raw);
         if (args === undefined) {

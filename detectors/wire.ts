@@ -5,17 +5,36 @@
  */
 import type { ProtocolModule } from '../instrumentation/internal-types';
 import { anthropicMessages } from '../instrumentation/providers/anthropic-messages';
+import { geminiGenerateContent } from '../instrumentation/providers/gemini';
+import { ollamaChat, ollamaGenerate } from '../instrumentation/providers/ollama';
 import { openaiChat } from '../instrumentation/providers/openai-chat';
+import { openaiResponses } from '../instrumentation/providers/openai-responses';
 import type { Exchange, LlmRequestSummary, LlmResponseSummary, Protocol } from '../instrumentation/types';
 import type { LlmObservation } from './types';
 
-export type LlmProtocol = Extract<Protocol, 'openai.chat' | 'anthropic.messages'>;
+export type LlmProtocol = Extract<Protocol, 'openai.chat' | 'openai.responses' | 'anthropic.messages' | 'gemini.generate_content' | 'ollama.chat' | 'ollama.generate'>;
 
-const MODULES: Record<LlmProtocol, ProtocolModule> = { 'openai.chat': openaiChat, 'anthropic.messages': anthropicMessages };
+const MODULES: Record<LlmProtocol, ProtocolModule> = {
+  'openai.chat': openaiChat,
+  'openai.responses': openaiResponses,
+  'anthropic.messages': anthropicMessages,
+  'gemini.generate_content': geminiGenerateContent,
+  'ollama.chat': ollamaChat,
+  'ollama.generate': ollamaGenerate,
+};
+
+/** Whether `protocol` is one whose answers the detectors read (an LLM answer; not embeddings, not agent calls). */
+export function isLlmProtocol(protocol: Protocol): protocol is LlmProtocol {
+  return Object.hasOwn(MODULES, protocol);
+}
 
 const DEFAULT_URL: Record<LlmProtocol, string> = {
   'openai.chat': 'https://api.openai.com/v1/chat/completions',
+  'openai.responses': 'https://api.openai.com/v1/responses',
   'anthropic.messages': 'https://api.anthropic.com/v1/messages',
+  'gemini.generate_content': 'https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent',
+  'ollama.chat': 'http://localhost:11434/api/chat',
+  'ollama.generate': 'http://localhost:11434/api/generate',
 };
 
 /** The request summary the interceptor would build for this body (content included). */

@@ -20,6 +20,7 @@ import { FaultlineInstrumentation } from '../instrumentation/instrumentation';
 import { flushExchanges, settleExchanges } from '../instrumentation/interceptor';
 import { redactQuery } from '../instrumentation/redact-url';
 import type { DeliverStep, FaultlineInstrumentationConfig, Interceptor } from '../instrumentation/types';
+import { oneSpanPerAnthropicCall } from '../instrumentation/providers/anthropic-messages';
 import { resolveConfig, type ConfigOverrides, type FaultlineConfig } from './config';
 import { installExitHooks } from './exit-hooks';
 import type { Injector } from './inject';
@@ -94,6 +95,8 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     ...(options.sampler ? { sampler: options.sampler } : {}),
     ...(options.resourceAttributes ? { resourceAttributes: options.resourceAttributes } : {}),
   });
+  // One GenAI span per Anthropic call under our provider (the SDK's own spans are off unless the app set them).
+  if (!sdk.external && (options.env?.ANTHROPIC_OPEN_TELEMETRY ?? process.env.ANTHROPIC_OPEN_TELEMETRY) === undefined) oneSpanPerAnthropicCall(process.env);
 
   // HTTP client spans under each GenAI span (the default; core may change it after measuring).
   const undici = config.httpSpans ? httpSpans() : undefined;
@@ -213,6 +216,9 @@ function announceStart(config: FaultlineConfig): void {
   if (config.plan) {
     const { armedLine } = parts.announce();
     process.stderr.write(armedLine(config.plan.plan, config.plan.where) + '\n');
+    // Rules that can meet a wire format where their fault has no meaning say so now, not by silently doing nothing.
+    const gaps = parts.inject().planGapsMessage(config.plan.plan);
+    if (gaps !== undefined) process.stderr.write(`faultline: ${gaps}\n`);
   } else if (config.disabledPlan) {
     process.stderr.write(`faultline: FAULTLINE_DISABLE is set: ${config.disabledPlan} is not armed, no fault is injected\n`);
   }

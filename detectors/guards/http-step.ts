@@ -12,12 +12,14 @@
 import { context as otelContext } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import { getTaskId } from '../../instrumentation/agents/task';
+import { canDecode, decodeAll, isIdentity } from '../../instrumentation/decompress';
 import { getExchange } from '../../instrumentation/exchange';
+import { headerValue, MAX_PARSE_BYTES } from '../../instrumentation/providers/response-body';
 import { ForwardingController } from '../../instrumentation/forwarding-controller';
 import type { Exchange, Interceptor } from '../../instrumentation/types';
 import { safely } from '../../src/diag';
 import type { LlmObservation } from '../types';
-import { summarizeLlmResponse } from '../wire';
+import { isLlmProtocol, summarizeLlmResponse, type LlmProtocol } from '../wire';
 import type { GuardConfig, GuardRoute } from './config';
 import { chooseFallback, fallbackLabel, fallbackOptions } from './fallback';
 import { recordGuard } from './record';
@@ -159,7 +161,7 @@ class GuardedCall {
         statusMessage = msg ?? '';
         const ct = String((Array.isArray(headers['content-type']) ? headers['content-type'][0] : headers['content-type']) ?? '');
         if (retryableStatus(statusCode) && this.#canRecover()) mode = 'discard';
-        else if (statusCode < 300 && !this.exchange.stream && /json/i.test(ct) && this.#llm()) mode = 'buffer';
+        else if (statusCode < 300 && !this.exchange.stream && /json/i.test(ct) && this.#llm() && canDecode(headerValue(headers, 'content-encoding'))) mode = 'buffer';
         else mode = 'pass';
         if (mode === 'pass') {
           this.rt.outcome(label, statusCode < 400, this.exchange.span, this.route.circuit);
@@ -185,18 +187,28 @@ class GuardedCall {
           return;
         }
         const body = Buffer.concat(chunks);
-        const findings = safely(log, 'guard judgement', () => this.#judge(status, headers, body), []);
-        if (findings.length === 0) {
-          this.rt.outcome(label, true, this.exchange.span, this.route.circuit);
-          this.#deliver(status, headers, statusMessage, body, trailers);
-          return;
-        }
-        this.rt.outcome(label, false, this.exchange.span, this.route.circuit);
-        if (this.#canRecover()) {
-          this.#recover(describe(findings), undefined, findings, () => this.#deliver(status, headers, statusMessage, body, trailers));
-          return;
-        }
-        this.#giveUp(findings, () => this.#deliver(status, headers, statusMessage, body, trailers));
+        const settle = (plain: Buffer | undefined): void => {
+          const findings = plain === undefined ? [] : safely(log, 'guard judgement', () => this.#judge(status, headers, plain), []);
+          if (findings.length === 0) {
+            this.rt.outcome(label, true, this.exchange.span, this.route.circuit);
+            this.#deliver(status, headers, statusMessage, body, trailers);
+            return;
+          }
+          this.rt.outcome(label, false, this.exchange.span, this.route.circuit);
+          if (this.#canRecover()) {
+            this.#recover(describe(findings), undefined, findings, () => this.#deliver(status, headers, statusMessage, body, trailers));
+            return;
+          }
+          this.#giveUp(findings, () => this.#deliver(status, headers, statusMessage, body, trailers));
+        };
+        const encoding = headerValue(headers, 'content-encoding');
+        if (isIdentity(encoding)) return settle(body);
+        // A compressed answer is judged on its decoded body (the one bounded decoder); the application still gets the
+        // bytes as they came. One that does not decode is not judged: the application meets its own decoding error.
+        decodeAll(body, encoding, { maxOutputBytes: MAX_PARSE_BYTES }).then(
+          (d) => settle(d.error || d.overflow ? undefined : d.body),
+          () => settle(undefined),
+        );
       },
       onResponseError: (_controller, err) => {
         // The application cancelled, or already has this response: the error is the call's, as without faultline.
@@ -211,13 +223,15 @@ class GuardedCall {
     };
   }
 
+  /** An LLM answer guards can judge: any LLM protocol the span layer reads (not embeddings, not agent calls). */
   #llm(): boolean {
-    return (this.exchange.protocol === 'openai.chat' || this.exchange.protocol === 'anthropic.messages') && this.exchange.llmRequest !== undefined;
+    return isLlmProtocol(this.exchange.protocol) && this.exchange.llmRequest !== undefined;
   }
 
+  /** Judge a decoded answer (read, as the span layer's readers are, without its Content-Encoding). */
   #judge(status: number, headers: Record<string, string | string[] | undefined>, body: Buffer): Finding[] {
-    const protocol = this.exchange.protocol as 'openai.chat' | 'anthropic.messages';
-    const response = summarizeLlmResponse(protocol, { status, headers, chunks: [body] });
+    const { 'content-encoding': _encoding, ...plain } = headers;
+    const response = summarizeLlmResponse(this.exchange.protocol as LlmProtocol, { status, headers: plain, chunks: [body] }, this.exchange);
     const obs: LlmObservation = { kind: 'llm', spanId: this.exchange.span.spanContext().spanId, request: this.exchange.llmRequest!, response, hasContent: true };
     return this.rt.judge(this.route, this.config, obs, this.taskId).failing;
   }

@@ -275,3 +275,16 @@ export const anthropicMessages: ProtocolModule = {
     return new AnthropicMessagesReader(captureContent);
   },
 };
+
+/**
+ * @anthropic-ai/sdk ≥ 0.134 emits its own call span (`anthropic.messages.create`, scope `com.anthropic.sdk.typescript`,
+ * with gen_ai usage but its finish reason under `anthropic.message.stop_reason`) whenever a tracer provider is
+ * registered, so each call would have two GenAI spans: usage counted twice, and a chat-like span without a finish
+ * reason in every trace. Under a tracer provider that faultline registered, the application never asked for those
+ * spans and would not get them without faultline: they are turned off (`ANTHROPIC_OPEN_TELEMETRY=false`, which the
+ * SDK reads when a client is constructed) unless the application set the variable itself. An application that
+ * registered its own provider keeps the SDK's spans, as it has them without faultline.
+ */
+export function oneSpanPerAnthropicCall(env: NodeJS.ProcessEnv = process.env): void {
+  if (env.ANTHROPIC_OPEN_TELEMETRY === undefined) env.ANTHROPIC_OPEN_TELEMETRY = 'false';
+}

@@ -48,9 +48,16 @@ interface OutItem {
   reasoning: string;
   /** Built-in tool items are kept whole (their shape is the tool's). */
   raw?: Json;
+  /** A built-in tool item the application executes (`execution: "client"`, e.g. tool_search_call). */
+  clientExecuted?: boolean;
 }
 
-const TOOL_ITEMS = new Set(['function_call', 'custom_tool_call']);
+/** Items the application has to act on: function and custom tool calls, and the built-in tools it executes itself. */
+const TOOL_ITEMS = new Set(['function_call', 'custom_tool_call', 'computer_call', 'local_shell_call', 'shell_call', 'apply_patch_call', 'mcp_approval_request']);
+
+function isToolCall(item: OutItem): boolean {
+  return TOOL_ITEMS.has(item.type) || item.clientExecuted === true;
+}
 
 function outItem(item: Json): OutItem {
   const type = str(item.type) ?? 'message';
@@ -72,8 +79,26 @@ function outItem(item: Json): OutItem {
     out.reasoning = reasoningText(item);
   } else {
     out.raw = item;
+    if (item.execution === 'client') out.clientExecuted = true;
+    // What a client-executed tool is asked to do: its action, arguments or patch, as JSON text.
+    const args = item.arguments ?? item.action ?? item.operation ?? item.input;
+    if (args !== undefined) out.args = typeof args === 'string' ? args : JSON.stringify(args);
   }
   return out;
+}
+
+/**
+ * The tool a built-in item belongs to, named as the request declared it: `tool_search_call` → `tool_search`,
+ * `computer_call` → `computer_use_preview` (or `computer`), as the request's `tools` list has it.
+ */
+function builtinToolName(itemType: string, request: unknown): string {
+  const base = itemType.replace(/_call$/, '');
+  const tools = isObject(request) && Array.isArray(request.tools) ? request.tools : [];
+  for (const t of tools) {
+    const type = isObject(t) ? str(t.type) : undefined;
+    if (type !== undefined && (type === base || type.startsWith(`${base}_`))) return type;
+  }
+  return base;
 }
 
 function reasoningText(item: Json): string {
@@ -261,8 +286,8 @@ class OpenAiResponsesReader implements ResponseReader {
       if (item.type === 'message') {
         if (item.text) parts.push({ type: 'text', content: item.text });
         if (item.refusal) parts.push({ type: 'text', content: item.refusal });
-      } else if (TOOL_ITEMS.has(item.type)) {
-        parts.push({ type: 'tool_call', id: item.callId ?? item.id ?? null, name: item.name ?? '', arguments: item.type === 'function_call' ? parseArguments(item.args) : item.args });
+      } else if (isToolCall(item)) {
+        parts.push({ type: 'tool_call', id: item.callId ?? item.id ?? null, name: item.name ?? '', arguments: item.type === 'custom_tool_call' ? item.args : parseArguments(item.args) });
       } else if (item.type === 'reasoning') {
         if (item.reasoning) parts.push({ type: 'reasoning', content: item.reasoning });
       } else {
@@ -273,7 +298,7 @@ class OpenAiResponsesReader implements ResponseReader {
     return [{ role: 'assistant', parts, finish_reason: finishReason ?? '' }];
   }
 
-  finish(_exchange: Exchange, failure: Failure, durationMs: number) {
+  finish(exchange: Exchange, failure: Failure, durationMs: number) {
     const body = this.#body;
     if (body.sse) {
       body.text(); // replays an encoded stream through the parser; a no-op otherwise
@@ -283,8 +308,9 @@ class OpenAiResponsesReader implements ResponseReader {
     }
     const acc = this.#acc;
     const items = this.#outItems();
+    for (const item of items) if (item.name === undefined && isToolCall(item)) item.name = builtinToolName(item.type, exchange.request);
     acc.text = items.map((i) => (i.type === 'message' ? i.text || i.refusal : '')).join('');
-    acc.toolCalls = items.filter((i) => TOOL_ITEMS.has(i.type)).map(toolCall);
+    acc.toolCalls = items.filter(isToolCall).map(toolCall);
     const finishReason = this.#response ? responsesFinishReason(this.#response, acc.toolCalls.length > 0) : undefined;
     if (finishReason !== undefined) acc.finishReasons = [finishReason];
     return finishLlm(body, acc, this.#capture ? () => this.#outputMessages(items, finishReason) : undefined, failure, durationMs);

@@ -3,9 +3,21 @@
  * know is NOT labelled `openai` (unlike instrumentations that guess from the SDK); it gets the wire family's generic
  * name, `openai_compatible` or `anthropic_compatible`, and `server.address` says where it went. Self-hosted gateways
  * set `FAULTLINE_PROVIDER_NAME` (or the `providerName` option) to name themselves.
+ *
+ * Two wire formats are their provider's own: only Google serves the Gemini API (`generateContent`), so an unknown host
+ * speaking it is a gateway in front of Google (`gcp.gemini`, or `gcp.vertex_ai` for a Vertex-shaped path, which the
+ * caller tells); and Ollama's native API (`/api/chat`) is Ollama (`ollama`, not a semconv well-known value).
  */
 
-export type WireFamily = 'openai' | 'anthropic';
+export type WireFamily = 'openai' | 'anthropic' | 'gemini' | 'vertex' | 'ollama';
+
+const FALLBACK: Record<WireFamily, string> = {
+  openai: 'openai_compatible',
+  anthropic: 'anthropic_compatible',
+  gemini: 'gcp.gemini',
+  vertex: 'gcp.vertex_ai',
+  ollama: 'ollama',
+};
 
 const EXACT: Record<string, string> = {
   'api.openai.com': 'openai',
@@ -16,6 +28,8 @@ const EXACT: Record<string, string> = {
   'api.x.ai': 'x_ai',
   'api.perplexity.ai': 'perplexity',
   'generativelanguage.googleapis.com': 'gcp.gemini',
+  'aiplatform.googleapis.com': 'gcp.vertex_ai',
+  'ollama.com': 'ollama',
   'api.cohere.ai': 'cohere',
   'api.cohere.com': 'cohere',
   'api.moonshot.ai': 'moonshot_ai',
@@ -50,7 +64,7 @@ export function providerName(hostname: string, family: WireFamily, override?: st
   }
   const named = override ?? envProviderName();
   if (named) return named;
-  return family === 'openai' ? 'openai_compatible' : 'anthropic_compatible';
+  return FALLBACK[family];
 }
 
 let fromEnv: { value: string | undefined } | undefined;

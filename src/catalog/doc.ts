@@ -1,5 +1,6 @@
 /** docs/fault-catalog.md, generated from the catalog and its parameter schemas (a test fails when it is stale). */
 import { z } from 'zod';
+import { notApplicableReason, WIRE_FORMATS } from './formats';
 import { listFaults } from './index';
 import type { FaultDefinition } from './types';
 
@@ -22,6 +23,36 @@ function table(faults: readonly FaultDefinition[], withParams: boolean): string 
   return [head, ...rows].join('\n');
 }
 
+/** Which field of each wire format the faults touch, and what their errors look like. */
+function formatsTable(): string {
+  const rows = WIRE_FORMATS.map((f) => {
+    const c = f.content;
+    return `| ${f.label} | ${c ? esc(c.text) : '—'} | ${c?.toolCalls ? esc(c.toolCalls) : '—'} | ${c ? esc(c.finish) : '—'} | ${f.streams ?? 'no streams'} | ${f.terminal ? esc(f.terminal) : '—'} | ${f.errors} |`;
+  });
+  return ['| format | content (text) | tool calls | finish reason | streams | terminal marker | error body |', '|---|---|---|---|---|---|---|', ...rows].join('\n');
+}
+
+/** Where a fault family has no meaning, and why (one row per family and format). */
+function gapsTable(): string {
+  const families: Array<[string, FaultDefinition | undefined]> = [
+    ['content faults on text (llm_*, compound_*)', listFaults().find((f) => f.mode === 'content' && f.target === 'content')],
+    ['tool-call faults (tool_*, compound_stale_data / wrong_entity)', listFaults().find((f) => f.mode === 'content' && f.target === 'tool_calls')],
+    ['stream_cut, stream_stall, stream_corrupt_chunk', listFaults().find((f) => f.name === 'stream_cut')],
+    ['stream_drop_done', listFaults().find((f) => f.name === 'stream_drop_done')],
+  ];
+  const rows: string[] = [];
+  for (const [family, fault] of families) {
+    if (fault === undefined) continue;
+    for (const f of WIRE_FORMATS) {
+      const reason = notApplicableReason(fault, f.protocol);
+      if (reason !== undefined) rows.push(`| ${family} | ${f.label} | ${reason} |`);
+    }
+  }
+  const messages = listFaults().filter((f) => f.mode === 'message');
+  if (messages.length > 0) rows.push(`| the ${messages.length} communication faults | every LLM format above | ${notApplicableReason(messages[0], 'openai.chat') ?? ''} |`);
+  return ['| faults | format | no meaning because |', '|---|---|---|', ...rows].join('\n');
+}
+
 export function catalogMarkdown(): string {
   const all = listFaults();
   const by = (mode: FaultDefinition['mode']) => all.filter((f) => f.mode === mode);
@@ -32,10 +63,31 @@ ${all.length} faults a plan can name. \`type\` is the diagnosis taxonomy (src/ta
 \`category\` is AgentChaos's crash / omission / value, or communication. Every fire is recorded on its span under
 \`faultline.fault.*\` (see docs/fault-plans.md).
 
+## Per wire format
+
+Every fault is applied in the call's own wire format. The AgentChaos faults are defined on an OpenAI chat completion
+(\`message.content\`, \`message.tool_calls\`, \`finish_reason\`); in the other formats they act on the fields below,
+and only the fields a fault changed are written back (thinking, reasoning items, built-in tool calls, thought
+signatures and usage are kept). A compressed answer is decoded first (gzip, deflate, br, zstd where Node has it) and
+reaches the application decoded; a coding that cannot be decoded, or a JSON answer over 32 MiB, makes the fault not
+applicable. Transport faults answer with the format's own error body. Streaming faults count the stream's events:
+SSE events with data, NDJSON lines, JSON-array elements.
+
+${formatsTable()}
+
+Where a fault has no meaning the call passes untouched, \`faultline verify\` lists the rule as not applicable, and a
+plan whose rule can meet such a format (judged on its \`operation\`, \`provider\` and \`url\` selectors) says so once
+on stderr at start-up. Two kinds are announced only when the rule can act nowhere else: a stream fault meeting formats
+that never stream (like meeting any JSON answer), and a communication fault meeting LLM calls (it acts on the agent
+messages the same rule meets), so \`stream_cut\` with \`operation: embeddings\` or \`non_delivery\` with
+\`operation: chat\` is announced, and either without a selector is not. Every fault × format cell is tested
+(test/inject/fault-table.test.ts):
+
+${gapsTable()}
+
 ## AgentChaos content faults (${by('content').length})
 
-Applied to the JSON body of an OpenAI chat completion (Anthropic messages through a chat view: text blocks = content,
-tool_use blocks = tool_calls, stop_reason ↔ finish_reason). The strategy is part of the name: single = the first
+Applied to the JSON answer of each LLM format through its chat-completion view (see above). The strategy is part of the name: single = the first
 eligible call, persistent = every eligible call, intermittent = each eligible call with probability 0.3 (seeded
 MT19937), burst = the first 3 eligible calls; pos_early/mid/late = exactly the 1st/2nd/3rd matched call with the
 target-field guard off. An eligible call passes the guard: content faults skip responses with tool calls, tool faults
@@ -52,8 +104,9 @@ ${table(by('transport'), true)}
 
 ## Streaming faults (${by('stream').length})
 
-Applied event by event on SSE responses (OpenAI and Anthropic); the stream is never buffered. Not applicable to JSON
-responses.
+Applied event by event on streamed answers (SSE of every LLM API and A2A, Ollama's NDJSON, Gemini's JSON array); the
+stream is never buffered and the events before and after the fault pass as they came. Not applicable to JSON
+answers.
 
 ${table(by('stream'), true)}
 

@@ -1,20 +1,17 @@
 /**
- * Streaming faults (AgentChaos forced stream=false and could not inject these): applied event by event on the SSE
- * stream, never buffering it. Events are counted by their `data:` lines (1-based in parameters).
+ * Streaming faults (AgentChaos forced stream=false and could not inject these): applied event by event on the stream
+ * (SSE events, Ollama's NDJSON lines, the elements of Gemini's JSON array), never buffering it. Events are counted by
+ * their payloads (`data:` events, JSON lines or elements; 1-based in parameters). What is terminal and how an event
+ * is garbled is the format's (src/catalog/formats.ts).
  */
 import { z } from 'zod';
 import type { FaultType } from '../taxonomy';
 import { STRATEGIES } from './agentchaos/experiments';
-import type { SseTransform, StreamFault } from './types';
+import type { StreamFault, StreamTransform } from './types';
 
 const afterEvents = z.number().int().min(0).default(2).meta({ description: 'data events delivered before the fault' });
 
-/** OpenAI `data: [DONE]` or Anthropic `event: message_stop`: the stream's terminal marker. */
-export function isTerminalEvent(raw: string): boolean {
-  return /^data:\s*\[DONE\]\s*$/m.test(raw) || /^event:\s*message_stop\s*$/m.test(raw);
-}
-
-function fault(name: string, type: FaultType, description: string, params: z.ZodType, transform: (p: Record<string, unknown>) => SseTransform): StreamFault {
+function fault(name: string, type: FaultType, description: string, params: z.ZodType, transform: (p: Record<string, unknown>) => StreamTransform): StreamFault {
   return {
     name,
     base: name,
@@ -45,10 +42,10 @@ export function streamFaults(): StreamFault[] {
         const after = Number(p.afterEvents ?? 2);
         let cut = false;
         return {
-          onEvent(raw, index, isData) {
-            if (!isData || index < after) return { emit: [raw] };
+          onEvent(e, index) {
+            if (!e.isData || index < after) return { emit: [e.raw] };
             cut = true;
-            return { emit: p.partialEvent ? [raw.slice(0, Math.max(1, Math.floor(raw.trimEnd().length / 2)))] : [], then: p.reset ? 'reset' : 'end' };
+            return { emit: p.partialEvent ? [e.raw.slice(0, Math.max(1, Math.floor(e.raw.trimEnd().length / 2)))] : [], then: p.reset ? 'reset' : 'end' };
           },
           changed: () => cut,
         };
@@ -66,20 +63,20 @@ export function streamFaults(): StreamFault[] {
         const after = Number(p.afterEvents ?? 2);
         let stalled = false;
         return {
-          onEvent(raw, index, isData) {
-            if (stalled || !isData || index < after) return { emit: [raw] };
+          onEvent(e, index) {
+            if (stalled || !e.isData || index < after) return { emit: [e.raw] };
             stalled = true;
-            return { emit: [raw], then: 'stall', stallMs: typeof p.stallMs === 'number' ? p.stallMs : undefined };
+            return { emit: [e.raw], then: 'stall', stallMs: typeof p.stallMs === 'number' ? p.stallMs : undefined };
           },
           changed: () => stalled,
         };
       },
     ),
-    fault('stream_drop_done', 'truncate', 'the terminal marker (OpenAI data: [DONE], Anthropic message_stop) is dropped', z.strictObject({}), () => {
+    fault('stream_drop_done', 'truncate', 'the terminal marker (OpenAI data: [DONE], Anthropic message_stop, Responses response.completed, Ollama\'s done line) is dropped', z.strictObject({}), () => {
       let dropped = false;
       return {
-        onEvent(raw) {
-          if (!isTerminalEvent(raw)) return { emit: [raw] };
+        onEvent(e) {
+          if (!e.isTerminal) return { emit: [e.raw] };
           dropped = true;
           return { emit: [] };
         },
@@ -95,18 +92,14 @@ export function streamFaults(): StreamFault[] {
         const target = Number(p.eventIndex ?? 2) - 1;
         let done = false;
         return {
-          onEvent(raw, index, isData) {
-            if (!isData || index !== target || isTerminalEvent(raw)) return { emit: [raw] };
+          onEvent(e, index) {
+            if (!e.isData || index !== target || e.isTerminal) return { emit: [e.raw] };
             done = true;
-            return { emit: [garble(raw)] };
+            return { emit: [e.corrupt()] };
           },
           changed: () => done,
         };
       },
     ),
   ];
-}
-
-function garble(raw: string): string {
-  return raw.replace(/^data:(.*)$/m, (_m, payload: string) => `data:${payload.slice(0, Math.max(1, Math.floor(payload.length / 2)))}\uFFFD`);
 }

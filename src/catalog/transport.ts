@@ -18,20 +18,56 @@ interface Shape {
   status: number;
   openai: { message: string; type: string; code: string | null };
   anthropic: { type: string; message: string };
+  /** Google's RPC status (the Gemini API and Vertex answer `{"error": {code, message, status}}`). */
+  gemini: { message: string; status: string };
+  /** Ollama answers `{"error": "…"}`. */
+  ollama: string;
 }
 
 const SHAPES: Record<string, Shape> = {
-  http_500: { status: 500, openai: { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', code: null }, anthropic: { type: 'api_error', message: 'Internal server error' } },
-  http_502: { status: 502, openai: { message: 'Bad gateway.', type: 'server_error', code: null }, anthropic: { type: 'api_error', message: 'Bad gateway' } },
-  http_503: { status: 503, openai: { message: 'The engine is currently overloaded, please try again later.', type: 'server_error', code: null }, anthropic: { type: 'api_error', message: 'Service unavailable' } },
-  http_529: { status: 529, openai: { message: 'The server is overloaded, please try again later.', type: 'server_error', code: 'overloaded' }, anthropic: { type: 'overloaded_error', message: 'Overloaded' } },
-  http_429: { status: 429, openai: { message: 'Rate limit reached for requests. Please try again in 1s.', type: 'requests', code: 'rate_limit_exceeded' }, anthropic: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } },
+  http_500: {
+    status: 500,
+    openai: { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', code: null },
+    anthropic: { type: 'api_error', message: 'Internal server error' },
+    gemini: { message: 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting', status: 'INTERNAL' },
+    ollama: 'an error was encountered while running the model',
+  },
+  http_502: {
+    status: 502,
+    openai: { message: 'Bad gateway.', type: 'server_error', code: null },
+    anthropic: { type: 'api_error', message: 'Bad gateway' },
+    gemini: { message: 'Bad Gateway', status: 'UNAVAILABLE' },
+    ollama: 'bad gateway',
+  },
+  http_503: {
+    status: 503,
+    openai: { message: 'The engine is currently overloaded, please try again later.', type: 'server_error', code: null },
+    anthropic: { type: 'api_error', message: 'Service unavailable' },
+    gemini: { message: 'The model is overloaded. Please try again later.', status: 'UNAVAILABLE' },
+    ollama: 'server busy, please try again.  maximum pending requests exceeded',
+  },
+  http_529: {
+    status: 529,
+    openai: { message: 'The server is overloaded, please try again later.', type: 'server_error', code: 'overloaded' },
+    anthropic: { type: 'overloaded_error', message: 'Overloaded' },
+    gemini: { message: 'The model is overloaded. Please try again later.', status: 'UNAVAILABLE' },
+    ollama: 'server overloaded',
+  },
+  http_429: {
+    status: 429,
+    openai: { message: 'Rate limit reached for requests. Please try again in 1s.', type: 'requests', code: 'rate_limit_exceeded' },
+    anthropic: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' },
+    gemini: { message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' },
+    ollama: 'too many requests',
+  },
 };
 
-/** The error body a provider really sends for this status. */
+/** The error body a provider family really sends for this status (`provider`: openai, anthropic, gemini, ollama). */
 export function providerErrorBody(name: string, provider: string): string {
   const s = SHAPES[name];
   if (provider === 'anthropic') return JSON.stringify({ type: 'error', error: s.anthropic });
+  if (provider === 'gemini') return JSON.stringify({ error: { code: s.status, message: s.gemini.message, status: s.gemini.status } });
+  if (provider === 'ollama') return JSON.stringify({ error: s.ollama });
   return JSON.stringify({ error: { message: s.openai.message, type: s.openai.type, param: null, code: s.openai.code } });
 }
 
@@ -49,12 +85,13 @@ function httpFault(name: string): TransportFault {
     description: `HTTP ${s.status} with the provider's error body${s.status === 429 || s.status === 529 || s.status === 503 ? ' and Retry-After' : ''}`,
     params: httpParams as unknown as z.ZodType<Record<string, unknown>>,
     effect(params, provider): TransportEffect {
-      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      const headers: Record<string, string> = { 'content-type': provider === 'gemini' ? 'application/json; charset=UTF-8' : 'application/json' };
       if (s.status === 429 || s.status === 529 || s.status === 503) headers['retry-after'] = String(params.retryAfterS ?? 1);
       // A request id like the provider's own: a constant would tell an injected error from a real one.
+      // Gemini and Ollama send none.
       const requestId = `req_${randomBytes(16).toString('hex')}`;
       if (provider === 'anthropic') headers['request-id'] = requestId;
-      else headers['x-request-id'] = requestId;
+      else if (provider === 'openai') headers['x-request-id'] = requestId;
       return { kind: 'respond', status: s.status, headers, body: providerErrorBody(name, provider) };
     },
   };

@@ -49,13 +49,26 @@ export type TransportEffect =
 
 export interface TransportFault extends FaultBase {
   readonly mode: 'transport';
-  effect(params: Record<string, unknown>, provider: string): TransportEffect;
+  /** `errors`: whose error bodies to send (openai, anthropic, gemini, ollama: src/catalog/formats.ts). */
+  effect(params: Record<string, unknown>, errors: string): TransportEffect;
 }
 
-/** Event-wise SSE transformation: called per complete event (raw bytes including its blank-line terminator). */
-export interface SseTransform {
+/** One event of a streamed answer, as the fault step hands it to a stream fault. */
+export interface StreamEvent {
+  /** The event's text as it crossed the wire, separators included (an SSE block, an NDJSON line, an array element). */
+  readonly raw: string;
+  /** It carries a payload (an SSE `data:` event, a JSON line or element): what `afterEvents` and `eventIndex` count. */
+  readonly isData: boolean;
+  /** It is the stream's terminal marker ([DONE], message_stop, response.completed, Ollama's done line). */
+  readonly isTerminal: boolean;
+  /** The same event garbled in transit: its JSON cut in half and followed by U+FFFD, the framing kept. */
+  corrupt(): string;
+}
+
+/** Event-wise stream transformation: called per complete event, in order, with the data events before it. */
+export interface StreamTransform {
   /** Return the events to emit for this one (zero, one, or more), or an action. */
-  onEvent(raw: string, index: number, isData: boolean):
+  onEvent(event: StreamEvent, index: number):
     | { emit: string[] }
     | { emit: string[]; then: 'end' | 'reset' | 'stall'; stallMs?: number };
   /** Whether the stream was changed by the time it ended (false = the fault turned out a no-op). */
@@ -64,7 +77,7 @@ export interface SseTransform {
 
 export interface StreamFault extends FaultBase {
   readonly mode: 'stream';
-  transform(params: Record<string, unknown>): SseTransform;
+  transform(params: Record<string, unknown>): StreamTransform;
 }
 
 export interface MessageFaultContext {

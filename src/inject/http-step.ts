@@ -1,19 +1,19 @@
 /**
  * The HTTP fault step: an undici interceptor composed inside the GenAI span layer. For a call the plan selected it
- *   1. fires a transport fault before anything is sent (a synthetic provider error, a reset, a hang, a delay),
+ *   1. fires a transport fault before anything is sent (a synthetic error in the provider's own error shape, a reset,
+ *      a hang, a delay),
  *   2. applies a communication fault to the A2A / MCP request message (drop, delay, duplicate, rewrite the params),
- *   3. applies streaming faults event by event on an SSE response, and content faults (AgentChaos) on a JSON body.
+ *   3. applies streaming faults event by event on a streamed answer, and content faults (AgentChaos) on a JSON
+ *      answer, each in the call's own wire format (response-faults.ts).
  * Calls with no selected rule — and every fault that does not fire — pass through untouched: the same bytes, the
- * stream unbuffered. Only JSON bodies a content fault may rewrite are buffered. Internal errors fall back to the
- * untouched call.
+ * stream unbuffered. Only JSON bodies a content fault may rewrite are buffered. A fault with no meaning in the
+ * call's format (src/catalog/formats.ts) is reported not applicable. Internal errors fall back to the untouched call.
  */
 import type { Attributes } from '@opentelemetry/api';
-import { StringDecoder } from 'node:string_decoder';
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { getExchange } from '../../instrumentation/exchange';
 // The one controller proxy of the steps, and the one content-length rewrite (the span layer's).
-import { ForwardingController as StepController } from '../../instrumentation/forwarding-controller';
+import { ForwardingController } from '../../instrumentation/forwarding-controller';
 import { withContentLength } from '../../instrumentation/request-body';
 import {
   ATTR_FL_MESSAGE_BOUNDARY,
@@ -29,20 +29,20 @@ import {
   ATTR_URL_FULL,
 } from '../../instrumentation/semconv';
 import type { AgentMessage, Exchange, Interceptor } from '../../instrumentation/types';
-import { applySpecs } from '../catalog/agentchaos/spec';
-import type { MessageEffect, SseTransform, TransportEffect } from '../catalog/types';
+import { errorShapeOf, notApplicableReason } from '../catalog/formats';
+import type { MessageEffect, TransportEffect } from '../catalog/types';
 import { logger, safely } from '../diag';
 import { decisionFor } from '../plan/processor';
 import type { CompiledRule } from '../plan/select';
-import { fromChatView, toChatView } from './bodies';
 import type { Decision, FaultEngine, Hit, TaskState } from './engine';
 import { recordFire } from './record';
+import { ResponseFaults, type FaultedResponseCall } from './response-faults';
+import { after } from './delayed';
 
 const log = logger('inject');
 
 type DispatchFn = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean;
 type Handler = Dispatcher.DispatchHandler;
-type Controller = Dispatcher.DispatchController;
 
 export interface FaultStepOptions {
   captureContent?: () => boolean;
@@ -102,46 +102,9 @@ function socketError(code: 'ECONNRESET' | 'ECONNREFUSED', url: URL): Error {
   });
 }
 
-function abortError(): Error {
-  return Object.assign(new Error('This operation was aborted'), { name: 'AbortError', code: 'UND_ERR_ABORTED' });
-}
-
-/**
- * Run `fn` after `ms` unless the application aborted meanwhile. Whatever it throws is reported to the application's
- * handler as the call's error (never an uncaught exception or unhandled rejection).
- */
-function after(ms: number, ctl: StepController, handler: Handler, fn: () => unknown): void {
-  void sleep(ms, ctl).then((ok) => {
-    if (!ok) return;
-    try {
-      fn();
-    } catch (err) {
-      log.error('internal error in a delayed fault action (reported to the application as the call error):', err);
-      handler.onResponseError?.(ctl, err as Error);
-    }
-  });
-}
-
-const sleep = (ms: number, ctl: StepController): Promise<boolean> =>
-  new Promise((resolve) => {
-    if (ms <= 0) return resolve(!ctl.aborted);
-    const t = setTimeout(() => resolve(!ctl.aborted), ms);
-    const prev = ctl.onAbort;
-    ctl.onAbort = (r) => {
-      clearTimeout(t);
-      prev?.(r);
-      resolve(false);
-    };
-  });
-
-function headerValue(headers: Record<string, unknown>, name: string): string | undefined {
-  const v = headers[name] ?? headers[name.toLowerCase()];
-  return Array.isArray(v) ? String(v[0]) : v === undefined ? undefined : String(v);
-}
-
 /** One faulted call: the hits of its decision, applied in order transport → message → response. */
-class FaultedCall {
-  private readonly ctl = new StepController();
+class FaultedCall implements FaultedResponseCall {
+  private readonly ctl = new ForwardingController();
   private started = false;
   private readonly content: Hit[] = [];
   private readonly stream: Hit[] = [];
@@ -187,7 +150,7 @@ class FaultedCall {
       if (!this.engine.fire(this.task, hit.rule)) continue;
       const fault = hit.rule.fault;
       if (fault.mode !== 'transport') continue;
-      const effect = fault.effect(hit.rule.params, this.ex.protocol === 'anthropic.messages' ? 'anthropic' : this.ex.provider);
+      const effect = fault.effect(hit.rule.params, errorShapeOf(this.ex.protocol));
       this.fire(hit, false, undefined, effect.kind === 'respond' ? effect.body : undefined, describe(effect), effect.kind === 'delay' ? effect.delayMs : undefined);
       return this.transportEffect(effect);
     }
@@ -292,11 +255,13 @@ class FaultedCall {
     return Buffer.from(JSON.stringify({ ...req, params }));
   }
 
-  /** 3. Send, reading the response through the stream / content faults that apply. */
+  /** 3. Send, reading the response through the stream / content faults that apply to this call's format. */
   private send(opts: Dispatcher.DispatchOptions): boolean {
-    const streamHits = this.ex.stream ? this.stream : [];
-    for (const h of this.ex.stream ? [] : this.stream) this.na(h.rule);
-    const contentHits = !this.ex.stream && (this.ex.protocol === 'openai.chat' || this.ex.protocol === 'anthropic.messages') ? this.content : [];
+    const applies = (h: Hit) => notApplicableReason(h.rule.fault, this.ex.protocol) === undefined;
+    const streamHits = this.ex.stream ? this.stream.filter(applies) : [];
+    for (const h of this.stream) if (!streamHits.includes(h)) this.na(h.rule);
+    // AgentChaos content faults act on whole JSON answers, not on streams.
+    const contentHits = this.ex.stream ? [] : this.content.filter(applies);
     for (const h of this.content) if (!contentHits.includes(h)) this.na(h.rule);
     if (streamHits.length === 0 && contentHits.length === 0 && !this.started) return this.dispatch(opts, this.handler);
     return this.dispatch(opts, new ResponseFaults(this, streamHits, contentHits));
@@ -306,7 +271,7 @@ class FaultedCall {
   get h(): Handler {
     return this.handler;
   }
-  get controller(): StepController {
+  get controller(): ForwardingController {
     return this.ctl;
   }
   get wasOpened(): boolean {
@@ -386,292 +351,4 @@ function discardHandler(done: () => void): Handler {
     onResponseEnd: end,
     onResponseError: end,
   };
-}
-
-/** The response side: SSE events through stream faults; JSON bodies through content faults. */
-class ResponseFaults implements Handler {
-  private mode: 'pass' | 'buffer' | 'sse' = 'pass';
-  private status = 0;
-  private headers: Record<string, string | string[] | undefined> = {};
-  private statusMessage?: string;
-  private chunks: Buffer[] = [];
-  private sse?: SseState;
-  private finished = false;
-
-  constructor(
-    private readonly call: FaultedCall,
-    private readonly streamHits: Hit[],
-    private readonly contentHits: Hit[],
-  ) {}
-
-  private get ctl(): StepController {
-    return this.call.controller;
-  }
-
-  onRequestStart(controller: Controller, context: unknown): void {
-    this.ctl.attach(controller);
-    if (!this.call.wasOpened) this.call.h.onRequestStart?.(this.ctl, context);
-  }
-
-  onRequestUpgrade(_controller: Controller, statusCode: number, headers: Record<string, string | string[] | undefined>, socket: unknown): void {
-    (this.call.h.onRequestUpgrade as ((...a: unknown[]) => void) | undefined)?.(this.ctl, statusCode, headers, socket);
-  }
-
-  onResponseStart(_controller: Controller, status: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
-    const type = (headerValue(headers, 'content-type') ?? '').toLowerCase();
-    const ok = status >= 200 && status < 300;
-    if (ok && this.streamHits.length > 0 && type.includes('text/event-stream')) {
-      const transforms: Array<{ hit: Hit; t: SseTransform }> = [];
-      for (const hit of this.streamHits) {
-        const fault = hit.rule.fault;
-        if (fault.mode === 'stream' && this.call.faultEngine.fire(this.call.taskState, hit.rule)) transforms.push({ hit, t: fault.transform(hit.rule.params) });
-      }
-      if (transforms.length > 0) {
-        this.mode = 'sse';
-        this.sse = new SseState(transforms);
-      }
-    } else {
-      for (const hit of this.streamHits) this.call.notApplicable(hit.rule);
-    }
-    if (ok && this.contentHits.length > 0 && type.includes('json') && this.mode === 'pass') {
-      this.mode = 'buffer';
-      this.status = status;
-      this.headers = headers;
-      this.statusMessage = statusMessage;
-      return;
-    }
-    if (!ok) for (const hit of this.contentHits) this.call.notApplicable(hit.rule);
-    this.call.h.onResponseStart?.(this.ctl, status, headers as never, statusMessage);
-  }
-
-  onResponseData(_controller: Controller, chunk: Buffer): void {
-    if (this.finished) return;
-    if (this.mode === 'buffer') this.chunks.push(chunk);
-    else if (this.mode === 'sse') {
-      try {
-        this.feed(chunk);
-      } catch (err) {
-        // Our bug, not the app's: stop faulting this stream and pass the rest through.
-        log.error('internal error in a stream fault (the rest of the stream passes through):', err);
-        this.mode = 'pass';
-        const rest = this.sse!.text;
-        this.sse!.text = '';
-        // `feed` appended the chunk's text before the failure: the unsent remainder includes it.
-        if (rest) this.call.h.onResponseData?.(this.ctl, Buffer.from(rest, 'utf8'));
-      }
-    }
-    else this.call.h.onResponseData?.(this.ctl, chunk);
-  }
-
-  onResponseEnd(_controller: Controller, trailers: Record<string, string | string[] | undefined>): void {
-    if (this.finished) return;
-    if (this.mode === 'buffer') return this.deliverBuffered(trailers);
-    if (this.mode === 'sse' && this.sse) {
-      if (this.sse.stalled) {
-        this.sse.pendingEnd = trailers;
-        return;
-      }
-      this.flushRemainder();
-      this.recordStream();
-    }
-    this.finished = true;
-    this.call.h.onResponseEnd?.(this.ctl, trailers as never);
-  }
-
-  onResponseError(_controller: Controller, err: Error): void {
-    if (this.finished) return;
-    this.finished = true;
-    if (this.mode === 'sse') this.recordStream();
-    this.sse?.clearTimer();
-    this.call.h.onResponseError?.(this.ctl, err);
-  }
-
-  // ------------------------------------------------------------------ content (AgentChaos)
-
-  private deliverBuffered(trailers: Record<string, string | string[] | undefined>): void {
-    const raw = Buffer.concat(this.chunks);
-    const result = safely(log, 'content fault', () => this.applyContent(raw), undefined);
-    const body = result?.body ?? raw;
-    const headers = result?.body ? this.rewrittenHeaders(body.length) : this.headers;
-    const deliver = (): void => {
-      if (this.ctl.aborted) return;
-      this.finished = true;
-      this.call.h.onResponseStart?.(this.ctl, this.status, headers as never, this.statusMessage);
-      if (body.length > 0) this.call.h.onResponseData?.(this.ctl, body);
-      this.call.h.onResponseEnd?.(this.ctl, trailers as never);
-    };
-    if (result?.delayMs) after(result.delayMs, this.ctl, this.call.h, deliver);
-    else deliver();
-  }
-
-  private rewrittenHeaders(length: number): Record<string, string | string[] | undefined> {
-    const out: Record<string, string | string[] | undefined> = {};
-    for (const [k, v] of Object.entries(this.headers)) {
-      const key = k.toLowerCase();
-      if (key === 'content-length' || key === 'content-encoding' || key === 'transfer-encoding') continue;
-      out[k] = v;
-    }
-    out['content-length'] = String(length);
-    return out;
-  }
-
-  private applyContent(raw: Buffer): { body?: Buffer; delayMs: number } | undefined {
-    const ex = this.call.exchange;
-    const task = this.call.taskState;
-    const encoding = (headerValue(this.headers, 'content-encoding') ?? 'identity').toLowerCase();
-    const plain = encoding === 'gzip' || encoding === 'x-gzip' ? gunzipSync(raw) : encoding === 'br' ? brotliDecompressSync(raw) : encoding === 'deflate' ? inflateSync(raw) : encoding === 'identity' ? raw : undefined;
-    if (plain === undefined) {
-      for (const hit of this.contentHits) this.call.notApplicable(hit.rule);
-      return undefined;
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(plain.toString('utf8'));
-    } catch {
-      for (const hit of this.contentHits) this.call.notApplicable(hit.rule);
-      return undefined;
-    }
-    const view = toChatView(ex.protocol, parsed);
-    if (view === undefined) {
-      for (const hit of this.contentHits) this.call.notApplicable(hit.rule);
-      return undefined;
-    }
-    let current: unknown = view;
-    let delayMs = 0;
-    for (const hit of this.contentHits) {
-      if (hit.rule.fault.mode !== 'content') continue;
-      const before = JSON.stringify(current);
-      const r = applySpecs(hit.rule.specs, current, task.rules[hit.rule.index].specs, { rng: task.rng, lastResponse: task.lastResponse });
-      if (r.fired.length === 0) continue;
-      current = r.body as object;
-      delayMs += r.delayMs;
-      const after = JSON.stringify(current);
-      const noop = after === before && r.delayMs === 0;
-      this.call.recordFireFor(hit, noop, before, after, r.fired.map((i) => hit.rule.specs[i].action).join('+'), r.delayMs || undefined);
-    }
-    const changed = JSON.stringify(current) !== JSON.stringify(view);
-    task.lastResponse = current;
-    if (!changed) return { delayMs };
-    return { body: Buffer.from(JSON.stringify(fromChatView(ex.protocol, parsed, current))), delayMs };
-  }
-
-  // ------------------------------------------------------------------ streams
-
-  private feed(chunk: Buffer): void {
-    const sse = this.sse!;
-    if (sse.stalled) {
-      sse.held.push(chunk);
-      return;
-    }
-    sse.text += sse.decoder.write(chunk);
-    this.drainEvents();
-  }
-
-  private drainEvents(): void {
-    const sse = this.sse!;
-    const boundary = /\r\n\r\n|\n\n|\r\r/;
-    for (;;) {
-      if (this.finished || sse.stalled) return;
-      const m = boundary.exec(sse.text);
-      if (!m) return;
-      const raw = sse.text.slice(0, m.index + m[0].length);
-      sse.text = sse.text.slice(m.index + m[0].length);
-      this.handleEvent(raw);
-    }
-  }
-
-  private handleEvent(raw: string): void {
-    const sse = this.sse!;
-    const isData = /^data:/m.test(raw);
-    let events = [raw];
-    let action: { then: 'end' | 'reset' | 'stall'; stallMs?: number } | undefined;
-    for (const { t } of sse.transforms) {
-      const next: string[] = [];
-      for (const e of events) {
-        const r = t.onEvent(e, sse.dataIndex, isData);
-        next.push(...r.emit);
-        if ('then' in r && !action) action = { then: r.then, stallMs: r.stallMs };
-      }
-      events = next;
-    }
-    if (isData) sse.dataIndex++;
-    if (action?.then === 'stall') {
-      // The stalled event and everything after it wait for the resume (or the application's abort).
-      sse.heldEvents = events;
-      return this.stall(action.stallMs);
-    }
-    for (const e of events) this.call.h.onResponseData?.(this.ctl, Buffer.from(e, 'utf8'));
-    if (!action) return;
-    this.finished = true;
-    this.recordStream();
-    const real = this.ctl.real;
-    if (action.then === 'end') this.call.h.onResponseEnd?.(this.ctl, {});
-    else this.call.h.onResponseError?.(this.ctl, Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
-    // Stop reading the rest of the real response.
-    safely(log, 'abort after cut', () => real?.abort(abortError()), undefined);
-  }
-
-  private stall(stallMs: number | undefined): void {
-    const sse = this.sse!;
-    sse.stalled = true;
-    this.ctl.real?.pause();
-    const prev = this.ctl.onAbort;
-    this.ctl.onAbort = (reason) => {
-      prev?.(reason);
-      if (this.finished) return;
-      this.finished = true;
-      sse.clearTimer();
-      this.recordStream();
-      this.call.h.onResponseError?.(this.ctl, reason);
-    };
-    if (stallMs === undefined) {
-      // Held until the application gives up; the real response may be over already, so nothing else keeps it alive.
-      this.ctl.hold();
-      return;
-    }
-    sse.timer = setTimeout(() => {
-      sse.stalled = false;
-      sse.resumed = true;
-      for (const e of sse.heldEvents.splice(0)) this.call.h.onResponseData?.(this.ctl, Buffer.from(e, 'utf8'));
-      for (const c of sse.held.splice(0)) sse.text += sse.decoder.write(c);
-      this.drainEvents();
-      if (sse.pendingEnd && !this.finished) {
-        this.flushRemainder();
-        this.recordStream();
-        this.finished = true;
-        this.call.h.onResponseEnd?.(this.ctl, sse.pendingEnd as never);
-      } else this.ctl.real?.resume();
-    }, stallMs);
-  }
-
-  private flushRemainder(): void {
-    const sse = this.sse!;
-    const rest = sse.text + sse.decoder.end();
-    sse.text = '';
-    if (rest.length > 0) this.call.h.onResponseData?.(this.ctl, Buffer.from(rest, 'utf8'));
-  }
-
-  private recordStream(): void {
-    const sse = this.sse;
-    if (!sse || sse.recorded) return;
-    sse.recorded = true;
-    for (const { hit, t } of sse.transforms) this.call.recordFireFor(hit, !t.changed(), undefined, undefined, `after ${sse.dataIndex} data events`);
-  }
-}
-
-class SseState {
-  text = '';
-  readonly decoder = new StringDecoder('utf8');
-  dataIndex = 0;
-  stalled = false;
-  resumed = false;
-  recorded = false;
-  held: Buffer[] = [];
-  heldEvents: string[] = [];
-  pendingEnd?: Record<string, string | string[] | undefined>;
-  timer?: NodeJS.Timeout;
-  constructor(readonly transforms: Array<{ hit: Hit; t: SseTransform }>) {}
-  clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
-  }
 }

@@ -19,6 +19,8 @@ export { triggerReportFromSpans, formatTriggerReport } from './verify';
 export { FaultInjectionSpanProcessor, faultDecisionFor, decideFor } from '../plan/processor';
 export { FaultEngine } from './engine';
 export { createFaultStep } from './http-step';
+/** The start-up message for a plan's rules that can meet a wire format where their fault has no meaning. */
+export { planGapsMessage } from '../catalog/formats';
 export { createChannelStep } from './channel-step';
 
 export interface InjectorOptions {

@@ -12,6 +12,7 @@ import { defaultDetectors, runDetectors } from '../../detectors/index';
 import type { DetectionContext, Finding, LlmObservation, Observation } from '../../detectors/types';
 import { llmObservationFromWire } from '../../detectors/wire';
 import { applySpecs } from '../../src/catalog/agentchaos/spec';
+import { sseStreamEvent } from '../../src/catalog/formats';
 import { listFaults } from '../../src/catalog/index';
 import type { ContentFault, FaultDefinition, StreamFault, TransportFault } from '../../src/catalog/types';
 import { PyRandom } from '../../src/plan/rng';
@@ -132,8 +133,9 @@ function runStream(fault: StreamFault): void {
     let failure: { errorType?: string } | undefined;
     let dataIndex = 0;
     for (const raw of sseEvents(r.sse!)) {
-      const isData = /^data:/m.test(raw);
-      const res = t.onEvent(raw, isData ? dataIndex : -1, isData);
+      const event = sseStreamEvent(r.protocol, raw);
+      const isData = event.isData;
+      const res = t.onEvent(event, isData ? dataIndex : -1);
       if (isData) dataIndex++;
       out.push(...res.emit);
       if ('then' in res) {

@@ -20,8 +20,8 @@ export interface Harness {
   exporter: InMemorySpanExporter;
   /** The plan every new task gets (set per test). */
   plan: FaultPlanInput | undefined;
-  /** Run `fn` as a fresh task under `plan`. */
-  task<T>(plan: FaultPlanInput | undefined, fn: () => Promise<T>): Promise<{ result: T; taskId: string }>;
+  /** Run `fn` as a fresh task under `plan` (tasks may run concurrently, each under its own plan). */
+  task<T>(plan: FaultPlanInput | undefined, fn: (taskId: string) => Promise<T>): Promise<{ result: T; taskId: string }>;
   waitForSpans(pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number): Promise<ReadableSpan[]>;
   shutdown(): Promise<void>;
 }
@@ -31,7 +31,9 @@ let n = 0;
 export function setupHarness(options: { sampler?: Sampler; captureMessageContent?: boolean } = {}): Harness {
   const exporter = readingExporter();
   const h = { plan: undefined as FaultPlanInput | undefined } as Harness;
-  const injector = createInjector(() => h.plan, { captureMessageContent: options.captureMessageContent ?? false });
+  // Each task keeps the plan it was started with, so tasks with different plans may run at once.
+  const plans = new Map<string, FaultPlanInput | undefined>();
+  const injector = createInjector((taskId) => (plans.has(taskId) ? plans.get(taskId) : h.plan), { captureMessageContent: options.captureMessageContent ?? false });
   const provider = new NodeTracerProvider({
     spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)],
     ...(options.sampler ? { sampler: options.sampler } : {}),
@@ -42,10 +44,11 @@ export function setupHarness(options: { sampler?: Sampler; captureMessageContent
   Object.assign(h, {
     injector,
     exporter,
-    async task<T>(plan: FaultPlanInput | undefined, fn: () => Promise<T>) {
+    async task<T>(plan: FaultPlanInput | undefined, fn: (taskId: string) => Promise<T>) {
       h.plan = plan;
       const taskId = `task-${process.pid}-${++n}`;
-      const result = await withTask(taskId, fn);
+      plans.set(taskId, plan);
+      const result = await withTask(taskId, () => fn(taskId));
       return { result, taskId };
     },
     waitForSpans: (pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number) => pollSpans(exporter, pred, timeoutMs),

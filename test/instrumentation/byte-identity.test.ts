@@ -210,7 +210,7 @@ describe('unusual bodies pass unchanged', () => {
   it('non-LLM traffic gets no span of ours', async () => {
     otel.exporter.reset();
     server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }));
-    const res = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', body: '{"input":"x"}' });
+    const res = await fetch(`${server.url}/v1/files`, { method: 'POST', body: '{"purpose":"batch"}' });
     expect(await res.text()).toBe('{"ok":true}');
     const get = await fetch(`${server.url}/v1/chat/completions`);
     expect(await get.text()).toBe('{"ok":true}');
