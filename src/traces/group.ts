@@ -23,22 +23,45 @@ export class TraceGrouper {
   // always the one idle longest.
   private readonly open = new Map<string, Open>();
   private seq = 0;
+  /** The trace touched last: it is already the map's last entry, so a run of its spans skips the re-insertion. */
+  private latest: Open | undefined;
+  private latestId = '';
+  /**
+   * No trace can be idle before this sequence number: the first entry's last span plus `idleSpans`, or less (when
+   * the first entry was touched since, the new first entry is idle later still). Below it the idle check is skipped.
+   */
+  private due = Number.POSITIVE_INFINITY;
 
   constructor(private readonly idleSpans = DEFAULT_IDLE_SPANS) {}
 
   /** Add a span; returns the traces that became idle (usually none). */
   add(span: SpanRecord): TraceRecord[] {
     const n = ++this.seq;
-    let t = this.open.get(span.traceId);
-    if (t === undefined) t = { spans: [], last: n };
-    else this.open.delete(span.traceId);
-    t.spans.push(span);
-    t.last = n;
-    this.open.set(span.traceId, t);
+    if (this.latest !== undefined && span.traceId === this.latestId) {
+      // Spans of one trace usually come in runs (an exporter batch): it is the map's last entry already.
+      this.latest.spans.push(span);
+      this.latest.last = n;
+    } else {
+      let t = this.open.get(span.traceId);
+      if (t === undefined) t = { spans: [], last: n };
+      else this.open.delete(span.traceId);
+      t.spans.push(span);
+      t.last = n;
+      this.open.set(span.traceId, t);
+      if (this.open.size === 1) this.due = n + this.idleSpans;
+      this.latest = t;
+      this.latestId = span.traceId;
+    }
+    if (n < this.due) return NONE;
     let out: TraceRecord[] | undefined;
+    this.due = Number.POSITIVE_INFINITY;
     for (const [id, o] of this.open) {
-      if (n - o.last < this.idleSpans) break;
+      if (n - o.last < this.idleSpans) {
+        this.due = o.last + this.idleSpans;
+        break;
+      }
       this.open.delete(id);
+      if (o === this.latest) this.latest = undefined;
       (out ??= []).push({ traceId: id, spans: sortSpans(o.spans) });
     }
     return out ?? NONE;
@@ -49,6 +72,8 @@ export class TraceGrouper {
     const out: TraceRecord[] = [];
     for (const [id, o] of this.open) out.push({ traceId: id, spans: sortSpans(o.spans) });
     this.open.clear();
+    this.latest = undefined;
+    this.due = Number.POSITIVE_INFINITY;
     return out;
   }
 }

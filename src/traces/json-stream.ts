@@ -35,6 +35,8 @@ export interface JsonStreamHandlers {
   onSelect?(value: unknown, path: JsonPath, ancestors: readonly unknown[]): void;
   /** A completed top-level value. */
   onDocument?(value: unknown, index: number): void;
+  /** A property name, as soon as it is read; `path` is the path of the object holding it. */
+  onKey?(key: string, path: JsonPath): void;
 }
 
 /** Renders a path as `resourceSpans[0].scopeSpans[1].spans[7]`. */
@@ -149,6 +151,9 @@ export class JsonStreamParser {
       this.handlers.onDocument?.(value, this.docIndex);
     } else if (top.isArray) {
       (top.value as unknown[]).push(value);
+    } else if (top.key === '__proto__') {
+      // A key like any other (as JSON.parse makes it): an assignment would set the object's prototype instead.
+      Object.defineProperty(top.value, '__proto__', { value, writable: true, enumerable: true, configurable: true });
     } else {
       (top.value as Record<string, unknown>)[top.key as string] = value;
     }
@@ -226,6 +231,7 @@ export class JsonStreamParser {
           this.pos++;
           const top = this.stack[this.stack.length - 1] as Frame;
           top.key = this.pendingKey;
+          this.handlers.onKey?.(this.pendingKey as string, this.path);
           this.path.push(this.pendingKey as string);
           this.state = S_VALUE;
           continue;

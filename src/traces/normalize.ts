@@ -17,6 +17,8 @@ export class TraceDataError extends Error {
 }
 
 const HEX = /^[0-9a-fA-F]+$/;
+const LOWER_HEX = /^[0-9a-f]+$/;
+const DIGITS = /^\d+$/;
 const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
 
 function describe(v: unknown): string {
@@ -30,6 +32,7 @@ function describe(v: unknown): string {
  * Returns undefined for an absent id (missing, empty).
  */
 export function normId(v: unknown, bytes: 8 | 16, path: string): string | undefined {
+  if (typeof v === 'string' && v.length === bytes * 2 && LOWER_HEX.test(v)) return v; // the spec's form, as is
   if (v === undefined || v === null || v === '') return undefined;
   if (typeof v !== 'string') throw new TraceDataError(path, `expected an id string, got ${describe(v)}`);
   const hexLen = bytes * 2;
@@ -59,7 +62,7 @@ export function nanosToMs(v: unknown, path: string): number {
     if (!Number.isFinite(v) || v < 0) throw new TraceDataError(path, `expected unix nanoseconds, got ${describe(v)}`);
     return Math.round(v / 1000) / 1000;
   }
-  if (typeof v === 'string' && /^\d+$/.test(v)) {
+  if (typeof v === 'string' && DIGITS.test(v)) {
     if (v.length <= 3) return 0;
     return Number(v.slice(0, -3)) / 1000;
   }
@@ -113,6 +116,23 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/**
+ * Sets `key` as an own property, `__proto__` included: a plain assignment of `__proto__` would set the prototype
+ * (or, for a primitive, be ignored), and an attribute named so is still an attribute.
+ */
+export function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
+  else obj[key] = value;
+}
+
+/**
+ * A TraceDataError raised inside a nested value, with `prefix` (the path of that value) in front of its path.
+ * Readers build paths only when something is wrong: the hot path passes relative paths and prefixes on the way out.
+ */
+export function under(prefix: string, err: unknown): unknown {
+  return err instanceof TraceDataError ? new TraceDataError(prefix + err.path, err.problem) : err;
+}
+
 /** An OTLP AnyValue as plain JSON data (used inside kvlists and nested arrays, which become JSON text). */
 export function anyValuePlain(v: unknown, path: string): unknown {
   if (!isRecord(v)) return null;
@@ -129,7 +149,7 @@ export function anyValuePlain(v: unknown, path: string): unknown {
     const values = isRecord(v.kvlistValue) && Array.isArray(v.kvlistValue.values) ? v.kvlistValue.values : [];
     const out: Record<string, unknown> = {};
     values.forEach((kv, i) => {
-      if (isRecord(kv) && typeof kv.key === 'string') out[kv.key] = anyValuePlain(kv.value, `${path}.kvlistValue.values[${i}].value`);
+      if (isRecord(kv) && typeof kv.key === 'string') setOwn(out, kv.key, anyValuePlain(kv.value, `${path}.kvlistValue.values[${i}].value`));
     });
     return out;
   }
@@ -165,10 +185,24 @@ export function keyValuesToAttrs(list: unknown, path: string): Attributes {
   if (list === undefined || list === null) return out;
   if (!Array.isArray(list)) throw new TraceDataError(path, `expected a list of {key, value}, got ${describe(list)}`);
   for (let i = 0; i < list.length; i++) {
-    const kv: unknown = list[i];
-    if (!isRecord(kv) || typeof kv.key !== 'string') throw new TraceDataError(`${path}[${i}]`, `expected {key, value}, got ${describe(kv)}`);
-    const value = anyValueToAttr(kv.value, `${path}[${i}].value`);
-    if (value !== undefined) out[kv.key] = value;
+    const kv = list[i] as { key?: unknown; value?: unknown } | null;
+    if (typeof kv !== 'object' || kv === null || Array.isArray(kv) || typeof kv.key !== 'string') {
+      throw new TraceDataError(`${path}[${i}]`, `expected {key, value}, got ${describe(kv)}`);
+    }
+    const v = kv.value as { stringValue?: unknown } | null | undefined;
+    // Most attributes are strings: read them without building the value's path.
+    let value: AttrValue | undefined;
+    if (typeof v === 'object' && v !== null && typeof v.stringValue === 'string') value = v.stringValue;
+    else {
+      try {
+        value = anyValueToAttr(v, '');
+      } catch (err) {
+        throw under(`${path}[${i}].value`, err);
+      }
+    }
+    if (value === undefined) continue;
+    if (kv.key === '__proto__') setOwn(out, kv.key, value);
+    else out[kv.key] = value;
   }
   return out;
 }
@@ -180,7 +214,7 @@ export function plainObjectToAttrs(obj: unknown, path: string): Attributes {
   if (!isRecord(obj)) throw new TraceDataError(path, `expected an attribute object, got ${describe(obj)}`);
   for (const [k, v] of Object.entries(obj)) {
     const value = plainToAttr(v);
-    if (value !== undefined) out[k] = value;
+    if (value !== undefined) setOwn(out, k, value);
   }
   return out;
 }

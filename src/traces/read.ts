@@ -4,11 +4,11 @@
  */
 import { FaultlineInputError, type FaultlineErrorCode } from '../errors';
 import type { SpanRecord, TraceRecord } from './model';
-import { JsonStreamParser, JsonSyntaxError, formatJsonPath, type JsonPath } from './json-stream';
+import { JsonStreamParser, JsonSyntaxError } from './json-stream';
 import { TraceDataError } from './normalize';
 import { openSource, type Source } from './source';
 import { DEFAULT_IDLE_SPANS, TraceGrouper } from './group';
-import { TRACE_FORMATS, UnknownShapeError, spansOfDocument, type TraceFormat } from './readers/document';
+import { TRACE_FORMATS, UnknownShapeError, spanStreamParser, spansOfDocument, type TraceFormat } from './readers/document';
 import * as otlpJson from './readers/otlp-json';
 import * as otlpProto from './readers/otlp-proto';
 import * as jaeger from './readers/jaeger';
@@ -27,7 +27,10 @@ export interface ReadSpansOptions {
    * that file (the spans before the damage were already yielded).
    */
   onError?: (error: FaultlineInputError) => void;
-  /** JSON documents up to this size are parsed with JSON.parse, bigger ones streamed (default 16 MiB). */
+  /**
+   * JSON documents up to this size are parsed with JSON.parse, bigger ones streamed (default 16 MiB); the same holds
+   * for each line of a JSON-lines file.
+   */
   streamThresholdBytes?: number;
   /** Largest single OTLP protobuf message accepted (default 512 MiB). */
   maxProtoMessageBytes?: number;
@@ -49,12 +52,14 @@ function inputError(code: FaultlineErrorCode, file: string, where: string, probl
 }
 
 /** Any error from a reader → a FaultlineInputError naming the file and the place. */
-function toInputError(file: string, err: unknown, where = ''): FaultlineInputError {
+export function toInputError(file: string, err: unknown, where = ''): FaultlineInputError {
   if (err instanceof FaultlineInputError) return err;
   if (err instanceof jsonl.JsonLineError) return toInputError(file, err.error, `line ${err.line}`);
   const at = (inner: string): string => (where && inner ? `${where}: ${inner}` : where || inner);
   if (err instanceof JsonSyntaxError) {
-    return inputError('FAULTLINE_TRACE_MALFORMED', file, at(`line ${err.line} column ${err.column}${err.jsonPath ? ` (in ${err.jsonPath})` : ''}`), `invalid JSON: ${err.problem}`, err);
+    // In a JSON line (`where` names it) the column says where in the line; in a document, line and column.
+    const pos = where ? `column ${err.column}` : `line ${err.line} column ${err.column}`;
+    return inputError('FAULTLINE_TRACE_MALFORMED', file, at(`${pos}${err.jsonPath ? ` (in ${err.jsonPath})` : ''}`), `invalid JSON: ${err.problem}`, err);
   }
   if (err instanceof SyntaxError) return inputError('FAULTLINE_TRACE_MALFORMED', file, where, `invalid JSON: ${err.message}`, err);
   if (err instanceof TraceDataError) return inputError('FAULTLINE_TRACE_MALFORMED', file, at(err.path), err.problem, err);
@@ -78,27 +83,22 @@ function looksLikeText(head: Buffer): boolean {
   return true;
 }
 
-/** Keys of the top-level object (or of the first element of a top-level array) seen in the head. */
+/** Keys of the top-level object (or of the first element of a top-level array) seen in the head, by the tokenizer. */
 function topKeys(text: string): string[] {
   const keys: string[] = [];
-  let depth = 0;
-  let target = 1;
-  let i = text.search(/\S/);
-  if (i < 0) return keys;
-  if (text[i] === '[') target = 2;
-  for (; i < text.length; i++) {
-    const c = text[i];
-    if (c === '"') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
-      if (j >= text.length) break;
-      if (depth === target && /^\s*:/.test(text.slice(j + 1, j + 20))) keys.push(text.slice(i + 1, j));
-      i = j;
-    } else if (c === '{' || c === '[') depth++;
-    else if (c === '}' || c === ']') {
-      depth--;
-      if (depth < target && target === 2) break; // the first element ended
-    }
+  const FIRST_DONE = new Error('first document read');
+  const parser = new JsonStreamParser({
+    onKey(key, path) {
+      if (path.length === 0 || (path.length === 1 && path[0] === 0)) keys.push(key);
+    },
+    onDocument() {
+      throw FIRST_DONE;
+    },
+  });
+  try {
+    parser.write(text);
+  } catch {
+    // The end of the first document, or damage: the keys read so far are what the head says.
   }
   return keys;
 }
@@ -167,22 +167,7 @@ async function* readJsonDocument(src: Source, fmt: TraceFormat, threshold: numbe
 
 async function* streamJson(src: Source, fmt: TraceFormat, text?: string): AsyncGenerator<SpanRecord> {
   const out: SpanRecord[] = [];
-  const select = fmt === 'jaeger' ? jaeger.selectJaeger : otlpJson.selectOtlp;
-  const parser = new JsonStreamParser({
-    select,
-    onSelect(value: unknown, path: JsonPath, ancestors: readonly unknown[]) {
-      const where = formatJsonPath(path);
-      if (fmt === 'jaeger') {
-        for (const s of jaeger.spansOfJaegerTrace(value, where)) out.push(s);
-      } else {
-        for (const s of otlpJson.spansOfSelected(value, path, ancestors, where)) out.push(s);
-      }
-    },
-    onDocument(doc: unknown, index: number) {
-      // What was not handed out already (a lone Jaeger trace, Tempo's LLM form, deferred spans) is read here.
-      for (const s of spansOfDocument(doc, index > 0 ? `[document ${index + 1}] ` : '', fmt)) out.push(s);
-    },
-  });
+  const parser = spanStreamParser(fmt, (s) => out.push(s));
   let failed: unknown;
   try {
     if (text !== undefined) parser.write(text);
@@ -288,7 +273,11 @@ async function* readSpanBatches(file: string, options: ReadSpansOptions): AsyncG
   try {
     switch (fmt) {
       case 'jsonl':
-        yield* jsonl.readJsonLines(src.open(), options.onError === undefined ? undefined : (p) => report(p.error, `line ${p.line}`));
+        yield* jsonl.readJsonLines(
+          src.open(),
+          options.onError === undefined ? undefined : (p) => report(p.error, `line ${p.line}`),
+          options.streamThresholdBytes ?? DEFAULT_STREAM_THRESHOLD,
+        );
         return;
       case 'otlp-proto':
         yield* batched(readProto(src, options.maxProtoMessageBytes ?? DEFAULT_MAX_PROTO));
@@ -325,6 +314,11 @@ export async function* readTraces(paths: readonly string[], options: ReadTracesO
     }
   }
   for (const t of grouper.flush()) yield logs.attach(t);
+  throwCollected(errors);
+}
+
+/** The problems collected over a read, thrown together: one as is, several as one error listing them. */
+export function throwCollected(errors: readonly FaultlineInputError[]): void {
   if (errors.length === 1) throw errors[0];
   if (errors.length > 1) {
     const first = errors[0] as FaultlineInputError;

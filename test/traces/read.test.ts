@@ -194,7 +194,7 @@ describe('JSON lines', () => {
     );
     const e = await failure(spansOf(p));
     expect(e.code).toBe('FAULTLINE_TRACE_MALFORMED');
-    expect(e.message).toMatch(new RegExp(`^${p}: line 3: invalid JSON: `));
+    expect(e.message).toBe(`${p}: line 3: column 54 (in resourceSpans[0].scopeSpans[0].spans[0]): invalid JSON: unexpected end of file`);
     const errors: FaultlineInputError[] = [];
     const spans = await spansOf(p, { onError: (err) => errors.push(err) });
     expect(spans.map((s) => s.spanId)).toEqual(['0000000000000001', '0000000000000002', '0000000000000004']);
@@ -251,6 +251,14 @@ describe('JSON lines', () => {
     const spans = await spansOf(p);
     expect(spans[0]).toEqual(rec);
     expect(spans).toHaveLength(1 + 5 + 2);
+  });
+
+  it('the idle rule holds through a long run of one trace: the trace it outlasted is emitted, its next span starts anew', async () => {
+    const tid = (c: string): string => c.repeat(32);
+    // idleSpans 3: A, then four spans of B in one line (a run), then A again, 5 spans after its last.
+    const p = file('run.jsonl', [line([otlpSpan('00000000000000a1', {}, tid('a'))]), line(['b1', 'b2', 'b3', 'b4'].map((x) => otlpSpan(`00000000000000${x}`, {}, tid('b')))), line([otlpSpan('00000000000000a2', {}, tid('a'))])].join('\n'));
+    const traces = await tracesOf([p], { idleSpans: 3 });
+    expect(traces.map((t) => `${t.traceId[0]}:${t.spans.length}`)).toEqual(['a:1', 'b:4', 'a:1']);
   });
 
   it('the idle rule emits a trace once enough other spans went by, and bounds what is held', async () => {
@@ -381,5 +389,88 @@ describe('streaming hand-out (bounded memory)', () => {
     const streamed = await spansOf(p, { streamThresholdBytes: 0 });
     expect(streamed).toEqual(await spansOf(p));
     expect(streamed[0]).toMatchObject({ resource: { 'service.name': 'late-svc' }, scope: { name: 'late' } });
+  });
+});
+
+describe('JSON lines: one JSON.parse per line, the tokenizer only where a line needs it', () => {
+  const line = (spans: unknown[], svc = 'svc'): string => JSON.stringify(otlpDoc(spans, svc));
+  const many = (n: number, text: string): unknown[] =>
+    Array.from({ length: n }, (_, i) =>
+      otlpSpan((i + 1).toString(16).padStart(16, '0'), { attributes: [{ key: 'gen_ai.output', value: { stringValue: `${text} ${i}` } }] }),
+    );
+
+  it('a line past the line limit is streamed through the tokenizer and reads the same', async () => {
+    const long = line(many(300, 'é ✓ '.repeat(200)));
+    const p = file('long-line.jsonl', [line([otlpSpan('00000000000000a1')]), long, line([otlpSpan('00000000000000a2')])].join('\n') + '\n');
+    const parsed = await spansOf(p);
+    expect(parsed).toHaveLength(302);
+    // A limit below the long line's size (about 1.3 MB, read in 1 MiB chunks): it goes through the tokenizer.
+    expect(await spansOf(p, { streamThresholdBytes: 64 * 1024 })).toEqual(parsed);
+    // And a damaged long line keeps what came before its damage, naming the line, column and path.
+    const bad = file('long-bad.jsonl', [line([otlpSpan('00000000000000a1')]), long.slice(0, -5) + '!' + long.slice(-4), line([otlpSpan('00000000000000a3')])].join('\n'));
+    const errors: string[] = [];
+    const got = await spansOf(bad, { streamThresholdBytes: 64 * 1024, onError: (e) => errors.push(e.message) });
+    expect(got.map((s) => s.spanId).slice(-1)).toEqual(['00000000000000a3']);
+    expect(got).toHaveLength(302);
+    expect(errors).toEqual([`${bad}: line 2: column ${long.length - 4} (in resourceSpans[0].scopeSpans[0]): invalid JSON: expected ',' or '}', got "!"`]);
+  });
+
+  it('lines split across chunks, multi-byte characters on a chunk boundary, CRLF, blank lines and a BOM', async () => {
+    // 1 MiB chunks: pad the first line so that a 3-byte character straddles the boundary.
+    const first = line([otlpSpan('00000000000000b1', { name: '✓'.repeat(10) })]);
+    const pad = line([otlpSpan('00000000000000b0', { name: 'x'.repeat(1024 * 1024 - 2 - Buffer.byteLength(first) - 200) })]);
+    const text = '\uFEFF' + pad + '\r\n\r\n' + line([otlpSpan('00000000000000b2', { name: '✓'.repeat(400) })]) + '\n  \n' + first;
+    const p = file('boundaries.jsonl', text);
+    const spans = await spansOf(p);
+    expect(spans.map((s) => s.spanId)).toEqual(['00000000000000b0', '00000000000000b2', '00000000000000b1']);
+    expect(spans[1]!.name).toBe('✓'.repeat(400));
+    expect(spans[2]!.name).toBe('✓'.repeat(10));
+  });
+});
+
+describe('"__proto__" is a key like any other', () => {
+  const proto = (attrs: Record<string, unknown>): void => {
+    expect(Object.getPrototypeOf(attrs)).toBe(Object.prototype);
+    expect(Object.prototype.hasOwnProperty.call(attrs, '__proto__')).toBe(true);
+    expect(Object.getOwnPropertyDescriptor(attrs, '__proto__')?.value).toBe('boom');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  };
+
+  it('the streaming tokenizer makes it an own key, as JSON.parse does', () => {
+    const text = '{"__proto__":{"polluted":true},"a":{"__proto__":"boom"}}';
+    let doc: Record<string, unknown> | undefined;
+    const parser = new JsonStreamParser({ onDocument: (d) => (doc = d as Record<string, unknown>) });
+    parser.write(text);
+    parser.end();
+    expect(doc).toEqual(JSON.parse(text));
+    expect(Object.getPrototypeOf(doc)).toBe(Object.prototype);
+    expect(Object.keys(doc!)).toEqual(['__proto__', 'a']);
+    expect((doc as { polluted?: unknown }).polluted).toBeUndefined();
+  });
+
+  it('as an attribute key of a span: OTLP key-values, kvlists, plain attribute objects; parsed, streamed and as lines', async () => {
+    const span = otlpSpan('00000000000000c1', {
+      attributes: [
+        { key: '__proto__', value: { stringValue: 'boom' } },
+        { key: 'nested', value: { kvlistValue: { values: [{ key: '__proto__', value: { stringValue: 'x' } }] } } },
+      ],
+    });
+    const doc = file('proto.json', JSON.stringify(otlpDoc([span])));
+    for (const opts of [{}, { streamThresholdBytes: 0 }]) {
+      const [s] = await spansOf(doc, opts);
+      proto(s!.attributes);
+      expect(s!.attributes.nested).toBe('{"__proto__":"x"}');
+    }
+    const rec = { traceId: T, spanId: '00000000000000c2', name: 'rec', start: 1, end: 2, attributes: { __proto__: 'boom' } };
+    // Object literals treat __proto__ specially: write the line as text.
+    const recLine = JSON.stringify(rec).replace('"attributes":{}', '"attributes":{"__proto__":"boom"}');
+    const lines = file('proto.jsonl', [recLine, JSON.stringify(otlpDoc([span]))].join('\n') + '\n');
+    for (const opts of [{}, { streamThresholdBytes: 16 }]) {
+      const spans = await spansOf(lines, opts);
+      expect(spans).toHaveLength(2);
+      for (const s of spans) proto(s.attributes);
+    }
+    const tempo = file('proto.tempo.json', `{"trace":{"traceId":"${T}","services":[{"serviceName":"s","scopes":[{"name":"x","spans":[{"spanId":"00000000000000c3","name":"n","startTimeUnixNano":"1","attributes":{"__proto__":"boom"}}]}]}]}}`);
+    for (const opts of [{}, { streamThresholdBytes: 0 }]) proto((await spansOf(tempo, opts))[0]!.attributes);
   });
 });

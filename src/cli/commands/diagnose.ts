@@ -28,6 +28,7 @@ export const command: Command = {
     { name: 'diagnoser', short: 'd', value: DIAGNOSER_NAMES.join('|'), description: 'which diagnoser to use', default: 'rule' },
     { name: 'format', short: 'f', value: DIAGNOSIS_FORMATS.join('|'), description: 'output format; jsonl prints one JSON object per trace per line', default: 'table' },
     { name: 'concurrency', short: 'c', value: 'N', description: 'traces diagnosed at once (default: 1 for rule, 4 for llm and hybrid)' },
+    { name: 'workers', value: 'N', description: 'worker threads reading and diagnosing trace files with the rule diagnoser (default: one per core for 64 MiB of JSON lines or more; 0: none)' },
     { name: 'fail-on-fault', description: 'exit with code 1 when any trace is diagnosed with a fault' },
     { name: 'export', value: 'otlp', description: 'also send each diagnosis as a span of its trace to an OTLP/HTTP endpoint (OTEL_EXPORTER_OTLP_*)' },
     { name: 'otlp-endpoint', value: 'URL', description: 'with --export otlp: the OTLP/HTTP base URL (default OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)' },
@@ -85,13 +86,23 @@ export const command: Command = {
         return { traceId: t.traceId, diagnoser: diagnoserName, error: err instanceof Error ? err.message : String(err) };
       }
     };
-    for await (const { item, result } of mapOrdered(input.traces, concurrency, one)) {
+    // The rule diagnoser is CPU-bound: trace files are read and diagnosed on worker threads (same results, same order).
+    const workers = options.workers === undefined ? undefined : Number(options.workers);
+    if (workers !== undefined && (typeof options.workers !== 'string' || !Number.isInteger(workers) || workers < 0 || workers > 16)) {
+      throw new FaultlineInputError('FAULTLINE_USAGE', `--workers must be an integer from 0 to 16; got ${JSON.stringify(options.workers)}`);
+    }
+    const inWorkers = diagnoserName === 'rule' && exporter === undefined && positionals.length > 0 && options.jaeger === undefined && options.tempo === undefined;
+    const { diagnoseFiles } = require('../../diagnosers/task') as typeof import('../../diagnosers/task');
+    const pairs: AsyncIterable<{ item?: import('../../traces/model').TraceRecord; result: Diagnosis | DiagnosisFailure }> = inWorkers
+      ? diagnoseFiles(positionals, { withoutScopes: [DIAGNOSIS_SCOPE], onError: (e) => input.problems.push(e), ...(workers !== undefined ? { workers } : {}) })
+      : mapOrdered(input.traces, concurrency, one);
+    for await (const { item, result } of pairs) {
       n++;
       if ('error' in result) failures.push(result);
       else {
         ok++;
         if (result.faultType !== 'none') faulty++;
-        exporter?.add(result, item);
+        if (item !== undefined) exporter?.add(result, item);
       }
       if (format === 'jsonl') process.stdout.write(('error' in result ? JSON.stringify(failureJson(result)) : diagnosisLine(result)) + '\n');
       else rows.push(result);

@@ -5,8 +5,9 @@
  */
 import type { SpanRecord } from '../model';
 import { TraceDataError, describe, isRecord, normId, normKind, normParentId, normStatusCode, plainObjectToAttrs } from '../normalize';
-import { resourceSpansOf, spansOfOtlpDocument } from './otlp-json';
-import { spansOfJaegerDocument } from './jaeger';
+import { JsonStreamParser, formatJsonPath, type JsonPath } from '../json-stream';
+import { appendOtlpSpans, resourceSpansOf, selectOtlp, spansOfOtlpDocument, spansOfSelected } from './otlp-json';
+import { selectJaeger, spansOfJaegerDocument, spansOfJaegerTrace } from './jaeger';
 import { SEARCH_RESULT_HINT, isSearchResult, spansOfTempoDocument } from './tempo';
 
 export type TraceFormat = 'otlp-json' | 'jsonl' | 'jaeger' | 'tempo' | 'otlp-proto';
@@ -75,6 +76,24 @@ export function* spansOfDocument(doc: unknown, base = '', expect?: TraceFormat):
   }
 }
 
+/**
+ * spansOfDocument appended to `out` (a line counts whole or not at all: on an error nothing is appended). OTLP/JSON,
+ * what nearly every line is, goes without a generator step per span.
+ */
+export function appendSpansOfDocument(doc: unknown, out: SpanRecord[]): void {
+  if (isRecord(doc) && 'resourceSpans' in doc && !('batches' in doc) && !isSearchResult(doc)) {
+    appendOtlpSpans(doc, out);
+    return;
+  }
+  const before = out.length;
+  try {
+    for (const span of spansOfDocument(doc)) out.push(span);
+  } catch (err) {
+    out.length = before;
+    throw err;
+  }
+}
+
 /** A line holding one normalised SpanRecord (faultline's own span lines): validated and normalised again. */
 export function spanFromRecord(o: Record<string, unknown>, path: string): SpanRecord {
   const traceId = normId(o.traceId, 16, `${path}.traceId`) as string;
@@ -121,4 +140,32 @@ export function spanFromRecord(o: Record<string, unknown>, path: string): SpanRe
   if (parent !== undefined) rec.parentSpanId = parent;
   if (typeof status.message === 'string' && status.message !== '') rec.status.message = status.message;
   return rec;
+}
+
+/**
+ * The streaming tokenizer set up to hand out the spans of a document as they complete (a document too big for
+ * `JSON.parse`: a big file, or a JSON line past the line limit). `fmt` says which selection to use; undefined (a
+ * JSON line, whose shape is not known before it is read) selects both OTLP's and Jaeger's units, which never share
+ * a path. What is not handed out on the way (a lone Jaeger trace, Tempo's LLM form, deferred spans) is read from
+ * the completed document.
+ */
+export function spanStreamParser(fmt: TraceFormat | undefined, push: (span: SpanRecord) => void, base = ''): JsonStreamParser {
+  const jaeger = fmt === 'jaeger';
+  const any = fmt === undefined || fmt === 'jsonl';
+  return new JsonStreamParser({
+    select: jaeger ? selectJaeger : any ? (path, ancestor) => selectJaeger(path) || selectOtlp(path, ancestor) : selectOtlp,
+    onSelect(value: unknown, path: JsonPath, ancestors: readonly unknown[]) {
+      const where = base + formatJsonPath(path);
+      if (jaeger || (any && selectJaeger(path))) {
+        // A top-level array element may be an OTLP request (an array of them) rather than a Jaeger trace.
+        const otlp = any && isRecord(value) && resourceSpansOf(value) !== undefined;
+        for (const s of otlp ? spansOfOtlpDocument(value as Record<string, unknown>, `${where}.`) : spansOfJaegerTrace(value, where)) push(s);
+      } else {
+        for (const s of spansOfSelected(value, path, ancestors, where)) push(s);
+      }
+    },
+    onDocument(doc: unknown, index: number) {
+      for (const s of spansOfDocument(doc, `${base}${index > 0 ? `[document ${index + 1}] ` : ''}`, any ? undefined : fmt)) push(s);
+    },
+  });
 }

@@ -16,6 +16,7 @@ import {
   normKind,
   normParentId,
   normStatusCode,
+  under,
 } from '../normalize';
 
 export const format = 'otlp-json' as const;
@@ -59,67 +60,152 @@ export function resourceOf(rs: Record<string, unknown>, path: string): Attribute
 
 /** One OTLP/JSON span → SpanRecord. */
 export function spanFromOtlp(span: unknown, resource: Attributes, scope: ScopeInfo, path: string): SpanRecord {
-  if (!isRecord(span)) throw new TraceDataError(path, `expected a span object, got ${describe(span)}`);
-  const traceId = normId(span.traceId, 16, `${path}.traceId`);
-  const spanId = normId(span.spanId, 8, `${path}.spanId`);
-  if (traceId === undefined) throw new TraceDataError(`${path}.traceId`, 'missing');
-  if (spanId === undefined) throw new TraceDataError(`${path}.spanId`, 'missing');
-  const status = isRecord(span.status) ? span.status : {};
+  try {
+    return otlpSpan(span, resource, scope);
+  } catch (err) {
+    throw under(path, err);
+  }
+}
+
+/** spanFromOtlp with paths relative to the span (built only when a value is bad: this runs once per span). */
+function otlpSpan(span: unknown, resource: Attributes, scope: ScopeInfo): SpanRecord {
+  if (!isRecord(span)) throw new TraceDataError('', `expected a span object, got ${describe(span)}`);
+  const traceId = normId(span.traceId, 16, '.traceId');
+  const spanId = normId(span.spanId, 8, '.spanId');
+  if (traceId === undefined) throw new TraceDataError('.traceId', 'missing');
+  if (spanId === undefined) throw new TraceDataError('.spanId', 'missing');
+  const status = isRecord(span.status) ? span.status : NO_STATUS;
   const rec: SpanRecord = {
     traceId,
     spanId,
     name: typeof span.name === 'string' ? span.name : '',
     kind: normKind(span.kind),
-    start: nanosToMs(span.startTimeUnixNano, `${path}.startTimeUnixNano`),
-    end: nanosToMs(span.endTimeUnixNano, `${path}.endTimeUnixNano`),
-    attributes: keyValuesToAttrs(span.attributes, `${path}.attributes`),
-    events: listOf(span.events, `${path}.events`).map((e, i) => {
-      const p = `${path}.events[${i}]`;
-      if (!isRecord(e)) throw new TraceDataError(p, `expected an event object, got ${describe(e)}`);
-      return {
-        name: typeof e.name === 'string' ? e.name : '',
-        time: nanosToMs(e.timeUnixNano, `${p}.timeUnixNano`),
-        attributes: keyValuesToAttrs(e.attributes, `${p}.attributes`),
-      };
-    }),
-    links: listOf(span.links, `${path}.links`).map((l, i) => {
-      const p = `${path}.links[${i}]`;
-      if (!isRecord(l)) throw new TraceDataError(p, `expected a link object, got ${describe(l)}`);
-      return {
-        traceId: normId(l.traceId, 16, `${p}.traceId`) ?? '',
-        spanId: normId(l.spanId, 8, `${p}.spanId`) ?? '',
-        attributes: keyValuesToAttrs(l.attributes, `${p}.attributes`),
-      };
-    }),
+    start: nanosToMs(span.startTimeUnixNano, '.startTimeUnixNano'),
+    end: nanosToMs(span.endTimeUnixNano, '.endTimeUnixNano'),
+    attributes: keyValuesToAttrs(span.attributes, '.attributes'),
+    events: eventsOf(span.events),
+    links: linksOf(span.links),
     status: { code: normStatusCode(status.code) },
     resource,
     scope,
   };
-  const parent = normParentId(span.parentSpanId, `${path}.parentSpanId`);
-  if (parent !== undefined) rec.parentSpanId = parent;
+  const parent = span.parentSpanId;
+  if (parent !== undefined && parent !== '') {
+    const p = normParentId(parent, '.parentSpanId');
+    if (p !== undefined) rec.parentSpanId = p;
+  }
   if (typeof status.message === 'string' && status.message !== '') rec.status.message = status.message;
   return rec;
 }
 
+const NO_STATUS: Record<string, unknown> = {};
+
+function eventsOf(v: unknown): SpanRecord['events'] {
+  const list = listOf(v, '.events');
+  if (list.length === 0) return [];
+  const out: SpanRecord['events'] = new Array(list.length);
+  for (let i = 0; i < list.length; i++) {
+    const e = list[i];
+    try {
+      if (!isRecord(e)) throw new TraceDataError('', `expected an event object, got ${describe(e)}`);
+      out[i] = {
+        name: typeof e.name === 'string' ? e.name : '',
+        time: nanosToMs(e.timeUnixNano, '.timeUnixNano'),
+        attributes: keyValuesToAttrs(e.attributes, '.attributes'),
+      };
+    } catch (err) {
+      throw under(`.events[${i}]`, err);
+    }
+  }
+  return out;
+}
+
+function linksOf(v: unknown): SpanRecord['links'] {
+  const list = listOf(v, '.links');
+  if (list.length === 0) return [];
+  const out: SpanRecord['links'] = new Array(list.length);
+  for (let i = 0; i < list.length; i++) {
+    const l = list[i];
+    try {
+      if (!isRecord(l)) throw new TraceDataError('', `expected a link object, got ${describe(l)}`);
+      out[i] = {
+        traceId: normId(l.traceId, 16, '.traceId') ?? '',
+        spanId: normId(l.spanId, 8, '.spanId') ?? '',
+        attributes: keyValuesToAttrs(l.attributes, '.attributes'),
+      };
+    } catch (err) {
+      throw under(`.links[${i}]`, err);
+    }
+  }
+  return out;
+}
+
+const NO_ITEMS: unknown[] = [];
+
 function listOf(v: unknown, path: string): unknown[] {
-  if (v === undefined || v === null) return [];
+  if (v === undefined || v === null) return NO_ITEMS;
   if (!Array.isArray(v)) throw new TraceDataError(path, `expected a list, got ${describe(v)}`);
   return v;
+}
+
+/**
+ * The spans of an OTLP/JSON document appended to `out` (what spansOfOtlpDocument yields, without a generator step per
+ * span: the JSON-lines fast path). On a bad value, nothing of the document is appended.
+ */
+export function appendOtlpSpans(doc: Record<string, unknown>, out: SpanRecord[], base = ''): void {
+  const found = resourceSpansOf(doc);
+  if (found === undefined) return;
+  const before = out.length;
+  const path = base + found.path;
+  const list = listOf(found.list, path);
+  try {
+    for (let i = 0; i < list.length; i++) {
+      const rs = list[i];
+      const rsPath = `${path}[${i}]`;
+      if (!isRecord(rs)) throw new TraceDataError(rsPath, `expected a ResourceSpans object, got ${describe(rs)}`);
+      const resource = resourceOf(rs, rsPath);
+      const ssKey = 'scopeSpans' in rs ? 'scopeSpans' : (SS_KEYS.find((k) => k in rs) ?? 'scopeSpans');
+      const ssList = listOf(rs[ssKey], `${rsPath}.${ssKey}`);
+      for (let j = 0; j < ssList.length; j++) {
+        const ss = ssList[j];
+        if (!isRecord(ss)) throw new TraceDataError(`${rsPath}.${ssKey}[${j}]`, `expected a ScopeSpans object, got ${describe(ss)}`);
+        const scope = scopeOf(ss);
+        const spans = listOf(ss.spans, `${rsPath}.${ssKey}[${j}].spans`);
+        for (let k = 0; k < spans.length; k++) {
+          try {
+            out.push(otlpSpan(spans[k], resource, scope));
+          } catch (err) {
+            throw under(`${rsPath}.${ssKey}[${j}].spans[${k}]`, err);
+          }
+        }
+      }
+    }
+  } catch (err) {
+    out.length = before;
+    throw err;
+  }
 }
 
 /** The spans of one ResourceSpans element. */
 export function* spansOfResourceSpans(rs: unknown, path: string): Generator<SpanRecord> {
   if (!isRecord(rs)) throw new TraceDataError(path, `expected a ResourceSpans object, got ${describe(rs)}`);
   const resource = resourceOf(rs, path);
-  const ssKey = SS_KEYS.find((k) => k in rs) ?? 'scopeSpans';
+  const ssKey = 'scopeSpans' in rs ? 'scopeSpans' : (SS_KEYS.find((k) => k in rs) ?? 'scopeSpans');
   const list = listOf(rs[ssKey], `${path}.${ssKey}`);
   for (let j = 0; j < list.length; j++) {
     const ss = list[j];
-    const ssPath = `${path}.${ssKey}[${j}]`;
-    if (!isRecord(ss)) throw new TraceDataError(ssPath, `expected a ScopeSpans object, got ${describe(ss)}`);
+    if (!isRecord(ss)) throw new TraceDataError(`${path}.${ssKey}[${j}]`, `expected a ScopeSpans object, got ${describe(ss)}`);
     const scope = scopeOf(ss);
-    const spans = listOf(ss.spans, `${ssPath}.spans`);
-    for (let k = 0; k < spans.length; k++) yield spanFromOtlp(spans[k], resource, scope, `${ssPath}.spans[${k}]`);
+    const spans = listOf(ss.spans, `${path}.${ssKey}[${j}].spans`);
+    for (let k = 0; k < spans.length; k++) {
+      let rec: SpanRecord;
+      try {
+        rec = otlpSpan(spans[k], resource, scope);
+      } catch (err) {
+        throw under(`${path}.${ssKey}[${j}].spans[${k}]`, err);
+      }
+      yield rec;
+    }
   }
 }
 

@@ -1,0 +1,55 @@
+// A measured child of bench/diagnosis.bench.mjs: the diagnose path over the first N MiB of a JSON-lines trace file in
+// one thread, with each step timed on its own (per span): JSON.parse of the lines, normalising them to SpanRecords,
+// grouping into traces, stripping the ground truth, the offline detectors, the rules. Prints JSON.
+'use strict';
+const { openSync, readSync, closeSync } = require('node:fs');
+const { join } = require('node:path');
+
+const dist = join(__dirname, '..', 'dist');
+const { spansOfDocument } = require(join(dist, 'src', 'traces', 'readers', 'document.js'));
+const { TraceGrouper } = require(join(dist, 'src', 'traces', 'group.js'));
+const { stripGroundTruth } = require(join(dist, 'src', 'diagnosers', 'strip-ground-truth.js'));
+const { diagnoseByRules } = require(join(dist, 'src', 'diagnosers', 'rules.js'));
+const { defaultFindings } = require(join(dist, 'src', 'diagnosers', 'offline-detectors.js'));
+
+const [file, mbArg] = process.argv.slice(2);
+const fd = openSync(file, 'r');
+const buf = Buffer.alloc(Number(mbArg ?? 64) * 1024 * 1024);
+const n = readSync(fd, buf, 0, buf.length, 0);
+closeSync(fd);
+
+const acc = { 'JSON.parse': 0, normalise: 0, group: 0, 'strip ground truth': 0, 'offline detectors': 0, rules: 0 };
+const detect = defaultFindings();
+const now = () => performance.now();
+let spans = 0;
+const diagnose = (trace) => {
+  let t = now();
+  const stripped = stripGroundTruth(trace);
+  acc['strip ground truth'] += now() - t;
+  t = now();
+  const findings = detect(stripped);
+  acc['offline detectors'] += now() - t;
+  t = now();
+  diagnoseByRules(stripped, { findings: () => findings });
+  acc.rules += now() - t;
+};
+const grouper = new TraceGrouper();
+let from = 0;
+for (let nl = buf.indexOf(10, 0); nl >= 0 && nl < n; nl = buf.indexOf(10, from)) {
+  let t = now();
+  const doc = JSON.parse(buf.toString('utf8', from, nl));
+  acc['JSON.parse'] += now() - t;
+  from = nl + 1;
+  t = now();
+  const batch = [...spansOfDocument(doc)];
+  acc.normalise += now() - t;
+  spans += batch.length;
+  t = now();
+  const done = [];
+  for (const s of batch) for (const tr of grouper.add(s)) done.push(tr);
+  acc.group += now() - t;
+  for (const tr of done) diagnose(tr);
+}
+for (const tr of grouper.flush()) diagnose(tr);
+const usPerSpan = Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, (v * 1000) / spans]));
+process.stdout.write(JSON.stringify({ spans, usPerSpan }) + '\n');

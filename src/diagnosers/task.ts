@@ -1,0 +1,53 @@
+/**
+ * The diagnose path over trace files on worker threads (src/traces/parallel.ts): each worker loads `diagnosisTask`
+ * by name, builds its own diagnoser once and diagnoses the traces it holds, ground truth stripped first, exactly as
+ * `diagnoseTrace` does here; a diagnoser that fails on a trace gives a failure for that trace, not an error of the run.
+ */
+import type { FaultlineInputError } from '../errors';
+import type { TraceRecord } from '../traces/model';
+import { createDiagnoser, diagnoseTrace } from './index';
+import type { Diagnosis } from './types';
+
+export interface TaskOptions {
+  diagnoser?: string;
+  /** Spans of these instrumentation scopes are not part of the trace (faultline's own exported diagnoses). */
+  withoutScopes?: string[];
+}
+
+/** A trace that could not be diagnosed (the shape report/diagnoses.ts prints). */
+export interface TraceFailure {
+  traceId: string;
+  diagnoser: string;
+  error: string;
+}
+
+/** What a worker runs per trace: null when nothing of the trace is left once `withoutScopes` are dropped. */
+export function diagnosisTask(options: TaskOptions = {}): (trace: TraceRecord) => Promise<Diagnosis | TraceFailure | null> {
+  const name = options.diagnoser ?? 'rule';
+  const diagnoser = createDiagnoser(name);
+  const drop = new Set(options.withoutScopes ?? []);
+  return async (trace) => {
+    const t = drop.size === 0 || !trace.spans.some((s) => drop.has(s.scope.name)) ? trace : { traceId: trace.traceId, spans: trace.spans.filter((s) => !drop.has(s.scope.name)) };
+    if (t.spans.length === 0) return null;
+    try {
+      return await diagnoseTrace(diagnoser, t);
+    } catch (err) {
+      return { traceId: t.traceId, diagnoser: name, error: err instanceof Error ? err.message : String(err) };
+    }
+  };
+}
+
+export interface DiagnoseFilesOptions extends TaskOptions {
+  /** Worker threads (see mapTraces: default one per core for big JSON-lines input, else this thread). */
+  workers?: number;
+  /** Each problem reading the files (the run goes on). */
+  onError(error: FaultlineInputError): void;
+}
+
+/** Every trace of `files` diagnosed (in readTraces' order), on worker threads when the input is big enough. */
+export async function* diagnoseFiles(files: readonly string[], options: DiagnoseFilesOptions): AsyncGenerator<{ result: Diagnosis | TraceFailure }> {
+  const { mapTraces } = await import('../traces/parallel.js');
+  const task = { module: __filename, name: 'diagnosisTask', options: { diagnoser: options.diagnoser ?? 'rule', withoutScopes: options.withoutScopes ?? [] } };
+  const run = mapTraces<Diagnosis | TraceFailure | null>(files, task, { onError: options.onError, ...(options.workers !== undefined ? { workers: options.workers } : {}) });
+  for await (const result of run) if (result !== null) yield { result };
+}
