@@ -4,7 +4,6 @@
  * Anthropic reports separately.
  */
 import { SpanKind } from '@opentelemetry/api';
-import { performance } from 'node:perf_hooks';
 import {
   ATTR_GEN_AI_REQUEST_STOP_SEQUENCES,
   ATTR_GEN_AI_REQUEST_TOP_K,
@@ -17,7 +16,7 @@ import { anthropicInput, anthropicOutputMessage, anthropicSystem, anthropicTools
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { llmStartAttributes, num } from './request-attributes';
-import { ResponseBody } from './response-body';
+import { BodyReader, eventJson } from './response-body';
 import type { SseEvent } from './sse';
 
 type Json = Record<string, unknown>;
@@ -63,9 +62,8 @@ interface Block {
   input?: unknown;
 }
 
-class AnthropicMessagesReader implements ResponseReader {
+class AnthropicMessagesReader extends BodyReader implements ResponseReader {
   readonly #capture: boolean;
-  readonly #body: ResponseBody;
   readonly #acc: LlmAccumulated = { finishReasons: [], text: '', toolCalls: [], done: false };
   readonly #usage: RawUsage = {};
   #blocks: Map<number, Block> | undefined;
@@ -73,30 +71,13 @@ class AnthropicMessagesReader implements ResponseReader {
   #jsonContent: unknown;
 
   constructor(capture: boolean) {
+    super();
     this.#capture = capture;
-    this.#body = new ResponseBody(performance.now(), (e) => this.#onEvent(e));
   }
 
-  onStart(status: number, headers: Record<string, string | string[] | undefined>): void {
-    this.#body.onStart(status, headers);
-  }
-
-  onData(chunk: Buffer): void {
-    this.#body.onData(chunk);
-  }
-
-  onEnd(): void {
-    this.#body.onEnd();
-  }
-
-  #onEvent(e: SseEvent): void {
-    let data: unknown;
-    try {
-      data = JSON.parse(e.data);
-    } catch {
-      this.#acc.malformedEvents = (this.#acc.malformedEvents ?? 0) + 1;
-      return;
-    }
+  protected override onEvent(e: SseEvent): void {
+    const data = eventJson(e, this.#acc);
+    if (data === undefined) return;
     if (!isObject(data)) return;
     const type = typeof data.type === 'string' ? data.type : e.event;
     const acc = this.#acc;
@@ -194,7 +175,7 @@ class AnthropicMessagesReader implements ResponseReader {
   }
 
   finish(_exchange: Exchange, failure: Failure, durationMs: number) {
-    const body = this.#body;
+    const body = this.body;
     if (body.sse) {
       body.text();
       this.#fromStream();

@@ -13,7 +13,6 @@
  * `candidatesTokenCount` plus `thoughtsTokenCount`, which is also the reasoning count.
  */
 import { SpanKind } from '@opentelemetry/api';
-import { performance } from 'node:perf_hooks';
 import {
   ATTR_GEN_AI_OUTPUT_TYPE,
   ATTR_GEN_AI_REQUEST_CHOICE_COUNT,
@@ -32,7 +31,7 @@ import { jsonStreamElements } from './json-stream';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { llmStartAttributes, num } from './request-attributes';
-import { ResponseBody } from './response-body';
+import { BodyReader, eventJson } from './response-body';
 import type { SseEvent } from './sse';
 
 type Json = Record<string, unknown>;
@@ -175,41 +174,23 @@ interface Candidate {
   finishReason?: string;
 }
 
-class GeminiReader implements ResponseReader {
+class GeminiReader extends BodyReader implements ResponseReader {
   readonly #capture: boolean;
   readonly #stream: boolean;
-  readonly #body: ResponseBody;
   readonly #acc: LlmAccumulated = { finishReasons: [], text: '', toolCalls: [], done: false };
   readonly #candidates = new Map<number, Candidate>();
   #blockReason: string | undefined;
   #sawFinish = false;
 
   constructor(capture: boolean, stream: boolean) {
+    super();
     this.#capture = capture;
     this.#stream = stream;
-    this.#body = new ResponseBody(performance.now(), (e) => this.#onEvent(e));
   }
 
-  onStart(status: number, headers: Record<string, string | string[] | undefined>): void {
-    this.#body.onStart(status, headers);
-  }
-
-  onData(chunk: Buffer): void {
-    this.#body.onData(chunk);
-  }
-
-  onEnd(): void {
-    this.#body.onEnd();
-  }
-
-  #onEvent(e: SseEvent): void {
-    let data: unknown;
-    try {
-      data = JSON.parse(e.data);
-    } catch {
-      this.#acc.malformedEvents = (this.#acc.malformedEvents ?? 0) + 1;
-      return;
-    }
+  protected override onEvent(e: SseEvent): void {
+    const data = eventJson(e, this.#acc);
+    if (data === undefined) return;
     this.#chunk(data, true);
   }
 
@@ -255,7 +236,7 @@ class GeminiReader implements ResponseReader {
   }
 
   finish(_exchange: Exchange, failure: Failure, durationMs: number) {
-    const body = this.#body;
+    const body = this.body;
     const acc = this.#acc;
     let streamed = body.sse;
     if (body.sse) {

@@ -5,7 +5,6 @@
  * `eval_count` (output). Ollama gives no response id. A finish of `stop` with tool calls is `tool_call`.
  */
 import { SpanKind } from '@opentelemetry/api';
-import { performance } from 'node:perf_hooks';
 import {
   ATTR_GEN_AI_OUTPUT_TYPE,
   ATTR_GEN_AI_REQUEST_SEED,
@@ -22,7 +21,7 @@ import { jsonStreamElements } from './json-stream';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { llmStartAttributes, num } from './request-attributes';
-import { ResponseBody } from './response-body';
+import { BodyReader } from './response-body';
 
 type Json = Record<string, unknown>;
 
@@ -91,32 +90,19 @@ function toolCalls(calls: unknown): ToolCallSummary[] {
   return out;
 }
 
-class OllamaReader implements ResponseReader {
+class OllamaReader extends BodyReader implements ResponseReader {
   readonly #capture: boolean;
   readonly #chat: boolean;
-  readonly #body: ResponseBody;
   readonly #acc: LlmAccumulated = { finishReasons: [], text: '', toolCalls: [], done: false };
   #thinking = '';
   #rawCalls: unknown[] = [];
   #doneReason: string | undefined;
 
   constructor(capture: boolean, chat: boolean) {
+    super();
     this.#capture = capture;
     this.#chat = chat;
     // NDJSON is read at the end, from the body's text: no SSE events to handle.
-    this.#body = new ResponseBody(performance.now(), () => {});
-  }
-
-  onStart(status: number, headers: Record<string, string | string[] | undefined>): void {
-    this.#body.onStart(status, headers);
-  }
-
-  onData(chunk: Buffer): void {
-    this.#body.onData(chunk);
-  }
-
-  onEnd(): void {
-    this.#body.onEnd();
   }
 
   /** One response object: the whole answer, or one line of a stream (its content appended). */
@@ -157,7 +143,7 @@ class OllamaReader implements ResponseReader {
   }
 
   finish(_exchange: Exchange, failure: Failure, durationMs: number) {
-    const body = this.#body;
+    const body = this.body;
     const acc = this.#acc;
     const text = body.text() ?? '';
     // A stream is what the content type says (application/x-ndjson), or several lines of JSON.

@@ -20,9 +20,8 @@ import { isObject, openAiInput, openAiMessageCount, openAiOutputMessage, openAiT
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { llmStartAttributes, num } from './request-attributes';
-import { ResponseBody } from './response-body';
+import { BodyReader, eventJson } from './response-body';
 import type { SseEvent } from './sse';
-import { performance } from 'node:perf_hooks';
 
 type Json = Record<string, unknown>;
 
@@ -54,44 +53,26 @@ interface ChoiceState {
   tools: Map<number, { id?: string; name: string; args: string }>;
 }
 
-class OpenAiChatReader implements ResponseReader {
+class OpenAiChatReader extends BodyReader implements ResponseReader {
   readonly #capture: boolean;
-  readonly #body: ResponseBody;
   readonly #acc: LlmAccumulated = { finishReasons: [], text: '', toolCalls: [], done: false };
   #choices: Map<number, ChoiceState> | undefined;
   /** JSON response choices (kept for output messages). */
   #jsonChoices: unknown[] | undefined;
 
   constructor(capture: boolean) {
+    super();
     this.#capture = capture;
-    this.#body = new ResponseBody(performance.now(), (e) => this.#onEvent(e));
-  }
-
-  onStart(status: number, headers: Record<string, string | string[] | undefined>): void {
-    this.#body.onStart(status, headers);
-  }
-
-  onData(chunk: Buffer): void {
-    this.#body.onData(chunk);
-  }
-
-  onEnd(): void {
-    this.#body.onEnd();
   }
 
   // One `data:` event of the stream: a chat.completion.chunk, `[DONE]`, or an error object.
-  #onEvent(e: SseEvent): void {
+  protected override onEvent(e: SseEvent): void {
     if (e.data === '[DONE]') {
       this.#acc.done = true;
       return;
     }
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(e.data);
-    } catch {
-      this.#acc.malformedEvents = (this.#acc.malformedEvents ?? 0) + 1;
-      return;
-    }
+    const chunk = eventJson(e, this.#acc);
+    if (chunk === undefined) return;
     if (!isObject(chunk)) return;
     const acc = this.#acc;
     if (isObject(chunk.error)) acc.errorCode = errorCode(chunk.error);
@@ -184,7 +165,7 @@ class OpenAiChatReader implements ResponseReader {
   }
 
   finish(_exchange: Exchange, failure: Failure, durationMs: number) {
-    const body = this.#body;
+    const body = this.body;
     if (body.sse) {
       body.text(); // replays an encoded stream through the parser; a no-op otherwise
       this.#fromStream();

@@ -10,7 +10,6 @@
  * with function calls, else `stop`.
  */
 import { SpanKind } from '@opentelemetry/api';
-import { performance } from 'node:perf_hooks';
 import {
   ATTR_FL_REQUEST_PREVIOUS_RESPONSE_ID,
   ATTR_GEN_AI_CONVERSATION_ID,
@@ -25,7 +24,7 @@ import { dataUriPart, isObject, openAiTools, parseArguments, str } from './conte
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { llmStartAttributes, num } from './request-attributes';
-import { ResponseBody } from './response-body';
+import { BodyReader, eventJson } from './response-body';
 import type { SseEvent } from './sse';
 
 type Json = Record<string, unknown>;
@@ -148,9 +147,8 @@ function errorCode(e: unknown): string | undefined {
   return str(e.code) ?? str(e.type);
 }
 
-class OpenAiResponsesReader implements ResponseReader {
+class OpenAiResponsesReader extends BodyReader implements ResponseReader {
   readonly #capture: boolean;
-  readonly #body: ResponseBody;
   readonly #acc: LlmAccumulated = { finishReasons: [], text: '', toolCalls: [], done: false };
   /** The answer as the last snapshot event (or the JSON body) gave it. */
   #response: Json | undefined;
@@ -160,30 +158,13 @@ class OpenAiResponsesReader implements ResponseReader {
   #final: OutItem[] | undefined;
 
   constructor(capture: boolean) {
+    super();
     this.#capture = capture;
-    this.#body = new ResponseBody(performance.now(), (e) => this.#onEvent(e));
   }
 
-  onStart(status: number, headers: Record<string, string | string[] | undefined>): void {
-    this.#body.onStart(status, headers);
-  }
-
-  onData(chunk: Buffer): void {
-    this.#body.onData(chunk);
-  }
-
-  onEnd(): void {
-    this.#body.onEnd();
-  }
-
-  #onEvent(e: SseEvent): void {
-    let data: unknown;
-    try {
-      data = JSON.parse(e.data);
-    } catch {
-      this.#acc.malformedEvents = (this.#acc.malformedEvents ?? 0) + 1;
-      return;
-    }
+  protected override onEvent(e: SseEvent): void {
+    const data = eventJson(e, this.#acc);
+    if (data === undefined) return;
     if (!isObject(data)) return;
     const type = str(data.type) ?? e.event;
     switch (type) {
@@ -299,7 +280,7 @@ class OpenAiResponsesReader implements ResponseReader {
   }
 
   finish(exchange: Exchange, failure: Failure, durationMs: number) {
-    const body = this.#body;
+    const body = this.body;
     if (body.sse) {
       body.text(); // replays an encoded stream through the parser; a no-op otherwise
     } else {

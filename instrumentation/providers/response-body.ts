@@ -95,3 +95,40 @@ export class ResponseBody {
     }
   }
 }
+
+/**
+ * The part every LLM response reader shares: the bytes go to one ResponseBody, which hands each SSE event (or, for a
+ * body that is not a stream, nothing until the end) to `onEvent`.
+ */
+export abstract class BodyReader {
+  protected readonly body: ResponseBody;
+
+  constructor() {
+    this.body = new ResponseBody(performance.now(), (e) => this.onEvent(e));
+  }
+
+  onStart(status: number, headers: IncomingHttpHeaders): void {
+    this.body.onStart(status, headers);
+  }
+
+  onData(chunk: Buffer): void {
+    this.body.onData(chunk);
+  }
+
+  onEnd(): void {
+    this.body.onEnd();
+  }
+
+  /** One SSE event of the answer. Default: none is read (a format that does not stream over SSE). */
+  protected onEvent(_e: SseEvent): void {}
+}
+
+/** An SSE event's data as JSON; undefined (and counted in `malformedEvents`) when it is not JSON. */
+export function eventJson(e: SseEvent, acc: { malformedEvents?: number }): unknown {
+  try {
+    return JSON.parse(e.data) as unknown;
+  } catch {
+    acc.malformedEvents = (acc.malformedEvents ?? 0) + 1;
+    return undefined;
+  }
+}

@@ -69,7 +69,7 @@ import {
 } from '../../../instrumentation/semconv';
 import type { AgentMessage } from '../../../instrumentation/types';
 import type { MessageObservation } from '../../../detectors/types';
-import type { Attributes, SpanRecord } from '../model';
+import { strList, type Attributes, type SpanRecord } from '../model';
 import { num, spanFailure, str } from './llm';
 
 /**
@@ -83,22 +83,6 @@ export function isMessageSpan(span: SpanRecord): boolean {
   return false;
 }
 
-function strList(a: Attributes, key: string): string[] | undefined {
-  const v = a[key];
-  if (Array.isArray(v)) return v.map(String);
-  if (typeof v === 'string') {
-    if (v.startsWith('[')) {
-      try {
-        const parsed: unknown = JSON.parse(v);
-        if (Array.isArray(parsed)) return parsed.map(String);
-      } catch {
-        /* fall through */
-      }
-    }
-    return [v];
-  }
-  return undefined;
-}
 
 export type MessageSide = 'send' | 'receive' | 'unknown';
 
