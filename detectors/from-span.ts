@@ -20,7 +20,7 @@ import { num, str, type SpanRecord, type TraceRecord } from '../src/traces/model
 import { DETECTION_CHILD, isMessageSpan, joinMessages, llmOperation, messageObservation, readMessage, viewTrace, type LlmCall, type Step } from '../src/traces/view';
 import { readLlmCall } from '../src/traces/view/llm';
 import { HISTORY_WINDOW } from './history';
-import { runDetectors } from './registry';
+import { resolveDetectors, runDetectors } from './registry';
 import type { DetectionContext, Detector, Finding, FindingLocation, LlmObservation, MessageContract, MessageObservation, Observation, Severity } from './types';
 
 // ------------------------------------------------------------------------------------------------ observations
@@ -125,7 +125,8 @@ export function detectionsFromSpan(span: SpanRecord): Finding[] {
 // ------------------------------------------------------------------------------------------------ trace walk
 
 export interface DetectSpansOptions {
-  /** Detector names or instances; default: every registered detector. */
+  /** Detector names or instances; default: every registered call-level detector (the workflow monitors judge a
+   * whole workflow with its scope: `monitorTrace`). */
   detectors?: readonly (string | Detector)[];
   contracts?: readonly MessageContract[];
   ttlMs?: number;
@@ -150,6 +151,7 @@ function taskOf(span: SpanRecord, byId: Map<string, SpanRecord>): string {
  */
 export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}): Map<string, Finding[]> {
   const out = new Map<string, Finding[]>();
+  const callDetectors = options.detectors ? undefined : resolveDetectors().filter((d) => d.level !== 'workflow');
   const view = viewTrace(trace);
   const byId = view.byId as Map<string, SpanRecord>;
   const earlier = new Map<string, Observation[]>();
@@ -172,7 +174,7 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
       const ctx: DetectionContext = { earlier: prior, now: span.end };
       if (options.contracts) ctx.contracts = options.contracts;
       if (options.ttlMs !== undefined) ctx.ttlMs = options.ttlMs;
-      findings = runDetectors(obs, ctx, options.detectors);
+      findings = runDetectors(obs, ctx, options.detectors ?? callDetectors);
       prior.push(obs);
       if (prior.length > HISTORY_WINDOW) prior.shift();
       earlier.set(task, prior);

@@ -45,6 +45,17 @@ export function requestPrint(o: LlmObservation): string | undefined {
   return print;
 }
 
+/** Whether `requestPrint` tells this request apart from others: it was remembered, or its messages are at hand (an
+ * offline call recorded without content has none, and every such request would print alike). */
+export function knowsRequest(o: LlmObservation): boolean {
+  return requestPrints.has(o) || (o.request !== undefined && o.request.messages.length > 0);
+}
+
+/** Fingerprints of an answer's tool calls, one per call (name and arguments). */
+export function toolCallPrints(o: LlmObservation): string[] {
+  return o.facts?.toolCallPrints ?? o.response.toolCalls.map((c) => contentHash('', [c]));
+}
+
 /** Fingerprint of a message's payload. */
 export function payloadPrint(m: AgentMessage): string {
   let print = payloadPrints.get(m);
@@ -73,8 +84,11 @@ function rememberLlm(o: LlmObservation): { obs: Observation; bytes: number } {
       outputChars: o.facts?.outputChars ?? r.text.length,
       toolCallCount: o.facts?.toolCallCount ?? r.toolCalls.length,
       ...(content !== undefined ? { contentHash: content } : {}),
+      ...(o.facts?.messageCount !== undefined || o.request ? { messageCount: o.facts?.messageCount ?? o.request?.messages.length } : {}),
+      toolCallPrints: o.facts?.toolCallPrints ?? toolCallPrints(o),
     },
   };
+  if (o.scope) kept.scope = o.scope;
   delete kept.response.unparsedBody;
   if (o.spanId !== undefined) kept.spanId = o.spanId;
   if (o.request) {

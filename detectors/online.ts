@@ -5,19 +5,24 @@
  * thrown into the application.
  */
 import { context as otelContext, trace, type Context, type Span } from '@opentelemetry/api';
-import { getTaskId } from '../instrumentation/agents/task';
+import { observationScope, type WorkflowEvent } from '../instrumentation/agents/declarations';
+import { resolveTaskId } from '../instrumentation/agents/task';
 import {
   ATTR_FL_DETECTION_CONFIDENCE,
   ATTR_FL_DETECTION_DETECTOR,
   ATTR_FL_DETECTION_EVIDENCE,
+  ATTR_FL_DETECTION_FAILURE,
   ATTR_FL_DETECTION_FAULT_TYPE,
   ATTR_FL_DETECTION_LOCATION,
+  ATTR_FL_DETECTION_MAST_MODE,
   ATTR_FL_DETECTION_SEVERITY,
   EVENT_FL_DETECTION,
 } from '../instrumentation/semconv';
 import type { AgentMessage, DeliveryContext, Exchange, ExchangeOutcome } from '../instrumentation/types';
+import { flushExchanges } from '../instrumentation/interceptor';
 import { logger, safely } from '../src/diag';
 import { HISTORY_WINDOW, remember } from './history';
+import { workflowFindings, workflowSnapshot } from './monitors/index';
 import { runDetectors } from './registry';
 import type { DetectionContext, Detector, Finding, LlmObservation, MessageContract, MessageObservation, Observation } from './types';
 
@@ -52,6 +57,9 @@ export interface OnlineDetection {
   onDelivery(ctx: DeliveryContext, original: AgentMessage, delivered: AgentMessage[]): void;
   /** Run the detectors on an observation of the given task and record the findings on `span` (used by guards). */
   observe(observation: Observation, taskId: string, span: Span | undefined, parent?: Context): Finding[];
+  /** The workflow monitors at a workflow's deadline and end (`configureWorkflows({ onWorkflowEvent })`): findings
+   * on the workflow span, judged with the task's history. */
+  onWorkflowEvent(event: WorkflowEvent): void;
 }
 
 /** The attributes of one `faultline.detection` event. */
@@ -64,6 +72,8 @@ export function detectionAttributes(f: Finding): Record<string, string | number>
     [ATTR_FL_DETECTION_EVIDENCE]: f.evidence,
   };
   if (f.location?.field !== undefined) a[ATTR_FL_DETECTION_LOCATION] = f.location.field;
+  if (f.failure !== undefined) a[ATTR_FL_DETECTION_FAILURE] = f.failure;
+  if (f.mast !== undefined) a[ATTR_FL_DETECTION_MAST_MODE] = f.mast;
   return a;
 }
 
@@ -182,8 +192,11 @@ export function createOnlineDetection(options: OnlineDetectionOptions = {}): Onl
         if (!exchange.llmRequest || !outcome.response) return;
         const spanId = exchange.span.spanContext().spanId;
         const obs: LlmObservation = { kind: 'llm', spanId, request: exchange.llmRequest, response: outcome.response, hasContent: true };
+        const scope = observationScope(exchange.context);
+        if (scope) obs.scope = scope;
         const route = `${exchange.provider}|${exchange.llmRequest.model ?? ''}`;
-        const task = getTaskId(exchange.context) ?? exchange.span.spanContext().traceId;
+        // The task the fault plan and the guards see too: the explicit scope, the framework run, the trace or the process.
+        const task = resolveTaskId(exchange.context, 'auto', exchange.span.spanContext().traceId);
         observe(obs, task, exchange.span, exchange.context, baselines.get(route));
         if (outcome.response.status !== undefined && outcome.response.status < 400 && !outcome.response.errorType) baselines.add(route, outcome.durationMs);
       }, undefined);
@@ -191,13 +204,27 @@ export function createOnlineDetection(options: OnlineDetectionOptions = {}): Onl
     onDelivery(ctx, original, delivered) {
       safely(log, 'online detection (delivery)', () => {
         const obs: MessageObservation = { kind: 'message', spanId: ctx.span.spanContext().spanId, original, delivered, hasContent: true };
+        const scope = observationScope(ctx.context);
+        if (scope) obs.scope = scope;
         if (original.sentAt !== undefined) obs.latencyMs = now() - original.sentAt;
         const deadline = typeof options.deadlineMs === 'function' ? options.deadlineMs(original) : options.deadlineMs;
         if (deadline !== undefined) obs.deadlineMs = deadline;
-        const task = original.taskId ?? getTaskId(ctx.context) ?? ctx.span.spanContext().traceId;
+        const task = original.taskId ?? resolveTaskId(ctx.context, 'auto', ctx.span.spanContext().traceId);
         observe(obs, task, ctx.span, ctx.context);
       }, undefined);
     },
     observe: (obs, task, span, parent) => safely(log, 'online detection', () => observe(obs, task, span, parent), []),
+    onWorkflowEvent(event) {
+      safely(log, 'workflow monitors', () => {
+        if (event.type === 'step') return;
+        // The span layer reads a response after the application had it: the workflow's last calls join the
+        // task's history now, before the workflow is judged on them.
+        flushExchanges();
+        const wf = event.workflow;
+        const task = wf.taskId ?? wf.span.spanContext().traceId;
+        const findings = workflowFindings(workflowSnapshot(wf, now()), history.earlier(task));
+        recordFindings(findings, wf.span);
+      }, undefined);
+    },
   };
 }

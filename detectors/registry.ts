@@ -13,6 +13,7 @@ import { evidenceCompletenessDetector } from './evidence-completeness';
 import { finishReasonDetector } from './finish-reason';
 import { inBandErrorDetector } from './in-band-error';
 import { latencyDetector } from './latency';
+import { monitorDetectors } from './monitors/index';
 import { messageIntegrityDetector } from './message-integrity';
 import { schemaContractDetector } from './schema-contract';
 import { stalenessDetector } from './staleness';
@@ -34,6 +35,8 @@ export const defaultDetectors: readonly Detector[] = [
   duplicateDeliveryDetector,
   latencyDetector,
   entityGroundingDetector,
+  // The workflow monitors (detectors/monitors): they judge what the workflow declared and the task's history.
+  ...monitorDetectors,
 ];
 
 const registry = new Map<string, Detector>(defaultDetectors.map((d) => [d.name, d]));

@@ -8,7 +8,9 @@ import type {
   LlmRequestSummary,
   LlmResponseSummary,
 } from '../instrumentation/types';
+import type { ObservationScope } from '../instrumentation/agents/declarations';
 import type { FaultType } from '../src/taxonomy';
+import type { ArcfFailure, MastModeId } from './monitors/mast';
 
 export type Severity = 'info' | 'warning' | 'error' | 'critical';
 
@@ -31,6 +33,9 @@ export interface Finding {
    * findings are recorded on spans, where content appears only when capture is on. */
   evidence: string;
   location?: FindingLocation;
+  /** Workflow monitors: the ARCF failure type and the MAST mode the finding names (detectors/monitors/mast.ts). */
+  failure?: ArcfFailure;
+  mast?: MastModeId;
 }
 
 export interface LlmObservation {
@@ -41,8 +46,11 @@ export interface LlmObservation {
   /** True when text / tool arguments are available (online, or offline with content captured). Content-free
    * observations carry only the facts recorded on every span (lengths, counts, hashes, finish reasons, usage). */
   hasContent: boolean;
-  /** Content-free facts, always present offline. */
-  facts?: { outputChars?: number; toolCallCount?: number; contentHash?: string };
+  /** Content-free facts, always present offline. `messageCount`: messages in the request; `toolCallPrints`: a
+   * fingerprint of each tool call's name and arguments (kept when the history forgets the content). */
+  facts?: { outputChars?: number; toolCallCount?: number; contentHash?: string; messageCount?: number; toolCallPrints?: string[] };
+  /** Who made the call and what the workflow declared (online from the context, offline from the spans). */
+  scope?: ObservationScope;
 }
 
 export interface MessageObservation {
@@ -59,6 +67,8 @@ export interface MessageObservation {
   latencyMs?: number;
   /** The deadline the route declares, if any. */
   deadlineMs?: number;
+  /** Who sent it and what the workflow declared. */
+  scope?: ObservationScope;
 }
 
 export type Observation = LlmObservation | MessageObservation;
@@ -96,6 +106,9 @@ export interface DetectionContext {
 
 export interface Detector {
   readonly name: string;
+  /** `workflow`: a workflow monitor (detectors/monitors) — it judges the task against its history and declarations,
+   * not the call's own fault; offline it runs in `monitorTrace` with the workflow's scope, not in `detectSpans`. */
+  readonly level?: 'call' | 'workflow';
   /** Cheap pre-check; detect() is only called when it returns true. */
   applies(obs: Observation): boolean;
   detect(obs: Observation, ctx: DetectionContext): Finding[];

@@ -12,6 +12,7 @@ import type { Instrumentation } from '@opentelemetry/instrumentation';
 import { captureContentFromEnv } from '../src/env';
 import { PACKAGE_NAME, VERSION } from '../src/version';
 import { configureChannels } from './agents/channel';
+import { configureWorkflows } from './agents/declarations';
 import { installInstrumentation, type InstalledInstrumentation } from './install';
 import { GenAiMetrics } from './metrics';
 import type { FaultlineInstrumentationConfig } from './types';
@@ -86,6 +87,7 @@ export class FaultlineInstrumentation implements Instrumentation<FaultlineInstru
       ...(config.onDelivery ? { onDelivery: config.onDelivery } : {}),
       captureMessageContent: this.captureContent,
     });
+    configureWorkflows(config.onWorkflowEvent ? { onWorkflowEvent: config.onWorkflowEvent } : {});
   }
 
   disable(): void {
@@ -94,6 +96,7 @@ export class FaultlineInstrumentation implements Instrumentation<FaultlineInstru
     this.#installed?.uninstall();
     this.#installed = undefined;
     configureChannels({});
+    configureWorkflows({});
   }
 
   get isEnabled(): boolean {

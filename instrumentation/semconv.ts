@@ -179,6 +179,9 @@ export const ATTR_FL_DETECTION_SEVERITY = 'faultline.detection.severity' as cons
 export const ATTR_FL_DETECTION_CONFIDENCE = 'faultline.detection.confidence' as const;
 export const ATTR_FL_DETECTION_EVIDENCE = 'faultline.detection.evidence' as const;
 export const ATTR_FL_DETECTION_LOCATION = 'faultline.detection.location' as const;
+/** Workflow monitors: the ARCF failure type and the MAST mode a finding names (detectors/monitors/mast.ts). */
+export const ATTR_FL_DETECTION_FAILURE = 'faultline.detection.failure' as const;
+export const ATTR_FL_DETECTION_MAST_MODE = 'faultline.detection.mast_mode' as const;
 
 // Guard actions: one span event per action.
 export const EVENT_FL_GUARD = 'faultline.guard' as const;

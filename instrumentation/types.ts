@@ -10,6 +10,7 @@
  */
 import type { Context, Span } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
+import type { WorkflowEvent } from './agents/declarations';
 
 // ------------------------------------------------------------------------------------------------ messages
 
@@ -87,6 +88,8 @@ export interface LlmResponseSummary {
   stream?: { chunks: number; done: boolean; timeToFirstChunkMs?: number; malformedEvents?: number };
   /** Low-cardinality error type when the call failed (HTTP status, timeout, connection error code). */
   errorType?: string;
+  /** The provider's error code from an error body (`context_length_exceeded`, `rate_limit_exceeded`), if any. */
+  errorCode?: string;
   aborted?: boolean;
   durationMs: number;
 }
@@ -206,6 +209,8 @@ export interface FaultlineInstrumentationConfig {
   onExchangeEnd?: (exchange: Exchange, outcome: ExchangeOutcome) => void;
   /** Called once per channel delivery with the original and delivered messages (runs detectors online). */
   onDelivery?: (ctx: DeliveryContext, original: AgentMessage, delivered: AgentMessage[]) => void;
+  /** Called for each workflow step, at a workflow's deadline and at its end (runs the workflow monitors online). */
+  onWorkflowEvent?: (event: WorkflowEvent) => void;
   /** Extra hosts (`host` or `host:port`) never intercepted. OTLP export endpoints are always excluded. */
   ignoreHosts?: string[];
   /**

@@ -16,6 +16,8 @@ export type FaultlineErrorCode =
   | 'FAULTLINE_GUARD_REJECTED'
   | 'FAULTLINE_CIRCUIT_OPEN'
   | 'FAULTLINE_CONTRACT_INVALID'
+  | 'FAULTLINE_WORKFLOW_DEADLINE'
+  | 'FAULTLINE_VERIFICATION_FAILED'
   | 'FAULTLINE_USAGE';
 
 export class FaultlineError extends Error {

@@ -24,6 +24,10 @@ export {
   MessageChannel,
   configureChannels,
   a2aAgentCardInterceptor,
+  checkpoint,
+  workflowSignal,
+  WorkflowDeadlineError,
+  VerificationFailedError,
   instrumentA2aRequestHandler,
   instrumentMcpServer,
   type A2aServerOptions,
@@ -31,6 +35,9 @@ export {
   type ReceiverOptions,
   type RunAgentOptions,
   type RunWorkflowOptions,
+  type AgentDeclaration,
+  type WorkflowDeclaration,
+  type CheckpointOptions,
 } from '../instrumentation/agents';
 export { resolveTaskId, type TaskScope } from '../instrumentation/agents/task';
 export { frameworkContext, registerLangChain, langChainHandler, type LangChainContextModule } from '../instrumentation/frameworks';
@@ -78,9 +85,20 @@ export {
   guardPreset,
   GuardRejectedError,
   CircuitOpenError,
+  checkpoints,
+  fileStore,
+  memoryStore,
+  verificationPipeline,
+  llmJudge,
   type GuardConfig,
   type GuardConfigInput,
+  type CheckpointPolicy,
+  type CheckpointStore,
+  type Verifier,
+  type VerificationOptions,
 } from '../detectors/guards';
+export { monitorTrace, type MonitorFinding, type MonitoredWorkflow } from '../detectors/monitors/offline';
+export { MAST_MODES, ARCF_FAILURES, classifyFinding, type MastModeId, type ArcfFailure } from '../detectors/monitors/index';
 
 // ---------------------------------------------------------------- traces, diagnosis, evaluation
 export { readTraces, readSpans, startCollector, type TraceRecord, type SpanRecord } from './traces';

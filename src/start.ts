@@ -109,6 +109,7 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     propagateContext: !config.httpSpans,
     ...both('onExchangeEnd', wired.onExchangeEnd, options.onExchangeEnd),
     ...both('onDelivery', wired.onDelivery, options.onDelivery),
+    ...(wired.onWorkflowEvent ? { onWorkflowEvent: wired.onWorkflowEvent } : {}),
   }); // enables itself
   // The agent structure of the frameworks the app loads, installed after the span layer it feeds.
   const frameworks = enableFrameworks({ captureContent: () => instrumentation.captureContent });
@@ -165,6 +166,7 @@ interface Wired {
   channelSteps: DeliverStep[];
   onExchangeEnd?: FaultlineInstrumentationConfig['onExchangeEnd'];
   onDelivery?: FaultlineInstrumentationConfig['onDelivery'];
+  onWorkflowEvent?: FaultlineInstrumentationConfig['onWorkflowEvent'];
 }
 
 /** The fault plan, the guards and the online detectors the configuration asks for, each loaded only then. */
@@ -191,7 +193,7 @@ function wire(config: FaultlineConfig): Wired {
     spanProcessors: injector ? [injector.spanProcessor] : [],
     steps: [...(guards ? [guards.httpStep] : []), ...(injector ? [injector.httpStep] : [])],
     channelSteps: [...(guards ? [guards.channelStep] : []), ...(injector ? [injector.channelStep] : [])],
-    ...(online ? { onExchangeEnd: online.onExchangeEnd, onDelivery: online.onDelivery } : {}),
+    ...(online ? { onExchangeEnd: online.onExchangeEnd, onDelivery: online.onDelivery, onWorkflowEvent: online.onWorkflowEvent } : {}),
   };
 }
 

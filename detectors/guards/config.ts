@@ -43,6 +43,11 @@ export const FallbackRouteSchema = z.strictObject({
   path: z.string().startsWith('/').optional(),
   /** Another model: the request body's `model` is rewritten. */
   model: str.optional(),
+  /** ARCF's fallback score (hierarchical-fallback.ts): capability for the route's work (0..1, default 1), place in
+   * the hierarchy (0 = closest; default: the list position), relative cost (any unit, lower is cheaper). */
+  capability: z.number().min(0).max(1).optional(),
+  tier: z.number().int().min(0).optional(),
+  cost: z.number().min(0).optional(),
 });
 
 const EvidenceKind = z.enum(['string', 'number', 'integer', 'boolean', 'object', 'array']);

@@ -1,7 +1,6 @@
 /**
  * Fallback: once retries are exhausted, send the request to another route — another model or endpoint — chosen by
- * health (ARCF's fallback agents, ranked by the reliability term of their score; capability and cost are the user's
- * ordering of the list). A fallback whose circuit is open is skipped.
+ * ARCF's hierarchical score (route health, capability, hierarchy, cost). A fallback whose circuit is open is skipped.
  */
 import type { Dispatcher } from 'undici';
 import type { Exchange } from '../../instrumentation/types';
@@ -9,21 +8,25 @@ import { withContentLength } from '../../instrumentation/request-body';
 import type { Circuits } from './circuit';
 import type { FallbackRoute } from './config';
 import type { RouteHealth } from './health';
+import { scoreFallbacks, type FallbackWeights } from './hierarchical-fallback';
 
 export function fallbackLabel(route: string, fb: FallbackRoute): string {
   return `${route}→${fb.name ?? fb.model ?? fb.origin ?? fb.path ?? 'fallback'}`;
 }
 
-/** The healthiest untried fallback whose circuit admits calls (ties: list order). */
-export function chooseFallback(route: string, list: readonly FallbackRoute[] | undefined, tried: Set<number>, health: RouteHealth, circuits: Circuits): { index: number; fallback: FallbackRoute } | undefined {
-  let best: { index: number; fallback: FallbackRoute; score: number } | undefined;
-  (list ?? []).forEach((fb, index) => {
-    if (tried.has(index)) return;
-    const label = fallbackLabel(route, fb);
-    if (circuits.peek(label)?.state === 'open' && (circuits.peek(label)?.retryInMs() ?? 0) > 0) return;
-    const score = health.score(label);
-    if (!best || score > best.score) best = { index, fallback: fb, score };
-  });
+/**
+ * The untried fallback ARCF's hierarchical selection scores best (hierarchical-fallback.ts: route health as the
+ * reliability term, then capability, hierarchy and cost), skipping those whose circuit is open.
+ */
+export function chooseFallback(route: string, list: readonly FallbackRoute[] | undefined, tried: Set<number>, health: RouteHealth, circuits: Circuits, weights?: FallbackWeights): { index: number; fallback: FallbackRoute } | undefined {
+  const all = list ?? [];
+  const label = (i: number) => fallbackLabel(route, all[i]!);
+  const eligible = (i: number): boolean => {
+    if (tried.has(i)) return false;
+    const c = circuits.peek(label(i));
+    return !(c?.state === 'open' && c.retryInMs() > 0);
+  };
+  const best = scoreFallbacks(all, (i) => health.score(label(i)), eligible, weights)[0];
   return best ? { index: best.index, fallback: best.fallback } : undefined;
 }
 

@@ -43,3 +43,6 @@ export { routeMatches, type RouteMatch } from './routes';
 export type { GuardConfigSource, GuardOptions } from './runtime';
 export type { Reacquire } from './reacquire';
 export { GuardRuntime } from './runtime';
+export { checkpoints, memoryStore, fileStore, RollbackRequest, type CheckpointPolicy, type CheckpointStore, type CheckpointRecord, type Checkpoints, type RollbackCost } from './checkpoint';
+export { verificationPipeline, llmJudge, verdictFindings, DEFAULT_SAFETY_RULES, DEFAULT_PRINCIPLES, JUDGE_SCHEMA, type Verifier, type Verdict, type VerificationOptions, type SafetyRule, type Judge, type LlmJudgeOptions } from './verify';
+export { scoreFallbacks, ARCF_WEIGHTS, type FallbackWeights, type ScoredFallback } from './hierarchical-fallback';

@@ -19,7 +19,9 @@ export type GuardAction =
   | 'fail_fast'
   | 'duplicate_suppressed'
   | 'receipt_replayed'
-  | 'resubmit';
+  | 'resubmit'
+  | 'verify_pass'
+  | 'verify_fail';
 
 export function recordGuard(span: Span | undefined, action: GuardAction, route: string, reason: string, attempt?: number): void {
   if (!span || !span.isRecording()) return;

@@ -18,6 +18,7 @@ import { recordGuard } from './record';
 import { CircuitOpenError, GuardRejectedError } from './reject';
 import { nextDelay } from './retry';
 import { describe, GuardRuntime, type GuardOptions } from './runtime';
+import { verdictFindings, type Verifier } from './verify';
 
 export interface WrapOptions<A extends unknown[], T> extends Omit<GuardRoute, 'match' | 'detectors' | 'fallback' | 'name' | 'ledger' | 'reacquire' | 'resubmit' | 'onUnrecovered'> {
   /** Route label (health, circuit and events are per route). Default `wrapped`. */
@@ -33,6 +34,9 @@ export interface WrapOptions<A extends unknown[], T> extends Omit<GuardRoute, 'm
   ledger?: { key: (...args: A) => string; binding?: (...args: A) => string };
   /** Shared runtime (health, circuits, ledger). Default: one per process. */
   runtime?: GuardRuntime;
+  /** ARCF's verification pipeline (verify.ts) on a result the detectors passed: a failed tier is retried and
+   * falls back like a bad result. */
+  verify?: Verifier;
 }
 
 let shared: GuardRuntime | undefined;
@@ -64,7 +68,7 @@ export function observeResult(result: unknown, requestBody?: unknown): Observati
 export function guard<A extends unknown[], T>(fn: (...args: A) => Promise<T>, options: WrapOptions<A, T> = {}): (...args: A) => Promise<T> {
   const rt = options.runtime ?? defaultRuntime();
   const label = options.route ?? 'wrapped';
-  const route: GuardRoute = { ...options, name: label, detectors: undefined, fallback: undefined } as GuardRoute;
+  const route: GuardRoute = { ...options, name: label, detectors: undefined, fallback: undefined, verify: undefined } as GuardRoute;
   const detectors = options.detectors;
   const config = { routes: [route] };
 
@@ -97,7 +101,8 @@ export function guard<A extends unknown[], T>(fn: (...args: A) => Promise<T>, op
         lastError = undefined;
         try {
           const value = await call(...args);
-          const findings = judge(value, args);
+          let findings = judge(value, args);
+          if (findings.length === 0 && options.verify) findings = verdictFindings(await options.verify.verify(value, { label }));
           if (findings.length === 0) {
             rt.outcome(label, true, span, options.circuit);
             return value;

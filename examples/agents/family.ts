@@ -33,6 +33,10 @@ export interface TaskFamily<T extends TaskDef = TaskDef, Env = unknown> {
   commit(env: Env, decision: Json): Json;
   /** Fresh evidence straight from the environment (the evidence guard's guarded reacquisition). */
   reobserve(env: Env, task: T): Json;
+  /** The environment's state as data, and putting it back: what a workflow checkpoint saves beside its own state, so
+   * a rollback also undoes what the steps after the checkpoint did to the environment. */
+  snapshot(env: Env): Json;
+  restore(env: Env, snapshot: Json): void;
   /** Fields of the evidence payload a receiver contract requires, with their types. */
   readonly evidenceFields: Record<string, 'string' | 'integer' | 'boolean'>;
   /** The independent evaluator. */

@@ -32,6 +32,15 @@ export const SYSTEM = {
 
 export type Role = keyof typeof SYSTEM;
 
+/** What each agent may do (runAgent's declarations, read by the workflow monitors): its tools and whom it sends to. */
+export const DECLARED: Record<Role, { role: string; tools?: string[]; targets: string[] }> = {
+  Planner: { role: 'planner', tools: [], targets: ['Worker'] },
+  Worker: { role: 'worker', targets: ['Executor', 'Verifier', 'Decision', 'Supervisor'] },
+  Verifier: { role: 'verifier', tools: [], targets: ['Decision'] },
+  Decision: { role: 'decision', tools: [], targets: [] },
+  Supervisor: { role: 'supervisor', tools: [], targets: ['Worker'] },
+};
+
 interface AskOptions {
   tools?: TaskFamily['tools'];
   stream?: boolean;
@@ -84,7 +93,7 @@ export async function askJson(llm: ModelConnection, role: Role, user: string, op
 
 export function planner(llm: ModelConnection, task: TaskDef, role: 'Planner' | 'Supervisor' = 'Planner'): Promise<Json | undefined> {
   const user = role === 'Supervisor' ? formatSections({ Mode: 'plan', Task: task.text }) : formatSections({ Task: task.text });
-  return runAgent(role, () => askJson(llm, role, user, { requires: 'family' }));
+  return runAgent(role, () => askJson(llm, role, user, { requires: 'family' }), DECLARED[role]);
 }
 
 /** Sends an action request to the Executor and returns the observation that came back, if any. */
@@ -136,12 +145,12 @@ export function worker<T extends TaskDef, Env>(
       messages.push({ role: 'user', content: REASK });
     }
     return undefined;
-  });
+  }, { ...DECLARED.Worker, tools: family.tools.flatMap((t) => (t.type === 'function' ? [t.function.name] : [])) });
 }
 
 export function verifier(llm: ModelConnection, task: TaskDef, evidence: Json | undefined): Promise<Json | undefined> {
   const user = formatSections({ Task: task.text, Evidence: evidence ? JSON.stringify(evidence) : NONE_RECEIVED });
-  return runAgent('Verifier', () => askJson(llm, 'Verifier', user, { stream: true, requires: 'verdict' }));
+  return runAgent('Verifier', () => askJson(llm, 'Verifier', user, { stream: true, requires: 'verdict' }), DECLARED.Verifier);
 }
 
 export function decision(
@@ -154,5 +163,5 @@ export function decision(
   const sections: Record<string, string | undefined> = role === 'Supervisor' ? { Mode: 'decide', Task: task.text } : { Task: task.text };
   if (role === 'Decision') sections.Judgment = judgment ? JSON.stringify(judgment) : NONE_RECEIVED;
   sections.Evidence = evidence ? JSON.stringify(evidence) : NONE_RECEIVED;
-  return runAgent(role, () => askJson(llm, role, formatSections(sections), { stream: true, requires: 'decision' }));
+  return runAgent(role, () => askJson(llm, role, formatSections(sections), { stream: true, requires: 'decision' }), DECLARED[role]);
 }

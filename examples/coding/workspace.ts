@@ -121,6 +121,12 @@ export const coding: TaskFamily<CodingTask, Workspace> = {
     const r = runTests(byPath(ws, path), task.fn, task.visible);
     return { function: task.fn, path, tests_passed: r.passed, tests_total: r.total, all_passed: r.total > 0 && r.passed === r.total };
   },
+  snapshot: (ws) => ({ files: [...ws.files], ...(ws.submitted !== undefined ? { submitted: ws.submitted } : {}) }),
+  restore(ws, snap) {
+    ws.files.clear();
+    for (const [path, content] of (snap.files as Array<[string, string]>) ?? []) ws.files.set(path, content);
+    ws.submitted = snap.submitted as string | undefined;
+  },
   evidenceFields: { task_id: 'string', function: 'string', path: 'string', tests_passed: 'integer', tests_total: 'integer', all_passed: 'boolean' },
   evaluate(ws, task): Outcome {
     if (ws.submitted === undefined) return { success: false, reason: 'nothing was submitted' };

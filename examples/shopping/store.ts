@@ -123,6 +123,12 @@ export const shopping: TaskFamily<ShoppingTask, Store> = {
       cart_verified: observed === t.quantity && store.cart.size === 1,
     };
   },
+  snapshot: (store) => ({ cart: [...store.cart], orders: structuredClone(store.orders) }),
+  restore(store, snap) {
+    store.cart.clear();
+    for (const [id, q] of (snap.cart as Array<[string, number]>) ?? []) store.cart.set(id, q);
+    store.orders.splice(0, store.orders.length, ...((snap.orders as Order[]) ?? []));
+  },
   evidenceFields: {
     task_id: 'string',
     product_title: 'string',

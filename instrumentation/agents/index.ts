@@ -6,6 +6,16 @@
 export { runAgent, getAgentName, type RunAgentOptions } from './invoke-agent';
 export { withTask, runWorkflow, getTaskId, type RunWorkflowOptions } from './task';
 export {
+  checkpoint,
+  workflowSignal,
+  WorkflowDeadlineError,
+  VerificationFailedError,
+  type AgentDeclaration,
+  type WorkflowDeclaration,
+  type CheckpointOptions,
+  type WorkflowRecovery,
+} from './declarations';
+export {
   MessageChannel,
   configureChannels,
   type ChannelConfig,

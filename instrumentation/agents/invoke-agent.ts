@@ -16,10 +16,11 @@ import {
   GEN_AI_OPERATION_INVOKE_AGENT,
 } from '../semconv';
 import { frameworkContext } from '../frameworks/scope';
+import { agentDeclarationAttributes, agentTurn, checkAgentDeclaration, enterAgent, type AgentDeclaration } from './declarations';
 import { setString } from './message';
 import { runInSpan } from './run-in-span';
 
-export interface RunAgentOptions {
+export interface RunAgentOptions extends AgentDeclaration {
   /** gen_ai.agent.id */
   id?: string;
   /** gen_ai.agent.description */
@@ -70,11 +71,13 @@ export function runAgent<T>(name: string, fn: (span: Span) => T, options: RunAge
   setString(attributes, ATTR_GEN_AI_AGENT_DESCRIPTION, options.description);
   setString(attributes, ATTR_GEN_AI_AGENT_VERSION, options.version);
   setString(attributes, ATTR_GEN_AI_PROVIDER_NAME, options.provider);
+  checkAgentDeclaration(`runAgent("${name}")`, options);
+  Object.assign(attributes, agentDeclarationAttributes(options));
 
   // Inside a framework's agent or tool span (an Agents SDK tool, a LangGraph node), the turn nests under it.
   const parent = frameworkContext();
   const spanName = name === '' ? GEN_AI_OPERATION_INVOKE_AGENT : `${GEN_AI_OPERATION_INVOKE_AGENT} ${name}`;
   const span = tracer().startSpan(spanName, { kind: SpanKind.INTERNAL, attributes }, parent);
-  const ctx = trace.setSpan(name === '' ? parent : parent.setValue(AGENT_KEY, name), span);
-  return runInSpan(span, ctx, fn);
+  const ctx = enterAgent(trace.setSpan(name === '' ? parent : parent.setValue(AGENT_KEY, name), span), name, span, options);
+  return runInSpan(span, ctx, agentTurn(ctx, fn));
 }

@@ -8,6 +8,7 @@ import { SpanKind, context, createContextKey, isSpanContextValid, trace, type At
 import { FaultlineInputError } from '../../src/errors';
 import { getFrameworkRun, isRootCall } from '../frameworks/scope';
 import { ATTR_FL_TASK_ID, ATTR_GEN_AI_OPERATION_NAME, GEN_AI_OPERATION_INVOKE_WORKFLOW } from '../semconv';
+import { checkWorkflowDeclaration, createWorkflow, withWorkflow, workflowBody, workflowDeclarationAttributes, type WorkflowDeclaration, type WorkflowRecovery } from './declarations';
 import { tracer } from './invoke-agent';
 import { runInSpan } from './run-in-span';
 
@@ -62,11 +63,14 @@ export function withTask<T>(taskId: string, fn: () => T): T {
   return context.with(context.active().setValue(TASK_KEY, taskId), fn);
 }
 
-export interface RunWorkflowOptions {
+export interface RunWorkflowOptions extends WorkflowDeclaration {
   /** The task id; default: the new trace's id. */
   taskId?: string;
   /** Extra attributes for the workflow span. */
   attributes?: Attributes;
+  /** Checkpoint-based recovery (`checkpoints({ store })` from faultline): `checkpoint()` saves, a severe failure rolls
+   * back and resumes. */
+  checkpoints?: WorkflowRecovery;
 }
 
 /**
@@ -82,6 +86,7 @@ export function runWorkflow<T>(name: string, fn: (span: Span) => T, options: Run
     throw new FaultlineInputError('FAULTLINE_USAGE', `runWorkflow("${name}", fn): fn must be a function, got ${typeof fn}`);
   }
   if (options.taskId !== undefined) checkTaskId('runWorkflow', options.taskId);
+  checkWorkflowDeclaration(`runWorkflow("${name}")`, options);
   const span = tracer().startSpan(
     name === '' ? GEN_AI_OPERATION_INVOKE_WORKFLOW : `${GEN_AI_OPERATION_INVOKE_WORKFLOW} ${name}`,
     {
@@ -89,6 +94,7 @@ export function runWorkflow<T>(name: string, fn: (span: Span) => T, options: Run
       root: true,
       attributes: {
         ...options.attributes,
+        ...workflowDeclarationAttributes(options),
         [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_WORKFLOW,
         // Known up front: set at start, where span processors (the fault plan) can see it.
         ...(options.taskId !== undefined ? { [ATTR_FL_TASK_ID]: options.taskId } : {}),
@@ -102,7 +108,9 @@ export function runWorkflow<T>(name: string, fn: (span: Span) => T, options: Run
     if (options.taskId === undefined) span.setAttribute(ATTR_FL_TASK_ID, taskId);
     ctx = ctx.setValue(TASK_KEY, taskId);
   }
-  return runInSpan(span, ctx, fn);
+  const abort = new AbortController();
+  const workflow = createWorkflow(name, span, taskId, options, abort.signal, options.checkpoints);
+  return runInSpan(span, withWorkflow(ctx, workflow), workflowBody(workflow, fn, options.checkpoints, abort));
 }
 
 function checkTaskId(where: string, taskId: unknown): void {

@@ -13,6 +13,7 @@
  */
 import { SpanStatusCode, context, type Attributes, type Context } from '@opentelemetry/api';
 import { logger, safely } from '../../src/diag';
+import { agentDeclarationAttributes } from '../agents/declarations';
 import { withAgentName } from '../agents/invoke-agent';
 import { getTaskId } from '../agents/task';
 import {
@@ -59,6 +60,9 @@ interface SdkSpanData {
   from_agent?: string;
   to_agent?: string;
   triggered?: boolean;
+  /** An agent span's handoff targets and tool names (the tools are filled in after the span starts). */
+  handoffs?: string[];
+  tools?: string[];
 }
 interface SdkSpan {
   readonly spanId: string;
@@ -250,6 +254,8 @@ export class AgentsTraceProcessor {
       otel.updateName(`handoff ${data.to_agent}`);
       otel.setAttribute(ATTR_FL_MESSAGE_TARGET, data.to_agent);
     }
+    // What the SDK agent declares, for the workflow monitors (detectors/monitors/role.ts): its tools and handoffs.
+    if (data.type === 'agent') otel.setAttributes(agentDeclarationAttributes(sdkDeclaration(data)));
     if (data.type === 'guardrail' && typeof data.triggered === 'boolean') otel.setAttribute(ATTR_FL_GUARDRAIL_TRIGGERED, data.triggered);
     if (span.error !== null) {
       // A tool's failure is reported back to the model (the SDK's default), a low-cardinality tool_error as MCP does.
@@ -289,4 +295,12 @@ export function bridgeOpenAIAgents(options: AgentsBridgeOptions): () => void {
     processor.onReplaced = undefined;
     processor.disable();
   };
+}
+
+/** An SDK agent's tools and handoff targets, when the SDK recorded them (lists of names). */
+function sdkDeclaration(data: SdkSpanData): { tools?: string[]; targets?: string[] } {
+  const names = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined);
+  const tools = names(data.tools);
+  const targets = names(data.handoffs);
+  return { ...(tools ? { tools } : {}), ...(targets ? { targets } : {}) };
 }

@@ -136,6 +136,7 @@ export function finishLlm(
     if (acc.malformedEvents) response.stream.malformedEvents = acc.malformedEvents;
   }
   if (errorType !== undefined) response.errorType = errorType;
+  if (acc.errorCode !== undefined) response.errorCode = acc.errorCode;
   if (failure?.aborted) response.aborted = true;
 
   const outcome: ExchangeOutcome = { response, durationMs };

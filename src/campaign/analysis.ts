@@ -53,6 +53,10 @@ export interface RunRecord {
   /** LLM calls and tokens (input + output) seen on the run's spans: what the budget counts. */
   llmCalls?: number;
   tokens?: number;
+  /** The ARCF study (arcf.ts): what the run's spans say about recovery and monitoring. */
+  arcf?: import('./arcf').ArcfRunFacts;
+  /** A command campaign's run of the program without faultline (ARCF's observability overhead). */
+  bare?: boolean;
 }
 
 export interface Rate {

@@ -20,6 +20,7 @@ import { isProduction } from '../env';
 import { checkProduction, injectionDisabled } from '../plan/load';
 import { checkWritable, ensureDir, writeFailed } from '../report/output';
 import { analyse, type CampaignSummary, type RunRecord } from './analysis';
+import { arcfEnv, arcfRuns, arcfSummary, arcfTraceFacts, bareRun, renderArcf } from './arcf';
 import { fillCommand, shellQuote, splitCommand, type CommandTemplate } from './command-line';
 import { loadMatrix, planOf, type PlanCondition, type ResolvedMatrix } from './command-matrix';
 import { ATTR_CAMPAIGN_ID, ATTR_CAMPAIGN_PAIR, ATTR_CAMPAIGN_REP, ATTR_CAMPAIGN_TASK, ATTR_TASK_SUCCESS, runTaskId } from './labels';
@@ -54,6 +55,10 @@ export interface CommandCampaignOptions {
   onRun?: (done: number, total: number, record: RunRecord) => void;
   /** A note for the user (a run that wrote no spans, the budget reached). */
   onNote?: (text: string) => void;
+  /** Protection arms: `none` (the runs above), and `arcf` (each run again under ARCF's protection, arcf.ts). */
+  arms?: Array<'none' | 'arcf'>;
+  /** The `arcf` arm's fallback model, if the program's endpoint serves another. */
+  fallbackModel?: string;
 }
 
 export interface PlannedRun {
@@ -65,6 +70,9 @@ export interface PlannedRun {
   seed: number;
   faulted: boolean;
   argv: string[];
+  /** The protection arm (default none); `bare`: the program without faultline, for the observability overhead. */
+  arm?: 'none' | 'arcf';
+  bare?: boolean;
 }
 
 export interface CommandPlan {
@@ -91,7 +99,7 @@ export interface CommandCampaignResult {
 const STATE = 'campaign.json';
 
 /** Every run of the campaign, in schedule order: per pair the faulted run, then its clean twin. */
-export function planCommandCampaign(o: Pick<CommandCampaignOptions, 'cmd' | 'tasks' | 'matrix' | 'oracle'>): CommandPlan {
+export function planCommandCampaign(o: Pick<CommandCampaignOptions, 'cmd' | 'tasks' | 'matrix' | 'oracle' | 'arms'>): CommandPlan {
   const template = splitCommand(o.cmd, '--cmd');
   const tasks = loadTasks(o.tasks);
   const matrix = loadMatrix(o.matrix);
@@ -106,11 +114,16 @@ export function planCommandCampaign(o: Pick<CommandCampaignOptions, 'cmd' | 'tas
         const base = { pair, task, condition, rep: r + 1, seed: matrix.seeds[r]!, argv };
         const key = `${task.id}|${condition.id}|${r + 1}`;
         runs.push({ ...base, key: `${key}|faulted`, faulted: true }, { ...base, key: `${key}|clean`, faulted: false });
+        if (o.arms?.includes('arcf')) {
+          runs.push(...arcfRuns({ ...base, pair: ++pair }, key));
+          // One run of the program without faultline per task and repetition, beside the first condition's clean twin.
+          if (condition === matrix.conditions[0]) runs.push(bareRun({ ...base, pair: ++pair }, key));
+        }
       }
     }
   }
   const fingerprint = createHash('sha256')
-    .update(JSON.stringify({ cmd: template.words, tasks: tasks.map((t) => t.fields), conditions: matrix.conditions, seeds: matrix.seeds, oracle: o.oracle ?? null }))
+    .update(JSON.stringify({ cmd: template.words, tasks: tasks.map((t) => t.fields), conditions: matrix.conditions, seeds: matrix.seeds, oracle: o.oracle ?? null, ...(o.arms?.includes('arcf') ? { arms: o.arms } : {}) }))
     .digest('hex')
     .slice(0, 16);
   return { runs, tasks, matrix, template, fingerprint };
@@ -128,7 +141,7 @@ export function describePlan(p: CommandPlan): string {
     'runs:',
   ];
   for (const r of p.runs) {
-    lines.push(`  ${String(r.pair).padStart(3)} ${r.faulted ? 'faulted' : 'clean  '} task ${r.task.id}  ${r.condition.id}  rep ${r.rep}${r.faulted ? ` seed ${r.seed}` : ''}  $ ${r.argv.map(shellQuote).join(' ')}`);
+    lines.push(`  ${String(r.pair).padStart(3)} ${r.faulted ? 'faulted' : r.bare ? 'bare   ' : 'clean  '}${r.arm === 'arcf' ? ' [arcf]' : ''} task ${r.task.id}  ${r.condition.id}  rep ${r.rep}${r.faulted ? ` seed ${r.seed}` : ''}  $ ${r.argv.map(shellQuote).join(' ')}`);
   }
   return lines.join('\n');
 }
@@ -298,6 +311,8 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
     delete childEnv.TRACESTATE;
     if (r.faulted) childEnv.FAULTLINE_PLAN = planFile(r);
     else delete childEnv.FAULTLINE_PLAN;
+    Object.assign(childEnv, arcfEnv(r, env, out, o.fallbackModel));
+    if (r.bare) for (const k of ['FAULTLINE_TRACES_FILE', 'TRACEPARENT', 'FAULTLINE_PLAN', 'FAULTLINE_GUARDS']) delete childEnv[k];
     const result = await runProcess({
       argv: r.argv,
       env: childEnv,
@@ -333,7 +348,7 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
       ...(error !== undefined ? { error } : {}),
     });
     const facts = runFacts(labelled.trace);
-    if (facts.spans === 0 && !warnedNoSpans) {
+    if (facts.spans === 0 && !warnedNoSpans && !r.bare) {
       warnedNoSpans = true;
       o.onNote?.(`run ${r.pair} (${r.task.id}, ${r.faulted ? r.condition.id : 'clean'}) wrote no spans: faultline/register is loaded through NODE_OPTIONS, so the command must start Node (see ${join(dir, 'stderr.txt')})`);
     }
@@ -342,9 +357,11 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
       key: r.key,
       taskId,
       traceId,
-      study: 'main',
+      study: r.arm === 'arcf' || r.bare ? 'arcf' : 'main',
       task: r.task.id,
-      arm: 'none',
+      arm: r.arm ?? 'none',
+      ...(r.bare ? { bare: true } : {}),
+      ...(r.arm === 'arcf' ? { arcf: arcfTraceFacts(labelled.trace) } : {}),
       rep: r.rep,
       pair: r.pair,
       seed: r.seed,
@@ -410,6 +427,7 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
 
   records.sort((a, b) => a.run - b.run);
   const summary = analyse(records);
+  const arcf = o.arms?.includes('arcf') ? arcfSummary(records, { baseline: 'main' }) : undefined;
   const wallMs = Date.now() - started;
   const meta: ReportMeta = {
     preset: o.cmd,
@@ -422,10 +440,10 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
     ...(stopped !== undefined ? { stopped } : {}),
   };
   try {
-    writeFileSync(files.summary, `${JSON.stringify({ meta, matrix: { conditions: plan.matrix.conditions, seeds: plan.matrix.seeds }, tasks: plan.tasks.map((t) => t.fields), summary, runs: records }, null, 2)}\n`);
+    writeFileSync(files.summary, `${JSON.stringify({ meta, matrix: { conditions: plan.matrix.conditions, seeds: plan.matrix.seeds }, tasks: plan.tasks.map((t) => t.fields), summary, ...(arcf ? { arcf } : {}), runs: records }, null, 2)}\n`);
     writeFileSync(files.report, renderHtml(summary, meta, records));
   } catch (err) {
     throw writeFailed('--out', o.out, err);
   }
-  return { summary, records, interrupted: stopped !== undefined, ...(stopped !== undefined ? { stopped } : {}), ran, files, text: renderText(summary, meta), wallMs };
+  return { summary, records, interrupted: stopped !== undefined, ...(stopped !== undefined ? { stopped } : {}), ran, files, text: renderText(summary, meta) + (arcf ? `\n\n${renderArcf(arcf)}` : ''), wallMs };
 }

@@ -14,6 +14,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { configureChannels } from '../../instrumentation/agents/channel';
+import { configureWorkflows, type WorkflowConfig } from '../../instrumentation/agents/declarations';
 import { getTaskId } from '../../instrumentation/agents/task';
 import { installInstrumentation } from '../../instrumentation/install';
 import { ATTR_FL_TASK_ID } from '../../instrumentation/semconv';
@@ -23,6 +24,7 @@ import { createGuards, guardPreset, type GuardConfigInput } from '../../detector
 import { createOnlineDetection } from '../../detectors/online';
 import { createInjector } from '../inject/index';
 import type { FaultPlanInput } from '../plan/schema';
+import { arcfGuardConfig } from './arcf';
 import type { Arm } from './matrix';
 
 /** What one run needs: its plan (undefined = clean), its protection arm, and the family/task/environment for the
@@ -33,6 +35,8 @@ export interface RunSetup {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- families differ in task and environment types
   family: any;
   task: unknown;
+  /** The model the agents call (the `arcf` arm's fallback is another one). */
+  model?: string;
 }
 
 export interface Harness {
@@ -71,6 +75,7 @@ export interface HarnessHooks {
   channelSteps?: DeliverStep[];
   onExchangeEnd?: Parameters<typeof installInstrumentation>[0]['onExchangeEnd'];
   onDelivery?: Parameters<typeof configureChannels>[0]['onDelivery'];
+  onWorkflowEvent?: WorkflowConfig['onWorkflowEvent'];
 }
 
 export interface RunState extends RunSetup {
@@ -101,6 +106,7 @@ export async function createHarness(wire?: (state: (taskId: string) => RunState 
     ...(hooks.onExchangeEnd ? { onExchangeEnd: hooks.onExchangeEnd } : {}),
   });
   configureChannels({ steps: hooks.channelSteps ?? [], ...(hooks.onDelivery ? { onDelivery: hooks.onDelivery } : {}), captureMessageContent: true });
+  configureWorkflows(hooks.onWorkflowEvent ? { onWorkflowEvent: hooks.onWorkflowEvent } : {});
 
   return {
     prepare(taskId, setup) {
@@ -126,6 +132,7 @@ export async function createHarness(wire?: (state: (taskId: string) => RunState 
     async shutdown() {
       installed.uninstall();
       configureChannels({});
+      configureWorkflows({});
       await provider.shutdown();
       trace.disable();
       context.disable();
@@ -160,6 +167,7 @@ async function defaultWiring(state: (taskId: string) => RunState | undefined): P
     channelSteps: [guards.channelStep, injector.channelStep],
     onExchangeEnd: detection.onExchangeEnd,
     onDelivery: detection.onDelivery,
+    onWorkflowEvent: detection.onWorkflowEvent,
   };
 }
 
@@ -171,8 +179,9 @@ export function guardConfigFor(run: RunState | undefined): GuardConfigInput | un
   if (!run || run.arm === 'none') return undefined;
   const key = `${run.arm}|${String(run.family?.name)}`;
   let config = configs.get(key);
+  if (!config && run.arm === 'arcf') configs.set(key, (config = arcfGuardConfig(run.family, run.model ?? 'faultline-mock-1')));
   if (!config) {
-    const preset = guardPreset(run.arm);
+    const preset = guardPreset(run.arm as Exclude<Arm, 'arcf'>);
     const evidence = run.arm === 'evidence' || run.arm === 'both';
     config = {
       routes: preset.routes,

@@ -7,8 +7,9 @@
  * (the RQ4 faults × the four arms: none, execution guards, evidence guards, both).
  */
 import { FaultlineInputError } from '../errors';
+import { ARCF_SPEC } from './arcf';
 
-export type Arm = 'none' | 'execution' | 'evidence' | 'both';
+export type Arm = 'none' | 'execution' | 'evidence' | 'both' | 'arcf';
 export const ARMS: readonly Arm[] = ['none', 'execution', 'evidence', 'both'];
 
 export type Topology = 'sequential' | 'flat' | 'hierarchical';
@@ -26,7 +27,7 @@ export interface Condition {
 }
 
 export interface Cell {
-  study: 'main' | 'protection';
+  study: 'main' | 'protection' | 'arcf';
   family: string;
   task: string;
   topology: Topology;
@@ -44,6 +45,8 @@ export interface CampaignSpec {
   conditions: Condition[];
   reps: number;
   protection?: { families: string[]; topologies: Topology[]; conditions: Condition[]; arms: Arm[] };
+  /** ARCF's experiment (arcf.ts): these conditions at a 10 % rate, baseline against the `arcf` arm. */
+  arcf?: { conditions: Condition[] };
 }
 
 const comm = (fault: string, boundary: string, params?: Record<string, unknown>): Condition => ({
@@ -108,6 +111,9 @@ export const PRESETS: Record<string, CampaignSpec> = {
     protection: { families: ['shopping'], topologies: ['sequential', 'flat'], conditions: pick(RQ4), arms: [...ARMS] },
   },
 };
+
+// ARCF's experiment, defined with the rest of its arm (arcf.ts).
+PRESETS.arcf = ARCF_SPEC;
 
 export interface MatrixOverrides {
   topologies?: string[];

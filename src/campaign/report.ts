@@ -46,12 +46,15 @@ export function renderText(s: CampaignSummary, meta: ReportMeta): string {
     `faultline campaign "${meta.preset}"${stoppedText(meta)}: ${s.runs} runs (${s.faultedRuns} faulted, ${s.cleanRuns} clean) in ${(meta.wallMs / 1000).toFixed(1)} s — ${meta.model}`,
   );
   out.push(`clean pass@1 ${pct(s.clean)} (${frac(s.clean)}); untriggered faulted runs excluded: ${s.untriggered}`);
-  out.push('', 'Main matrix — by fault condition');
-  out.push(table(['condition', ...HEAD], statsRows(s.main.byCondition), RIGHT(1)));
-  out.push('', `Main matrix — by ${dim.name}`);
-  out.push(table([dim.name, ...HEAD], statsRows(dim.rows), RIGHT(1)));
-  out.push('', `Clean-conditional loss per ${dim.name} × fault`);
-  out.push(cclGrid(dim.grid, dim.name));
+  // A campaign of only the ARCF study (--preset arcf) has no main matrix: its table follows instead.
+  if (s.main.byCondition.length > 0) {
+    out.push('', 'Main matrix — by fault condition');
+    out.push(table(['condition', ...HEAD], statsRows(s.main.byCondition), RIGHT(1)));
+    out.push('', `Main matrix — by ${dim.name}`);
+    out.push(table([dim.name, ...HEAD], statsRows(dim.rows), RIGHT(1)));
+    out.push('', `Clean-conditional loss per ${dim.name} × fault`);
+    out.push(cclGrid(dim.grid, dim.name));
+  }
   if (s.main.byStrategy.length > 0) {
     out.push('', 'AgentChaos content faults — single vs persistent');
     out.push(table(['strategy', ...HEAD], statsRows(s.main.byStrategy), RIGHT(1)));

@@ -17,6 +17,7 @@ import * as examples from '../../examples/index';
 import { analyse, type CampaignSummary, type RunRecord } from './analysis';
 import { createHarness, type Harness } from './harness';
 import { ATTR_CAMPAIGN_ARM, ATTR_CAMPAIGN_FAMILY, ATTR_CAMPAIGN_ID, ATTR_CAMPAIGN_PAIR, ATTR_CAMPAIGN_REP, ATTR_CAMPAIGN_TASK, ATTR_CAMPAIGN_TOPOLOGY, runTaskId } from './labels';
+import { arcfCells, arcfPlan, arcfReliability, arcfRunFacts, arcfSummary, measureOverhead, renderArcf } from './arcf';
 import { expand, planFor, type CampaignSpec, type Cell } from './matrix';
 import { renderHtml, renderText, type ReportMeta } from './report';
 import { checkWritable, ensureDir } from '../report/output';
@@ -40,6 +41,8 @@ export interface CampaignOptions {
 
 export interface CampaignResult {
   summary: CampaignSummary;
+  /** The ARCF study's table, when the campaign ran it. */
+  arcf?: import('./arcf').ArcfSummary;
   records: RunRecord[];
   interrupted: boolean;
   files: { traces: string; summary: string; report: string };
@@ -60,7 +63,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const traces: WriteStream = createWriteStream(files.traces, { flags: 'w' });
   const campaignId = `c${started.toString(36)}`;
 
-  const cells = expand(options.spec, (f) => (examples.FAMILIES[f]?.tasks ?? []).map((t: { id: string }) => t.id));
+  const tasksOf = (f: string) => (examples.FAMILIES[f]?.tasks ?? []).map((t: { id: string }) => t.id);
+  const cells = [...expand(options.spec, tasksOf), ...arcfCells(options.spec, tasksOf)];
   const total = cells.length * 2;
   const records: RunRecord[] = [];
   let seq = 0;
@@ -74,10 +78,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     const matchedTo = faulted ? ids.clean : undefined;
     const runNo = ++seq;
     harness.prepare(taskId, {
-      plan: faulted ? planFor(cell.condition) : undefined,
+      plan: faulted ? (cell.study === 'arcf' ? arcfPlan(cell) : planFor(cell.condition)) : undefined,
       arm: cell.arm,
       family,
       task,
+      model: llm.model,
     });
     // The same labels on both twins (labels.ts): the role is only in the ground truth (the condition).
     const attributes: Record<string, string | number | boolean> = {
@@ -105,6 +110,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
           condition: faulted ? cell.condition.id : 'clean',
           attributes,
           onEnv: (env: unknown, binding: { taskId: string; sessionId: string }) => harness.bindEnv(taskId, env, binding.sessionId),
+          ...(cell.arm === 'arcf' ? { reliability: arcfReliability() } : {}),
         }),
         options.runTimeoutMs ?? 60_000,
       );
@@ -142,6 +148,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       guardEvents: facts.guardEvents,
       errorSpans: facts.errorSpans,
       durationMs: Date.now() - t0,
+      ...(cell.study === 'arcf' ? { arcf: arcfRunFacts(spans) } : {}),
     };
     records.push(record);
     options.onRun?.(records.length, total, record);
@@ -161,11 +168,17 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       await runOne(cells[i], i + 1, ids, false);
     }
   };
+  let overhead: Awaited<ReturnType<typeof measureOverhead>> | undefined;
   try {
     await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
   } finally {
     await new Promise<void>((r) => traces.end(() => r()));
     await harness.shutdown();
+    // ARCF's observability overhead: clean tasks with and without faultline, once the harness is gone.
+    if (!options.signal?.aborted && cells.some((c) => c.study === 'arcf')) {
+      const family = examples.FAMILIES[options.spec.families[0] ?? 'shopping'];
+      overhead = await measureOverhead(() => examples.runTask({ family, task: family.tasks[0], topology: 'sequential', llm })).catch(() => undefined);
+    }
     await llm.close();
   }
   if (options.signal?.aborted && next < cells.length) interrupted = true;
@@ -182,9 +195,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     tracesFile: files.traces,
   };
   records.sort((a, b) => a.run - b.run);
-  await writeFile(files.summary, `${JSON.stringify({ meta, spec: options.spec, summary, runs: records }, null, 2)}\n`);
+  const arcf = arcfSummary(records);
+  if (arcf && overhead) arcf.overhead = overhead;
+  await writeFile(files.summary, `${JSON.stringify({ meta, spec: options.spec, summary, ...(arcf ? { arcf } : {}), runs: records }, null, 2)}\n`);
   await writeFile(files.report, renderHtml(summary, meta, records));
-  return { summary, records, interrupted, files, text: renderText(summary, meta), wallMs };
+  return { summary, records, interrupted, files, text: renderText(summary, meta) + (arcf ? `\n\n${renderArcf(arcf)}` : ''), wallMs, ...(arcf ? { arcf } : {}) };
 }
 
 /** What a run's trace says: did the fault fire, and what signalled a problem. */

@@ -7,6 +7,7 @@ import {
   ATTR_FL_DETECTION_CONFIDENCE,
   ATTR_FL_DETECTION_DETECTOR,
   ATTR_FL_DETECTION_EVIDENCE,
+  ATTR_FL_DETECTION_FAILURE,
   ATTR_FL_DETECTION_FAULT_TYPE,
   EVENT_FL_DETECTION,
 } from '../../instrumentation/semconv';
@@ -38,6 +39,8 @@ export function detectionEvents(span: SpanRecord): DetectionEvent[] {
     if (e.name !== EVENT_FL_DETECTION) continue;
     const t = e.attributes[ATTR_FL_DETECTION_FAULT_TYPE];
     if (!isFaultType(t) || t === 'none') continue;
+    // A workflow monitor's finding (it names an ARCF failure type) judges the task, not this call's fault.
+    if (e.attributes[ATTR_FL_DETECTION_FAILURE] !== undefined) continue;
     const c = num(e.attributes, ATTR_FL_DETECTION_CONFIDENCE);
     out.push({
       detector: str(e.attributes, ATTR_FL_DETECTION_DETECTOR) ?? 'detector',

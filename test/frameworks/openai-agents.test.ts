@@ -7,7 +7,8 @@
  * under the agent that made each call.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { SpanRecord } from '../../src/traces/model';
+import { monitorTrace } from '../../detectors/monitors/offline';
+import { sortSpans, type SpanRecord, type TraceRecord } from '../../src/traces/model';
 import type { LlmServer } from '../support/llm-server';
 import { childrenOf, named, outline, parentOf, runApp, startScriptedServer, type AppRun } from './support';
 
@@ -21,6 +22,8 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
+const tracesOf = (spans: SpanRecord[]): TraceRecord[] =>
+  [...new Set(spans.map((s) => s.traceId))].map((traceId) => ({ traceId, spans: sortSpans(spans.filter((s) => s.traceId === traceId)) }));
 const workflows = (spans: SpanRecord[]) => named(spans, 'invoke_workflow Agent workflow');
 
 describe('OpenAI Agents SDK (chat-completions mode)', () => {
@@ -90,6 +93,15 @@ describe('OpenAI Agents SDK (chat-completions mode)', () => {
       expect(streamedChats.every((c) => typeof c.attributes['gen_ai.response.time_to_first_chunk'] === 'number')).toBe(true);
       const worker = named(r.spans, 'invoke_agent worker')[0];
       expect(childrenOf(r.spans, worker).map((c) => c.attributes['gen_ai.request.model'])).toEqual(['gpt-4o']);
+    });
+
+    it("the SDK agents' tools and handoffs are their declarations; the workflow monitors find no role violation", () => {
+      const planner = named(r.spans, 'invoke_agent planner')[0]!;
+      expect(planner.attributes['faultline.agent.tools']).toEqual(['get_weather']);
+      expect(planner.attributes['faultline.agent.targets']).toEqual(['worker']);
+      expect(named(r.spans, 'invoke_agent worker')[0]!.attributes['faultline.agent.tools']).toEqual([]);
+      const findings = tracesOf(r.spans).flatMap((t) => monitorTrace(t).flatMap((w) => w.findings));
+      expect(findings.filter((f) => f.failure === 'role_violation')).toEqual([]);
     });
   });
 

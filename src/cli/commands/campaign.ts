@@ -35,7 +35,7 @@ export interface CampaignRun {
 }
 
 const EXAMPLE_ONLY = ['preset', 'topologies', 'faults', 'families', 'reps'] as const;
-const COMMAND_ONLY = ['matrix', 'oracle', 'dry-run', 'timeout', 'max-calls', 'max-tokens', 'fresh'] as const;
+const COMMAND_ONLY = ['matrix', 'oracle', 'dry-run', 'timeout', 'max-calls', 'max-tokens', 'fresh', 'arms', 'fallback-model'] as const;
 
 export function readCampaignOptions(options: Opts, defaults: { preset: string; out: string }): CampaignRun {
   for (const o of COMMAND_ONLY) {
@@ -117,9 +117,12 @@ async function commandCampaign(options: Opts): Promise<number> {
   const matrix = str(options.matrix);
   if (tasks === undefined || matrix === undefined) throw new FaultlineInputError('FAULTLINE_USAGE', '--cmd needs --tasks FILE (JSON lines) and --matrix FILE (see faultline campaign --help)');
   const oracle = str(options.oracle);
+  const arms = list(options.arms);
+  for (const a of arms ?? []) if (a !== 'none' && a !== 'arcf') throw new FaultlineInputError('FAULTLINE_USAGE', `--arms: unknown arm ${JSON.stringify(a)}; expected none, arcf`);
+  const armOptions = arms?.includes('arcf') ? { arms: ['none', 'arcf'] as Array<'none' | 'arcf'>, ...(str(options['fallback-model']) !== undefined ? { fallbackModel: str(options['fallback-model']) as string } : {}) } : {};
   const { describePlan, planCommandCampaign, runCommandCampaign } = require('../../campaign/command-runner') as typeof import('../../campaign/command-runner');
   if (options['dry-run'] === true) {
-    const plan = planCommandCampaign({ cmd, tasks, matrix, ...(oracle !== undefined ? { oracle } : {}) });
+    const plan = planCommandCampaign({ cmd, tasks, matrix, ...(oracle !== undefined ? { oracle } : {}), ...armOptions });
     const { loadOracle } = require('../../campaign/oracle') as typeof import('../../campaign/oracle');
     const o = await loadOracle(oracle, process.env);
     process.stdout.write(`faultline campaign (dry run, nothing is run)\n${describePlan(plan)}\n\nsuccess: ${o.describe}\n`);
@@ -164,6 +167,7 @@ async function commandCampaign(options: Opts): Promise<number> {
       ...(concurrency !== undefined ? { concurrency } : {}),
       ...(maxCalls !== undefined || maxTokens !== undefined ? { budget: { ...(maxCalls !== undefined ? { calls: maxCalls } : {}), ...(maxTokens !== undefined ? { tokens: maxTokens } : {}) } } : {}),
       fresh: options.fresh === true,
+      ...armOptions,
       signal: soft.signal,
       stopSignal: hard.signal,
       onStart: ({ total, done }) => {
@@ -207,7 +211,9 @@ export const command: Command = {
     { name: 'max-calls', value: 'N', description: 'with --cmd: budget: start no run once the campaign made N LLM calls' },
     { name: 'max-tokens', value: 'N', description: 'with --cmd: budget: start no run once the campaign spent N tokens' },
     { name: 'fresh', description: 'with --cmd: discard an earlier campaign\'s results in --out instead of continuing it' },
-    { name: 'preset', value: 'smoke|paper', description: 'the example workflows\' matrix to run (default: smoke)' },
+    { name: 'arms', value: 'none,arcf', description: 'with --cmd: also run every condition under ARCF\'s protection (retry, circuit, monitors) and the program bare (overhead)', multiple: true },
+    { name: 'fallback-model', value: 'MODEL', description: 'with --cmd --arms arcf: the model the arcf arm falls back to' },
+    { name: 'preset', value: 'smoke|paper|arcf', description: 'the example workflows\' matrix to run (default: smoke; arcf: ARCF\'s experiment, baseline vs the arcf arm at a 10 % fault rate)' },
     { name: 'topologies', value: 'list', description: 'sequential, flat, hierarchical (comma-separated)', multiple: true },
     { name: 'faults', value: 'list', description: 'fault conditions, e.g. non_delivery@I4,llm_truncate_single (comma-separated)', multiple: true },
     { name: 'families', value: 'list', description: 'task families: shopping, coding', multiple: true },

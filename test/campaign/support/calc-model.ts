@@ -34,12 +34,15 @@ export async function startCalcModel(latencyMs = 0): Promise<LlmServer> {
     const body = JSON.parse(req.body.toString('utf8')) as { messages: Array<{ role: string; content: string }> };
     const system = body.messages.find((m) => m.role === 'system')?.content ?? '';
     const user = body.messages.filter((m) => m.role === 'user').pop()?.content ?? '';
-    const response = structuredClone(base) as { id: string; created: number; choices: Array<{ message: { content: string }; finish_reason: string }> };
+    const response = structuredClone(base) as { id: string; created: number; choices: Array<{ message: { content: string }; finish_reason: string }>; usage: { completion_tokens: number; prompt_tokens: number; total_tokens: number } };
     // What a live server sends: a fresh id and the time of this answer.
     response.id = `chatcmpl-${++served}`;
     response.created = Math.floor(Date.now() / 1000);
     response.choices[0]!.message.content = reply(system, user);
     response.choices[0]!.finish_reason = 'stop';
+    // The recorded usage counted the recorded answer (428 tokens); a live server counts this one (~4 chars a token).
+    response.usage.completion_tokens = Math.ceil(response.choices[0]!.message.content.length / 4);
+    response.usage.total_tokens = response.usage.prompt_tokens + response.usage.completion_tokens;
     return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(response) };
   });
 }

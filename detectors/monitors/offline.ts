@@ -1,0 +1,135 @@
+/**
+ * The workflow monitors over exported traces: each workflow's calls and messages in start order, judged by the same
+ * detectors as online with the workflow's earlier observations as history and the scope read from the spans; tool
+ * executions against their agent's declared tools; and the workflow-level checks at its deadline and its end. The
+ * findings recorded online (`faultline.detection` events that name a failure type) are merged in, so a trace judged
+ * live is not judged twice.
+ */
+import { ATTR_FL_DETECTION_FAILURE, ATTR_FL_DETECTION_MAST_MODE } from '../../instrumentation/semconv';
+import { str, type SpanRecord, type TraceRecord } from '../../src/traces/model';
+import { detectionsFromSpan } from '../from-span';
+import { runDetectors } from '../registry';
+import type { DetectionContext, Finding, Observation } from '../types';
+import { monitorDetectors } from './index';
+import { isArcfFailure, isMastModeId } from './mast';
+import { readWorkflows, type WorkflowRun } from './read';
+import { toolOutsideRole } from './role';
+import { workflowFindings, type WorkflowSnapshot } from './workflow';
+
+export interface MonitorFinding extends Finding {
+  /** The span the finding is about. */
+  spanId: string;
+  /** The agent whose call or message it is, when known. */
+  agent?: string;
+  /** 1-based position of the span among the workflow's steps (calls, messages, tools), when it is one. */
+  step?: number;
+  /** Recorded online (a `faultline.detection` event) rather than judged now. */
+  online?: boolean;
+}
+
+export interface MonitoredWorkflow {
+  run: WorkflowRun;
+  findings: MonitorFinding[];
+}
+
+/** A finding recorded online by a monitor, read back from its event. */
+function onlineMonitorFindings(span: SpanRecord): Finding[] {
+  const out: Finding[] = [];
+  const events = span.events.filter((e) => e.name === 'faultline.detection');
+  const parsed = detectionsFromSpan(span);
+  parsed.forEach((f, i) => {
+    const a = events[i]?.attributes ?? {};
+    const failure = str(a, ATTR_FL_DETECTION_FAILURE);
+    const mast = str(a, ATTR_FL_DETECTION_MAST_MODE);
+    if (!isArcfFailure(failure)) return;
+    out.push({ ...f, failure, ...(isMastModeId(mast) ? { mast } : {}) });
+  });
+  return out;
+}
+
+function snapshotAt(run: WorkflowRun, at: number, ended: boolean): WorkflowSnapshot {
+  const completed = run.completed.length > 0 || run.root ? run.completed : run.turns.filter((t) => t.ok).map((t) => ({ name: t.name, at: t.span.end }));
+  const done = completed.filter((c) => c.at <= at);
+  const s: WorkflowSnapshot = { name: run.name, startedAt: run.start, at, ended, completed: done.map((c) => c.name) };
+  if (done.length > 0) s.lastProgressAt = done[done.length - 1]!.at;
+  if (run.requiredSteps !== undefined) s.requiredSteps = run.requiredSteps;
+  if (run.deadlineMs !== undefined) s.deadlineMs = run.deadlineMs;
+  if (ended) {
+    s.outcome = run.outcome;
+    if (run.output !== undefined) s.output = run.output;
+    if (run.errorType !== undefined) s.errorType = run.errorType;
+  } else {
+    s.open = run.turns.filter((t) => t.span.start <= at && t.span.end > at).map((t) => (t.parent !== undefined ? { name: t.name, parent: t.parent } : { name: t.name }));
+  }
+  return s;
+}
+
+export interface MonitorOptions {
+  /** Merge the findings recorded online (default true); false judges the trace afresh only. */
+  includeOnline?: boolean;
+}
+
+/** Judge one workflow. */
+export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}): MonitoredWorkflow {
+  const findings: MonitorFinding[] = [];
+  const seen = new Set<string>();
+  const add = (f: Finding, span: SpanRecord, extra: Partial<MonitorFinding> = {}): void => {
+    const key = `${span.spanId}|${f.detector}|${f.failure ?? ''}|${f.location?.field ?? ''}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    findings.push({ ...f, spanId: span.spanId, ...extra });
+  };
+  // Online findings first: they saw what the application saw.
+  const byId = new Map(run.trace.spans.map((s) => [s.spanId, s]));
+  const member = membership(run, byId);
+  for (const s of options.includeOnline === false ? [] : run.trace.spans) {
+    const host = (s.name === 'faultline.detection' && s.parentSpanId !== undefined ? byId.get(s.parentSpanId) : undefined) ?? s;
+    if (!member(host)) continue;
+    for (const f of onlineMonitorFindings(s)) add(f, host, { online: true });
+  }
+  const earlier: Observation[] = [];
+  run.steps.forEach((step, i) => {
+    const extra: Partial<MonitorFinding> = { step: i + 1 };
+    if (step.observation) {
+      const obs = step.observation;
+      if (obs.scope?.agent !== undefined) extra.agent = obs.scope.agent;
+      const ctx: DetectionContext = { earlier, now: step.span.end };
+      for (const f of runDetectors(obs, ctx, monitorDetectors)) add(f, step.span, extra);
+      earlier.push(obs);
+    }
+    if (step.tool) {
+      if (step.tool.agent !== undefined) extra.agent = step.tool.agent;
+      const f = toolOutsideRole(step.tool.agent ?? '', step.tool.declaration, step.tool.name);
+      if (f) add(f, step.span, extra);
+    }
+  });
+  const host = run.root ?? run.trace.spans[0];
+  if (host) {
+    if (run.deadlineMs !== undefined && run.end - run.start > run.deadlineMs) {
+      for (const f of workflowFindings(snapshotAt(run, run.start + run.deadlineMs, false), earlier)) add(f, host);
+    }
+    for (const f of workflowFindings(snapshotAt(run, run.end, true), earlier)) add(f, host);
+  }
+  return { run, findings };
+}
+
+/** Whether a span is part of the run (under its root; everything when the trace has no workflow root). */
+function membership(run: WorkflowRun, byId: Map<string, SpanRecord>): (span: SpanRecord) => boolean {
+  const root = run.root;
+  if (!root) return () => true;
+  const memo = new Map<string, boolean>([[root.spanId, true]]);
+  const inside = (span: SpanRecord, depth = 0): boolean => {
+    const hit = memo.get(span.spanId);
+    if (hit !== undefined) return hit;
+    const parent = span.parentSpanId !== undefined ? byId.get(span.parentSpanId) : undefined;
+    const r = parent !== undefined && depth < 64 ? inside(parent, depth + 1) : false;
+    memo.set(span.spanId, r);
+    return r;
+  };
+  return inside;
+}
+
+/** Judge every workflow of a trace. */
+export function monitorTrace(trace: TraceRecord, options: MonitorOptions = {}): MonitoredWorkflow[] {
+  return readWorkflows(trace).map((run) => monitorWorkflow(run, options));
+}

@@ -1,0 +1,124 @@
+/**
+ * The workflow-level monitors: what can only be judged of a whole task, against what it declared
+ * (`runWorkflow(name, fn, { requiredSteps, deadlineMs })`).
+ *  - premature termination (MAST 3.1): the workflow ended without completing a required step, or ended on an
+ *    incomplete final answer — its last LLM call cut by a token limit, or empty — with nothing after it;
+ *  - timeouts (ARCF; MAST 1.5, nearest): it ended after its deadline;
+ *  - deadlock and no progress (ARCF; MAST 1.5, nearest): at its deadline it is still running, and its open agent
+ *    turns wait on each other (a cycle), or no step has completed since it started; otherwise it is late.
+ *
+ * One pure function over a snapshot, fed online from the live workflow state (online.ts, at the deadline and at the
+ * end) and offline from the spans (offline.ts).
+ */
+import type { Finding, LlmObservation, Observation } from '../types';
+import { answered, monitorFinding } from './common';
+
+export const PREMATURE_TERMINATION = 'premature_termination';
+export const WORKFLOW_PROGRESS = 'workflow_progress';
+
+export interface WorkflowSnapshot {
+  name: string;
+  startedAt: number;
+  /** When the snapshot was taken (the deadline, or the end). */
+  at: number;
+  /** The workflow has ended (else: it is still running at `at`). */
+  ended: boolean;
+  requiredSteps?: readonly string[];
+  deadlineMs?: number;
+  /** Steps completed, in order. */
+  completed: readonly string[];
+  outcome?: 'ok' | 'error';
+  output?: 'present' | 'empty' | 'error';
+  errorType?: string;
+  lastProgressAt?: number;
+  /** Agent turns still open at `at`, each with the turn it runs inside (who waits on it). */
+  open?: ReadonlyArray<{ name: string; parent?: string }>;
+}
+
+const LIMITS = /^(length|max_tokens|max_output_tokens|MAX_TOKENS|model_context_window_exceeded)$/;
+
+/** The task's last LLM call, if its answer was incomplete: cut by a limit, or answered with nothing. */
+function incompleteLast(earlier: readonly Observation[]): string | undefined {
+  let last: LlmObservation | undefined;
+  for (let i = earlier.length - 1; i >= 0 && !last; i--) {
+    const e = earlier[i]!;
+    if (e.kind === 'llm') last = e;
+  }
+  if (!last || !answered(last)) return undefined;
+  const r = last.response;
+  const cut = r.finishReasons.find((f) => LIMITS.test(f));
+  if (cut !== undefined) return `its last answer${last.scope?.agent ? ` (${last.scope.agent})` : ''} was cut by the token limit (finish reason ${cut})`;
+  const chars = last.hasContent ? r.text.length : last.facts?.outputChars;
+  const calls = last.hasContent ? r.toolCalls.length : last.facts?.toolCallCount;
+  if (chars === 0 && calls === 0 && !r.finishReasons.some((f) => /tool/i.test(f))) return `its last answer${last.scope?.agent ? ` (${last.scope.agent})` : ''} was empty`;
+  return undefined;
+}
+
+/** A cycle among open turns (agents waiting on each other), as `A → B → A`. */
+function waitCycle(open: ReadonlyArray<{ name: string; parent?: string }>): string | undefined {
+  const edges = new Map<string, Set<string>>();
+  for (const t of open) {
+    if (t.parent === undefined || t.parent === '' || t.name === '') continue;
+    const s = edges.get(t.parent) ?? new Set<string>();
+    s.add(t.name);
+    edges.set(t.parent, s);
+  }
+  for (const start of edges.keys()) {
+    const path: string[] = [start];
+    const seen = new Set<string>([start]);
+    const walk = (node: string): string | undefined => {
+      for (const next of edges.get(node) ?? []) {
+        if (next === start) return [...path, start].join(' → ');
+        if (seen.has(next)) continue;
+        seen.add(next);
+        path.push(next);
+        const found = walk(next);
+        if (found) return found;
+        path.pop();
+      }
+      return undefined;
+    };
+    const found = walk(start);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+export function workflowFindings(w: WorkflowSnapshot, earlier: readonly Observation[] = []): Finding[] {
+  const out: Finding[] = [];
+  const required = w.requiredSteps ?? [];
+  const missing = required.filter((s) => !w.completed.includes(s));
+  const done = required.length - missing.length;
+  // At the deadline itself the task is late (timers fire at, not after, the deadline).
+  const late = w.deadlineMs !== undefined && (w.ended ? w.at - w.startedAt > w.deadlineMs : w.at - w.startedAt >= w.deadlineMs);
+
+  if (!w.ended) {
+    if (!late || w.deadlineMs === undefined) return out;
+    const cycle = waitCycle(w.open ?? []);
+    if (cycle !== undefined) {
+      out.push(monitorFinding(WORKFLOW_PROGRESS, 'workflow_deadlock', 'timeout', 'error', 0.9, `past its deadline of ${w.deadlineMs} ms with agents waiting on each other: ${cycle}`));
+    } else if (w.completed.length === 0) {
+      out.push(monitorFinding(WORKFLOW_PROGRESS, 'workflow_deadlock', 'timeout', 'error', 0.85, `past its deadline of ${w.deadlineMs} ms with no step completed${openText(w)}`));
+    } else {
+      const since = w.lastProgressAt !== undefined ? `; last step ${Math.round(w.at - w.lastProgressAt)} ms ago` : '';
+      out.push(monitorFinding(WORKFLOW_PROGRESS, 'timeout', 'timeout', 'error', 0.85, `past its deadline of ${w.deadlineMs} ms${required.length ? ` with ${done} of ${required.length} required steps` : ` after ${w.completed.length} steps`}${since}${openText(w)}`));
+    }
+    return out;
+  }
+
+  if (missing.length > 0) {
+    const how = w.outcome === 'error' ? `failed${w.errorType ? ` (${w.errorType})` : ''}` : 'ended';
+    out.push(monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'error', 0.9, `the workflow ${how} after ${done} of ${required.length} required steps; missing: ${missing.join(', ')}`));
+  } else if (w.outcome === 'ok') {
+    const incomplete = incompleteLast(earlier);
+    if (incomplete !== undefined) out.push(monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'error', 0.75, `the workflow ended on an incomplete final output: ${incomplete}`));
+    else if (w.output === 'empty' && required.length > 0) out.push(monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'warning', 0.6, 'the workflow ended with an empty result'));
+  }
+  if (late) out.push(monitorFinding(WORKFLOW_PROGRESS, 'timeout', 'timeout', 'warning', 0.8, `took ${Math.round(w.at - w.startedAt)} ms, past its deadline of ${w.deadlineMs} ms`));
+  return out;
+}
+
+function openText(w: WorkflowSnapshot): string {
+  const open = (w.open ?? []).map((t) => t.name).filter((n) => n !== '');
+  return open.length > 0 ? `; open agent turns: ${[...new Set(open)].join(', ')}` : '';
+}
