@@ -49,16 +49,35 @@ export function canDecode(encoding: string | undefined): boolean {
   return codingsToUndo(encoding) !== undefined;
 }
 
-function stage(coding: Exclude<Coding, 'deflate'>): Transform {
+function stage(coding: Exclude<Coding, 'deflate'>, options: StreamOptions = {}): Transform {
+  const size = options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize };
   switch (coding) {
     case 'gzip':
       // Z_SYNC_FLUSH at the end: a truncated stream yields what it holds instead of "unexpected end of file".
-      return zlib.createGunzip({ finishFlush: zlib.constants.Z_SYNC_FLUSH });
+      return zlib.createGunzip(options.complete ? size : { finishFlush: zlib.constants.Z_SYNC_FLUSH, ...size });
     case 'br':
-      return zlib.createBrotliDecompress({ finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH });
+      return zlib.createBrotliDecompress(options.complete ? size : { finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH, ...size });
     case 'zstd':
       return (zstd as (o?: object) => Transform)();
   }
+}
+
+export interface StreamOptions {
+  /** zlib's output chunk size. */
+  chunkSize?: number;
+  /**
+   * The encoded stream must end as its format says: a cut-short or damaged one is an error (a file), instead of
+   * yielding what it holds (an HTTP body, decoded as fetch does).
+   */
+  complete?: boolean;
+}
+
+/**
+ * The decoder of one coding as a Transform stream, for a source read with backpressure (a gzip trace file), without
+ * an output bound (the reader of the decoded stream bounds what it holds).
+ */
+export function decodingStream(coding: 'gzip' | 'br', options: StreamOptions = {}): Transform {
+  return stage(coding, options);
 }
 
 /**

@@ -79,26 +79,33 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     seen.add(key);
     findings.push({ ...f, spanId: span.spanId, ...extra });
   };
+  // Which step each span is and whose it is (the sender, for a message), for online and judged findings alike.
+  const extras = run.steps.map((step, i) => {
+    const extra: Partial<MonitorFinding> = { step: i + 1 };
+    const obs = step.observation;
+    const agent = step.tool?.agent ?? obs?.scope?.agent ?? (obs?.kind === 'message' ? (obs.original ?? obs.delivered[0])?.source || undefined : undefined);
+    if (agent !== undefined) extra.agent = agent;
+    return extra;
+  });
+  const extraOf = new Map(run.steps.map((step, i) => [step.span.spanId, extras[i]!]));
   // Online findings first: they saw what the application saw.
   const byId = new Map(run.trace.spans.map((s) => [s.spanId, s]));
   const member = membership(run, byId);
   for (const s of options.includeOnline === false ? [] : run.trace.spans) {
     const host = (s.name === 'faultline.detection' && s.parentSpanId !== undefined ? byId.get(s.parentSpanId) : undefined) ?? s;
     if (!member(host)) continue;
-    for (const f of onlineMonitorFindings(s)) add(f, host, { online: true });
+    for (const f of onlineMonitorFindings(s)) add(f, host, { ...extraOf.get(host.spanId), online: true });
   }
   const earlier: Observation[] = [];
   run.steps.forEach((step, i) => {
-    const extra: Partial<MonitorFinding> = { step: i + 1 };
+    const extra = extras[i]!;
     if (step.observation) {
       const obs = step.observation;
-      if (obs.scope?.agent !== undefined) extra.agent = obs.scope.agent;
       const ctx: DetectionContext = { earlier, now: step.span.end };
       for (const f of runDetectors(obs, ctx, monitorDetectors)) add(f, step.span, extra);
       earlier.push(obs);
     }
     if (step.tool) {
-      if (step.tool.agent !== undefined) extra.agent = step.tool.agent;
       const f = toolOutsideRole(step.tool.agent ?? '', step.tool.declaration, step.tool.name);
       if (f) add(f, step.span, extra);
     }

@@ -3,9 +3,9 @@
  * or any file starting with the gzip magic), and a fresh byte stream for the reader.
  */
 import { createReadStream, promises as fsp } from 'node:fs';
-import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import { FaultlineInputError } from '../errors';
+import { decodingStream } from '../../instrumentation/decompress';
 
 export const HEAD_BYTES = 64 * 1024;
 
@@ -44,7 +44,7 @@ export async function openSource(file: string): Promise<Source> {
   const open = (highWaterMark = 1 << 20): Readable => {
     const s = createReadStream(file, { highWaterMark });
     if (!gzip) return s;
-    const gunzip = createGunzip({ chunkSize: highWaterMark });
+    const gunzip = decodingStream('gzip', { chunkSize: highWaterMark, complete: true });
     s.on('error', (e) => gunzip.destroy(e));
     return s.pipe(gunzip);
   };

@@ -36,6 +36,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   entry('collect', 'receive OTLP/HTTP traces and write them to a file', () => require('./collect')),
   entry('campaign', 'run a fault-injection campaign over a workflow and label its traces', () => require('./campaign')),
   entry('demo', 'run a small multi-agent workflow with and without faults, then diagnose it', () => require('./demo')),
+  entry('monitor', 'run the workflow monitors over traces: MAST failure modes and ARCF types per trace', () => require('./monitor')),
   entry('reliability', "ARCF's reliability model from traces: success per agent and route, predicted against observed completion", () => require('./reliability')),
 ];
 
