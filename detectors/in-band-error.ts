@@ -36,6 +36,8 @@ const ENVELOPE_KEYS = new Set(['error', 'message', 'code', 'type', 'status', 'de
 /** A JSON error envelope (a small object whose meaning is "error", not an answer): its keys, else undefined. */
 function errorEnvelope(text: string): string[] | undefined {
   if (!looksLikeJson(text) || text.length > 2000) return undefined;
+  // An envelope has an `error` key, spelled out or with \u escapes: most JSON content has neither, and is not parsed.
+  if (!text.includes('"error"') && !text.includes('\\u')) return undefined;
   const v = safeParse(text);
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
   const keys = Object.keys(v);

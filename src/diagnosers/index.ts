@@ -3,8 +3,8 @@
  */
 import type { TraceRecord } from '../traces/model';
 import { FaultlineInputError } from '../errors';
-import { createHybridDiagnoser, type HybridDiagnoserOptions } from './hybrid';
-import { createLlmDiagnoser, type LlmDiagnoserOptions } from './llm';
+import type { HybridDiagnoserOptions } from './hybrid';
+import type { LlmDiagnoserOptions } from './llm';
 import { createRuleDiagnoser, type RuleDiagnoserOptions } from './rules';
 import { stripGroundTruth } from './strip-ground-truth';
 import { DIAGNOSER_NAMES, DiagnoserError, type Diagnoser, type DiagnoserName, type Diagnosis, type DiagnosisOutcome } from './types';
@@ -14,8 +14,8 @@ export type { Diagnoser, DiagnoserName, Diagnosis, DiagnosisFailure, DiagnosisOu
 export { DIAGNOSER_NAMES, DiagnoserError } from './types';
 export { stripGroundTruth, hasGroundTruth } from './strip-ground-truth';
 export { createRuleDiagnoser, diagnoseByRules, type RuleDiagnoserOptions, type Signal, type SpanFindings } from './rules';
-export { createLlmDiagnoser, type LlmDiagnoserOptions } from './llm';
-export { createHybridDiagnoser, type HybridDiagnoserOptions } from './hybrid';
+export type { LlmDiagnoserOptions } from './llm';
+export type { HybridDiagnoserOptions } from './hybrid';
 export { renderTrace } from './render';
 
 export interface DiagnoserOptions extends RuleDiagnoserOptions {
@@ -24,6 +24,19 @@ export interface DiagnoserOptions extends RuleDiagnoserOptions {
 
 export function isDiagnoserName(v: string): v is DiagnoserName {
   return (DIAGNOSER_NAMES as readonly string[]).includes(v);
+}
+
+// The LLM and hybrid diagnosers (zod, the answer schema, the HTTP client) are loaded on first use: the rule path, in
+// every worker thread of a big diagnose run, never pays for them.
+
+/** The LLM diagnoser (see ./llm). */
+export function createLlmDiagnoser(options: LlmDiagnoserOptions = {}): Diagnoser {
+  return (require('./llm') as typeof import('./llm')).createLlmDiagnoser(options);
+}
+
+/** The hybrid diagnoser: rules first, the LLM where they are unsure (see ./hybrid). */
+export function createHybridDiagnoser(options: HybridDiagnoserOptions = {}): Diagnoser {
+  return (require('./hybrid') as typeof import('./hybrid')).createHybridDiagnoser(options);
 }
 
 /** Build a diagnoser by name. The offline detectors are wired in unless `findings` is given. */

@@ -8,14 +8,24 @@ import type { Attributes, SpanRecord, TraceRecord } from '../traces/model';
 
 function stripAttributes(attrs: Attributes): Attributes {
   const out: Attributes = {};
-  for (const [k, v] of Object.entries(attrs)) {
+  for (const k of Object.keys(attrs)) {
     if (k.startsWith(FAULT_PREFIX)) continue;
+    const v = attrs[k]!;
     out[k] = Array.isArray(v) ? [...v] : v;
   }
   return out;
 }
 
-export function stripSpan(span: SpanRecord): SpanRecord {
+/**
+ * A copy of one span without its ground truth. `resources` holds the copies of the resources already stripped: the
+ * spans of one resource share its attributes object, and so do their copies (one copy per resource, not per span).
+ */
+export function stripSpan(span: SpanRecord, resources?: Map<Attributes, Attributes>): SpanRecord {
+  let resource = resources?.get(span.resource);
+  if (resource === undefined) {
+    resource = stripAttributes(span.resource);
+    resources?.set(span.resource, resource);
+  }
   const copy: SpanRecord = {
     traceId: span.traceId,
     spanId: span.spanId,
@@ -29,7 +39,7 @@ export function stripSpan(span: SpanRecord): SpanRecord {
       .map((e) => (e.body === undefined ? { name: e.name, time: e.time, attributes: stripAttributes(e.attributes) } : { name: e.name, time: e.time, attributes: stripAttributes(e.attributes), body: structuredClone(e.body) })),
     links: span.links.map((l) => ({ traceId: l.traceId, spanId: l.spanId, attributes: stripAttributes(l.attributes) })),
     status: { ...span.status },
-    resource: stripAttributes(span.resource),
+    resource,
     scope: { ...span.scope },
   };
   if (span.parentSpanId !== undefined) copy.parentSpanId = span.parentSpanId;
@@ -37,7 +47,8 @@ export function stripSpan(span: SpanRecord): SpanRecord {
 }
 
 export function stripGroundTruth(trace: TraceRecord): TraceRecord {
-  return { traceId: trace.traceId, spans: trace.spans.map(stripSpan) };
+  const resources = new Map<Attributes, Attributes>();
+  return { traceId: trace.traceId, spans: trace.spans.map((s) => stripSpan(s, resources)) };
 }
 
 /** True when anything under the ground-truth prefix is left (used by tests and as a guard in the diagnose path). */

@@ -96,21 +96,37 @@ export const command: Command = {
     const pairs: AsyncIterable<{ item?: import('../../traces/model').TraceRecord; result: Diagnosis | DiagnosisFailure }> = inWorkers
       ? diagnoseFiles(positionals, { withoutScopes: [DIAGNOSIS_SCOPE], onError: (e) => input.problems.push(e), ...(workers !== undefined ? { workers } : {}) })
       : mapOrdered(input.traces, concurrency, one);
-    for await (const { item, result } of pairs) {
-      n++;
-      if ('error' in result) failures.push(result);
-      else {
-        ok++;
-        if (result.faultType !== 'none') faulty++;
-        if (item !== undefined) exporter?.add(result, item);
+    // JSON lines go out in batches (one write per trace was a syscall per line), none held back more than 200 ms.
+    let pending = '';
+    let timer: NodeJS.Timeout | undefined;
+    const flush = (): void => {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      if (pending !== '') process.stdout.write(pending);
+      pending = '';
+    };
+    try {
+      for await (const { item, result } of pairs) {
+        n++;
+        if ('error' in result) failures.push(result);
+        else {
+          ok++;
+          if (result.faultType !== 'none') faulty++;
+          if (item !== undefined) exporter?.add(result, item);
+        }
+        if (format === 'jsonl') {
+          pending += ('error' in result ? JSON.stringify(failureJson(result)) : diagnosisLine(result)) + '\n';
+          if (pending.length >= 65536) flush();
+          else timer ??= setTimeout(flush, 200);
+        } else rows.push(result);
+        progress.update(n);
+        if (ok === 0 && failures.length >= GIVE_UP_AFTER) {
+          gaveUp = true;
+          break;
+        }
       }
-      if (format === 'jsonl') process.stdout.write(('error' in result ? JSON.stringify(failureJson(result)) : diagnosisLine(result)) + '\n');
-      else rows.push(result);
-      progress.update(n);
-      if (ok === 0 && failures.length >= GIVE_UP_AFTER) {
-        gaveUp = true;
-        break;
-      }
+    } finally {
+      flush(); // what was diagnosed is printed, even when the run stops on an error
     }
     progress.done();
     if (format === 'json') process.stdout.write(JSON.stringify(rows.map((r) => ('error' in r ? failureJson(r) : diagnosisJson(r))), null, 2) + '\n');

@@ -114,17 +114,22 @@ export function messagesValue(v: unknown, defaultRole = 'user'): GenAiMessage[] 
 
 /** Every indexed family of an attribute set (`prefix.N.*` → prefix → indices), found in one pass over its keys. */
 const families = new WeakMap<Attributes, Map<string, Set<number>>>();
+const NO_FAMILIES: ReadonlyMap<string, Set<number>> = new Map();
+/** The last set found to have no family: a call's attributes are asked several times in a row, and most have none. */
+let lastWithout: Attributes | undefined;
 
-function familiesOf(attrs: Attributes): Map<string, Set<number>> {
+function familiesOf(attrs: Attributes): ReadonlyMap<string, Set<number>> {
+  if (attrs === lastWithout) return NO_FAMILIES;
   let f = families.get(attrs);
   if (f) return f;
-  f = new Map();
   const keys = Object.keys(attrs);
-  // Producers index from 0: a set with no `.0` segment has no family (the common case, checked cheaply).
+  // Producers index from 0: a set with no `.0` segment has no family (the common case, checked cheaply and not
+  // kept in the WeakMap, whose entries cost at every garbage collection).
   if (!keys.some((k) => k.includes('.0.') || k.endsWith('.0'))) {
-    families.set(attrs, f);
-    return f;
+    lastWithout = attrs;
+    return NO_FAMILIES;
   }
+  f = new Map();
   for (const k of keys) {
     // Every `.N.` (or trailing `.N`) segment names an index of the family before it (nested families too).
     for (let i = k.indexOf('.'); i >= 0; i = k.indexOf('.', i + 1)) {
