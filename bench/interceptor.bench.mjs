@@ -41,7 +41,7 @@ const CONFIGS = {
   faultline: 'faultline GenAI layer alone (FaultlineInstrumentation, no plan, no detectors)',
   register: 'faultline register default, as installed (startRuntime with the environment\'s defaults)',
   'register-undici': 'register default + instrumentation-undici\'s HTTP child span (OTEL_NODE_ENABLED_INSTRUMENTATIONS=undici)',
-  'register-nodetect': 'register default without online detectors (FAULTLINE_DETECT=false)',
+  'register-detect': 'register default + online detectors (FAULTLINE_DETECT=true)',
   'plan-nomatch': 'register default + a fault plan whose rule matches no call',
   guards: 'register default + guards on (a route on every call: retry, detectors judging each JSON answer)',
   'otel-openai': '@opentelemetry/instrumentation-openai 0.21',
@@ -56,7 +56,7 @@ const CONFIGS = {
 const RUNTIME = {
   register: {},
   'register-undici': { env: { OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici' } },
-  'register-nodetect': { env: { FAULTLINE_DETECT: 'false' } },
+  'register-detect': { env: { FAULTLINE_DETECT: 'true' } },
   'plan-nomatch': { options: { plan: { rules: [{ fault: 'http_429', match: { model: 'no-such-model' } }] } } },
   guards: { options: { guards: { routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 1 } }] } } },
 };
@@ -370,7 +370,7 @@ async function parent() {
     faultline: 'the GenAI layer alone',
     register: 'register default',
     'register-undici': 'register + undici span',
-    'register-nodetect': 'register without detectors',
+    'register-detect': 'register + online detectors',
     'plan-nomatch': 'register + plan (no match)',
     guards: 'register + guards',
     'otel-openai': 'instrumentation-openai',
@@ -381,7 +381,7 @@ async function parent() {
   const pairs = [
     ...subjects.flatMap((a) => [...genai, 'bare'].map((b) => [a, b])),
     ['register-undici', 'register'],
-    ['register', 'register-nodetect'],
+    ['register-detect', 'register'],
     ['faultline', 'bare'],
     ...['floor-span', ...genai].map((n) => [n, 'bare']),
   ];

@@ -222,7 +222,10 @@ export function createOnlineDetection(options: OnlineDetectionOptions = {}): Onl
         flushExchanges();
         const wf = event.workflow;
         const task = wf.taskId ?? wf.span.spanContext().traceId;
-        const findings = workflowFindings(workflowSnapshot(wf, now()), history.earlier(task));
+        // The deadline event comes from a timer set for the deadline: it is the deadline, even when the timer's clock
+        // (libuv's, cached per loop turn) let it fire a few ms before Date.now() says the deadline has passed.
+        const at = event.type === 'deadline' && wf.declaration.deadlineMs !== undefined ? Math.max(now(), wf.startedAt + wf.declaration.deadlineMs) : now();
+        const findings = workflowFindings(workflowSnapshot(wf, at), history.earlier(task));
         recordFindings(findings, wf.span);
       }, undefined);
     },
