@@ -127,7 +127,7 @@ const ORIGINAL = Symbol.for('faultline.undici.setGlobalDispatcher');
 const WATCHING = Symbol.for('faultline.undici.watchingLoads');
 
 type SetGlobal = ((dispatcher: Dispatcher) => void) & { [ORIGINAL]?: (dispatcher: Dispatcher) => void };
-type Loader = (request: string, parent: unknown, isMain: boolean) => unknown;
+type Loader = (request: string, ...rest: unknown[]) => unknown;
 type Loading = typeof Module & { _load: Loader; [WATCHING]?: true };
 
 function baseOf(dispatcher: Dispatcher): Dispatcher {
@@ -183,9 +183,10 @@ function watchUndiciLoads(): void {
     if (/[\\/]undici[\\/](lib[\\/]global|index)\.js$/.test(file)) takeSetter(loaded?.exports);
   }
   const load = loading._load;
-  loading._load = function (this: unknown, request: string, parent: unknown, isMain: boolean): unknown {
-    const exports = load.call(this, request, parent, isMain);
-    if (request.endsWith('global') || request === 'undici') {
+  loading._load = function (this: unknown, ...args: Parameters<Loader>): unknown {
+    const exports = load.apply(this, args);
+    const request = args[0];
+    if (typeof request === 'string' && (request.endsWith('global') || request === 'undici')) {
       try {
         takeSetter(exports);
       } catch (err) {
