@@ -15,7 +15,7 @@ import type { Exchange, GenAiMessage, LlmRequestSummary, ToolCallSummary, UsageS
 import { anthropicInput, anthropicOutputMessage, anthropicSystem, anthropicTools, isObject } from './content';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
-import { llmStartAttributes, num } from './request-attributes';
+import { llmStartAttributes, num, setNumber } from './request-attributes';
 import { BodyReader, eventJson } from './response-body';
 import type { SseEvent } from './sse';
 
@@ -234,10 +234,8 @@ export const anthropicMessages: ProtocolModule = {
     if (system !== undefined) llmRequest.systemInstructions = system;
 
     const attributes = llmStartAttributes(url, llmRequest, headers, captureContent);
-    const topP = num(b.top_p);
-    if (topP !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_P] = topP;
-    const topK = num(b.top_k);
-    if (topK !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_K] = topK;
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_P, b.top_p);
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_K, b.top_k);
     if (Array.isArray(b.stop_sequences)) {
       attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = b.stop_sequences.filter((s): s is string => typeof s === 'string');
     }

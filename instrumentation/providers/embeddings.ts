@@ -8,7 +8,7 @@
  * (gen_ai.embeddings.dimension.count) and input tokens when the provider counts them. An embeddings call has no
  * messages, text or tool calls: no content is captured and the online LLM detectors do not read it.
  */
-import { SpanKind, type Attributes } from '@opentelemetry/api';
+import type { Attributes } from '@opentelemetry/api';
 import {
   ATTR_ERROR_TYPE,
   ATTR_FL_REQUEST_INPUT_COUNT,
@@ -34,7 +34,7 @@ import { isObject, str } from './content';
 import { isVertex } from './gemini';
 import type { Failure } from './llm-result';
 import { providerName, type WireFamily } from './provider-name';
-import { num, retryCount, serverPort } from './request-attributes';
+import { lazyLlmStart, num, retryCount, serverPort } from './request-attributes';
 import { ResponseBody } from './response-body';
 
 type Json = Record<string, unknown>;
@@ -193,15 +193,7 @@ function embeddingsModule(
       if (req.encodingFormat !== undefined) attributes[ATTR_GEN_AI_REQUEST_ENCODING_FORMATS] = [req.encodingFormat];
       const retries = retryCount(headers);
       if (retries !== undefined) attributes[ATTR_FL_REQUEST_RETRY_COUNT] = retries;
-      return {
-        name: req.model !== undefined ? `${GEN_AI_OPERATION_EMBEDDINGS} ${req.model}` : GEN_AI_OPERATION_EMBEDDINGS,
-        kind: SpanKind.CLIENT,
-        attributes,
-        stream: false,
-        operation: GEN_AI_OPERATION_EMBEDDINGS,
-        provider,
-        llmHead: req.model !== undefined ? { operation: GEN_AI_OPERATION_EMBEDDINGS, provider, model: req.model } : { operation: GEN_AI_OPERATION_EMBEDDINGS, provider },
-      };
+      return lazyLlmStart(GEN_AI_OPERATION_EMBEDDINGS, provider, req.model, attributes, false);
     },
 
     reader: () => new EmbeddingsReader(family),

@@ -30,7 +30,7 @@ import { dataUriPart, isObject, str } from './content';
 import { jsonStreamElements } from './json-stream';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
-import { llmStartAttributes, num } from './request-attributes';
+import { llmStartAttributes, num, setNumber } from './request-attributes';
 import { BodyReader, eventJson } from './response-body';
 import type { SseEvent } from './sse';
 
@@ -333,16 +333,11 @@ export const geminiGenerateContent: ProtocolModule = {
     if (system !== undefined) llmRequest.systemInstructions = system;
 
     const attributes = llmStartAttributes(url, llmRequest, headers, captureContent);
-    const topP = num(config.topP);
-    if (topP !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_P] = topP;
-    const topK = num(config.topK);
-    if (topK !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_K] = topK;
-    const seed = num(config.seed);
-    if (seed !== undefined) attributes[ATTR_GEN_AI_REQUEST_SEED] = seed;
-    const fp = num(config.frequencyPenalty);
-    if (fp !== undefined) attributes[ATTR_GEN_AI_REQUEST_FREQUENCY_PENALTY] = fp;
-    const pp = num(config.presencePenalty);
-    if (pp !== undefined) attributes[ATTR_GEN_AI_REQUEST_PRESENCE_PENALTY] = pp;
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_P, config.topP);
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_K, config.topK);
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_SEED, config.seed);
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_FREQUENCY_PENALTY, config.frequencyPenalty);
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_PRESENCE_PENALTY, config.presencePenalty);
     const n = num(config.candidateCount);
     if (n !== undefined && n !== 1) attributes[ATTR_GEN_AI_REQUEST_CHOICE_COUNT] = n;
     if (Array.isArray(config.stopSequences)) attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = config.stopSequences.filter((s): s is string => typeof s === 'string');

@@ -8,7 +8,6 @@ import { SpanKind } from '@opentelemetry/api';
 import {
   ATTR_GEN_AI_OUTPUT_TYPE,
   ATTR_GEN_AI_REQUEST_SEED,
-  ATTR_GEN_AI_REQUEST_STOP_SEQUENCES,
   ATTR_GEN_AI_REQUEST_TOP_K,
   ATTR_GEN_AI_REQUEST_TOP_P,
   GEN_AI_OPERATION_CHAT,
@@ -20,7 +19,7 @@ import { isObject, openAiTools, parseArguments, str } from './content';
 import { jsonStreamElements } from './json-stream';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
-import { llmStartAttributes, num } from './request-attributes';
+import { llmStartAttributes, num, setNumber, setStopSequences } from './request-attributes';
 import { BodyReader } from './response-body';
 
 type Json = Record<string, unknown>;
@@ -195,14 +194,10 @@ function ollamaModule(protocol: Extract<Protocol, 'ollama.chat' | 'ollama.genera
       if (system !== undefined) llmRequest.systemInstructions = system;
 
       const attributes = llmStartAttributes(url, llmRequest, headers, captureContent);
-      const topP = num(options.top_p);
-      if (topP !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_P] = topP;
-      const topK = num(options.top_k);
-      if (topK !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_K] = topK;
-      const seed = num(options.seed);
-      if (seed !== undefined) attributes[ATTR_GEN_AI_REQUEST_SEED] = seed;
-      if (typeof options.stop === 'string') attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = [options.stop];
-      else if (Array.isArray(options.stop)) attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = options.stop.filter((s): s is string => typeof s === 'string');
+      setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_P, options.top_p);
+      setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_K, options.top_k);
+      setNumber(attributes, ATTR_GEN_AI_REQUEST_SEED, options.seed);
+      setStopSequences(attributes, options.stop);
       if (body.format === 'json' || isObject(body.format)) attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'json';
       return { name: `${operation} ${model}`, kind: SpanKind.CLIENT, attributes, stream, operation, provider, llmRequest };
     },

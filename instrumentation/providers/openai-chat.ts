@@ -3,14 +3,12 @@
  * …), JSON and SSE. Streams are read delta by delta, including parallel tool-call deltas (merged by `index`) and the
  * optional usage chunk of `stream_options.include_usage`.
  */
-import { SpanKind } from '@opentelemetry/api';
 import {
   ATTR_GEN_AI_OUTPUT_TYPE,
   ATTR_GEN_AI_REQUEST_CHOICE_COUNT,
   ATTR_GEN_AI_REQUEST_FREQUENCY_PENALTY,
   ATTR_GEN_AI_REQUEST_PRESENCE_PENALTY,
   ATTR_GEN_AI_REQUEST_SEED,
-  ATTR_GEN_AI_REQUEST_STOP_SEQUENCES,
   ATTR_GEN_AI_REQUEST_TOP_P,
   GEN_AI_OPERATION_CHAT,
 } from '../semconv';
@@ -19,7 +17,7 @@ import type { Exchange, GenAiMessage, GenAiPart, LlmRequestSummary, ToolCallSumm
 import { isObject, openAiInput, openAiMessageCount, openAiOutputMessage, openAiTools, parseArguments } from './content';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
-import { llmStartAttributes, num } from './request-attributes';
+import { lazyLlmStart, llmStartAttributes, num, setNumber, setStopSequences } from './request-attributes';
 import { BodyReader, eventJson } from './response-body';
 import type { SseEvent } from './sse';
 
@@ -244,34 +242,18 @@ export const openaiChat: ProtocolModule = {
       ? summarise()
       : { provider, operation: GEN_AI_OPERATION_CHAT, stream, model, maxTokens, temperature, tools, messageCount: openAiMessageCount(body.messages) };
     const attributes = llmStartAttributes(url, head, headers, captureContent);
-    const topP = num(body.top_p);
-    if (topP !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_P] = topP;
-    const fp = num(body.frequency_penalty);
-    if (fp !== undefined) attributes[ATTR_GEN_AI_REQUEST_FREQUENCY_PENALTY] = fp;
-    const pp = num(body.presence_penalty);
-    if (pp !== undefined) attributes[ATTR_GEN_AI_REQUEST_PRESENCE_PENALTY] = pp;
-    const seed = num(body.seed);
-    if (seed !== undefined) attributes[ATTR_GEN_AI_REQUEST_SEED] = seed;
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_P, body.top_p);
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_FREQUENCY_PENALTY, body.frequency_penalty);
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_PRESENCE_PENALTY, body.presence_penalty);
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_SEED, body.seed);
     const n = num(body.n);
     if (n !== undefined && n !== 1) attributes[ATTR_GEN_AI_REQUEST_CHOICE_COUNT] = n;
-    if (typeof body.stop === 'string') attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = [body.stop];
-    else if (Array.isArray(body.stop)) attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = body.stop.filter((s): s is string => typeof s === 'string');
+    setStopSequences(attributes, body.stop);
     const format = isObject(body.response_format) ? body.response_format.type : undefined;
     if (format === 'json_object' || format === 'json_schema') attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'json';
     else if (format === 'text') attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'text';
 
-    return {
-      name: model !== undefined ? `${GEN_AI_OPERATION_CHAT} ${model}` : GEN_AI_OPERATION_CHAT,
-      kind: SpanKind.CLIENT,
-      attributes,
-      stream,
-      operation: GEN_AI_OPERATION_CHAT,
-      provider,
-      llmHead: model !== undefined ? { operation: GEN_AI_OPERATION_CHAT, provider, model } : { operation: GEN_AI_OPERATION_CHAT, provider },
-      get llmRequest() {
-        return summarise();
-      },
-    };
+    return lazyLlmStart(GEN_AI_OPERATION_CHAT, provider, model, attributes, stream, summarise);
   },
 
   reader(_exchange: Exchange, captureContent: boolean): ResponseReader {

@@ -9,7 +9,6 @@
  * (`max_output_tokens` → `length`, `content_filter`), `error` for a failed one, `tool_call` for a completed answer
  * with function calls, else `stop`.
  */
-import { SpanKind } from '@opentelemetry/api';
 import {
   ATTR_FL_REQUEST_PREVIOUS_RESPONSE_ID,
   ATTR_GEN_AI_CONVERSATION_ID,
@@ -23,7 +22,7 @@ import type { Exchange, GenAiMessage, GenAiPart, LlmRequestSummary, ToolCallSumm
 import { dataUriPart, isObject, openAiTools, parseArguments, str } from './content';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
-import { llmStartAttributes, num } from './request-attributes';
+import { lazyLlmStart, llmStartAttributes, num, setNumber } from './request-attributes';
 import { BodyReader, eventJson } from './response-body';
 import type { SseEvent } from './sse';
 
@@ -464,8 +463,7 @@ export const openaiResponses: ProtocolModule = {
       : { provider, operation: GEN_AI_OPERATION_CHAT, stream, model, maxTokens, temperature, tools, messageCount: inputMessageCount(body) };
     const attributes = llmStartAttributes(url, head, headers, captureContent);
     attributes[ATTR_OPENAI_API_TYPE] = 'responses';
-    const topP = num(body.top_p);
-    if (topP !== undefined) attributes[ATTR_GEN_AI_REQUEST_TOP_P] = topP;
+    setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_P, body.top_p);
     const conversation = conversationId(body);
     if (conversation !== undefined) attributes[ATTR_GEN_AI_CONVERSATION_ID] = conversation;
     if (typeof body.previous_response_id === 'string') attributes[ATTR_FL_REQUEST_PREVIOUS_RESPONSE_ID] = body.previous_response_id;
@@ -473,18 +471,7 @@ export const openaiResponses: ProtocolModule = {
     if (format === 'json_object' || format === 'json_schema') attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'json';
     else if (format === 'text') attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'text';
 
-    return {
-      name: model !== undefined ? `${GEN_AI_OPERATION_CHAT} ${model}` : GEN_AI_OPERATION_CHAT,
-      kind: SpanKind.CLIENT,
-      attributes,
-      stream,
-      operation: GEN_AI_OPERATION_CHAT,
-      provider,
-      llmHead: model !== undefined ? { operation: GEN_AI_OPERATION_CHAT, provider, model } : { operation: GEN_AI_OPERATION_CHAT, provider },
-      get llmRequest() {
-        return summarise();
-      },
-    };
+    return lazyLlmStart(GEN_AI_OPERATION_CHAT, provider, model, attributes, stream, summarise);
   },
 
   reader(_exchange: Exchange, captureContent: boolean): ResponseReader {

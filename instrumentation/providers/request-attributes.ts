@@ -1,5 +1,5 @@
 /** Request-side attributes shared by the LLM protocol modules (sampling-relevant ones are set at span start). */
-import type { Attributes } from '@opentelemetry/api';
+import { SpanKind, type Attributes } from '@opentelemetry/api';
 import {
   ATTR_FL_REQUEST_MESSAGE_COUNT,
   ATTR_FL_REQUEST_RETRY_COUNT,
@@ -9,6 +9,7 @@ import {
   ATTR_GEN_AI_PROVIDER_NAME,
   ATTR_GEN_AI_REQUEST_MAX_TOKENS,
   ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_REQUEST_STOP_SEQUENCES,
   ATTR_GEN_AI_REQUEST_STREAM,
   ATTR_GEN_AI_REQUEST_TEMPERATURE,
   ATTR_GEN_AI_SYSTEM_INSTRUCTIONS,
@@ -16,6 +17,7 @@ import {
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
 } from '../semconv';
+import type { ProtocolStart } from '../internal-types';
 import type { LlmRequestSummary } from '../types';
 import { systemInstructionParts } from './content';
 
@@ -72,4 +74,34 @@ export function llmStartAttributes(
 
 export function num(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+/** Set `key` to `value` when it is a number (a request parameter the caller may leave out). */
+export function setNumber(attributes: Attributes, key: string, value: unknown): void {
+  const n = num(value);
+  if (n !== undefined) attributes[key] = n;
+}
+
+/** `gen_ai.request.stop_sequences` from a `stop` parameter that is one string or a list of them. */
+export function setStopSequences(attributes: Attributes, stop: unknown): void {
+  if (typeof stop === 'string') attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = [stop];
+  else if (Array.isArray(stop)) attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = stop.filter((s): s is string => typeof s === 'string');
+}
+
+/**
+ * The span start of an LLM call whose full request summary is built only when something asks for it (it costs more
+ * than the metrics' head): named `{operation} {model}`, with the head, and `llmRequest` a getter when there is one.
+ */
+export function lazyLlmStart(operation: string, provider: string, model: string | undefined, attributes: Attributes, stream: boolean, summarise?: () => LlmRequestSummary): ProtocolStart {
+  const start: ProtocolStart = {
+    name: model !== undefined ? `${operation} ${model}` : operation,
+    kind: SpanKind.CLIENT,
+    attributes,
+    stream,
+    operation,
+    provider,
+    llmHead: model !== undefined ? { operation, provider, model } : { operation, provider },
+  };
+  if (summarise) Object.defineProperty(start, 'llmRequest', { get: summarise, enumerable: true, configurable: true });
+  return start;
 }
