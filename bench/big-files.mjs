@@ -93,3 +93,26 @@ export function pairedInterval(diffs) {
   const h = (t * sd) / Math.sqrt(n);
   return { mean, lo: mean - h, hi: mean + h };
 }
+
+/**
+ * The throughput table of one file: a row per configuration (wall time median and range, spans/s, MiB/s, CPU, peak RSS)
+ * from `runs` (configuration key → its measurements, one per round), then the paired wall-time difference of
+ * `workers` minus `one` when there were several rounds.
+ */
+export function throughputTable(f, configs, runs, n, { workers, one }) {
+  const lines = [`| configuration | wall s (median${n > 1 ? ', range' : ''}) | spans/s | MiB/s | CPU s | peak RSS MiB |`, '|---|--:|--:|--:|--:|--:|'];
+  for (const c of configs) {
+    const ms = runs.get(c.key);
+    const w = summary(ms.map((m) => m.seconds));
+    const cpu = summary(ms.map((m) => m.cpuSeconds));
+    const rss = summary(ms.map((m) => m.peakRssMb));
+    lines.push(
+      `| ${c.name} | ${fmt(w.median, 1)}${n > 1 ? ` (${fmt(w.min, 1)}–${fmt(w.max, 1)})` : ''} | ${fmt(f.spans / w.median)} | ${fmt(mib(f.bytes) / w.median, 1)} | ${fmt(cpu.median, 1)} | ${fmt(rss.max)} |`,
+    );
+  }
+  if (n > 1) {
+    const diff = pairedInterval(runs.get(workers).map((m, i) => m.seconds - runs.get(one)[i].seconds));
+    lines.push('', `Workers minus one thread, wall time: ${fmt(diff.mean, 1)} s (95 % interval ${fmt(diff.lo, 1)} to ${fmt(diff.hi, 1)} s, ${n} paired rounds).`);
+  }
+  return lines;
+}

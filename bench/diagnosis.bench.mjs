@@ -7,7 +7,7 @@
 // thread over the first 64 MiB (bench/diagnosis-phases.cjs). Prints a Markdown section. Needs `npm run build`.
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { OUT, fmt, load, machine, measureChild, mib, pairedInterval, sizes, summary, traceFile } from './big-files.mjs';
+import { OUT, fmt, load, machine, measureChild, mib, sizes, throughputTable, traceFile } from './big-files.mjs';
 
 const CONFIGS = [
   { name: '`faultline diagnose --format jsonl` (default: worker threads)', key: 'default', extra: [] },
@@ -52,22 +52,8 @@ async function main() {
     lines.push(
       `### ${fmt(mib(f.bytes))} MiB: ${fmt(f.spans)} spans in ${fmt(f.traces)} traces (one diagnosis per trace)`,
       '',
-      `| configuration | wall s (median${n > 1 ? ', range' : ''}) | spans/s | MiB/s | CPU s | peak RSS MiB |`,
-      '|---|--:|--:|--:|--:|--:|',
     );
-    for (const c of CONFIGS) {
-      const ms = runs.get(c.key);
-      const w = summary(ms.map((m) => m.seconds));
-      const cpu = summary(ms.map((m) => m.cpuSeconds));
-      const rss = summary(ms.map((m) => m.peakRssMb));
-      lines.push(
-        `| ${c.name} | ${fmt(w.median, 1)}${n > 1 ? ` (${fmt(w.min, 1)}–${fmt(w.max, 1)})` : ''} | ${fmt(f.spans / w.median)} | ${fmt(mib(f.bytes) / w.median, 1)} | ${fmt(cpu.median, 1)} | ${fmt(rss.max)} |`,
-      );
-    }
-    if (n > 1) {
-      const diff = pairedInterval(runs.get('default').map((m, i) => m.seconds - runs.get('one')[i].seconds));
-      lines.push('', `Workers minus one thread, wall time: ${fmt(diff.mean, 1)} s (95 % interval ${fmt(diff.lo, 1)} to ${fmt(diff.hi, 1)} s, ${n} paired rounds).`);
-    }
+    lines.push(...throughputTable(f, CONFIGS, runs, n, { workers: 'default', one: 'one' }));
     lines.push('');
     first = false;
   }

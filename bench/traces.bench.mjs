@@ -5,7 +5,7 @@
 // FAULTLINE_BENCH_ROUNDS rounds (default 3) and the worker/one-thread difference is given with a 95 % interval.
 // Prints a Markdown section. Needs `npm run build` (dist/).
 import { join } from 'node:path';
-import { OUT, fmt, load, machine, measureChild, mib, pairedInterval, sizes, summary, traceFile } from './big-files.mjs';
+import { OUT, fmt, load, machine, measureChild, mib, sizes, throughputTable, traceFile } from './big-files.mjs';
 
 const CONFIGS = [
   { name: 'floor: cut lines + JSON.parse', mode: 'floor' },
@@ -40,22 +40,8 @@ async function main() {
       '',
       'Each trace: an agent root, three chat calls with recorded outputs, a tool call and an A2A message; one in eight with a planted fault; each trace split over two lines shared with its neighbours.',
       '',
-      `| configuration | wall s (median${n > 1 ? ', range' : ''}) | spans/s | MiB/s | CPU s | peak RSS MiB |`,
-      '|---|--:|--:|--:|--:|--:|',
     );
-    for (const c of CONFIGS) {
-      const ms = runs.get(c.mode);
-      const w = summary(ms.map((m) => m.seconds));
-      const cpu = summary(ms.map((m) => m.cpuSeconds));
-      const rss = summary(ms.map((m) => m.peakRssMb));
-      lines.push(
-        `| ${c.name} | ${fmt(w.median, 1)}${n > 1 ? ` (${fmt(w.min, 1)}–${fmt(w.max, 1)})` : ''} | ${fmt(f.spans / w.median)} | ${fmt(mib(f.bytes) / w.median, 1)} | ${fmt(cpu.median, 1)} | ${fmt(rss.max)} |`,
-      );
-    }
-    if (n > 1) {
-      const diff = pairedInterval(runs.get('workers').map((m, i) => m.seconds - runs.get('read')[i].seconds));
-      lines.push('', `Workers minus one thread, wall time: ${fmt(diff.mean, 1)} s (95 % interval ${fmt(diff.lo, 1)} to ${fmt(diff.hi, 1)} s, ${n} paired rounds).`);
-    }
+    lines.push(...throughputTable(f, CONFIGS.map((c) => ({ ...c, key: c.mode })), runs, n, { workers: 'workers', one: 'read' }));
     lines.push('');
     first = false;
   }
