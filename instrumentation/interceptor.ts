@@ -362,7 +362,8 @@ function openExchange(match: Match, parent: Context, t0: number, whole: Buffer |
     let start: ProtocolStart | undefined;
     if (whole === undefined) {
       start = module.start(match.url, UNREAD, match.headers, capture);
-      if (start !== undefined) start = { ...start, attributes: pick(start.attributes, URL_ATTRIBUTES) };
+      // In place (each start is a fresh object): a copy would also run a lazy `llmRequest` getter.
+      if (start !== undefined) start.attributes = pick(start.attributes, URL_ATTRIBUTES);
     } else {
       if (module.sniff !== undefined && !module.sniff(whole, match.url)) continue;
       if (!read) {
