@@ -182,9 +182,9 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
 
     /**
      * Send a call whose span has started from its URL, then read its body: one at hand right after it was handed to
-     * the dispatcher; a streamed one of known length from its first pull, taken alongside the dispatcher's and read
-     * once the request is written (a call that fails before its body is sent still gets its model); any other as it
-     * flows past.
+     * the dispatcher; a streamed one of known length from its first pull (sent as those bytes when they are all of
+     * it), read once the request is written (a call that fails before its body is sent still gets its model); any
+     * other as it flows past.
      */
     function sendFirst(opts: Dispatcher.DispatchOptions, handler: Handler, exchange: LiveExchange, body: RequestBody): boolean {
       const tap = new ExchangeTap(exchange, options, followUps);
@@ -199,13 +199,22 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
         const sendOpts = { ...opts, body: resumeStream(undefined, body.iterator, new BodyCopy(read)) };
         return send(sendOpts, handler, tap, () => sendOpts);
       }
-      const first = pullFirst(body.iterator);
-      void first.then((f) => {
+      // Its first chunk is at hand a microtask later: when that is all of it (fetch's string and buffer bodies), the
+      // dispatcher gets those bytes, as it would a body at hand, instead of a stream it would pull through one more
+      // async generator; the stream is run to its end alongside. Otherwise the stream resumes where the pull left it.
+      void pullFirst(body.iterator).then((f) => {
         const whole = safely(log, 'request body', () => completeAfterFirst(f, length), undefined);
-        if (whole !== undefined) exchange.readLater(() => read(whole));
+        if (whole === undefined) {
+          const resumed = { ...opts, body: resumeStream(f, body.iterator) };
+          send(resumed, handler, tap, () => resumed);
+          return;
+        }
+        if (!('error' in f) && !f.done) drain(body.iterator);
+        const sendOpts = { ...opts, body: whole };
+        send(sendOpts, handler, tap, () => sendOpts);
+        exchange.readLater(() => read(whole));
       });
-      const sendOpts = { ...opts, body: resumeStream(first, body.iterator) };
-      return send(sendOpts, handler, tap, () => sendOpts);
+      return true;
     }
 
     /** The request that follows a redirect hop of `tap`'s call: same span, the next hop's answer is read. */
