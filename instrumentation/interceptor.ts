@@ -536,6 +536,8 @@ function rewrite(exchange: LiveExchange): Buffer | undefined {
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 /** How long a redirect hop waits for its follow-up request (fetch sends it within milliseconds). */
 const FOLLOW_UP_MS = 200;
+/** The most of a response's chunks held unread before they are read (the rest of the time they wait for its end). */
+const READ_BATCH_BYTES = 64 * 1024;
 
 /** The method and URL a client following a redirect sends next (fetch's rules), as a lookup key. */
 function followUpKey(method: string, url: URL, status: number, location: string | undefined): string | undefined {
@@ -681,6 +683,8 @@ class ExchangeTap {
   // What arrived and is not read yet.
   #start: [number, IncomingHttpHeaders] | undefined;
   #chunks: Buffer[] = [];
+  /** Bytes in `#chunks`. */
+  #heldBytes = 0;
   #end: { failure: Failure; err: unknown; endTime: number } | undefined;
   #scheduled = false;
   readonly #drain = (): void => this.drain();
@@ -713,12 +717,18 @@ class ExchangeTap {
     this.#schedule();
   }
 
-  /** The hot path: note the chunk, read it later. */
+  /**
+   * The hot path: note the chunk, read it later. A stream's chunks are read in batches (at its end, or once
+   * READ_BATCH_BYTES are held): one turn of the event loop per chunk cost more than the reading it deferred, and
+   * nothing before the span's end needs them read. They stay pending, so `flushExchanges` reads them at once.
+   */
   data(chunk: Buffer): void {
     if (this.#closed) return;
     this.#firstChunkAt ??= performance.now();
     this.#chunks.push(chunk);
-    this.#schedule();
+    this.#heldBytes += chunk.length;
+    if (this.#heldBytes >= READ_BATCH_BYTES) this.#schedule();
+    else pendingTaps.add(this);
   }
 
   complete(): void {
@@ -794,6 +804,7 @@ class ExchangeTap {
     if (this.#chunks.length > 0) {
       const chunks = this.#chunks;
       this.#chunks = [];
+      this.#heldBytes = 0;
       for (const chunk of chunks) this.#readChunk(chunk);
     }
     const end = this.#end;
