@@ -28,7 +28,7 @@ import { logger, safely } from '../src/diag';
 import { BodyDecoder, isIdentity } from './decompress';
 import { EXCHANGE } from './exchange';
 import { callContext } from './frameworks/scope';
-import { isLegacyHandler, toUndici7Handler, type LegacyHandler } from './handler-api';
+import { isLegacyHandler, SPEAKS_LEGACY, toUndici7Handler, type LegacyHandler } from './handler-api';
 import { parseJsonBody } from './json-body';
 import { UNREAD, type LlmRequestHead, type ProtocolModule, type ProtocolStart, type ResponseReader } from './internal-types';
 import type { GenAiMetrics } from './metrics';
@@ -225,12 +225,14 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
     }
 
     function send(sendOpts: Dispatcher.DispatchOptions, handler: Handler, tap: ExchangeTap, untouched: () => Dispatcher.DispatchOptions): boolean {
-      // Steps speak undici 7's handler API, so a legacy handler is adapted for them; with no step it is wrapped as is.
+      // Steps speak undici 7's handler API, so a legacy handler gets it too, adapted only if a step uses it (one that
+      // leaves the call alone hands ours on to a legacy dispatcher as it is); with no step it is wrapped as is.
       const legacy = isLegacyHandler(handler);
-      const wrapped: TappingHandler =
-        legacy && steps.length === 0
+      const wrapped: TappingHandler = legacy
+        ? steps.length === 0
           ? new LegacyExchangeHandler(handler as unknown as LegacyHandler, tap)
-          : new ExchangeHandler(legacy ? toUndici7Handler(handler) : handler, tap);
+          : new BothApisExchangeHandler(handler as unknown as LegacyHandler, tap)
+        : new ExchangeHandler(handler, tap);
       if (options.propagate?.()) sendOpts = safely(log, 'trace context', () => withTraceContext(sendOpts, tap.exchange.context), sendOpts);
       try {
         // Every undici dispatcher takes both handler APIs.
@@ -1017,8 +1019,8 @@ class LegacyExchangeHandler implements LegacyHandler, TappingHandler {
   touched = false;
 
   constructor(
-    private readonly handler: LegacyHandler,
-    private readonly tap: ExchangeTap,
+    protected readonly handler: LegacyHandler,
+    protected readonly tap: ExchangeTap,
   ) {}
 
   onConnect(abort: (err?: Error) => void, context?: unknown): void {
@@ -1076,6 +1078,54 @@ class LegacyExchangeHandler implements LegacyHandler, TappingHandler {
 
   fail(err: Error): void {
     this.onError(err);
+  }
+}
+
+/**
+ * A legacy application handler behind steps: it speaks both handler APIs. The steps see undici 7's (adapted on first
+ * use, as ExchangeHandler over `toUndici7Handler`); a step that does not act on the call hands it on, and a legacy
+ * dispatcher below (Node 20/22's) then calls its legacy methods directly, so the call crosses no adapter in either
+ * direction (`toLegacyHandler` passes it as it is). The tap hears whichever API delivers the response.
+ */
+class BothApisExchangeHandler extends LegacyExchangeHandler implements Handler {
+  // On the prototype, not the instance: a step's copy of the handler (`{ ...handler, onResponseData }`) has only the
+  // undici 7 callbacks, and must be adapted.
+  get [SPEAKS_LEGACY](): boolean {
+    return true;
+  }
+
+  #adapted: ExchangeHandler | undefined;
+
+  #modern(): ExchangeHandler {
+    return (this.#adapted ??= new ExchangeHandler(toUndici7Handler(this.handler as unknown as Handler), this.tap));
+  }
+
+  // As ExchangeHandler's: every callback but the data one marks the call touched.
+  readonly onRequestStart: NonNullable<Handler['onRequestStart']> = (controller, ctx) => {
+    this.touched = true;
+    return this.#modern().onRequestStart(controller, ctx);
+  };
+  readonly onRequestUpgrade: NonNullable<Handler['onRequestUpgrade']> = (controller, statusCode, headers, socket) => {
+    this.touched = true;
+    return this.#modern().onRequestUpgrade(controller, statusCode, headers, socket);
+  };
+  readonly onResponseStart: NonNullable<Handler['onResponseStart']> = (controller, statusCode, headers, statusMessage) => {
+    this.touched = true;
+    return this.#modern().onResponseStart(controller, statusCode, headers, statusMessage);
+  };
+  readonly onResponseData: NonNullable<Handler['onResponseData']> = (controller, chunk) => this.#modern().onResponseData(controller, chunk);
+  readonly onResponseEnd: NonNullable<Handler['onResponseEnd']> = (controller, trailers) => {
+    this.touched = true;
+    return this.#modern().onResponseEnd(controller, trailers);
+  };
+  readonly onResponseError: NonNullable<Handler['onResponseError']> = (controller, err) => {
+    this.touched = true;
+    return this.#modern().onResponseError(controller, err);
+  };
+
+  override fail(err: Error): void {
+    if (this.#adapted !== undefined) this.#adapted.fail(err);
+    else super.fail(err);
   }
 }
 
