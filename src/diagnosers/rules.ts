@@ -479,7 +479,11 @@ export function diagnoseByRules(trace: TraceRecord, options: RuleDiagnoserOption
     const leaf = unrecovered.find((v) => !unrecovered.some((o) => o !== v && isAncestor(view, v.span, o.span))) ?? unrecovered[0]!;
     return toDiagnosis(view, leaf, strongest(leaf.signals)!, name, recovered);
   }
-  const weak = verdicts.flatMap((v) => v.signals.filter((s) => s.confidence < min).map((s) => `weak ${s.faultType} (${s.confidence}) at ${v.span.name}: ${s.evidence}`)).slice(0, 3);
+  const weak: string[] = [];
+  for (const v of verdicts) {
+    for (const s of v.signals) if (s.confidence < min && weak.length < 3) weak.push(`weak ${s.faultType} (${s.confidence}) at ${v.span.name}: ${s.evidence}`);
+    if (weak.length >= 3) break;
+  }
   const d = noFault(trace, name, weak.length > 0 ? weak : ['no span shows a fault signal'], weak.length > 0 ? 0.7 : 0.9);
   d.recovered = recovered;
   d.summary = describeFault(d, '');
