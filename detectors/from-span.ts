@@ -163,10 +163,11 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
   for (const step of view.steps) {
     const span = step.span;
     const obs = observe(step);
-    const online =
-      options.includeOnline === false
-        ? []
-        : [...detectionsFromSpan(span), ...(view.detectionChildren.get(span.spanId) ?? []).flatMap((c) => detectionsFromSpan(c).map((f) => ({ ...f, location: { ...f.location, spanId: span.spanId } })))];
+    const online: Finding[] = [];
+    if (options.includeOnline !== false) {
+      online.push(...detectionsFromSpan(span));
+      for (const c of view.detectionChildren.get(span.spanId) ?? []) for (const f of detectionsFromSpan(c)) online.push({ ...f, location: { ...f.location, spanId: span.spanId } });
+    }
     let findings: Finding[] = [];
     if (obs) {
       const task = taskOf(span, byId);
@@ -179,8 +180,10 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
       if (prior.length > HISTORY_WINDOW) prior.shift();
       earlier.set(task, prior);
     }
-    const seen = new Set(findings.map((f) => `${f.detector}|${f.faultType}|${f.location?.field ?? ''}`));
-    for (const f of online) if (!seen.has(`${f.detector}|${f.faultType}|${f.location?.field ?? ''}`)) findings.push(f);
+    if (online.length > 0) {
+      const seen = new Set(findings.map((f) => `${f.detector}|${f.faultType}|${f.location?.field ?? ''}`));
+      for (const f of online) if (!seen.has(`${f.detector}|${f.faultType}|${f.location?.field ?? ''}`)) findings.push(f);
+    }
     if (findings.length > 0) out.set(span.spanId, findings);
   }
   // Online findings on spans that are neither calls nor messages (a guard on another span) are kept too.

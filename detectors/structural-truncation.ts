@@ -66,8 +66,11 @@ export const structuralTruncationDetector: Detector = {
       const text = o.response.text;
       if (looksLikeJson(text) && scanJson(text) === 'incomplete') add(0.9, 'JSON content ends inside a string or with unclosed brackets', 'content');
       else if (unclosedFence(text)) add(0.8, 'unclosed code fence', 'content');
-      const convo = o.request ? conversationText(o.request) : undefined;
-      const rawConvo = o.request ? conversationRaw(o.request) : undefined;
+      // The conversation (all of the request's text, lower-cased too) is read only for tool arguments: built when
+      // the response has tool calls, not for every answer (it cannot throw, so nothing else depends on when).
+      const hasCalls = o.response.toolCalls.length > 0;
+      const convo = hasCalls && o.request ? conversationText(o.request) : undefined;
+      const rawConvo = hasCalls && o.request ? conversationRaw(o.request) : undefined;
       o.response.toolCalls.forEach((tc, index) => {
         const raw = tc.arguments;
         if (raw.trim() === '') return;

@@ -283,8 +283,34 @@ function mirrorConflict(v: unknown, depth = 0): string | undefined {
   return undefined;
 }
 
+/**
+ * A message's working record, every field present from the start (undefined until known): one object shape for every
+ * message, where spreading the exchange and adding fields later gave each its own (measured: a tenth of the rules'
+ * time). Nothing enumerates these records' keys.
+ */
+function logical(x: MessageExchange): Logical {
+  return {
+    send: x.send,
+    receives: x.receives,
+    step: x.step,
+    start: x.start,
+    system: x.system,
+    source: x.source,
+    target: x.target,
+    depth: x.depth,
+    replayOf: x.replayOf,
+    signals: [],
+    intact: false,
+    changeType: undefined,
+    renamed: false,
+    sameIdCopies: undefined,
+    delivered: undefined,
+    recovered: undefined,
+  };
+}
+
 export function analyseMessages(view: TraceView): MessageAnalysis {
-  const messages: Logical[] = view.exchanges.map((x) => ({ ...x, signals: [], intact: false, renamed: false }));
+  const messages: Logical[] = view.exchanges.map(logical);
   const byStep = new Map<string, Logical>();
   const ofSpan = new Map<string, Logical>();
   for (const l of messages) {
@@ -304,7 +330,8 @@ export function analyseMessages(view: TraceView): MessageAnalysis {
 }
 
 function diagnose(trace: TraceRecord, messages: Logical[]): void {
-  const traceStart = Math.min(...trace.spans.map((s) => s.start));
+  let traceStart = Infinity; // Math.min without spreading every span start (NaN wins, as there)
+  for (const s of trace.spans) if (s.start < traceStart || Number.isNaN(s.start)) traceStart = s.start;
   const scopeTasks = trace.spans.map((s) => str(s.attributes, ATTR_FL_TASK_ID)).filter((t): t is string => t !== undefined);
   const sentTasks = messages.map((l) => l.send?.taskId);
   const taskConsensus = consensus([...sentTasks, ...(sentTasks.some((t) => t !== undefined) ? [] : messages.map((l) => l.receives[0]?.taskId))]) ?? (new Set(scopeTasks).size === 1 ? scopeTasks[0] : undefined);

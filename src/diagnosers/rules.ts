@@ -322,7 +322,8 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
   const delays = delaySignals(view, opts);
   const stepBySpan = new Map<string, Step>(view.steps.map((s) => [s.span.spanId, s]));
   const carried = view.detectionChildren;
-  const childIds = new Set([...carried.values()].flat().map((s) => s.spanId));
+  const childIds = new Set<string>();
+  for (const list of carried.values()) for (const c of list) childIds.add(c.spanId);
   const out: SpanVerdict[] = [];
   for (const span of trace.spans) {
     if (childIds.has(span.spanId)) continue;
@@ -337,9 +338,10 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
       const failure = failureSignal(view.failureOf(span), span);
       if (failure) signals.push(failure);
     }
-    for (const d of [span, ...(carried.get(span.spanId) ?? [])].flatMap(detectionEvents)) {
-      signals.push({ faultType: d.faultType as Exclude<FaultType, 'none'>, confidence: d.confidence, evidence: `${d.detector}: ${d.evidence}`.slice(0, 200), source: 'detection' });
-    }
+    // The span's own detection events, then its detection children's (most spans have no events at all).
+    const children = carried.get(span.spanId);
+    if (span.events.length > 0) detectionSignals(span, signals);
+    if (children !== undefined) for (const c of children) detectionSignals(c, signals);
     let findings = findingSignals(offline?.get(span.spanId));
     if (step?.kind === 'llm') {
       if ((step.toolCallCount ?? step.toolCalls.length) > 0) {
@@ -362,6 +364,12 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
   }
   reviewMessages(trace, out);
   return out;
+}
+
+function detectionSignals(span: SpanRecord, signals: Signal[]): void {
+  for (const d of detectionEvents(span)) {
+    signals.push({ faultType: d.faultType as Exclude<FaultType, 'none'>, confidence: d.confidence, evidence: `${d.detector}: ${d.evidence}`.slice(0, 200), source: 'detection' });
+  }
 }
 
 /**
@@ -471,7 +479,11 @@ export function diagnoseByRules(trace: TraceRecord, options: RuleDiagnoserOption
     const leaf = unrecovered.find((v) => !unrecovered.some((o) => o !== v && isAncestor(view, v.span, o.span))) ?? unrecovered[0]!;
     return toDiagnosis(view, leaf, strongest(leaf.signals)!, name, recovered);
   }
-  const weak = verdicts.flatMap((v) => v.signals.filter((s) => s.confidence < min).map((s) => `weak ${s.faultType} (${s.confidence}) at ${v.span.name}: ${s.evidence}`)).slice(0, 3);
+  const weak: string[] = [];
+  for (const v of verdicts) {
+    for (const s of v.signals) if (s.confidence < min && weak.length < 3) weak.push(`weak ${s.faultType} (${s.confidence}) at ${v.span.name}: ${s.evidence}`);
+    if (weak.length >= 3) break;
+  }
   const d = noFault(trace, name, weak.length > 0 ? weak : ['no span shows a fault signal'], weak.length > 0 ? 0.7 : 0.9);
   d.recovered = recovered;
   d.summary = describeFault(d, '');

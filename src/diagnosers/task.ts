@@ -1,11 +1,12 @@
 /**
  * The diagnose path over trace files on worker threads (src/traces/parallel.ts): each worker loads `diagnosisTask`
- * by name, builds its own diagnoser once and diagnoses the traces it holds, ground truth stripped first, exactly as
- * `diagnoseTrace` does here; a diagnoser that fails on a trace gives a failure for that trace, not an error of the run.
+ * by name, builds its own diagnoser once and diagnoses the traces it holds, ground truth stripped first as
+ * `diagnoseTrace` does (in place: the reader made each trace for this task alone); a diagnoser that fails on a trace gives a failure for that trace, not an error of the run.
  */
 import type { FaultlineInputError } from '../errors';
 import type { TraceRecord } from '../traces/model';
-import { createDiagnoser, diagnoseTrace } from './index';
+import { createDiagnoser } from './index';
+import { stripOwnGroundTruth } from './strip-ground-truth';
 import type { Diagnosis } from './types';
 
 export interface TaskOptions {
@@ -30,7 +31,7 @@ export function diagnosisTask(options: TaskOptions = {}): (trace: TraceRecord) =
     const t = drop.size === 0 || !trace.spans.some((s) => drop.has(s.scope.name)) ? trace : { traceId: trace.traceId, spans: trace.spans.filter((s) => !drop.has(s.scope.name)) };
     if (t.spans.length === 0) return null;
     try {
-      return await diagnoseTrace(diagnoser, t);
+      return await diagnoser.diagnose(stripOwnGroundTruth(t));
     } catch (err) {
       return { traceId: t.traceId, diagnoser: name, error: err instanceof Error ? err.message : String(err) };
     }

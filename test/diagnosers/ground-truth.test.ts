@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { groundTruth } from '../../src/diagnosers/ground-truth';
 import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers/index';
-import { hasGroundTruth, stripGroundTruth } from '../../src/diagnosers/strip-ground-truth';
+import { hasGroundTruth, stripGroundTruth, stripOwnGroundTruth } from '../../src/diagnosers/strip-ground-truth';
 import { diagnoseByRules } from '../../src/diagnosers/rules';
 import { createHybridDiagnoser } from '../../src/diagnosers/hybrid';
 import type { Diagnoser } from '../../src/diagnosers/types';
@@ -50,6 +50,18 @@ describe('ground truth stays out of diagnosis', () => {
     // Everything else survives.
     expect(s.spans.map((x) => x.spanId)).toEqual(t.spans.map((x) => x.spanId));
     expect(s.spans.find((x) => x.name.startsWith('chat'))!.attributes['gen_ai.response.finish_reasons']).toEqual(['length']);
+  });
+
+  it('stripping a trace in place (the diagnose path over files) leaves exactly what the copy holds', () => {
+    const set: TraceRecord[] = labelledSet(b, { seed: 11, perFault: 1 });
+    expect(set.filter(hasGroundTruth).length).toBeGreaterThan(10);
+    for (const t of set) {
+      const copy = JSON.stringify(stripGroundTruth(t));
+      const own = stripOwnGroundTruth(t);
+      expect(hasGroundTruth(own)).toBe(false);
+      // Same keys in the same order, same values: what a diagnoser reads cannot differ.
+      expect(JSON.stringify(own)).toBe(copy);
+    }
   });
 
   it('every diagnosis is identical with and without the ground truth, over a realistic labelled set', async () => {

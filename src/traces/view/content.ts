@@ -103,12 +103,24 @@ function normalisePart(p: GenAiPart): GenAiPart {
   return { type: 'tool_call', id: typeof t.id === 'string' ? t.id : null, name: typeof t.name === 'string' ? t.name : '', arguments: argumentsText(t.arguments) };
 }
 
+/** `list.flat()` (one level, holes skipped), without the generic builtin's cost on every call's messages. */
+function flatOnce(list: unknown[]): unknown[] {
+  const out: unknown[] = [];
+  for (let i = 0; i < list.length; i++) {
+    if (!(i in list)) continue;
+    const x = list[i];
+    if (!Array.isArray(x)) out.push(x);
+    else for (let j = 0; j < x.length; j++) if (j in x) out.push(x[j]);
+  }
+  return out;
+}
+
 /** A messages attribute: a JSON array (or object) string, an array of JSON strings, or already-parsed data. */
 export function messagesValue(v: unknown, defaultRole = 'user'): GenAiMessage[] | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   const parsed = Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? (parseJson(x) ?? x) : x)) : parseJson(v);
   if (parsed === undefined) return typeof v === 'string' ? [{ role: defaultRole, parts: [{ type: 'text', content: v }] }] : undefined;
-  const list = Array.isArray(parsed) ? parsed.flat() : [parsed];
+  const list = Array.isArray(parsed) ? flatOnce(parsed) : [parsed];
   return list.map((m) => toMessage(m, defaultRole)).filter((m): m is GenAiMessage => m !== undefined);
 }
 

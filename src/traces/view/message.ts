@@ -336,18 +336,19 @@ export function edgeKey(x: Pick<MessageExchange, 'source' | 'target' | 'system'>
 export function joinMessages(facts: readonly MessageFacts[], depthOf: (span: SpanRecord) => number): MessageExchange[] {
   const sends = new Map<string, MessageExchange>();
   const out: MessageExchange[] = [];
+  // Keys set one by one, in this order (spreading conditional literals cost several times the object's building).
   const make = (v: MessageFacts): MessageExchange => {
     const target = v.target ?? v.agent ?? v.tool;
-    return {
-      ...(v.side !== 'receive' ? { send: v } : {}),
-      receives: v.side === 'receive' ? [v] : [],
-      step: v.span,
-      start: v.start,
-      system: v.system,
-      ...(v.source !== undefined ? { source: v.source } : {}),
-      ...(target !== undefined ? { target } : {}),
-      depth: 0,
-    };
+    const x = {} as MessageExchange;
+    if (v.side !== 'receive') x.send = v;
+    x.receives = v.side === 'receive' ? [v] : [];
+    x.step = v.span;
+    x.start = v.start;
+    x.system = v.system;
+    if (v.source !== undefined) x.source = v.source;
+    if (target !== undefined) x.target = target;
+    x.depth = 0;
+    return x;
   };
   for (const v of facts) {
     if (v.side === 'receive') continue;
@@ -356,7 +357,12 @@ export function joinMessages(facts: readonly MessageFacts[], depthOf: (span: Spa
     out.push(x);
   }
   const sendsById = new Map<string, MessageExchange[]>();
-  for (const x of out) if (x.send?.id !== undefined) sendsById.set(x.send.id, [...(sendsById.get(x.send.id) ?? []), x]);
+  for (const x of out) {
+    if (x.send?.id === undefined) continue;
+    const list = sendsById.get(x.send.id);
+    if (list === undefined) sendsById.set(x.send.id, [x]);
+    else list.push(x);
+  }
   /** The send of message `id` that was in flight when `r` arrived, else the latest one before it (a resend of one
    * message id is another send). */
   const sendOf = (id: string, r: MessageFacts): MessageExchange | undefined => {
@@ -399,7 +405,9 @@ export function joinMessages(facts: readonly MessageFacts[], depthOf: (span: Spa
   for (const x of out) {
     x.receives.sort((a, b) => a.start - b.start);
     if (!x.send && x.receives[0]) x.step = x.receives[0].span;
-    x.start = Math.min(x.step.start, ...x.receives.map((r) => r.start));
+    let start = x.step.start;
+    for (const r of x.receives) if (r.start < start || Number.isNaN(r.start)) start = r.start; // as Math.min: NaN wins
+    x.start = start;
     x.depth = depthOf((x.send ?? x.receives[0])!.span);
     if (x.source === undefined) {
       const s = x.receives.find((r) => r.source !== undefined)?.source;
