@@ -35,8 +35,12 @@ export function toUndici7Handler(handler: Handler): Handler {
   return WrapHandler.wrap(handler);
 }
 
+/** Marks a handler that speaks both APIs in full: a legacy dispatcher may call its legacy methods directly. */
+export const SPEAKS_LEGACY = Symbol('faultline.speaksLegacy');
+
 /** An undici 7 handler seen through the legacy API (for undici 6's dispatchers); legacy ones as they are. */
 export function toLegacyHandler(handler: Handler): Handler {
+  if ((handler as { [SPEAKS_LEGACY]?: boolean })[SPEAKS_LEGACY] === true) return handler;
   UnwrapHandler ??= require('undici/lib/handler/unwrap-handler') as { unwrap(h: unknown): Handler };
   return UnwrapHandler.unwrap(handler);
 }

@@ -28,7 +28,7 @@ import { logger, safely } from '../src/diag';
 import { BodyDecoder, isIdentity } from './decompress';
 import { EXCHANGE } from './exchange';
 import { callContext } from './frameworks/scope';
-import { isLegacyHandler, toUndici7Handler, type LegacyHandler } from './handler-api';
+import { isLegacyHandler, SPEAKS_LEGACY, toUndici7Handler, type LegacyHandler } from './handler-api';
 import { parseJsonBody } from './json-body';
 import { UNREAD, type LlmRequestHead, type ProtocolModule, type ProtocolStart, type ResponseReader } from './internal-types';
 import type { GenAiMetrics } from './metrics';
@@ -182,9 +182,9 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
 
     /**
      * Send a call whose span has started from its URL, then read its body: one at hand right after it was handed to
-     * the dispatcher; a streamed one of known length from its first pull, taken alongside the dispatcher's and read
-     * once the request is written (a call that fails before its body is sent still gets its model); any other as it
-     * flows past.
+     * the dispatcher; a streamed one of known length from its first pull (sent as those bytes when they are all of
+     * it), read once the request is written (a call that fails before its body is sent still gets its model); any
+     * other as it flows past.
      */
     function sendFirst(opts: Dispatcher.DispatchOptions, handler: Handler, exchange: LiveExchange, body: RequestBody): boolean {
       const tap = new ExchangeTap(exchange, options, followUps);
@@ -199,13 +199,22 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
         const sendOpts = { ...opts, body: resumeStream(undefined, body.iterator, new BodyCopy(read)) };
         return send(sendOpts, handler, tap, () => sendOpts);
       }
-      const first = pullFirst(body.iterator);
-      void first.then((f) => {
+      // Its first chunk is at hand a microtask later: when that is all of it (fetch's string and buffer bodies), the
+      // dispatcher gets those bytes, as it would a body at hand, instead of a stream it would pull through one more
+      // async generator; the stream is run to its end alongside. Otherwise the stream resumes where the pull left it.
+      void pullFirst(body.iterator).then((f) => {
         const whole = safely(log, 'request body', () => completeAfterFirst(f, length), undefined);
-        if (whole !== undefined) exchange.readLater(() => read(whole));
+        if (whole === undefined) {
+          const resumed = { ...opts, body: resumeStream(f, body.iterator) };
+          send(resumed, handler, tap, () => resumed);
+          return;
+        }
+        if (!('error' in f) && !f.done) drain(body.iterator);
+        const sendOpts = { ...opts, body: whole };
+        send(sendOpts, handler, tap, () => sendOpts);
+        exchange.readLater(() => read(whole));
       });
-      const sendOpts = { ...opts, body: resumeStream(first, body.iterator) };
-      return send(sendOpts, handler, tap, () => sendOpts);
+      return true;
     }
 
     /** The request that follows a redirect hop of `tap`'s call: same span, the next hop's answer is read. */
@@ -216,12 +225,14 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
     }
 
     function send(sendOpts: Dispatcher.DispatchOptions, handler: Handler, tap: ExchangeTap, untouched: () => Dispatcher.DispatchOptions): boolean {
-      // Steps speak undici 7's handler API, so a legacy handler is adapted for them; with no step it is wrapped as is.
+      // Steps speak undici 7's handler API, so a legacy handler gets it too, adapted only if a step uses it (one that
+      // leaves the call alone hands ours on to a legacy dispatcher as it is); with no step it is wrapped as is.
       const legacy = isLegacyHandler(handler);
-      const wrapped: TappingHandler =
-        legacy && steps.length === 0
+      const wrapped: TappingHandler = legacy
+        ? steps.length === 0
           ? new LegacyExchangeHandler(handler as unknown as LegacyHandler, tap)
-          : new ExchangeHandler(legacy ? toUndici7Handler(handler) : handler, tap);
+          : new BothApisExchangeHandler(handler as unknown as LegacyHandler, tap)
+        : new ExchangeHandler(handler, tap);
       if (options.propagate?.()) sendOpts = safely(log, 'trace context', () => withTraceContext(sendOpts, tap.exchange.context), sendOpts);
       try {
         // Every undici dispatcher takes both handler APIs.
@@ -362,7 +373,8 @@ function openExchange(match: Match, parent: Context, t0: number, whole: Buffer |
     let start: ProtocolStart | undefined;
     if (whole === undefined) {
       start = module.start(match.url, UNREAD, match.headers, capture);
-      if (start !== undefined) start = { ...start, attributes: pick(start.attributes, URL_ATTRIBUTES) };
+      // In place (each start is a fresh object): a copy would also run a lazy `llmRequest` getter.
+      if (start !== undefined) start.attributes = pick(start.attributes, URL_ATTRIBUTES);
     } else {
       if (module.sniff !== undefined && !module.sniff(whole, match.url)) continue;
       if (!read) {
@@ -526,6 +538,8 @@ function rewrite(exchange: LiveExchange): Buffer | undefined {
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 /** How long a redirect hop waits for its follow-up request (fetch sends it within milliseconds). */
 const FOLLOW_UP_MS = 200;
+/** The most of a response's chunks held unread before they are read (the rest of the time they wait for its end). */
+const READ_BATCH_BYTES = 64 * 1024;
 
 /** The method and URL a client following a redirect sends next (fetch's rules), as a lookup key. */
 function followUpKey(method: string, url: URL, status: number, location: string | undefined): string | undefined {
@@ -671,6 +685,8 @@ class ExchangeTap {
   // What arrived and is not read yet.
   #start: [number, IncomingHttpHeaders] | undefined;
   #chunks: Buffer[] = [];
+  /** Bytes in `#chunks`. */
+  #heldBytes = 0;
   #end: { failure: Failure; err: unknown; endTime: number } | undefined;
   #scheduled = false;
   readonly #drain = (): void => this.drain();
@@ -703,12 +719,18 @@ class ExchangeTap {
     this.#schedule();
   }
 
-  /** The hot path: note the chunk, read it later. */
+  /**
+   * The hot path: note the chunk, read it later. A stream's chunks are read in batches (at its end, or once
+   * READ_BATCH_BYTES are held): one turn of the event loop per chunk cost more than the reading it deferred, and
+   * nothing before the span's end needs them read. They stay pending, so `flushExchanges` reads them at once.
+   */
   data(chunk: Buffer): void {
     if (this.#closed) return;
     this.#firstChunkAt ??= performance.now();
     this.#chunks.push(chunk);
-    this.#schedule();
+    this.#heldBytes += chunk.length;
+    if (this.#heldBytes >= READ_BATCH_BYTES) this.#schedule();
+    else pendingTaps.add(this);
   }
 
   complete(): void {
@@ -784,6 +806,7 @@ class ExchangeTap {
     if (this.#chunks.length > 0) {
       const chunks = this.#chunks;
       this.#chunks = [];
+      this.#heldBytes = 0;
       for (const chunk of chunks) this.#readChunk(chunk);
     }
     const end = this.#end;
@@ -996,8 +1019,8 @@ class LegacyExchangeHandler implements LegacyHandler, TappingHandler {
   touched = false;
 
   constructor(
-    private readonly handler: LegacyHandler,
-    private readonly tap: ExchangeTap,
+    protected readonly handler: LegacyHandler,
+    protected readonly tap: ExchangeTap,
   ) {}
 
   onConnect(abort: (err?: Error) => void, context?: unknown): void {
@@ -1055,6 +1078,54 @@ class LegacyExchangeHandler implements LegacyHandler, TappingHandler {
 
   fail(err: Error): void {
     this.onError(err);
+  }
+}
+
+/**
+ * A legacy application handler behind steps: it speaks both handler APIs. The steps see undici 7's (adapted on first
+ * use, as ExchangeHandler over `toUndici7Handler`); a step that does not act on the call hands it on, and a legacy
+ * dispatcher below (Node 20/22's) then calls its legacy methods directly, so the call crosses no adapter in either
+ * direction (`toLegacyHandler` passes it as it is). The tap hears whichever API delivers the response.
+ */
+class BothApisExchangeHandler extends LegacyExchangeHandler implements Handler {
+  // On the prototype, not the instance: a step's copy of the handler (`{ ...handler, onResponseData }`) has only the
+  // undici 7 callbacks, and must be adapted.
+  get [SPEAKS_LEGACY](): boolean {
+    return true;
+  }
+
+  #adapted: ExchangeHandler | undefined;
+
+  #modern(): ExchangeHandler {
+    return (this.#adapted ??= new ExchangeHandler(toUndici7Handler(this.handler as unknown as Handler), this.tap));
+  }
+
+  // As ExchangeHandler's: every callback but the data one marks the call touched.
+  readonly onRequestStart: NonNullable<Handler['onRequestStart']> = (controller, ctx) => {
+    this.touched = true;
+    return this.#modern().onRequestStart(controller, ctx);
+  };
+  readonly onRequestUpgrade: NonNullable<Handler['onRequestUpgrade']> = (controller, statusCode, headers, socket) => {
+    this.touched = true;
+    return this.#modern().onRequestUpgrade(controller, statusCode, headers, socket);
+  };
+  readonly onResponseStart: NonNullable<Handler['onResponseStart']> = (controller, statusCode, headers, statusMessage) => {
+    this.touched = true;
+    return this.#modern().onResponseStart(controller, statusCode, headers, statusMessage);
+  };
+  readonly onResponseData: NonNullable<Handler['onResponseData']> = (controller, chunk) => this.#modern().onResponseData(controller, chunk);
+  readonly onResponseEnd: NonNullable<Handler['onResponseEnd']> = (controller, trailers) => {
+    this.touched = true;
+    return this.#modern().onResponseEnd(controller, trailers);
+  };
+  readonly onResponseError: NonNullable<Handler['onResponseError']> = (controller, err) => {
+    this.touched = true;
+    return this.#modern().onResponseError(controller, err);
+  };
+
+  override fail(err: Error): void {
+    if (this.#adapted !== undefined) this.#adapted.fail(err);
+    else super.fail(err);
   }
 }
 

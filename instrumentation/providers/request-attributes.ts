@@ -17,7 +17,7 @@ import {
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
 } from '../semconv';
-import type { ProtocolStart } from '../internal-types';
+import type { LlmRequestHead, ProtocolStart } from '../internal-types';
 import type { LlmRequestSummary } from '../types';
 import { systemInstructionParts } from './content';
 
@@ -91,17 +91,33 @@ export function setStopSequences(attributes: Attributes, stop: unknown): void {
 /**
  * The span start of an LLM call whose full request summary is built only when something asks for it (it costs more
  * than the metrics' head): named `{operation} {model}`, with the head, and `llmRequest` a getter when there is one.
+ * A class, so the getter lives on its prototype: defining it on each object (`Object.defineProperty`) turned every
+ * start into a dictionary-mode object, twice per call.
  */
 export function lazyLlmStart(operation: string, provider: string, model: string | undefined, attributes: Attributes, stream: boolean, summarise?: () => LlmRequestSummary): ProtocolStart {
-  const start: ProtocolStart = {
-    name: model !== undefined ? `${operation} ${model}` : operation,
-    kind: SpanKind.CLIENT,
-    attributes,
-    stream,
-    operation,
-    provider,
-    llmHead: model !== undefined ? { operation, provider, model } : { operation, provider },
-  };
-  if (summarise) Object.defineProperty(start, 'llmRequest', { get: summarise, enumerable: true, configurable: true });
-  return start;
+  return new LazyLlmStart(operation, provider, model, attributes, stream, summarise);
+}
+
+class LazyLlmStart implements ProtocolStart {
+  readonly name: string;
+  readonly kind = SpanKind.CLIENT;
+  readonly llmHead: LlmRequestHead;
+  readonly #summarise: (() => LlmRequestSummary) | undefined;
+
+  constructor(
+    readonly operation: string,
+    readonly provider: string,
+    model: string | undefined,
+    public attributes: Attributes,
+    readonly stream: boolean,
+    summarise: (() => LlmRequestSummary) | undefined,
+  ) {
+    this.name = model !== undefined ? `${operation} ${model}` : operation;
+    this.llmHead = model !== undefined ? { operation, provider, model } : { operation, provider };
+    this.#summarise = summarise;
+  }
+
+  get llmRequest(): LlmRequestSummary | undefined {
+    return this.#summarise?.();
+  }
 }
