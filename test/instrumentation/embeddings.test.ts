@@ -7,15 +7,12 @@
 import { SpanKind } from '@opentelemetry/api';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FaultlineInstrumentation } from '../../instrumentation';
+import { describe, expect, it } from 'vitest';
 import { loadCorpus } from '../support/corpus';
-import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
-import { ours, setupOtel, type TestOtel } from '../support/otel';
+import { corpusReply } from '../support/llm-server';
+import { useLayer } from '../support/layer';
 
-let otel: TestOtel;
-let server: LlmServer;
-let inst: FaultlineInstrumentation;
+const layer = useLayer();
 
 const records = loadCorpus('embeddings.jsonl');
 const FLOAT = records.find((r) => r.endpoint.includes('api.openai.com') && r.tags.includes('dimensions') && r.tags.includes('float'))!;
@@ -23,39 +20,18 @@ const BASE64 = records.find((r) => r.endpoint.includes('api.openai.com') && r.ta
 const GEMINI = records.find((r) => r.tags.includes('batch_embed') && r.status === 200 && r.tags.includes('batch'))!;
 const OLLAMA_LEGACY = records.find((r) => r.tags.includes('ollama_native'))!;
 
-beforeAll(async () => {
-  otel = setupOtel();
-  inst = new FaultlineInstrumentation({ captureMessageContent: true });
-  inst.enable();
-  server = await startLlmServer();
-});
-
-afterAll(async () => {
-  inst.disable();
-  await server.close();
-  await otel.shutdown();
-});
-
-beforeEach(() => otel.exporter.reset());
-
-const one = async () => {
-  const spans = ours(await otel.waitForSpans((s) => ours(s).length >= 1));
-  expect(spans).toHaveLength(1);
-  return spans[0];
-};
-
 const noLlmFacts = (attrs: Record<string, unknown>) => {
   for (const key of ['gen_ai.input.messages', 'gen_ai.output.messages', 'faultline.response.output_chars', 'gen_ai.response.finish_reasons']) expect(attrs[key]).toBeUndefined();
 };
 
 describe('OpenAI-compatible /embeddings', () => {
-  const openai = () => new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
+  const openai = () => new OpenAI({ apiKey: 'sk-test', baseURL: `${layer.server.url}/v1`, maxRetries: 0 });
 
   it('float vectors with dimensions: embeddings {model}, dimension count, input tokens', async () => {
-    server.respond(() => corpusReply(FLOAT));
+    layer.server.respond(() => corpusReply(FLOAT));
     // The server answers floats: ask for them (the SDK otherwise asks for base64 and decodes what comes back).
     const res = await openai().embeddings.create({ ...(FLOAT.request as object), encoding_format: 'float' } as never);
-    const span = await one();
+    const span = await layer.one();
     expect(span.name).toBe(`embeddings ${FLOAT.request.model as string}`);
     expect(span.kind).toBe(SpanKind.CLIENT);
     const r = FLOAT.response as { usage: { prompt_tokens: number }; model: string };
@@ -74,9 +50,9 @@ describe('OpenAI-compatible /embeddings', () => {
   });
 
   it('base64 vectors (what the openai SDK asks for by default) give the same dimension as floats', async () => {
-    server.respond(() => corpusReply(BASE64));
+    layer.server.respond(() => corpusReply(BASE64));
     const res = await openai().embeddings.create({ model: BASE64.request.model as string, input: BASE64.request.input as string[] });
-    const span = await one();
+    const span = await layer.one();
     expect(span.attributes).toMatchObject({
       'gen_ai.request.encoding_formats': ['base64'],
       'gen_ai.embeddings.dimension.count': res.data[0].embedding.length,
@@ -88,12 +64,12 @@ describe('OpenAI-compatible /embeddings', () => {
 
 describe('Gemini and Ollama embeddings', () => {
   it('@google/genai embedContent (batchEmbedContents)', async () => {
-    server.respond(() => corpusReply(GEMINI));
+    layer.server.respond(() => corpusReply(GEMINI));
     const { GoogleGenAI } = await import('@google/genai');
-    const ai = new GoogleGenAI({ apiKey: 'test-key', httpOptions: { baseUrl: server.url } });
+    const ai = new GoogleGenAI({ apiKey: 'test-key', httpOptions: { baseUrl: layer.server.url } });
     const contents = (GEMINI.request.requests as Array<{ content: unknown }>).map((q) => q.content);
     const res = await ai.models.embedContent({ model: 'gemini-embedding-2', contents: contents as never });
-    const span = await one();
+    const span = await layer.one();
     expect(span.name).toBe('embeddings gemini-embedding-2');
     expect(span.attributes).toMatchObject({
       'gen_ai.provider.name': 'gcp.gemini',
@@ -105,23 +81,23 @@ describe('Gemini and Ollama embeddings', () => {
 
   it('Gemini :embedContent (one input)', async () => {
     const values = Array.from({ length: 8 }, (_, i) => i / 10);
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ embedding: { values } }) }));
-    await (await fetch(`${server.url}/v1beta/models/gemini-embedding-001:embedContent`, { method: 'POST', body: JSON.stringify({ content: { parts: [{ text: 'hi' }] } }) })).text();
-    expect((await one()).attributes).toMatchObject({ 'gen_ai.embeddings.dimension.count': 8, 'faultline.response.embedding_count': 1 });
+    layer.server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ embedding: { values } }) }));
+    await (await fetch(`${layer.server.url}/v1beta/models/gemini-embedding-001:embedContent`, { method: 'POST', body: JSON.stringify({ content: { parts: [{ text: 'hi' }] } }) })).text();
+    expect((await layer.one()).attributes).toMatchObject({ 'gen_ai.embeddings.dimension.count': 8, 'faultline.response.embedding_count': 1 });
   });
 
   it('ollama embeddings (/api/embeddings) and embed (/api/embed)', async () => {
-    const ollama = new Ollama({ host: server.url });
-    server.respond(() => corpusReply(OLLAMA_LEGACY));
+    const ollama = new Ollama({ host: layer.server.url });
+    layer.server.respond(() => corpusReply(OLLAMA_LEGACY));
     const legacy = await ollama.embeddings(OLLAMA_LEGACY.request as never);
-    const span = await one();
+    const span = await layer.one();
     expect(span.attributes).toMatchObject({ 'gen_ai.provider.name': 'ollama', 'gen_ai.embeddings.dimension.count': legacy.embedding.length, 'faultline.response.embedding_count': 1 });
-    otel.exporter.reset();
+    layer.otel.exporter.reset();
     // /api/embed's documented answer shape (no recording of it in the corpus).
     const embed = { model: 'all-minilm', embeddings: [[0.01, -0.02, 0.03], [0.04, 0.05, -0.06]], total_duration: 14143917, load_duration: 1019500, prompt_eval_count: 8 };
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify(embed) }));
+    layer.server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify(embed) }));
     const res = await ollama.embed({ model: 'all-minilm', input: ['a', 'b'] });
     expect(res.embeddings).toEqual(embed.embeddings);
-    expect((await one()).attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 8, 'gen_ai.embeddings.dimension.count': 3, 'faultline.response.embedding_count': 2, 'faultline.request.input_count': 2, 'gen_ai.response.model': 'all-minilm' });
+    expect((await layer.one()).attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 8, 'gen_ai.embeddings.dimension.count': 3, 'faultline.response.embedding_count': 2, 'faultline.request.input_count': 2, 'gen_ai.response.model': 'all-minilm' });
   });
 });

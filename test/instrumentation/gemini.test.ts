@@ -5,15 +5,12 @@
  * usageMetadata, function calls.
  */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FaultlineInstrumentation } from '../../instrumentation';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCorpus, type CorpusRecord } from '../support/corpus';
-import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
-import { ours, setupOtel, type TestOtel } from '../support/otel';
+import { corpusReply } from '../support/llm-server';
+import { useLayer } from '../support/layer';
 
-let otel: TestOtel;
-let server: LlmServer;
-let inst: FaultlineInstrumentation;
+const layer = useLayer();
 
 const records = loadCorpus('gemini.jsonl');
 const byId = (id: string): CorpusRecord => records.find((r) => r.id === id)!;
@@ -27,34 +24,16 @@ type GenAi = InstanceType<Awaited<typeof import('@google/genai', { with: { 'reso
 let ai: GenAi;
 
 beforeAll(async () => {
-  otel = setupOtel();
-  inst = new FaultlineInstrumentation({ captureMessageContent: true });
-  inst.enable();
-  server = await startLlmServer();
   const { GoogleGenAI } = await import('@google/genai');
-  ai = new GoogleGenAI({ apiKey: 'test-key', httpOptions: { baseUrl: server.url } });
+  ai = new GoogleGenAI({ apiKey: 'test-key', httpOptions: { baseUrl: layer.server.url } });
 });
-
-afterAll(async () => {
-  inst.disable();
-  await server.close();
-  await otel.shutdown();
-});
-
-beforeEach(() => otel.exporter.reset());
-
-const one = async () => {
-  const spans = ours(await otel.waitForSpans((s) => ours(s).length >= 1));
-  expect(spans).toHaveLength(1);
-  return spans[0];
-};
 
 describe('@google/genai', () => {
   it('generateContent: one generate_content span with function calls, finish tool_call, usage with thoughts', async () => {
-    server.respond(() => corpusReply(TOOLS));
+    layer.server.respond(() => corpusReply(TOOLS));
     const res = await ai.models.generateContent({ model: 'gemini-2.5-pro', contents: TOOLS.request.contents as never });
     expect(res.functionCalls).toHaveLength(2);
-    const span = await one();
+    const span = await layer.one();
     expect(span.name).toBe('generate_content gemini-2.5-pro');
     expect(span.kind).toBe(SpanKind.CLIENT);
     expect(span.attributes).toMatchObject({
@@ -79,10 +58,10 @@ describe('@google/genai', () => {
   });
 
   it('generateContentStream (alt=sse): a streamed span, MAX_TOKENS → length, done at the finish chunk', async () => {
-    server.respond(() => corpusReply(MAX_TOKENS_STREAM));
+    layer.server.respond(() => corpusReply(MAX_TOKENS_STREAM));
     let text = '';
     for await (const chunk of await ai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'list the states' })) text += chunk.text ?? '';
-    const span = await one();
+    const span = await layer.one();
     expect(span.attributes).toMatchObject({
       'gen_ai.request.stream': true,
       'gen_ai.response.finish_reasons': ['length'],
@@ -92,14 +71,14 @@ describe('@google/genai', () => {
   });
 
   it('SAFETY → content_filter; a 404 keeps the SDK error and records error.type', async () => {
-    server.respond(() => corpusReply(SAFETY));
+    layer.server.respond(() => corpusReply(SAFETY));
     await ai.models.generateContent({ model: 'gemini-1.5-flash', contents: 'x' });
-    expect((await one()).attributes['gen_ai.response.finish_reasons']).toEqual(['content_filter']);
-    otel.exporter.reset();
-    server.respond(() => corpusReply(NOT_FOUND));
+    expect((await layer.one()).attributes['gen_ai.response.finish_reasons']).toEqual(['content_filter']);
+    layer.otel.exporter.reset();
+    layer.server.respond(() => corpusReply(NOT_FOUND));
     const err = (await ai.models.generateContent({ model: 'nope', contents: 'x' }).catch((e: unknown) => e)) as { status?: number };
     expect(err.status).toBe(404);
-    const span = await one();
+    const span = await layer.one();
     expect(span.attributes['error.type']).toBe('404');
     expect(span.status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'HTTP 404 NOT_FOUND' });
   });
@@ -107,15 +86,15 @@ describe('@google/genai', () => {
 
 describe('the JSON-array stream (streamGenerateContent without alt=sse)', () => {
   const path = `/v1beta/models/${ARRAY_STREAM.model ?? 'gemini-flash-latest'}:streamGenerateContent`;
-  const post = () => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ARRAY_STREAM.request) });
+  const post = () => fetch(`${layer.server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ARRAY_STREAM.request) });
 
   it('is read element by element: the elements’ usage, finish reason and closing bracket', async () => {
-    server.respond(() => corpusReply(ARRAY_STREAM));
+    layer.server.respond(() => corpusReply(ARRAY_STREAM));
     const body = await (await post()).text();
     expect(body).toBe(ARRAY_STREAM.stream);
     const elements = JSON.parse(body) as Array<{ usageMetadata?: { candidatesTokenCount?: number; thoughtsTokenCount?: number } }>;
     const usage = elements[elements.length - 1].usageMetadata!;
-    const span = await one();
+    const span = await layer.one();
     expect(span.attributes).toMatchObject({
       'gen_ai.request.stream': true,
       'faultline.response.done': true,
@@ -127,9 +106,9 @@ describe('the JSON-array stream (streamGenerateContent without alt=sse)', () => 
   it('cut mid-array: the elements before the cut still count, the stream is not done', async () => {
     const full = corpusReply(ARRAY_STREAM);
     const chunks = full.chunks!.slice(0, 2);
-    server.respond(() => ({ ...full, chunks }));
+    layer.server.respond(() => ({ ...full, chunks }));
     await (await post()).text();
-    const span = await one();
+    const span = await layer.one();
     expect(span.attributes['faultline.response.done']).toBe(false);
     expect(span.attributes['gen_ai.response.finish_reasons']).toBeUndefined();
     expect(span.attributes['faultline.response.chunk_count']).toBe(2);
@@ -138,9 +117,9 @@ describe('the JSON-array stream (streamGenerateContent without alt=sse)', () => 
 
 describe('Vertex AI', () => {
   it('a Vertex-shaped path is gcp.vertex_ai', async () => {
-    server.respond(() => corpusReply(TOOLS));
-    const url = `${server.url}/v1/projects/p1/locations/us-central1/publishers/google/models/gemini-2.5-pro:generateContent`;
+    layer.server.respond(() => corpusReply(TOOLS));
+    const url = `${layer.server.url}/v1/projects/p1/locations/us-central1/publishers/google/models/gemini-2.5-pro:generateContent`;
     await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(TOOLS.request) })).text();
-    expect((await one()).attributes).toMatchObject({ 'gen_ai.provider.name': 'gcp.vertex_ai', 'gen_ai.request.model': 'gemini-2.5-pro' });
+    expect((await layer.one()).attributes).toMatchObject({ 'gen_ai.provider.name': 'gcp.vertex_ai', 'gen_ai.request.model': 'gemini-2.5-pro' });
   });
 });

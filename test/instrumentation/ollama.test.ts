@@ -5,15 +5,12 @@
  */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { Ollama, type ChatRequest, type GenerateRequest } from 'ollama';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FaultlineInstrumentation } from '../../instrumentation';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadCorpus, type CorpusRecord } from '../support/corpus';
-import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
-import { ours, setupOtel, type TestOtel } from '../support/otel';
+import { corpusReply } from '../support/llm-server';
+import { useLayer } from '../support/layer';
 
-let otel: TestOtel;
-let server: LlmServer;
-let inst: FaultlineInstrumentation;
+const layer = useLayer();
 let ollama: Ollama;
 
 const records = loadCorpus('ollama.jsonl');
@@ -25,35 +22,17 @@ const GENERATE_STREAM = byId('671c984e8ed5');
 const NOT_FOUND = byId('2e565a4b804b');
 
 beforeAll(async () => {
-  otel = setupOtel();
-  inst = new FaultlineInstrumentation({ captureMessageContent: true });
-  inst.enable();
-  server = await startLlmServer();
-  ollama = new Ollama({ host: server.url });
+  ollama = new Ollama({ host: layer.server.url });
 });
-
-afterAll(async () => {
-  inst.disable();
-  await server.close();
-  await otel.shutdown();
-});
-
-beforeEach(() => otel.exporter.reset());
-
-const one = async () => {
-  const spans = ours(await otel.waitForSpans((s) => ours(s).length >= 1));
-  expect(spans).toHaveLength(1);
-  return spans[0];
-};
 
 const lines = (r: CorpusRecord) => (r.stream ?? '').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('ollama chat', () => {
   it('JSON: one chat span with the tool call, done_reason stop → tool_call, token counts', async () => {
-    server.respond(() => corpusReply(TOOLS));
+    layer.server.respond(() => corpusReply(TOOLS));
     const res = await ollama.chat({ ...(TOOLS.request as unknown as ChatRequest), stream: false });
     expect(res.message.tool_calls).toHaveLength(1);
-    const span = await one();
+    const span = await layer.one();
     expect(span.name).toBe('chat qwen3.6:latest');
     expect(span.kind).toBe(SpanKind.CLIENT);
     const r = TOOLS.response as { prompt_eval_count: number; eval_count: number };
@@ -75,11 +54,11 @@ describe('ollama chat', () => {
   });
 
   it('NDJSON stream: read line by line, the done line gives finish reason and usage', async () => {
-    server.respond(() => corpusReply(CHAT_STREAM));
+    layer.server.respond(() => corpusReply(CHAT_STREAM));
     let text = '';
     for await (const part of await ollama.chat({ ...(CHAT_STREAM.request as object), stream: true } as never)) text += part.message.content;
     const last = lines(CHAT_STREAM).at(-1)!;
-    const span = await one();
+    const span = await layer.one();
     expect(span.attributes).toMatchObject({
       'gen_ai.request.stream': true,
       'faultline.response.done': true,
@@ -91,54 +70,54 @@ describe('ollama chat', () => {
   });
 
   it('a request without "stream" streams (Ollama’s default)', async () => {
-    server.respond(() => corpusReply(CHAT_STREAM));
+    layer.server.respond(() => corpusReply(CHAT_STREAM));
     const { stream: _omit, ...request } = CHAT_STREAM.request;
-    const res = await fetch(`${server.url}/api/chat`, { method: 'POST', body: JSON.stringify(request) });
+    const res = await fetch(`${layer.server.url}/api/chat`, { method: 'POST', body: JSON.stringify(request) });
     await res.text();
-    expect((await one()).attributes['gen_ai.request.stream']).toBe(true);
+    expect((await layer.one()).attributes['gen_ai.request.stream']).toBe(true);
   });
 
   it('a stream cut before the done line is not done; an error line is the call’s error', async () => {
     const full = corpusReply(CHAT_STREAM);
-    server.respond(() => ({ ...full, chunks: full.chunks!.slice(0, 3) }));
-    await (await fetch(`${server.url}/api/chat`, { method: 'POST', body: JSON.stringify(CHAT_STREAM.request) })).text();
-    const cut = await one();
+    layer.server.respond(() => ({ ...full, chunks: full.chunks!.slice(0, 3) }));
+    await (await fetch(`${layer.server.url}/api/chat`, { method: 'POST', body: JSON.stringify(CHAT_STREAM.request) })).text();
+    const cut = await layer.one();
     expect(cut.attributes['faultline.response.done']).toBe(false);
     expect(cut.attributes['gen_ai.response.finish_reasons']).toBeUndefined();
-    otel.exporter.reset();
-    server.respond(() => ({ ...full, chunks: [...full.chunks!.slice(0, 2), '{"error":"an error was encountered while running the model"}\n'] }));
+    layer.otel.exporter.reset();
+    layer.server.respond(() => ({ ...full, chunks: [...full.chunks!.slice(0, 2), '{"error":"an error was encountered while running the model"}\n'] }));
     const err = await (async () => {
       for await (const _p of await ollama.chat({ ...(CHAT_STREAM.request as object), stream: true } as never)) {
         /* drain */
       }
     })().catch((e: unknown) => e as Error);
     expect(err?.message).toBe('an error was encountered while running the model');
-    const span = await one();
+    const span = await layer.one();
     expect(span.attributes['error.type']).toBe('an error was encountered while running the model');
     expect(span.status.code).toBe(SpanStatusCode.ERROR);
   });
 
   it('a 404 keeps the client’s ResponseError and records error.type', async () => {
-    server.respond(() => corpusReply(NOT_FOUND));
+    layer.server.respond(() => corpusReply(NOT_FOUND));
     const err = (await ollama.chat(NOT_FOUND.request as never).catch((e: unknown) => e)) as { status_code?: number };
     expect(err.status_code).toBe(404);
-    expect((await one()).attributes['error.type']).toBe('404');
+    expect((await layer.one()).attributes['error.type']).toBe('404');
   });
 });
 
 describe('ollama generate', () => {
   it('JSON and NDJSON: text_completion spans with the prompt as input and the response text as output', async () => {
-    server.respond(() => corpusReply(GENERATE));
+    layer.server.respond(() => corpusReply(GENERATE));
     const res = await ollama.generate({ ...(GENERATE.request as unknown as GenerateRequest), stream: false });
-    const span = await one();
+    const span = await layer.one();
     expect(span.name).toBe(`text_completion ${GENERATE.request.model as string}`);
     expect(span.attributes).toMatchObject({ 'gen_ai.operation.name': 'text_completion', 'faultline.response.output_chars': (res.response ?? '').length, 'gen_ai.response.finish_reasons': ['stop'] });
     expect(JSON.parse(span.attributes['gen_ai.input.messages'] as string)).toEqual([{ role: 'user', parts: [{ type: 'text', content: GENERATE.request.prompt }] }]);
-    otel.exporter.reset();
-    server.respond(() => corpusReply(GENERATE_STREAM));
+    layer.otel.exporter.reset();
+    layer.server.respond(() => corpusReply(GENERATE_STREAM));
     let text = '';
     for await (const part of await ollama.generate({ ...(GENERATE_STREAM.request as object), stream: true } as never)) text += part.response;
-    const streamed = await one();
+    const streamed = await layer.one();
     expect(streamed.attributes).toMatchObject({ 'gen_ai.request.stream': true, 'faultline.response.done': true, 'faultline.response.output_chars': text.length, 'gen_ai.usage.output_tokens': lines(GENERATE_STREAM).at(-1)!.eval_count });
   });
 });

@@ -9,15 +9,13 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { ChatOpenAI } from '@langchain/openai';
 import { SpanKind } from '@opentelemetry/api';
 import { generateText, streamText } from 'ai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FaultlineInstrumentation } from '../../instrumentation';
+import { describe, expect, it } from 'vitest';
 import { loadCorpus } from '../support/corpus';
-import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
-import { ours, setupOtel, type TestOtel } from '../support/otel';
+import { corpusReply } from '../support/llm-server';
+import { ours } from '../support/otel';
+import { useLayer } from '../support/layer';
 
-let otel: TestOtel;
-let server: LlmServer;
-let inst: FaultlineInstrumentation;
+const layer = useLayer();
 
 const anthropic = loadCorpus('anthropic-messages.jsonl');
 const A_JSON = anthropic.find((r) => r.status === 200 && r.response !== undefined && r.tags.includes('text') && !r.tags.includes('tool_use'))!;
@@ -25,42 +23,27 @@ const A_SSE = anthropic.find((r) => r.sse !== undefined && r.tags.includes('text
 const chat = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('tool_calls'))!;
 const chatStream = loadCorpus('openai-chat-stream.jsonl').find((r) => r.tags.includes('usage_chunk') && !r.tags.includes('tool_calls'))!;
 
-beforeAll(async () => {
-  otel = setupOtel();
-  inst = new FaultlineInstrumentation({ captureMessageContent: true });
-  inst.enable();
-  server = await startLlmServer();
-});
-
-afterAll(async () => {
-  inst.disable();
-  await server.close();
-  await otel.shutdown();
-});
-
-beforeEach(() => otel.exporter.reset());
-
 async function both<T>(fn: () => Promise<T>): Promise<[T, T]> {
   const instrumented = await fn();
-  inst.disable();
+  layer.inst.disable();
   try {
     return [instrumented, await fn()];
   } finally {
-    inst.enable();
+    layer.inst.enable();
   }
 }
 
 const onlySpan = () => {
-  const spans = ours(otel.spans());
+  const spans = ours(layer.otel.spans());
   expect(spans).toHaveLength(1);
   return spans[0];
 };
 
 describe('AI SDK (ai 6) with @ai-sdk/anthropic', () => {
-  const model = () => createAnthropic({ apiKey: 'sk-ant-test', baseURL: `${server.url}/v1` })('claude-sonnet-4-5');
+  const model = () => createAnthropic({ apiKey: 'sk-ant-test', baseURL: `${layer.server.url}/v1` })('claude-sonnet-4-5');
 
   it('generateText: one chat span with the usage and stop reason of the answer', async () => {
-    server.respond(() => corpusReply(A_JSON));
+    layer.server.respond(() => corpusReply(A_JSON));
     const [a, b] = await both(() => generateText({ model: model(), prompt: 'hi', maxRetries: 0 }));
     expect(a.text).toBe(b.text);
     const span = onlySpan();
@@ -77,7 +60,7 @@ describe('AI SDK (ai 6) with @ai-sdk/anthropic', () => {
   });
 
   it('streamText: one streamed chat span that saw message_stop', async () => {
-    server.respond(() => corpusReply(A_SSE));
+    layer.server.respond(() => corpusReply(A_SSE));
     const read = async () => {
       let text = '';
       for await (const t of streamText({ model: model(), prompt: 'hi', maxRetries: 0 }).textStream) text += t;
@@ -90,15 +73,15 @@ describe('AI SDK (ai 6) with @ai-sdk/anthropic', () => {
 });
 
 describe('@langchain/openai ChatOpenAI (chat completions, its default)', () => {
-  const model = () => new ChatOpenAI({ model: 'gpt-4o-mini', apiKey: 'sk-test', configuration: { baseURL: `${server.url}/v1` }, maxRetries: 0 });
+  const model = () => new ChatOpenAI({ model: 'gpt-4o-mini', apiKey: 'sk-test', configuration: { baseURL: `${layer.server.url}/v1` }, maxRetries: 0 });
 
   it('invoke and stream: one chat span each, the same answer as without faultline', async () => {
-    server.respond(() => corpusReply(chat));
+    layer.server.respond(() => corpusReply(chat));
     const [a, b] = await both(() => model().invoke('hello'));
     expect(a.content).toEqual(b.content);
     expect(onlySpan().attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'faultline.response.output_chars': String(a.content).length });
-    otel.exporter.reset();
-    server.respond(() => corpusReply(chatStream));
+    layer.otel.exporter.reset();
+    layer.server.respond(() => corpusReply(chatStream));
     const read = async () => {
       let text = '';
       for await (const c of await model().stream('hello')) text += String(c.content);
