@@ -138,9 +138,14 @@ function scan(text: string, edges: boolean): Scan {
   return r;
 }
 
+/** Any code unit outside printable ASCII, tab, LF and CR: only such text can give `scan` anything to report. */
+const NOT_PLAIN = /[^\t\n\r\x20-\x7e]/;
+/** What `scan` finds in plain ASCII text (the common case, told by one native regex pass, several times faster). */
+const PLAIN: Readonly<Scan> = { ascii: true, control: false, replacement: false, loneSurrogate: false, mojibakeGate: false, noise: 0 };
+
 function inspect(text: string, isLeaf: boolean): Hit | undefined {
   if (text.length === 0) return undefined;
-  const s = scan(text, isLeaf);
+  const s = NOT_PLAIN.test(text) ? scan(text, isLeaf) : PLAIN;
   if (!s.ascii) {
     const runs = s.mojibakeGate ? mojibakeRuns(text) : [];
     if (runs.length > 0) {

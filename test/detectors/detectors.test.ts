@@ -42,6 +42,11 @@ describe('encoding', () => {
     expect(by(runDetectors(withContent('The result is \uFFFD\uFFFD here.'), ctx()), 'encoding')).toHaveLength(1);
     expect(by(runDetectors(withContent('half a body\u0000\u0000'), ctx()), 'encoding')).toHaveLength(1);
   });
+  test('control characters at the edges of plain ASCII: DEL and ESC count, tab, newline and CR do not', () => {
+    expect(by(runDetectors(withContent('plain words\u007f here'), ctx()), 'encoding')[0]?.evidence).toBe('control characters in text');
+    expect(by(runDetectors(withContent('\u001b[31mred\u001b[0m'), ctx()), 'encoding')).toHaveLength(1);
+    expect(by(runDetectors(withContent('col a\tcol b\r\nline two ~ {"k": [1, 2]}'), ctx()), 'encoding')).toEqual([]);
+  });
   test('an HTML error page is an error; HTML the model writes is not', () => {
     expect(by(runDetectors(withContent(PROXY_HTML_TEXT), ctx()), 'encoding')[0]?.faultType).toBe('error');
     expect(by(runDetectors(withContent('<!DOCTYPE html>\n<html><head><title>My page</title></head><body>Hi</body></html>'), ctx()), 'encoding')).toEqual([]);
