@@ -75,8 +75,10 @@ export function str(attrs: Attributes, key: string): string | undefined {
 export function num(attrs: Attributes, key: string): number | undefined {
   const v = attrs[key];
   if (typeof v === 'number') return v;
-  if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) return Number(v);
-  return undefined;
+  if (typeof v !== 'string') return undefined;
+  // Number() of a blank string is 0, which is no number here; any other string's Number() is parsed once.
+  const n = Number(v);
+  return Number.isFinite(n) && (n !== 0 || v.trim() !== '') ? n : undefined;
 }
 
 export function strList(attrs: Attributes, key: string): string[] | undefined {

@@ -132,17 +132,23 @@ let lastWithout: Attributes | undefined;
 
 function familiesOf(attrs: Attributes): ReadonlyMap<string, Set<number>> {
   if (attrs === lastWithout) return NO_FAMILIES;
-  let f = families.get(attrs);
-  if (f) return f;
-  const keys = Object.keys(attrs);
-  // Producers index from 0: a set with no `.0` segment has no family (the common case, checked cheaply and not
-  // kept in the WeakMap, whose entries cost at every garbage collection).
-  if (!keys.some((k) => k.includes('.0.') || k.endsWith('.0'))) {
+  // Producers index from 0: a set with no `.0` segment has no family (the common case, checked first and cheaply —
+  // no key list, no WeakMap lookup — and not kept in the WeakMap, whose entries cost at every garbage collection).
+  let indexed = false;
+  for (const k in attrs) {
+    if (k.includes('.0.') || k.endsWith('.0')) {
+      indexed = true;
+      break;
+    }
+  }
+  if (!indexed) {
     lastWithout = attrs;
     return NO_FAMILIES;
   }
+  let f = families.get(attrs);
+  if (f) return f;
   f = new Map();
-  for (const k of keys) {
+  for (const k of Object.keys(attrs)) {
     // Every `.N.` (or trailing `.N`) segment names an index of the family before it (nested families too).
     for (let i = k.indexOf('.'); i >= 0; i = k.indexOf('.', i + 1)) {
       let j = i + 1;

@@ -23,8 +23,10 @@ export function str(a: Attributes, key: string): string | undefined {
 export function num(a: Attributes, key: string): number | undefined {
   const v = a[key];
   if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
-  if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) return Number(v);
-  return undefined;
+  if (typeof v !== 'string') return undefined;
+  // Number() of a blank string is 0, which is no number here; any other string's Number() is parsed once.
+  const n = Number(v);
+  return Number.isFinite(n) && (n !== 0 || v.trim() !== '') ? n : undefined;
 }
 
 function bool(a: Attributes, key: string): boolean | undefined {
