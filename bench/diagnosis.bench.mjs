@@ -68,6 +68,8 @@ async function main() {
     ...Object.entries(phases.usPerSpan).map(([k, v]) => `| ${k} | ${fmt(v, 2)} | ${fmt((v / total) * 100)} % |`),
     `| total | ${fmt(total, 2)} | one core: ${fmt(1e6 / total)} spans/s |`,
     '',
+    `Garbage-collection pauses, inside the steps above: ${fmt(phases.gcPausesUsPerSpan, 2)} µs per span (${fmt((phases.gcPausesUsPerSpan / total) * 100)} %); the GC helper threads' work comes on top, on other cores.`,
+    '',
     `Peak RSS is the whole process (worker threads included) at its exit. Load average before: ${loadBefore}; after: ${load()} (${machine()}; the machine is shared: wall times move with the load, CPU times less).`,
     `Files: ${OUT}/traces-*.jsonl (generated once, git-ignored); diagnoses written to ${OUT}/diagnoses-*.jsonl.`,
   );
