@@ -38,6 +38,21 @@ export function codingsToUndo(encoding: string | undefined): Coding[] | undefine
   return out.reverse();
 }
 
+/**
+ * The decoded size a gzip body declares in its trailer (ISIZE, the last member's size modulo 2^32), given the body's
+ * first bytes (the gzip magic) and its last 4; undefined unless `encoding` is gzip alone and the body starts as gzip.
+ * For a well-formed body the true size is at least this, so a body declaring more than a limit is over it: a bomb can
+ * be refused before it is decoded. (The trailer of a cut-short body is arbitrary bytes; such a body, a truncated
+ * document, was not going to be taken either.)
+ */
+export function declaredGzipSize(encoding: string | undefined, head: Uint8Array, tail: Uint8Array): number | undefined {
+  const codings = codingsToUndo(encoding);
+  if (codings?.length !== 1 || codings[0] !== 'gzip') return undefined;
+  if (head.byteLength < 3 || head[0] !== 0x1f || head[1] !== 0x8b || head[2] !== 8 || tail.byteLength < 4) return undefined;
+  const at = tail.byteLength - 4;
+  return ((tail[at] as number) | ((tail[at + 1] as number) << 8) | ((tail[at + 2] as number) << 16)) + (tail[at + 3] as number) * 0x1000000;
+}
+
 /** True when `encoding` names no coding at all (absent, empty or identity). */
 export function isIdentity(encoding: string | undefined): boolean {
   const codings = codingsToUndo(encoding);

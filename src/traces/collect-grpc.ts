@@ -8,7 +8,7 @@
  * size limit, UNAVAILABLE while busy or shutting down (retried), UNIMPLEMENTED for other methods.
  */
 import http2 from 'node:http2';
-import { canDecode, decodeAll } from '../../instrumentation/decompress';
+import { canDecode, declaredGzipSize, decodeAll } from '../../instrumentation/decompress';
 import { logger } from '../diag';
 import { IntakeProblem, grpcCodeOf, type Intake } from './intake';
 
@@ -86,6 +86,10 @@ export async function startGrpcReceiver(options: GrpcReceiverOptions): Promise<{
         if (msg.compressed) {
           if (grpcEncoding === undefined || grpcEncoding === 'identity') throw new IntakeProblem(400, 'compressed message without a grpc-encoding');
           if (!canDecode(grpcEncoding)) throw new IntakeProblem(415, `unsupported grpc-encoding ${JSON.stringify(grpcEncoding)}: use gzip or identity`);
+          const declared = declaredGzipSize(grpcEncoding, msg.body, msg.body);
+          if (declared !== undefined && declared > intake.maxBody) {
+            throw new IntakeProblem(413, `decompressed message larger than ${intake.maxBody} bytes (its gzip trailer declares ${declared})`);
+          }
           const d = await decodeAll(msg.body, grpcEncoding, { maxOutputBytes: intake.maxBody });
           if (d.overflow) throw new IntakeProblem(413, `decompressed message larger than ${intake.maxBody} bytes`);
           if (d.error) throw new IntakeProblem(400, `bad ${grpcEncoding} data: ${d.error.message}`);

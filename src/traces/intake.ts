@@ -6,7 +6,7 @@
  * must normalise), canonicalised and appended to the output file as one OTLP/JSON line.
  */
 import type { WriteStream } from 'node:fs';
-import { BodyDecoder, canDecode } from '../../instrumentation/decompress';
+import { BodyDecoder, canDecode, declaredGzipSize } from '../../instrumentation/decompress';
 import { logger } from '../diag';
 import type { SpanRecord } from './model';
 import { TraceDataError, isRecord } from './normalize';
@@ -116,6 +116,9 @@ export class BodyReader {
   private received = 0;
   private decodedBytes = 0;
   private reserved = 0;
+  /** The first 3 and the last 4 bytes received: a gzip body's magic and its size trailer. */
+  private head = Buffer.alloc(0);
+  private tail = Buffer.alloc(0);
   private readonly decoder: BodyDecoder | undefined;
   private problem: IntakeProblem | undefined;
 
@@ -140,7 +143,7 @@ export class BodyReader {
       this.parts.push(b);
     } catch (err) {
       this.problem = err as IntakeProblem;
-      this.decoder?.destroy();
+      this.release(); // a refused body's bytes go back at once, not when its request ends
     }
   }
 
@@ -151,6 +154,8 @@ export class BodyReader {
     if (this.received > this.intake.maxBody) throw new IntakeProblem(413, `request body larger than ${this.intake.maxBody} bytes`);
     // Received bytes count until the request ends (compressed ones wait in the decoder's queue until decoded).
     this.hold(chunk.length);
+    if (this.head.length < 3) this.head = Buffer.concat([this.head, chunk.subarray(0, 3)]).subarray(0, 3);
+    this.tail = chunk.length >= 4 ? Buffer.from(chunk.subarray(chunk.length - 4)) : Buffer.concat([this.tail, chunk]).subarray(-4);
     if (this.decoder === undefined) this.parts.push(chunk);
     else this.decoder.write(chunk);
   }
@@ -158,6 +163,13 @@ export class BodyReader {
   /** The whole decoded body. */
   async end(): Promise<Buffer> {
     if (this.decoder !== undefined) {
+      // A gzip body that declares more than the limit is refused now, before the rest of it is decoded for nothing:
+      // 40 concurrent bombs otherwise decode hundreds of MiB that are garbage the moment they are refused.
+      const declared = declaredGzipSize(this.encoding, this.head, this.tail);
+      if (declared !== undefined && declared > this.intake.maxBody) {
+        this.release();
+        throw new IntakeProblem(413, `decompressed body larger than ${this.intake.maxBody} bytes (its gzip trailer declares ${declared})`);
+      }
       await this.decoder.end();
       if (this.problem !== undefined) throw this.problem;
       if (this.decoder.overflow) throw new IntakeProblem(413, `decompressed body larger than ${this.intake.maxBody} bytes`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as zlib from 'node:zlib';
-import { BodyDecoder, canDecode, codingsToUndo, decodeAll, isIdentity } from '../../instrumentation/decompress';
+import { BodyDecoder, canDecode, codingsToUndo, declaredGzipSize, decodeAll, isIdentity } from '../../instrumentation/decompress';
 
 const text = Buffer.from('data: {"choices":[{"delta":{"content":"héllo ✓"}}]}\n\n'.repeat(500));
 
@@ -21,6 +21,19 @@ describe('decompress', () => {
     expect(isIdentity(undefined)).toBe(true);
     expect(canDecode('x-gzip')).toBe(true);
     expect(BodyDecoder.create('identity', () => {})).toBeUndefined();
+  });
+
+  it("reads a gzip body's declared size from its trailer, a lower bound of what it decodes to", () => {
+    const size = (encoding: string | undefined, body: Buffer) => declaredGzipSize(encoding, body.subarray(0, 3), body.subarray(-4));
+    expect(size('gzip', zlib.gzipSync(text))).toBe(text.length);
+    expect(size('x-gzip', zlib.gzipSync(Buffer.alloc(70_000_000)))).toBe(70_000_000);
+    // Two members: the last one's size, less than the whole.
+    expect(size('gzip', Buffer.concat([zlib.gzipSync(text), zlib.gzipSync(Buffer.from('x'))]))).toBe(1);
+    expect(size('br', zlib.brotliCompressSync(text))).toBeUndefined();
+    expect(size('gzip, br', zlib.gzipSync(text))).toBeUndefined();
+    expect(size(undefined, zlib.gzipSync(text))).toBeUndefined();
+    expect(size('gzip', Buffer.from('not gzip'))).toBeUndefined(); // no gzip magic: decoding reports the error
+    expect(size('gzip', zlib.gzipSync(text).subarray(0, 3))).toBeUndefined();
   });
 
   it.each([
