@@ -505,7 +505,7 @@ class LiveExchange implements Exchange {
 
   /**
    * Read the request body at the span's end: nothing before it reads what the body says (no step runs on a call
-   * whose body is read late), and a turn of the event loop of its own per call cost more than it saved.
+   * whose body is read late), so a turn of the event loop of its own per call bought nothing.
    */
   readLater(read: () => void): void {
     this.#laterRead = read;
