@@ -504,19 +504,27 @@ class LiveExchange implements Exchange {
   #laterRead: (() => void) | undefined;
 
   /**
-   * Read the request body at the span's end: nothing before it reads what the body says (no step runs on a call
-   * whose body is read late), so a turn of the event loop of its own per call bought nothing.
+   * Read the request body at the span's end, or when flushExchanges asks (a process about to exit ends the spans
+   * still open as they are): nothing else reads what the body says before (no step runs on a call whose body is read
+   * late), so a turn of the event loop of its own per call bought nothing.
    */
   readLater(read: () => void): void {
     this.#laterRead = read;
+    unreadRequests.add(this);
   }
 
   /** The read `readLater` put off, now (the span is ending). */
   readNow(): void {
     const read = this.#laterRead;
     if (read === undefined) return;
-    this.#laterRead = undefined;
+    this.dropRead();
     read();
+  }
+
+  /** The span ends without its request read (the call is handed back untouched). */
+  dropRead(): void {
+    this.#laterRead = undefined;
+    unreadRequests.delete(this);
   }
 
   /** A streamed request body has flowed past in full: complete the span's start from it. */
@@ -642,15 +650,18 @@ type Failure = { errorType?: string; aborted?: boolean } | undefined;
 
 /** Taps with response work still to do: drained at once by `flushExchanges`. */
 const pendingTaps = new Set<ExchangeTap>();
+/** Calls whose request body is read at their span's end (`readLater`): read at once by `flushExchanges`. */
+const unreadRequests = new Set<LiveExchange>();
 /** Taps whose call has ended (or waits for a redirect's follow-up) and whose span has not ended yet. */
 const endingTaps = new Set<ExchangeTap>();
 
 /**
- * Do now the response reading deferred to after the application had its callbacks, for every call, so the spans of
- * calls that have ended do end now: for a process about to exit (`process.exit()` runs no more timers) and before a
- * flush. An encoded body's decoder cannot be drained synchronously: see `settleExchanges`.
+ * Do now the reading deferred to after the application had its callbacks, for every call (the request bodies read at
+ * their span's end, the responses), so the spans of calls that have ended do end now, and those still open have what
+ * their request says: for a process about to exit (`process.exit()` runs no more timers) and before a flush. An encoded body's decoder cannot be drained synchronously: see `settleExchanges`.
  */
 export function flushExchanges(): void {
+  for (const exchange of [...unreadRequests]) exchange.readNow();
   for (const tap of [...pendingTaps]) tap.drain();
 }
 
@@ -760,6 +771,7 @@ class ExchangeTap {
     pendingTaps.delete(this);
     endingTaps.delete(this);
     this.exchange.closed = true;
+    this.exchange.dropRead();
     this.#decoder?.destroy();
     this.exchange.span.end();
   }
