@@ -23,6 +23,8 @@ const require = createRequire(join(root, 'package.json'));
 const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
 // The built package to measure (default: this checkout's dist/, from `npm run build`).
 const DIST = process.env.FAULTLINE_DIST ?? join(root, 'dist');
+// An earlier build to compare register's default with in the same run (an A/B of a change): its dist/ directory.
+const BASE_DIST = process.env.BENCH_BASE_DIST;
 // Processes per configuration, used in turn round by round: one process keeps its own luck (what V8 compiled and when,
 // where the heap landed) for the whole run, and between runs that moved a configuration's median by 100 µs or more.
 const PROCS = Math.max(1, Number(process.env.BENCH_PROCS ?? 3));
@@ -47,6 +49,7 @@ const CONFIGS = {
   'otel-openai': '@opentelemetry/instrumentation-openai 0.21',
   traceloop: '@traceloop/instrumentation-openai 0.27',
   openinference: '@arizeai/openinference-instrumentation-openai 4.2',
+  ...(BASE_DIST ? { 'register-base': `register default as the build in ${BASE_DIST} has it (BENCH_BASE_DIST)` } : {}),
 };
 
 /**
@@ -59,6 +62,7 @@ const RUNTIME = {
   'register-detect': { env: { FAULTLINE_DETECT: 'true' } },
   'plan-nomatch': { options: { plan: { rules: [{ fault: 'http_429', match: { model: 'no-such-model' } }] } } },
   guards: { options: { guards: { routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 1 } }] } } },
+  ...(BASE_DIST ? { 'register-base': { dist: BASE_DIST } } : {}),
 };
 
 function records() {
@@ -80,8 +84,8 @@ async function child(config) {
   const spanProcessors = [counter, new BatchSpanProcessor(drop)];
   let provider;
   if (RUNTIME[config]) {
-    const { startRuntime } = require(join(DIST, 'src', 'start'));
-    const { options = {}, env = {} } = RUNTIME[config];
+    const { options = {}, env = {}, dist = DIST } = RUNTIME[config];
+    const { startRuntime } = require(join(dist, 'src', 'start'));
     const runtime = startRuntime({ ...options, spanProcessors, exitHooks: false, env: { ...process.env, ...env, OTEL_TRACES_EXPORTER: 'none' } });
     provider = { forceFlush: () => runtime.forceFlush(), shutdown: () => runtime.shutdown() };
   } else {
@@ -376,6 +380,7 @@ async function parent() {
     'otel-openai': 'instrumentation-openai',
     traceloop: 'traceloop',
     openinference: 'openinference',
+    'register-base': 'register (base build)',
   };
   const subjects = ['register', 'plan-nomatch', 'guards'];
   const pairs = [
@@ -384,6 +389,7 @@ async function parent() {
     ['register-detect', 'register'],
     ['faultline', 'bare'],
     ...['floor-span', ...genai].map((n) => [n, 'bare']),
+    ...(BASE_DIST ? [['register', 'register-base']] : []),
   ];
   for (const [a, b] of pairs) {
     const label = `${short[a]} − ${short[b]}`;

@@ -181,17 +181,17 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
     }
 
     /**
-     * Send a call whose span has started from its URL, then read its body: one at hand right after it was handed to
-     * the dispatcher; a streamed one of known length from its first pull (sent as those bytes when they are all of
-     * it), read once the request is written (a call that fails before its body is sent still gets its model); any
-     * other as it flows past.
+     * Send a call whose span has started from its URL, then read its body: one at hand (or a streamed one of known
+     * length, taken from its first pull and sent as those bytes when they are all of it) at the span's end, when the
+     * application has had its answer (a call that fails before its body is sent still gets its model); any other as
+     * it flows past.
      */
     function sendFirst(opts: Dispatcher.DispatchOptions, handler: Handler, exchange: LiveExchange, body: RequestBody): boolean {
       const tap = new ExchangeTap(exchange, options, followUps);
       const read = (buf: Buffer): void => safely(log, 'request body', () => exchange.bodyRead(buf), undefined);
       if (body.kind !== 'stream') {
         const sent = send(opts, handler, tap, () => opts);
-        if (body.kind === 'bytes') read(body.bytes);
+        if (body.kind === 'bytes') exchange.readLater(() => read(body.bytes));
         return sent;
       }
       const length = exchange.contentLength;
@@ -264,8 +264,13 @@ function withTraceContext(opts: Dispatcher.DispatchOptions, ctx: Context): Dispa
 // ------------------------------------------------------------------------------------------------ recognition
 
 interface Match {
-  /** Every module whose `matches` accepted the request, in order: the first whose `start` accepts it wins. */
-  modules: ProtocolModule[];
+  /**
+   * The modules that may take the route, in order, from the first whose `matches` accepted the request: the first of
+   * them whose `matches` and `start` accept it wins. The later ones are asked only when the earlier ones' `start`
+   * declined: most calls are taken by the first.
+   */
+  modules: readonly ProtocolModule[];
+  first: number;
   url: URL;
   /** The URL's port, the scheme's default when it has none (URL getters are not free: read once per route). */
   port: number;
@@ -306,8 +311,8 @@ function recognise(
   const headers = headerRecord(opts.headers);
   if (!jsonBody(headers['content-type'])) return undefined;
   const url = route.url;
-  const matching = route.modules.filter((module) => module.matches(method, url, headers));
-  return matching.length > 0 ? { modules: matching, url, port: route.port, method, headers } : undefined;
+  const first = route.modules.findIndex((module) => module.matches(method, url, headers));
+  return first >= 0 ? { modules: route.modules, first, url, port: route.port, method, headers } : undefined;
 }
 
 function resolveRoute(method: string, url: URL, modules: readonly ProtocolModule[], ignore: Set<string>): { url: URL; port: number; modules: ProtocolModule[] } | null {
@@ -369,7 +374,10 @@ function openExchange(match: Match, parent: Context, t0: number, whole: Buffer |
   const capture = options.captureContent();
   let request: unknown;
   let read = false;
-  for (const module of match.modules) {
+  const { modules, first } = match;
+  for (let k = first; k < modules.length; k++) {
+    const module = modules[k] as ProtocolModule;
+    if (k > first && !module.matches(match.method, match.url, match.headers)) continue;
     let start: ProtocolStart | undefined;
     if (whole === undefined) {
       start = module.start(match.url, UNREAD, match.headers, capture);
@@ -493,22 +501,30 @@ class LiveExchange implements Exchange {
     return this.match.port;
   }
 
-  #later: NodeJS.Immediate | undefined;
   #laterRead: (() => void) | undefined;
 
-  /** Read the request body once the request is written (after this turn of the event loop), or at the span's end. */
+  /**
+   * Read the request body at the span's end, or when flushExchanges asks (a process about to exit ends the spans
+   * still open as they are): nothing else reads what the body says before (no step runs on a call whose body is read
+   * late), so a turn of the event loop of its own per call bought nothing.
+   */
   readLater(read: () => void): void {
     this.#laterRead = read;
-    this.#later = setImmediate(() => this.readNow());
+    unreadRequests.add(this);
   }
 
-  /** A read scheduled by `readLater`, now (the span is ending). */
+  /** The read `readLater` put off, now (the span is ending). */
   readNow(): void {
     const read = this.#laterRead;
     if (read === undefined) return;
-    this.#laterRead = undefined;
-    if (this.#later !== undefined) clearImmediate(this.#later);
+    this.dropRead();
     read();
+  }
+
+  /** The span ends without its request read (the call is handed back untouched). */
+  dropRead(): void {
+    this.#laterRead = undefined;
+    unreadRequests.delete(this);
   }
 
   /** A streamed request body has flowed past in full: complete the span's start from it. */
@@ -634,15 +650,18 @@ type Failure = { errorType?: string; aborted?: boolean } | undefined;
 
 /** Taps with response work still to do: drained at once by `flushExchanges`. */
 const pendingTaps = new Set<ExchangeTap>();
+/** Calls whose request body is read at their span's end (`readLater`): read at once by `flushExchanges`. */
+const unreadRequests = new Set<LiveExchange>();
 /** Taps whose call has ended (or waits for a redirect's follow-up) and whose span has not ended yet. */
 const endingTaps = new Set<ExchangeTap>();
 
 /**
- * Do now the response reading deferred to after the application had its callbacks, for every call, so the spans of
- * calls that have ended do end now: for a process about to exit (`process.exit()` runs no more timers) and before a
- * flush. An encoded body's decoder cannot be drained synchronously: see `settleExchanges`.
+ * Do now the reading deferred to after the application had its callbacks, for every call (the request bodies read at
+ * their span's end, the responses), so the spans of calls that have ended do end now, and those still open have what
+ * their request says: for a process about to exit (`process.exit()` runs no more timers) and before a flush. An encoded body's decoder cannot be drained synchronously: see `settleExchanges`.
  */
 export function flushExchanges(): void {
+  for (const exchange of [...unreadRequests]) exchange.readNow();
   for (const tap of [...pendingTaps]) tap.drain();
 }
 
@@ -715,8 +734,10 @@ class ExchangeTap {
       const { exchange } = this;
       this.#followUp = safely(log, 'redirect', () => followUpKey(exchange.method, exchange.url, statusCode, headerValue(headers, 'location')), undefined);
     }
+    // Read with the first batch of chunks or at the end, in the same turn of the event loop (flushExchanges reads it
+    // at once): nothing needs it sooner.
     this.#start = [statusCode, headers];
-    this.#schedule();
+    pendingTaps.add(this);
   }
 
   /**
@@ -750,6 +771,7 @@ class ExchangeTap {
     pendingTaps.delete(this);
     endingTaps.delete(this);
     this.exchange.closed = true;
+    this.exchange.dropRead();
     this.#decoder?.destroy();
     this.exchange.span.end();
   }

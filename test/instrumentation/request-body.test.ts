@@ -4,7 +4,7 @@
  * a list), and the tee's copy stops at its bound instead of keeping a large upload whole.
  */
 import { describe, expect, it } from 'vitest';
-import { BodyCopy, resumeStream, withContentLength } from '../../instrumentation/request-body';
+import { BodyCopy, resumeStream, withContentLength, withHeaders } from '../../instrumentation/request-body';
 
 describe('withContentLength', () => {
   it('sets content-length in each header shape, keeping every other header in its place', () => {
@@ -17,6 +17,22 @@ describe('withContentLength', () => {
     expect(withContentLength(pairs, 5)).toEqual([['a', '1'], ['CONTENT-LENGTH', '5']]);
     const map = new Map([['a', '1'], ['content-length', '9']]) as unknown as Record<string, string>;
     expect(withContentLength(map, 5)).toEqual({ a: '1', 'content-length': '5' });
+  });
+});
+
+describe('withHeaders, absent', () => {
+  const trace = { traceparent: '00-aa-bb-01', tracestate: 'x=1' };
+
+  it('adds the headers after the others in each shape, in the same order, unless one of them is there in any case', () => {
+    const object = withHeaders({ b: '2', a: ['x', 'y'], '1': 'n' }, trace, 'absent');
+    // The object shape (fetch's) has a path of its own: the same members, in the same order, as the list shapes give.
+    expect(Object.entries(object as Record<string, unknown>)).toEqual([['1', 'n'], ['b', '2'], ['a', ['x', 'y']], ['traceparent', '00-aa-bb-01'], ['tracestate', 'x=1']]);
+    expect(withHeaders(['b', '2', 'a', 'x'], trace, 'absent')).toEqual(['b', '2', 'a', 'x', 'traceparent', '00-aa-bb-01', 'tracestate', 'x=1']);
+    const own = { a: '1', TraceState: 'app=1' };
+    expect(withHeaders(own, trace, 'absent')).toBe(own);
+    const list = ['TRACEPARENT', '00-cc-dd-01'];
+    expect(withHeaders(list, trace, 'absent')).toBe(list);
+    expect(withHeaders(undefined, trace, 'absent')).toEqual(trace);
   });
 });
 
