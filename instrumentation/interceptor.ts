@@ -658,7 +658,8 @@ const endingTaps = new Set<ExchangeTap>();
 /**
  * Do now the reading deferred to after the application had its callbacks, for every call (the request bodies read at
  * their span's end, the responses), so the spans of calls that have ended do end now, and those still open have what
- * their request says: for a process about to exit (`process.exit()` runs no more timers) and before a flush. An encoded body's decoder cannot be drained synchronously: see `settleExchanges`.
+ * their request says: for a process about to exit (`process.exit()` runs no more timers) and before a flush. An
+ * encoded body's decoder cannot be drained synchronously: see `settleExchanges`.
  */
 export function flushExchanges(): void {
   for (const exchange of [...unreadRequests]) exchange.readNow();
