@@ -11,22 +11,16 @@ import {
   ATTR_GEN_AI_SYSTEM_INSTRUCTIONS,
 } from '../../../instrumentation/semconv';
 import type { UsageSummary } from '../../../instrumentation/types';
-import type { AttrValue, Attributes, SpanRecord } from '../model';
+import { num as modelNum, str, type AttrValue, type Attributes, type SpanRecord } from '../model';
 import { eventContent, indexedMessages, isObj, messagesValue, messageText, openInferenceMessages, parseJson, systemText, toolCallsOf, toolDefinitions, type GenAiMessage } from './content';
 import type { Convention, FaultlineFacts, LlmCall, SpanFailure } from './types';
 
-export function str(a: Attributes, key: string): string | undefined {
-  const v = a[key];
-  return typeof v === 'string' ? v : undefined;
-}
+export { str } from '../model';
 
+/** A finite number attribute (a number, or a numeric string): the trace model's `num`, without NaN or ±Infinity. */
 export function num(a: Attributes, key: string): number | undefined {
-  const v = a[key];
-  if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
-  if (typeof v !== 'string') return undefined;
-  // Number() of a blank string is 0, which is no number here; any other string's Number() is parsed once.
-  const n = Number(v);
-  return Number.isFinite(n) && (n !== 0 || v.trim() !== '') ? n : undefined;
+  const n = modelNum(a, key);
+  return n !== undefined && Number.isFinite(n) ? n : undefined;
 }
 
 function bool(a: Attributes, key: string): boolean | undefined {
