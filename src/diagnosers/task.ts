@@ -1,7 +1,8 @@
 /**
  * The diagnose path over trace files on worker threads (src/traces/parallel.ts): each worker loads `diagnosisTask`
  * by name, builds its own diagnoser once and diagnoses the traces it holds, ground truth stripped first as
- * `diagnoseTrace` does (in place: the reader made each trace for this task alone); a diagnoser that fails on a trace gives a failure for that trace, not an error of the run.
+ * `diagnoseTrace` does (in place: the reader made each trace for this task alone); a diagnoser that fails on a trace
+ * gives a failure for that trace, not an error of the run.
  */
 import type { FaultlineInputError } from '../errors';
 import type { TraceRecord } from '../traces/model';
