@@ -14,21 +14,18 @@ export type JsonShape = 'complete' | 'incomplete' | 'malformed';
  */
 export function scanJson(text: string): JsonShape {
   const stack: string[] = [];
-  let inString = false;
-  let escaped = false;
   let closedTop = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (escaped) escaped = false;
-      else if (c === 92 /* \ */) escaped = true;
-      else if (c === 34 /* " */) inString = false;
-      continue;
-    }
     if (c === 32 || c === 10 || c === 13 || c === 9) continue;
     if (closedTop) return 'malformed';
-    if (c === 34) inString = true;
-    else if (c === 123 /* { */) stack.push('}');
+    if (c === 34 /* " */) {
+      // A string ends at the next quote not escaped (an even run of backslashes before it): found by indexOf, not
+      // character by character — JSON text is mostly strings, and this scan runs on every JSON-looking answer.
+      const end = stringEnd(text, i);
+      if (end < 0) return 'incomplete';
+      i = end;
+    } else if (c === 123 /* { */) stack.push('}');
     else if (c === 91 /* [ */) stack.push(']');
     else if (c === 125 || c === 93) {
       if (stack.pop() !== String.fromCharCode(c)) return 'malformed';
@@ -38,8 +35,18 @@ export function scanJson(text: string): JsonShape {
       return safeParse(text) === undefined ? 'malformed' : 'complete';
     }
   }
-  if (inString || stack.length > 0) return 'incomplete';
+  if (stack.length > 0) return 'incomplete';
   return 'complete';
+}
+
+/** The index of the quote closing the string opened at `open`, or -1 when the text ends inside it. */
+function stringEnd(text: string, open: number): number {
+  for (let q = text.indexOf('"', open + 1); q >= 0; q = text.indexOf('"', q + 1)) {
+    let k = q - 1;
+    while (k > open && text.charCodeAt(k) === 92 /* \ */) k--;
+    if ((q - 1 - k) % 2 === 0) return q;
+  }
+  return -1;
 }
 
 /** JSON.parse that returns undefined instead of throwing. */

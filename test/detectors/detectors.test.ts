@@ -72,6 +72,13 @@ describe('structure and finish', () => {
     expect(scanJson('{"a": [1, 2, {"b": "c"}]}')).toBe('complete');
     expect(scanJson('{"a": [1, 2, {"b": "c')).toBe('incomplete');
     expect(scanJson('{"a": 1]}')).toBe('malformed');
+    // Escapes: a quote after an odd run of backslashes is inside the string, after an even run it closes it.
+    expect(scanJson(String.raw`{"a": "say \"hi\"", "b": "c:\\"}`)).toBe('complete');
+    expect(scanJson(String.raw`{"a": "c:\\\"}`)).toBe('incomplete');
+    expect(scanJson(String.raw`["\\"]`)).toBe('complete');
+    expect(scanJson(String.raw`["\"]`)).toBe('incomplete');
+    expect(scanJson('{"a": "}"} x')).toBe('malformed');
+    expect(scanJson('{"a": "]')).toBe('incomplete');
     expect(unclosedFence('```ts\nconst a = 1;\n```\nand\n```py\nprint(1)')).toBe(true);
     expect(unclosedFence('```ts\nconst a = 1;\n```')).toBe(false);
   });
