@@ -618,7 +618,8 @@ function recoveredReceives(messages: Logical[]): { spans: Map<string, string>; w
 }
 
 function review(verdicts: SpanVerdict[], ofSpan: Map<string, Logical>): void {
-  const bySpan = new Map(verdicts.map((v) => [v.span.spanId, v]));
+  const bySpan = new Map<string, SpanVerdict>();
+  for (const v of verdicts) bySpan.set(v.span.spanId, v);
   const recovered = recoveredReceives([...new Set(ofSpan.values())].sort((a, b) => a.start - b.start));
   const note = (v: SpanVerdict, why: string): void => {
     const top = v.signals.reduce<Signal | undefined>((b, x) => (b === undefined || x.confidence > b.confidence ? x : b), undefined);

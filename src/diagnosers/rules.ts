@@ -320,10 +320,12 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     offline = undefined; // a detector bug must not lose the metadata diagnosis
   }
   const delays = delaySignals(view, opts);
-  const stepBySpan = new Map<string, Step>(view.steps.map((s) => [s.span.spanId, s]));
+  // Filled by loops, not built from lists of pairs: this runs per trace, and the iterable constructors cost more.
+  const stepBySpan = new Map<string, Step>();
+  for (const s of view.steps) stepBySpan.set(s.span.spanId, s);
   const carried = view.detectionChildren;
   const childIds = new Set<string>();
-  for (const list of carried.values()) for (const c of list) childIds.add(c.spanId);
+  if (carried.size > 0) for (const list of carried.values()) for (const c of list) childIds.add(c.spanId);
   const out: SpanVerdict[] = [];
   for (const span of trace.spans) {
     if (childIds.has(span.spanId)) continue;
