@@ -60,12 +60,13 @@ function readingHandler(handler, span) {
   };
 }
 
-function install({ span = false } = {}) {
+/**
+ * The floor's dispatch function in front of `base`: chat completion calls are read (and, with `span`, wrapped in one
+ * span), every other request goes to `base` as it is.
+ */
+function floorDispatch(base, { span = false } = {}) {
   const api = span ? require('@opentelemetry/api') : undefined;
-  void globalThis.Headers; // Node creates its own dispatcher first, as faultline's fetch-dispatcher.ts does
-  const { getGlobalDispatcher, setGlobalDispatcher } = require('undici');
-  const base = getGlobalDispatcher();
-  const dispatch = (opts, handler) => {
+  return (opts, handler) => {
     if (!String(opts.path).endsWith('/chat/completions') || opts.body == null) return base.dispatch(opts, handler);
     const parent = api?.context.active();
     (async () => {
@@ -85,15 +86,25 @@ function install({ span = false } = {}) {
     );
     return true;
   };
-  setGlobalDispatcher(
-    new Proxy(base, {
-      get(target, key) {
-        if (key === 'dispatch') return dispatch;
-        const value = Reflect.get(target, key, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    }),
-  );
 }
 
-module.exports = { install };
+/** A dispatcher that is `base` with `dispatch` replaced. */
+function withDispatch(base, dispatch) {
+  return new Proxy(base, {
+    get(target, key) {
+      if (key === 'dispatch') return dispatch;
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Put the floor in front of the process-wide dispatcher. */
+function install(options = {}) {
+  void globalThis.Headers; // Node creates its own dispatcher first, as faultline's fetch-dispatcher.ts does
+  const { getGlobalDispatcher, setGlobalDispatcher } = require('undici');
+  const base = getGlobalDispatcher();
+  setGlobalDispatcher(withDispatch(base, floorDispatch(base, options)));
+}
+
+module.exports = { install, floorDispatch, withDispatch };

@@ -8,19 +8,16 @@
 // across configurations; we report medians, ratios to bare and paired differences with intervals, from the same run. Every configuration uses the same SDK: NodeTracerProvider + BatchSpanProcessor
 // with an exporter that drops spans, so only instrumentation cost differs. Needs `npm run build` (dist/).
 import { execFileSync, fork, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import os from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setImmediate } from 'node:timers';
 import { median, pairedMedian } from './stats.mjs';
+import { records, startServer } from './llm-loopback.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 const require = createRequire(join(root, 'package.json'));
-const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
 // The built package to measure (default: this checkout's dist/, from `npm run build`).
 const DIST = process.env.FAULTLINE_DIST ?? join(root, 'dist');
 // An earlier build to compare register's default with in the same run (an A/B of a change): its dist/ directory.
@@ -64,13 +61,6 @@ const RUNTIME = {
   guards: { options: { guards: { routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 1 } }] } } },
   ...(BASE_DIST ? { 'register-base': { dist: BASE_DIST } } : {}),
 };
-
-function records() {
-  const lines = (f) => readFileSync(join(CORPUS, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  const json = lines('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && r.tags.includes('system_prompt'));
-  const stream = lines('openai-chat-stream.jsonl').find((r) => r.tags.includes('tool_calls') && r.tags.includes('usage_chunk'));
-  return { json, stream };
-}
 
 // ------------------------------------------------------------------------------------------------ child
 
@@ -180,31 +170,6 @@ async function child(config) {
 }
 
 // ------------------------------------------------------------------------------------------------ parent
-
-function startServer() {
-  const { json, stream } = records();
-  const jsonBody = JSON.stringify(json.response);
-  const events = stream.sse.split(/(?<=\n\n)/);
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', async () => {
-      if (JSON.parse(body).stream) {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.flushHeaders();
-        for (const e of events) {
-          res.write(e);
-          await new Promise((r) => setImmediate(r));
-        }
-        res.end();
-      } else {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(jsonBody) });
-        res.end(jsonBody);
-      }
-    });
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
 
 const mad = (xs) => {
   const m = median(xs);

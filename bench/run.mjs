@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs the bench/*.bench.mjs files (each prints a Markdown section on stdout) and writes BENCHMARKS.md from the
-// latest section of every bench (kept in bench/out/, git-ignored, so `npm run bench -- interceptor` refreshes one
-// section and keeps the others). Benchmarks compare configurations against a baseline measured in the same run
+// sections of the benches it ran (also kept in bench/out/, git-ignored), so `npm run bench -- interceptor` refreshes
+// one section and keeps the others. Benchmarks compare configurations against a baseline measured in the same run
 // (ratios, not absolute times: machines here are shared and noisy).
 import { mkdirSync, readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -32,15 +32,12 @@ for (const f of files) {
   const stamp = `_Run ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (${machine}), ${((Date.now() - started) / 1000).toFixed(0)} s._`;
   writeFileSync(join(outDir, f.replace('.bench.mjs', '.md')), out.trim() + '\n\n' + stamp + '\n');
 }
-// Every section in bench/out/ (this run's and earlier runs' in this checkout) replaces the section of the same title in
-// BENCHMARKS.md, in place; the sections of benches not run here are kept as they were.
-const fresh = all
-  .map((f) => join(outDir, f.replace('.bench.mjs', '.md')))
-  .filter((p) => existsSync(p))
-  .map((p) => readFileSync(p, 'utf8').trim());
+// The sections of the benches run now replace the sections of the same title in BENCHMARKS.md, in place; every other
+// section is kept as it is there (it may carry notes added by hand, such as a run with other settings).
+const fresh = files.map((f) => readFileSync(join(outDir, f.replace('.bench.mjs', '.md')), 'utf8').trim());
 const titleOf = (section) => section.split('\n', 1)[0].trim();
 const benchmarks = join(here, '..', 'BENCHMARKS.md');
-const previous = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8').split(/^(?=## )/m).slice(1).map((s) => s.trim()) : [];
+const [head, ...previous] = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8').split(/^(?=## )/m).map((s) => s.trim()) : [undefined];
 const byTitle = new Map(fresh.map((s) => [titleOf(s), s]));
 const sections = previous.map((s) => {
   const now = byTitle.get(titleOf(s));
@@ -48,12 +45,14 @@ const sections = previous.map((s) => {
   return now ?? s;
 });
 sections.push(...byTitle.values());
-const header = [
-  '# Benchmarks',
-  '',
-  'Produced by `npm run bench` (all sections) or `npm run bench -- NAME` (one section, e.g. `interceptor`); each',
-  'section says when and on what it ran. Machines here are shared and noisy: every number that matters is a ratio',
-  'to a baseline measured in the same run, with configurations interleaved.',
-  '',
-].join('\n');
-writeFileSync(benchmarks, header + '\n' + sections.join('\n\n') + '\n');
+// What comes before the first section (the title, and notes on this round's runs) is kept too.
+const header =
+  head ||
+  [
+    '# Benchmarks',
+    '',
+    'Produced by `npm run bench` (all sections) or `npm run bench -- NAME` (one section, e.g. `interceptor`); each',
+    'section says when and on what it ran. Machines here are shared and noisy: every number that matters is a ratio',
+    'to a baseline measured in the same run, with configurations interleaved.',
+  ].join('\n');
+writeFileSync(benchmarks, header + '\n\n' + sections.join('\n\n') + '\n');

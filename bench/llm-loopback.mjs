@@ -1,0 +1,42 @@
+// Bench-only: the workload the per-call benches share. Two corpus records (a JSON chat answer with a system prompt, and
+// an SSE stream with tool calls and a usage chunk) and a loopback server replaying them to the openai client: the JSON
+// answer whole, the stream one event per turn of the event loop.
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { setImmediate } from 'node:timers';
+
+const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
+
+export function records() {
+  const lines = (f) => readFileSync(join(CORPUS, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const json = lines('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && r.tags.includes('system_prompt'));
+  const stream = lines('openai-chat-stream.jsonl').find((r) => r.tags.includes('tool_calls') && r.tags.includes('usage_chunk'));
+  return { json, stream };
+}
+
+/** The server, listening on 127.0.0.1 (an ephemeral port). */
+export function startServer() {
+  const { json, stream } = records();
+  const jsonBody = JSON.stringify(json.response);
+  const events = stream.sse.split(/(?<=\n\n)/);
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', async () => {
+      if (JSON.parse(body).stream) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.flushHeaders();
+        for (const e of events) {
+          res.write(e);
+          await new Promise((r) => setImmediate(r));
+        }
+        res.end();
+      } else {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(jsonBody) });
+        res.end(jsonBody);
+      }
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
