@@ -34,6 +34,9 @@ const WARM_CALLS = Number(process.env.BENCH_WARM_CALLS ?? 1500);
 
 const CONFIGS = {
   bare: 'no instrumentation (SDK only)',
+  // The same as bare in processes of its own: what this bench reports between two identical configurations is its
+  // resolution (process luck, which the per-round pairing does not cancel, included).
+  'bare-again': 'no instrumentation, a second set of processes (A/A control)',
   'otel-undici': '@opentelemetry/instrumentation-undici 0.33 alone',
   floor: 'HTTP-level reading alone, no spans (JSON.parse of request and answer / every event)',
   'floor-span': 'HTTP-level reading + one span without attributes, entered around the dispatch',
@@ -328,13 +331,15 @@ async function parent() {
     'rounds (µs; CPU per call, and wall clock: the round\'s median call, and first chunk). "below" / "above" only when the interval',
     'excludes zero. For register\'s default, with a plan that matches no call, and with guards on: against each GenAI',
     'instrumentation (CPU below every one), and against bare (the first chunk and the full answer: not distinguishable from zero).',
-    'The last rows give the floor with a span and each instrumentation\'s own delay against bare.',
+    'The last rows give the A/A control (two sets of processes with no instrumentation: what this bench reports between',
+    'identical configurations), the floor with a span and each instrumentation\'s own delay against bare.',
     '',
     '| | JSON call CPU | JSON call wall | streamed call CPU | streamed call wall | first chunk |',
     '|---|---|---|---|---|---|',
   );
   const short = {
     bare: 'bare',
+    'bare-again': 'bare (second set of processes)',
     'floor-span': 'the floor with a span',
     faultline: 'the GenAI layer alone',
     register: 'register default',
@@ -353,6 +358,7 @@ async function parent() {
     ['register-undici', 'register'],
     ['register-detect', 'register'],
     ['faultline', 'bare'],
+    ['bare-again', 'bare'],
     ...['floor-span', ...genai].map((n) => [n, 'bare']),
     ...(BASE_DIST ? [['register', 'register-base']] : []),
   ];
