@@ -11,13 +11,14 @@
 // any tracer turns on the first time a context is entered and which then cost every mode here, bare included.
 // The openai v6 client calls the loopback server of llm-loopback.mjs (JSON answer, SSE stream with tool calls).
 // Needs `npm run build` (dist/).
-import { execFileSync, fork, spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import os from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, pairedMedian } from './stats.mjs';
-import { records, startServer } from './llm-loopback.mjs';
+import { jsonCalls, records, startServer, streamedCalls } from './llm-loopback.mjs';
+import { pinning } from './pin.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -89,25 +90,13 @@ async function child() {
   const cpu = (u) => u.user + u.system; // µs
 
   async function batch() {
-    const jsonMs = [];
-    const ttfcMs = [];
     const spans0 = spanCount;
     let c0 = process.cpuUsage();
-    for (let i = 0; i < JSON_CALLS; i++) {
-      const t0 = performance.now();
-      const r = await client.chat.completions.create(json.request);
-      jsonMs.push(performance.now() - t0);
-      if (!r.choices) throw new Error('bad JSON answer');
-    }
+    const jsonMs = await jsonCalls(client, json.request, JSON_CALLS);
     await settleExchanges(); // a span ends a moment after the app has its answer
     const jsonCpu = cpu(process.cpuUsage(c0)) / JSON_CALLS;
     c0 = process.cpuUsage();
-    for (let i = 0; i < STREAM_CALLS; i++) {
-      const t0 = performance.now();
-      let first;
-      for await (const _c of await client.chat.completions.create(stream.request)) first ??= performance.now() - t0;
-      ttfcMs.push(first);
-    }
+    const { ttfc: ttfcMs } = await streamedCalls(client, stream.request, STREAM_CALLS);
     await settleExchanges();
     const streamCpu = cpu(process.cpuUsage(c0)) / STREAM_CALLS;
     return { jsonCpu, streamCpu, jsonWall: median(jsonMs) * 1000, ttfc: median(ttfcMs) * 1000, spans: spanCount - spans0 };
@@ -135,19 +124,8 @@ async function child() {
 
 // ------------------------------------------------------------------------------------------------ parent
 
-/** The server on CPU 0 and the client on the last one when taskset (util-linux) is there; BENCH_PIN=0 turns it off. */
-function pinning() {
-  if (process.env.BENCH_PIN === '0' || os.cpus().length < 2) return undefined;
-  try {
-    execFileSync('taskset', ['-a', '-pc', '0', String(process.pid)], { stdio: 'ignore' });
-    return String(os.cpus().length - 1);
-  } catch {
-    return undefined;
-  }
-}
-
 async function parent() {
-  const pin = pinning();
+  const pin = pinning()?.client;
   const server = await startServer();
   // BENCH_NODE_ARGS: options for the client's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where its time goes.
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];

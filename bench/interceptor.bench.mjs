@@ -7,13 +7,14 @@
 // (BENCH_PROCS, default 3: the undici dispatcher and OTel registrations are process-wide); rounds are interleaved
 // across configurations; we report medians, ratios to bare and paired differences with intervals, from the same run. Every configuration uses the same SDK: NodeTracerProvider + BatchSpanProcessor
 // with an exporter that drops spans, so only instrumentation cost differs. Needs `npm run build` (dist/).
-import { execFileSync, fork, spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import os from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, pairedMedian } from './stats.mjs';
-import { records, startServer } from './llm-loopback.mjs';
+import { jsonCalls, records, startServer, streamedCalls } from './llm-loopback.mjs';
+import { pinning } from './pin.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -119,32 +120,12 @@ async function child(config) {
   const client = new OpenAI({ apiKey: 'sk-bench', baseURL: `${process.env.BENCH_URL}/v1`, maxRetries: 0 });
 
   async function round() {
-    const jsonMs = [];
-    const streamMs = [];
-    const ttfcMs = [];
     const cpu = (u) => (u.user + u.system) / 1000; // ms
     let c0 = process.cpuUsage();
-    for (let i = 0; i < JSON_CALLS; i++) {
-      const t0 = performance.now();
-      const r = await client.chat.completions.create(json.request);
-      jsonMs.push(performance.now() - t0);
-      if (!r.choices) throw new Error('bad JSON answer');
-    }
+    const jsonMs = await jsonCalls(client, json.request, JSON_CALLS);
     const jsonCpuMs = cpu(process.cpuUsage(c0)) / JSON_CALLS;
     c0 = process.cpuUsage();
-    for (let i = 0; i < STREAM_CALLS; i++) {
-      const t0 = performance.now();
-      const s = await client.chat.completions.create(stream.request);
-      let first;
-      let n = 0;
-      for await (const _c of s) {
-        if (first === undefined) first = performance.now() - t0;
-        n++;
-      }
-      streamMs.push(performance.now() - t0);
-      ttfcMs.push(first);
-      if (n === 0) throw new Error('empty stream');
-    }
+    const { ms: streamMs, ttfc: ttfcMs } = await streamedCalls(client, stream.request, STREAM_CALLS);
     const streamCpuMs = cpu(process.cpuUsage(c0)) / STREAM_CALLS;
     await settle();
     await provider.forceFlush();
@@ -181,21 +162,6 @@ const mad = (xs) => {
 
 /** Per-round values of one measure, for every configuration. */
 const MEASURES = ['jsonCpu', 'streamCpu', 'jsonWall', 'streamWall', 'ttfc'];
-
-/**
- * Interleaving rounds cancels drift over time, but not where a process runs: a client that lands on a CPU shared with
- * a busy neighbour stays slow for the whole run. With taskset (util-linux) every client runs on the same CPU and the
- * server on another, so the configurations share their placement too. BENCH_PIN=0 turns it off.
- */
-function pinning() {
-  if (process.env.BENCH_PIN === '0' || os.cpus().length < 2) return undefined;
-  try {
-    execFileSync('taskset', ['-a', '-pc', '0', String(process.pid)], { stdio: 'ignore' });
-    return { server: '0', client: String(os.cpus().length - 1) };
-  } catch {
-    return undefined;
-  }
-}
 
 async function parent() {
   const pin = pinning();

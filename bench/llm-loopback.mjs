@@ -1,6 +1,7 @@
 // Bench-only: the workload the per-call benches share. Two corpus records (a JSON chat answer with a system prompt, and
 // an SSE stream with tool calls and a usage chunk) and a loopback server replaying them to the openai client: the JSON
-// answer whole, the stream one event per turn of the event loop.
+// answer whole, the stream one event per turn of the event loop; and the client's side: calls one after the other, each
+// timed.
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
@@ -39,4 +40,31 @@ export function startServer() {
     });
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+/** `n` JSON calls of `request` with the openai `client`, one after the other: each call's wall time (ms). */
+export async function jsonCalls(client, request, n) {
+  const ms = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const r = await client.chat.completions.create(request);
+    ms.push(performance.now() - t0);
+    if (!r.choices) throw new Error('bad JSON answer');
+  }
+  return ms;
+}
+
+/** `n` streamed calls, each iterated to its end: each call's wall time and time to its first chunk (ms). */
+export async function streamedCalls(client, request, n) {
+  const ms = [];
+  const ttfc = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    let first;
+    for await (const _c of await client.chat.completions.create(request)) first ??= performance.now() - t0;
+    if (first === undefined) throw new Error('empty stream');
+    ms.push(performance.now() - t0);
+    ttfc.push(first);
+  }
+  return { ms, ttfc };
 }

@@ -7,13 +7,14 @@
 // the CPU and wall time per later call, its peak RSS and the CommonJS modules loaded. Rounds interleave the
 // configurations (rotating order); each is compared with bare (and with contrib) round by round: median of the paired
 // differences and its 95% distribution-free interval. Needs `npm run build` (dist/).
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { median, pairedMedian } from './stats.mjs';
+import { pinning } from './pin.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -127,16 +128,6 @@ async function startServers(rec) {
   return { llm, otlp, llmUrl: `http://127.0.0.1:${llm.address().port}`, otlpUrl: `http://127.0.0.1:${otlp.address().port}`, received: () => received };
 }
 
-function pinning() {
-  if (process.env.BENCH_PIN === '0' || os.cpus().length < 2) return undefined;
-  try {
-    execFileSync('taskset', ['-a', '-pc', '0', String(process.pid)], { stdio: 'ignore' });
-    return String(os.cpus().length - 1);
-  } catch {
-    return undefined;
-  }
-}
-
 function run(config, env, pin) {
   const c = CONFIGS[config];
   const args = [...c.args, join(work, 'app.cjs')];
@@ -157,7 +148,7 @@ function run(config, env, pin) {
 
 const rec = records();
 const servers = await startServers(rec);
-const pin = pinning();
+const pin = pinning()?.client;
 const names = Object.keys(CONFIGS);
 const MEASURES = ['firstAnswerMs', 'wallMs', 'rssAtFirstMb', 'maxRssMb', 'callCpuUs', 'callWallUs', 'modulesAtFirst'];
 const rounds = Object.fromEntries(names.map((n) => [n, Object.fromEntries(MEASURES.map((m) => [m, []]))]));
