@@ -4,8 +4,8 @@
  * span events or joined OTLP log records, OpenInference, OpenLLMetry — with faultline's own facts used when present.
  * The offline detectors (detectors/from-span.ts) and every diagnoser read this, never raw attributes.
  */
-import type { SpanRecord, TraceRecord } from '../model';
-import { readLlmCall, spanFailure, str } from './llm';
+import { str, type SpanRecord, type TraceRecord } from '../model';
+import { readLlmCall, spanFailure } from './llm';
 import { isMessageSpan, joinMessages, readMessage, type MessageExchange } from './message';
 import { DETECTION_CHILD, agentOfSpan, llmOperation, toolOfSpan } from './recognize';
 import type { AgentSpan, LlmCall, MessageStep, SpanFailure, Step, ToolStep, TraceView } from './types';

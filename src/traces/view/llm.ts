@@ -15,8 +15,6 @@ import { num as modelNum, str, type AttrValue, type Attributes, type SpanRecord 
 import { eventContent, indexedMessages, isObj, messagesValue, messageText, openInferenceMessages, parseJson, systemText, toolCallsOf, toolDefinitions, type GenAiMessage } from './content';
 import type { Convention, FaultlineFacts, LlmCall, SpanFailure } from './types';
 
-export { str } from '../model';
-
 /** A finite number attribute (a number, or a numeric string): the trace model's `num`, without NaN or ±Infinity. */
 export function num(a: Attributes, key: string): number | undefined {
   const n = modelNum(a, key);

@@ -69,8 +69,8 @@ import {
 } from '../../../instrumentation/semconv';
 import type { AgentMessage } from '../../../instrumentation/types';
 import type { MessageObservation } from '../../../detectors/types';
-import { strList, type Attributes, type SpanRecord } from '../model';
-import { num, spanFailure, str } from './llm';
+import { str, strList, type Attributes, type SpanRecord } from '../model';
+import { num, spanFailure } from './llm';
 
 /**
  * A message span: an in-process handoff or delivery through faultline's channel, an A2A client call, an MCP tool
