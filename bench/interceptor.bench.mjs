@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, pairedMedian } from './stats.mjs';
-import { jsonCalls, records, startServer, streamedCalls } from './llm-loopback.mjs';
+import { distinct, jsonCalls, records, startServer, streamedCalls } from './llm-loopback.mjs';
 import { pinning } from './pin.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -134,8 +134,8 @@ async function child(config) {
 
   async function warm() {
     for (let i = 0; i < WARM_CALLS; i++) {
-      if (i % 3 !== 2) await client.chat.completions.create(json.request);
-      else for await (const _c of await client.chat.completions.create(stream.request));
+      if (i % 3 !== 2) await client.chat.completions.create(distinct(json.request));
+      else for await (const _c of await client.chat.completions.create(distinct(stream.request)));
     }
     await settle();
     await provider.forceFlush();
@@ -236,7 +236,8 @@ async function parent() {
   const lines = [
     '## GenAI span layer overhead (interceptor.bench.mjs)',
     '',
-    'openai v6 client → loopback server replaying corpus bodies (one JSON answer, one SSE stream with tool calls and usage);',
+    'openai v6 client → loopback server replaying corpus bodies (one JSON answer, one SSE stream with tool calls and usage;',
+    'each request differs from the last in its final message, as an agent\'s turns do: llm-loopback.mjs `distinct`);',
     `${counted} counted rounds × (${JSON_CALLS} JSON + ${STREAM_CALLS} streamed calls) per configuration, rounds interleaved (rotating order), each`,
     `configuration in ${PROCS} processes of its own, used in turn (a process keeps its own JIT and heap luck for the whole run), the same SDK`,
     'everywhere (spans dropped by the exporter), no fault plan;',

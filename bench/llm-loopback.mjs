@@ -42,12 +42,26 @@ export function startServer() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
+/**
+ * `request` as the `i`-th call of a run sends it: its last message ends with the call's number, as an agent's calls differ
+ * (each turn adds to the conversation). A run of identical requests is not what an application sends, and a fault
+ * plan's retry recognition treats a request sent again before the last one settled as a possible retry.
+ */
+let calls = 0;
+export function distinct(request) {
+  const messages = request.messages.slice();
+  const last = messages[messages.length - 1];
+  messages[messages.length - 1] = { ...last, content: `${last.content} (${++calls})` };
+  return { ...request, messages };
+}
+
 /** `n` JSON calls of `request` with the openai `client`, one after the other: each call's wall time (ms). */
 export async function jsonCalls(client, request, n) {
   const ms = [];
   for (let i = 0; i < n; i++) {
+    const body = distinct(request);
     const t0 = performance.now();
-    const r = await client.chat.completions.create(request);
+    const r = await client.chat.completions.create(body);
     ms.push(performance.now() - t0);
     if (!r.choices) throw new Error('bad JSON answer');
   }
@@ -59,9 +73,10 @@ export async function streamedCalls(client, request, n) {
   const ms = [];
   const ttfc = [];
   for (let i = 0; i < n; i++) {
+    const body = distinct(request);
     const t0 = performance.now();
     let first;
-    for await (const _c of await client.chat.completions.create(request)) first ??= performance.now() - t0;
+    for await (const _c of await client.chat.completions.create(body)) first ??= performance.now() - t0;
     if (first === undefined) throw new Error('empty stream');
     ms.push(performance.now() - t0);
     ttfc.push(first);

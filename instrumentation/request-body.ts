@@ -187,15 +187,13 @@ export function withHeaders(headers: Headers, values: Readonly<Record<string, st
     return Object.prototype.hasOwnProperty.call(values, name) ? name : undefined;
   };
   // An object (what fetch passes) taking headers it does not have, as every traced call does: the same result as the
-  // general path below (its members in order, the new ones after), without its lists.
+  // general path below (its members in order, the new ones after), without its lists. Only a name as long as one of
+  // ours can be one of ours, whatever its case.
   if (mode === 'absent' && isHeaderObject(headers)) {
-    const object: Record<string, unknown> = {};
     for (const k of Object.keys(headers)) {
-      if (given(k) !== undefined) return headers;
-      object[k] = headers[k];
+      for (const name of names) if (name.length === k.length && given(k) !== undefined) return headers;
     }
-    for (const name of names) object[name] = values[name];
-    return object as Headers;
+    return Object.assign({}, headers, values) as Headers; // (an object spread measured several times slower)
   }
   const entries = headerEntries(headers);
   if (mode === 'absent' && entries.some(([k]) => given(k) !== undefined)) return headers;

@@ -122,10 +122,16 @@ export class FaultEngine {
       return t;
     }
     const compiled = this.fixed ?? this.resolve(id);
+    const seed = compiled?.plan.seed ?? 42;
+    let rng: PyRandom | undefined;
     t = {
       id,
       compiled,
-      rng: new PyRandom(compiled?.plan.seed ?? 42),
+      // Seeded on the first draw (a fault's strategy): seeding costs more than selecting a call, and most tasks of a
+      // service (one per trace) never draw. The sequence is the same: nothing draws from it before.
+      get rng() {
+        return (rng ??= new PyRandom(seed));
+      },
       rules: (compiled?.rules ?? []).map(() => ({ matched: 0, specs: { counts: [] } })),
       history: new Map(),
       attempts: [],
