@@ -106,9 +106,6 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
         log.error('internal error in request matching (ignored, the application is unaffected):', err);
       }
       if (match === undefined) return dispatch(opts, handler);
-      // A step decides on this call from how the earlier ones ended (a retry of a failed call keeps its position):
-      // the spans of calls that have ended, whose reading waits for a quiet moment, end first.
-      if (steps.length > 0 && pendingTaps.size > 0) safely(log, 'pending calls', flushExchanges, undefined);
       const t0 = performance.now();
       const parent = callContext(); // the active context, or the framework agent/tool span the call is made in
       const body = requestBody(opts.body);

@@ -180,6 +180,17 @@ export class FaultEngine {
     return hits.length > 0 ? { task, hits } : undefined;
   }
 
+  /**
+   * Whether a call of the task with this same request has not settled yet (in flight, or ended with its span still
+   * open): the request may be its retry, which only its settling can tell.
+   */
+  unsettled(taskId: string, request: CallRequest): boolean {
+    const attempts = this.tasks.get(taskId)?.attempts;
+    if (attempts === undefined) return false;
+    const key = `${request.method} ${request.url}`;
+    return attempts.some((a) => !a.failed && a.key === key && a.body.equals(request.body));
+  }
+
   /** How the call selected with `key` ended: a success is forgotten, a failure may be retried. */
   settle(key: object, ok: boolean): void {
     const attempt = this.attemptOf.get(key);

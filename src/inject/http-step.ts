@@ -12,6 +12,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import { getExchange } from '../../instrumentation/exchange';
+import { flushExchanges } from '../../instrumentation/interceptor';
 // The one controller proxy of the steps, and the one content-length rewrite (the span layer's).
 import { ForwardingController } from '../../instrumentation/forwarding-controller';
 import { withContentLength } from '../../instrumentation/request-body';
@@ -55,7 +56,7 @@ export function createFaultStep(engine: FaultEngine, options: FaultStepOptions =
     function faultStep(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
       const ex = getExchange(opts);
       if (ex === undefined) return dispatch(opts, handler);
-      const decision = safely(log, 'fault selection', () => decisionFor(engine, ex.span, () => exchangeAttributes(ex), ex.context, ex), undefined);
+      const decision = safely(log, 'fault selection', () => decisionFor(engine, ex.span, () => exchangeAttributes(ex), ex.context, ex, flushExchanges), undefined);
       if (ex.message) safely(log, 'message history', () => rememberMessage(engine, ex, decision), undefined);
       if (decision === undefined) return dispatch(opts, handler);
       const call = new FaultedCall(engine, ex, decision, opts, handler, dispatch, capture());

@@ -122,9 +122,18 @@ export function decideFor(engine: FaultEngine, attributes: Attributes, context: 
 /**
  * The decision for a call, selected once (cached per span): from what the processor kept at span start if it saw the
  * span, else from `attributes()` and `context` (the call's own). With the call's `exchange`, a retry of a failed call
- * (the same request sent again) keeps that call's positions.
+ * (the same request sent again) keeps that call's positions; `endSpans` ends the spans of calls that have ended but
+ * whose span has not (the span layer reads an answer after the application had it), and is called only when this
+ * request is the same as one that has not settled.
  */
-export function decisionFor(engine: FaultEngine, span: object, attributes: () => Attributes, context: Context, exchange?: Exchange): Decision | undefined {
+export function decisionFor(
+  engine: FaultEngine,
+  span: object,
+  attributes: () => Attributes,
+  context: Context,
+  exchange?: Exchange,
+  endSpans?: () => void,
+): Decision | undefined {
   let s = seen.get(span);
   // Only a call the processor saw start will be seen to end: only its request is remembered for retries.
   const settles = s !== undefined && s.engine === engine;
@@ -137,6 +146,7 @@ export function decisionFor(engine: FaultEngine, span: object, attributes: () =>
   // A URL selector needs url.full, which the span may not carry at start: the call's own attributes have it.
   if (typeof attrs[ATTR_URL_FULL] !== 'string' && engine.task(s.taskId).compiled?.usesUrl) attrs = { ...attributes(), ...attrs };
   const request: CallRequest | undefined = exchange && settles ? { method: exchange.method, url: exchange.url.href, body: exchange.requestBody } : undefined;
+  if (request !== undefined && endSpans !== undefined && engine.unsettled(s.taskId, request)) endSpans();
   const decision = engine.select(attrs, s.taskId, request ? { key: span, request } : undefined);
   s.selected = { decision };
   return decision;
