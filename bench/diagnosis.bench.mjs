@@ -70,6 +70,18 @@ async function main() {
     '',
     `Garbage-collection pauses, inside the steps above: ${fmt(phases.gcPausesUsPerSpan, 2)} µs per span (${fmt((phases.gcPausesUsPerSpan / total) * 100)} %); the GC helper threads' work comes on top, on other cores.`,
     '',
+  );
+  process.stderr.write('bench diagnosis: per detector …\n');
+  const each = JSON.parse((await measureChild([join('bench', 'diagnosis-phases.cjs'), sample.file, '64', '--detectors'])).stdout.trim().split('\n').pop());
+  lines.push(
+    `### Offline detectors, one by one (same run setup, each detector's \`applies\` + \`detect\` timed in the registry)`,
+    '',
+    '| detector | µs per span | applies to (per span) | findings |',
+    '|---|--:|--:|--:|',
+    ...Object.entries(each.detectors).map(([k, v]) => `| ${k} | ${fmt(v.usPerSpan, 2)} | ${fmt(v.appliesPerSpan, 2)} | ${fmt(v.findings)} |`),
+    '',
+    `The timers' own cost (two clock reads per call) is in each row; the detectors step of that run: ${fmt(each.usPerSpan['offline detectors'], 2)} µs per span, the rest of it building the observations and walking the trace.`,
+    '',
     `Peak RSS is the whole process (worker threads included) at its exit. Load average before: ${loadBefore}; after: ${load()} (${machine()}; the machine is shared: wall times move with the load, CPU times less).`,
     `Files: ${OUT}/traces-*.jsonl (generated once, git-ignored); diagnoses written to ${OUT}/diagnoses-*.jsonl.`,
   );

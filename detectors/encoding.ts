@@ -8,7 +8,7 @@
  * - an HTML error page where text or JSON was expected (a proxy's 502 page), reported as an error.
  */
 import type { Detector, Finding, LlmObservation, MessageObservation, Observation } from './types';
-import { failedCall, forEachString, safeParse } from './text';
+import { argumentsValue, failedCall, forEachString } from './text';
 
 // Windows-1252 0x80–0x9F: the characters a cp1252 decoder produces for those bytes.
 const CP1252 = '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
@@ -186,7 +186,7 @@ export const encodingDetector: Detector = {
         out.push(finding({ faultType: 'error', confidence: 0.95, evidence: 'the response body is an HTML error page' }, obs.spanId, 'body'));
       }
       r.toolCalls.forEach((tc, index) => {
-        const args = safeParse(tc.arguments);
+        const args = argumentsValue(tc);
         let hit: Hit | undefined;
         let where = 'arguments';
         if (args === undefined) hit = inspect(tc.arguments, true);

@@ -6,7 +6,7 @@
  * are not checked.
  */
 import type { Detector, Finding, LlmObservation, Observation } from './types';
-import { conversationText, failedCall, safeParse } from './text';
+import { argumentsValue, conversationText, failedCall } from './text';
 
 /** Keys whose values are entities. */
 /** Keys whose values are entities. Country / region / state are left out: models derive them from a city. */
@@ -38,7 +38,7 @@ export const entityGroundingDetector: Detector = {
     const convo = conversationText(o.request!);
     const out: Finding[] = [];
     o.response.toolCalls.forEach((tc, index) => {
-      const args = safeParse(tc.arguments);
+      const args = argumentsValue(tc);
       if (typeof args !== 'object' || args === null || Array.isArray(args)) return;
       for (const [k, v] of Object.entries(args as Record<string, unknown>)) {
         if (typeof v !== 'string' || !(ENTITY_KEY.test(k) || ID_KEY.test(k)) || !entityLike(v)) continue;

@@ -20,7 +20,7 @@ import { num, str, type SpanRecord, type TraceRecord } from '../src/traces/model
 import { DETECTION_CHILD, isMessageSpan, joinMessages, llmOperation, messageObservation, readMessage, viewTrace, type LlmCall, type Step } from '../src/traces/view';
 import { readLlmCall } from '../src/traces/view/llm';
 import { HISTORY_WINDOW } from './history';
-import { resolveDetectors, runDetectors } from './registry';
+import { resolveDetectors, runDetectors, runResolved } from './registry';
 import type { DetectionContext, Detector, Finding, FindingLocation, LlmObservation, MessageContract, MessageObservation, Observation, Severity } from './types';
 
 // ------------------------------------------------------------------------------------------------ observations
@@ -44,7 +44,7 @@ export function llmObservation(call: LlmCall): LlmObservation {
   const fl = call.faultline;
   const response: LlmResponseSummary = {
     finishReasons: call.finishReasons,
-    text: call.hasContent ? (call.output ?? []).map((m) => m.parts.filter((p) => p.type === 'text').map((p) => String((p as { content?: unknown }).content ?? '')).join('')).join('') : '',
+    text: call.hasContent ? outputText(call.output) : '',
     toolCalls: call.hasContent ? call.toolCalls : [],
     durationMs: call.durationMs,
   };
@@ -73,6 +73,13 @@ export function llmObservation(call: LlmCall): LlmObservation {
   if (fl?.contentHash !== undefined) facts.contentHash = fl.contentHash;
   if (Object.keys(facts).length > 0) obs.facts = facts;
   return obs;
+}
+
+/** The text parts of every output message, concatenated in order (a loop: this runs once per LLM call). */
+function outputText(output: LlmCall['output']): string {
+  let text = '';
+  if (output) for (const m of output) for (const p of m.parts) if (p.type === 'text') text += String((p as { content?: unknown }).content ?? '');
+  return text;
 }
 
 /** An LlmObservation from one LLM span read on its own (no trace context: no agent, no wrapper check). */
@@ -135,7 +142,8 @@ export interface DetectSpansOptions {
 }
 
 /** The task a span belongs to: its own / an ancestor's `faultline.task.id`, else the trace. */
-function taskOf(span: SpanRecord, byId: Map<string, SpanRecord>): string {
+function taskOf(span: SpanRecord, byId: Map<string, SpanRecord>, scoped: boolean): string {
+  if (!scoped) return span.traceId;
   for (let s: SpanRecord | undefined = span, i = 0; s && i < 64; s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined, i++) {
     const t = str(s.attributes, ATTR_FL_TASK_ID);
     if (t !== undefined) return t;
@@ -154,6 +162,8 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
   const callDetectors = options.detectors ? undefined : resolveDetectors().filter((d) => d.level !== 'workflow');
   const view = viewTrace(trace);
   const byId = view.byId as Map<string, SpanRecord>;
+  // Most traces have no task scopes: then every span's task is its trace, without a walk up from each step.
+  const scoped = trace.spans.some((s) => str(s.attributes, ATTR_FL_TASK_ID) !== undefined);
   const earlier = new Map<string, Observation[]>();
   const observe = (step: Step): Observation | undefined => {
     if (step.kind === 'llm') return llmObservation(step);
@@ -170,12 +180,12 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
     }
     let findings: Finding[] = [];
     if (obs) {
-      const task = taskOf(span, byId);
+      const task = taskOf(span, byId, scoped);
       const prior = earlier.get(task) ?? [];
       const ctx: DetectionContext = { earlier: prior, now: span.end };
       if (options.contracts) ctx.contracts = options.contracts;
       if (options.ttlMs !== undefined) ctx.ttlMs = options.ttlMs;
-      findings = runDetectors(obs, ctx, options.detectors ?? callDetectors);
+      findings = callDetectors ? runResolved(obs, ctx, callDetectors) : runDetectors(obs, ctx, options.detectors);
       prior.push(obs);
       if (prior.length > HISTORY_WINDOW) prior.shift();
       earlier.set(task, prior);

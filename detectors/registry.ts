@@ -75,7 +75,11 @@ export function resolveDetectors(names?: readonly (string | Detector)[]): Detect
  * detection never breaks the caller.
  */
 export function runDetectors(obs: Observation, ctx: DetectionContext, names?: readonly (string | Detector)[]): Finding[] {
-  const detectors = names ? resolveDetectors(names) : [...registry.values()];
+  return runResolved(obs, ctx, names ? resolveDetectors(names) : [...registry.values()]);
+}
+
+/** `runDetectors` over a list already resolved: a walk over a trace resolves its list once, not per observation. */
+export function runResolved(obs: Observation, ctx: DetectionContext, detectors: readonly Detector[]): Finding[] {
   const out: Finding[] = [];
   for (const d of detectors) {
     try {

@@ -5,7 +5,7 @@
 import type { Detector, Finding, LlmObservation, MessageObservation, Observation } from './types';
 import { contractsFor, validateAgainst } from './contracts';
 import { validateJsonSchema } from './json-schema';
-import { failedCall, safeParse, scanJson } from './text';
+import { argumentsValue, failedCall, safeParse, scanJson } from './text';
 
 export const schemaContractDetector: Detector = {
   name: 'schema_contract',
@@ -26,7 +26,7 @@ export const schemaContractDetector: Detector = {
         }
         if (def.type === 'custom') return; // a custom (free-form / grammar) tool takes text, not JSON
         const raw = tc.arguments.trim() === '' ? '{}' : tc.arguments;
-        const args = safeParse(raw);
+        const args = raw === tc.arguments ? argumentsValue(tc) : safeParse(raw);
         if (args === undefined) {
           // Cut JSON is structural truncation's finding; anything else that does not parse is a contract breach.
           if (scanJson(raw) !== 'incomplete') add(0.9, `arguments of "${tc.name}" are not valid JSON`);

@@ -7,7 +7,7 @@
  * For messages: a string payload or JSON-string field that is cut JSON.
  */
 import type { Detector, Finding, LlmObservation, MessageObservation, Observation } from './types';
-import { conversationRaw, conversationText, failedCall, forEachString, looksLikeJson, safeParse, scanJson, unclosedFence } from './text';
+import { argumentsValue, conversationRaw, conversationText, failedCall, forEachString, looksLikeJson, scanJson, unclosedFence } from './text';
 
 function isWord(code: number): boolean {
   return (code >= 48 && code <= 57) || (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || code === 95 || code > 0x7f;
@@ -74,7 +74,7 @@ export const structuralTruncationDetector: Detector = {
       o.response.toolCalls.forEach((tc, index) => {
         const raw = tc.arguments;
         if (raw.trim() === '') return;
-        const args = safeParse(raw);
+        const args = argumentsValue(tc);
         if (args === undefined) {
           if (scanJson(raw) === 'incomplete') add(0.9, 'tool arguments end inside a string or with unclosed brackets', `tool_calls[${index}].arguments`, index);
           return;

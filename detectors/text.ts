@@ -58,6 +58,22 @@ export function safeParse(text: string): unknown {
   }
 }
 
+const parsedArguments = new WeakMap<object, { text: string; value: unknown }>();
+
+/**
+ * A tool call's arguments parsed (undefined when they are not JSON), once per tool-call object and text: the
+ * encoding, truncation and grounding detectors and the rules all read the same arguments of the same call, and none
+ * of them changes what it reads. Kept with the text it was parsed from, so a call whose arguments grew since (online,
+ * while a stream is read) is parsed again.
+ */
+export function argumentsValue(tc: { readonly arguments: string }): unknown {
+  const hit = parsedArguments.get(tc);
+  if (hit !== undefined && hit.text === tc.arguments) return hit.value;
+  const value = safeParse(tc.arguments);
+  parsedArguments.set(tc, { text: tc.arguments, value });
+  return value;
+}
+
 /** True when the text looks like it is meant to be JSON (starts with `{` or `[` after whitespace). */
 export function looksLikeJson(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
@@ -114,6 +130,19 @@ function stringify(v: unknown): string {
   }
 }
 
+const parametersTexts = new WeakMap<object, string>();
+
+/** A tool's parameter schema as JSON text, once per schema object (the calls of an agent share their definitions). */
+function parametersText(p: unknown): string {
+  if (typeof p !== 'object' || p === null) return stringify(p);
+  let text = parametersTexts.get(p);
+  if (text === undefined) {
+    text = stringify(p);
+    parametersTexts.set(p, text);
+  }
+  return text;
+}
+
 const conversationCache = new WeakMap<LlmRequestSummary, { raw: string; lower: string }>();
 
 function conversation(req: LlmRequestSummary): { raw: string; lower: string } {
@@ -122,7 +151,7 @@ function conversation(req: LlmRequestSummary): { raw: string; lower: string } {
     const out: string[] = [];
     if (req.systemInstructions) out.push(req.systemInstructions);
     for (const m of req.messages) partsText(m, out);
-    for (const t of req.tools) out.push(t.name, t.description ?? '', stringify(t.parameters));
+    for (const t of req.tools) out.push(t.name, t.description ?? '', parametersText(t.parameters));
     const raw = out.join('\n');
     c = { raw, lower: raw.toLowerCase() };
     conversationCache.set(req, c);

@@ -318,7 +318,10 @@ export function analyseMessages(view: TraceView): MessageAnalysis {
     if (l.send) ofSpan.set(l.send.span.spanId, l);
     for (const r of l.receives) ofSpan.set(r.span.spanId, l);
   }
-  if (messages.length > 0) diagnose(view.trace, messages);
+  if (messages.some((l) => !envelopeOnly(l))) diagnose(view.trace, messages);
+  // Messages that are envelopes only get no signal from `diagnose`, and its one record of them is that no copy with
+  // their id arrived.
+  else for (const l of messages) l.sameIdCopies = 0;
   return {
     signalsFor(span) {
       return byStep.get(span.spanId)?.signals ?? [];
@@ -327,6 +330,30 @@ export function analyseMessages(view: TraceView): MessageAnalysis {
       review(verdicts, ofSpan);
     },
   };
+}
+
+/**
+ * A message its spans record only the envelope of: a sender's span (not the channel's, whose receiving end records
+ * every delivery) with no payload or delivery facts, no reply, no failure and no task binding, and no receive span —
+ * what another producer's A2A or MCP client span looks like. Every check of `diagnose` compares facts of a message
+ * (its copies, payloads, failure, binding) or, through its trace baselines, those of the trace's other messages; in a
+ * trace whose messages are all envelopes there is nothing to compare, so none gets a signal, and the checks (most of
+ * the rules' time on such traces) are skipped.
+ */
+function envelopeOnly(l: Logical): boolean {
+  const s = l.send;
+  return (
+    s !== undefined &&
+    s.side === 'send' &&
+    l.system !== 'channel' &&
+    l.receives.length === 0 &&
+    l.replayOf === undefined &&
+    s.payload === undefined &&
+    s.delivered === undefined &&
+    s.reply === undefined &&
+    s.failure === undefined &&
+    s.taskId === undefined
+  );
 }
 
 function diagnose(trace: TraceRecord, messages: Logical[]): void {

@@ -8,6 +8,7 @@
  * when none of those is faulty, and only when the run did not recover: a failed tool the agent retried or handled
  * and went on from is reported under `recovered`, not as the run's fault.
  */
+import { argumentsValue } from '../../detectors/text';
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
 import { str, type SpanRecord, type TraceRecord } from '../traces/model';
@@ -161,12 +162,8 @@ const SYMBOL_IN_ID = /\p{So}/u;
 function garbledArguments(call: LlmCall): Signal | undefined {
   if (!call.hasContent) return undefined;
   for (const tc of call.toolCalls) {
-    let args: unknown;
-    try {
-      args = JSON.parse(tc.arguments);
-    } catch {
-      continue;
-    }
+    const args = argumentsValue(tc);
+    if (args === undefined) continue; // not JSON
     const leaves: { path: string; value: string }[] = [];
     stringLeaves(args, '', leaves);
     const bad = leaves.find((l) => l.value.length <= 60 && !/\s/.test(l.value.trim()) && /[\p{L}\p{N}]/u.test(l.value) && SYMBOL_IN_ID.test(l.value));
@@ -186,12 +183,8 @@ function cutArguments(call: LlmCall): Signal | undefined {
   if (!call.hasContent || call.toolCalls.length === 0 || !call.input) return undefined;
   const convo = [call.system ?? '', ...call.input.map((m) => m.parts.map(partText).join(' '))].join('\n');
   for (const tc of call.toolCalls) {
-    let args: unknown;
-    try {
-      args = JSON.parse(tc.arguments);
-    } catch {
-      continue;
-    }
+    const args = argumentsValue(tc);
+    if (args === undefined) continue; // not JSON
     const leaves: { path: string; value: string }[] = [];
     stringLeaves(args, '', leaves);
     const cut = leaves.find((l) => cutFromConversation(l.value, convo));

@@ -11,7 +11,7 @@
  * Everything here is pure and tolerant: what cannot be read is left out, never thrown.
  */
 import type { GenAiMessage, GenAiPart, ToolDefinition } from '../../../instrumentation/types';
-import type { Attributes, SpanEventRecord } from '../model';
+import type { AttrValue, Attributes, SpanEventRecord } from '../model';
 
 export type { GenAiMessage, GenAiPart, ToolDefinition };
 
@@ -391,8 +391,7 @@ function toolDefinition(raw: unknown): ToolDefinition | undefined {
  */
 export function toolDefinitions(attrs: Attributes, requestBody?: Loose): ToolDefinition[] {
   const out: ToolDefinition[] = [];
-  const listed = parseJson(attrs['gen_ai.tool.definitions']);
-  if (Array.isArray(listed)) for (const r of listed) pushDef(out, toolDefinition(r));
+  for (const d of listedDefinitions(attrs['gen_ai.tool.definitions'])) out.push(d);
   for (const i of indices(attrs, 'llm.tools')) pushDef(out, toolDefinition(attrs[`llm.tools.${i}.tool.json_schema`]));
   for (const i of indices(attrs, 'llm.request.functions')) {
     const name = s(attrs, `llm.request.functions.${i}.name`);
@@ -400,6 +399,45 @@ export function toolDefinitions(attrs: Attributes, requestBody?: Loose): ToolDef
     pushDef(out, toolDefinition({ name, description: s(attrs, `llm.request.functions.${i}.description`), parameters: attrs[`llm.request.functions.${i}.parameters`] }));
   }
   if (out.length === 0 && requestBody && Array.isArray(requestBody.tools)) for (const r of requestBody.tools) pushDef(out, toolDefinition(r));
+  return out;
+}
+
+/**
+ * `gen_ai.tool.definitions` as definitions, read once per text: an agent sends the same tool list with every call, so
+ * a trace file holds the same text thousands of times, and parsing it was most of the cost of such calls — with what
+ * follows from fresh objects (the schema validator keys its compiled schemas by content when an object is new to
+ * it). The definitions are shared by the calls that carry the same text: read-only, as the whole reading is.
+ * Bounded: the least recently used texts are dropped past 256 of them or 4 MB of text.
+ */
+const definitionsByText = new Map<string, readonly ToolDefinition[]>();
+const DEFINITIONS_MAX = 256;
+const DEFINITIONS_MAX_CHARS = 4 * 1024 * 1024;
+let definitionsChars = 0;
+
+function listedDefinitions(v: AttrValue | undefined): readonly ToolDefinition[] {
+  if (typeof v !== 'string') return readDefinitions(v);
+  let defs = definitionsByText.get(v);
+  if (defs !== undefined) {
+    definitionsByText.delete(v);
+    definitionsByText.set(v, defs);
+    return defs;
+  }
+  defs = readDefinitions(v);
+  if (v.length > DEFINITIONS_MAX_CHARS) return defs;
+  definitionsByText.set(v, defs);
+  definitionsChars += v.length;
+  for (const k of definitionsByText.keys()) {
+    if (definitionsByText.size <= DEFINITIONS_MAX && definitionsChars <= DEFINITIONS_MAX_CHARS) break;
+    definitionsByText.delete(k);
+    definitionsChars -= k.length;
+  }
+  return defs;
+}
+
+function readDefinitions(v: AttrValue | undefined): ToolDefinition[] {
+  const out: ToolDefinition[] = [];
+  const listed = parseJson(v);
+  if (Array.isArray(listed)) for (const r of listed) pushDef(out, toolDefinition(r));
   return out;
 }
 
