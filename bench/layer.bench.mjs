@@ -26,6 +26,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
 const WARM_ROUNDS = Number(process.env.BENCH_WARM_ROUNDS ?? 20);
 const JSON_CALLS = Number(process.env.BENCH_JSON_CALLS ?? 50);
 const STREAM_CALLS = Number(process.env.BENCH_STREAM_CALLS ?? 10);
+// A process keeps its luck (what V8 compiled, where the heap landed) for its whole run: each configuration runs in
+// several, in turn, and their rounds are pooled.
+const PROCS = Number(process.env.BENCH_PROCS ?? 3);
 
 const CONFIGS = {
   register: { label: "register's default (startRuntime with the environment's defaults)", options: {} },
@@ -147,23 +150,29 @@ async function child(name) {
 async function parent() {
   const pin = pinning()?.client;
   const t0 = Date.now();
-  const rows = [];
-  for (const name of Object.keys(CONFIGS)) {
-    const args = [fileURLToPath(import.meta.url), '--child', name];
-    const options = { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] };
-    const c = pin ? spawn('taskset', ['-c', pin, process.execPath, ...args], options) : fork(args[0], args.slice(1), options);
-    const result = await new Promise((resolve, reject) => {
-      c.on('message', (m) => m.result && resolve(m.result));
-      c.once('exit', (code) => reject(new Error(`bench child ${name} exited with ${code}`)));
-    });
-    process.stderr.write(`bench layer: ${name} done\n`);
-    rows.push([name, result]);
+  const pooled = Object.fromEntries(Object.keys(CONFIGS).map((name) => [name, { off: { jsonCpu: [], streamCpu: [], left: [], spans: 0 }, on: { jsonCpu: [], streamCpu: [], left: [], spans: 0 } }]));
+  for (let proc = 0; proc < PROCS; proc++) {
+    for (const name of Object.keys(CONFIGS)) {
+      const args = [fileURLToPath(import.meta.url), '--child', name];
+      const options = { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] };
+      const c = pin ? spawn('taskset', ['-c', pin, process.execPath, ...args], options) : fork(args[0], args.slice(1), options);
+      const result = await new Promise((resolve, reject) => {
+        c.on('message', (m) => m.result && resolve(m.result));
+        c.once('exit', (code) => reject(new Error(`bench child ${name} exited with ${code}`)));
+      });
+      for (const mode of ['off', 'on']) {
+        for (const k of ['jsonCpu', 'streamCpu', 'left']) pooled[name][mode][k].push(...result[mode][k]);
+        pooled[name][mode].spans += result[mode].spans;
+      }
+    }
+    process.stderr.write(`bench layer: processes ${proc + 1}/${PROCS} done\n`);
   }
+  const rows = Object.entries(pooled);
   const us = (x) => x.toFixed(0);
   const signed = (x) => `${x > 0 ? '+' : x < 0 ? '−' : ''}${us(Math.abs(x))}`;
   const interval = (d) => `${signed(d.median)} (${signed(d.lo)} … ${signed(d.hi)})`;
   const added = (r, k) => interval(pairedMedian(r.on[k].map((v, i) => v - r.off[k][i])));
-  const calls = ROUNDS * (JSON_CALLS + STREAM_CALLS);
+  const calls = PROCS * ROUNDS * (JSON_CALLS + STREAM_CALLS);
   const lines = [
     '## The span layer alone (layer.bench.mjs)',
     '',
@@ -172,8 +181,8 @@ async function parent() {
     'of one chunk; each request differs from the last in its final message) go straight into the process-wide dispatcher,',
     'and a dispatcher below the layer answers from the corpus records of llm-loopback.mjs (the JSON answer whole, the stream',
     'one event per microtask). The layer is enabled and disabled batch by batch in one process (alternating which goes',
-    `first), ${ROUNDS} counted rounds after ${WARM_ROUNDS} warm-up rounds of ${JSON_CALLS} JSON and ${STREAM_CALLS} streamed calls each; each configuration in a`,
-    `process of its own (${pin ? `pinned to CPU ${pin}` : 'not pinned'}). "Added" is the median over rounds of on minus off, with its 95% interval (sign`,
+    `first), ${ROUNDS} counted rounds after ${WARM_ROUNDS} warm-up rounds of ${JSON_CALLS} JSON and ${STREAM_CALLS} streamed calls each; each configuration in`,
+    `${PROCS} processes of its own, in turn, their rounds pooled (${pin ? `pinned to CPU ${pin}` : 'not pinned'}). "Added" is the median over rounds of on minus off, with its 95% interval (sign`,
     'test). "Until it leaves" is the median time from the dispatch call to the dispatcher below it: what the layer adds to',
     'the time to the first chunk before the request is on its way (the reading of the request and of the answer is done',
     'after the application has its answer, when no plan or guard must decide first).',
