@@ -9,18 +9,15 @@
 // with an exporter that drops spans, so only instrumentation cost differs. Needs `npm run build` (dist/).
 import { fork, spawn } from 'node:child_process';
 import os from 'node:os';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, pairedMedian } from './stats.mjs';
 import { distinct, jsonCalls, records, startServer, streamedCalls } from './llm-loopback.mjs';
+import { DIST, require } from './paths.mjs';
 import { pinning } from './pin.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '..');
-const require = createRequire(join(root, 'package.json'));
 // The built package to measure (default: this checkout's dist/, from `npm run build`).
-const DIST = process.env.FAULTLINE_DIST ?? join(root, 'dist');
 // An earlier build to compare register's default with in the same run (an A/B of a change): its dist/ directory.
 const BASE_DIST = process.env.BENCH_BASE_DIST;
 // Processes per configuration, used in turn round by round: one process keeps its own luck (what V8 compiled and when,

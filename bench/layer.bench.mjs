@@ -11,17 +11,13 @@
 // the layer's share of it goes. Needs `npm run build` (dist/).
 import { fork, spawn } from 'node:child_process';
 import os from 'node:os';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, pairedMedian } from './stats.mjs';
 import { distinct, records } from './llm-loopback.mjs';
+import { DIST, require } from './paths.mjs';
 import { pinning } from './pin.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '..');
-const require = createRequire(join(root, 'package.json'));
-const DIST = process.env.FAULTLINE_DIST ?? join(root, 'dist');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
 const WARM_ROUNDS = Number(process.env.BENCH_WARM_ROUNDS ?? 20);
 const JSON_CALLS = Number(process.env.BENCH_JSON_CALLS ?? 50);
