@@ -6,7 +6,7 @@
 // rounds (default 3) with a 95 % interval of their paired difference. Then where the time goes, per span, in one
 // thread over the first 64 MiB (bench/diagnosis-phases.cjs). Prints a Markdown section. Needs `npm run build`.
 import { closeSync, openSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { OUT, fmt, load, machine, measureChild, mib, sizes, throughputTable, traceFile } from './big-files.mjs';
 
 const CONFIGS = [
@@ -83,7 +83,7 @@ async function main() {
     `The timers' own cost (two clock reads per call) is in each row; the detectors step of that run: ${fmt(each.usPerSpan['offline detectors'], 2)} µs per span, the rest of it building the observations and walking the trace.`,
     '',
     `Peak RSS is the whole process (worker threads included) at its exit. Load average before: ${loadBefore}; after: ${load()} (${machine()}; the machine is shared: wall times move with the load, CPU times less).`,
-    `Files: ${OUT}/traces-*.jsonl (generated once, git-ignored); diagnoses written to ${OUT}/diagnoses-*.jsonl.`,
+    `Files: ${relative(process.cwd(), OUT)}/traces-*.jsonl (generated once, git-ignored); diagnoses written to ${relative(process.cwd(), OUT)}/diagnoses-*.jsonl.`,
   );
   process.stdout.write(lines.join('\n') + '\n');
 }

@@ -4,7 +4,7 @@
 // peak RSS of the whole process); at the first size the configurations are interleaved over
 // FAULTLINE_BENCH_ROUNDS rounds (default 3) and the worker/one-thread difference is given with a 95 % interval.
 // Prints a Markdown section. Needs `npm run build` (dist/).
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { OUT, fmt, load, machine, measureChild, mib, sizes, throughputTable, traceFile } from './big-files.mjs';
 
 const CONFIGS = [
@@ -47,7 +47,7 @@ async function main() {
   }
   lines.push(
     `Peak RSS is the whole process (worker threads included) at its exit. Load average before: ${loadBefore}; after: ${load()} (${machine()}; the machine is shared: wall times move with the load, CPU times less).`,
-    `Files: ${OUT}/traces-*.jsonl (generated once, git-ignored).`,
+    `Files: ${relative(process.cwd(), OUT)}/traces-*.jsonl (generated once, git-ignored).`,
   );
   process.stdout.write(lines.join('\n') + '\n');
 }
