@@ -17,7 +17,6 @@ import { DIST, require } from './paths.mjs';
 import { pinning } from './pin.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-// The built package to measure (default: this checkout's dist/, from `npm run build`).
 // An earlier build to compare register's default with in the same run (an A/B of a change): its dist/ directory.
 const BASE_DIST = process.env.BENCH_BASE_DIST;
 // Processes per configuration, used in turn round by round: one process keeps its own luck (what V8 compiled and when,

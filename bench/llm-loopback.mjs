@@ -43,8 +43,8 @@ export function startServer() {
 }
 
 /**
- * `request` as the `i`-th call of a run sends it: its last message ends with the call's number, as an agent's calls differ
- * (each turn adds to the conversation). A run of identical requests is not what an application sends, and a fault
+ * `request` as the process's next call sends it: its last message ends with the call's number, as an agent's calls
+ * differ (each turn adds to the conversation). A run of identical requests is not what an application sends, and a fault
  * plan's retry recognition treats a request sent again before the last one settled as a possible retry.
  */
 let calls = 0;
