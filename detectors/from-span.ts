@@ -20,7 +20,7 @@ import { num, str, type SpanRecord, type TraceRecord } from '../src/traces/model
 import { DETECTION_CHILD, isMessageSpan, joinMessages, llmOperation, messageObservation, readMessage, viewTrace, type LlmCall, type Step } from '../src/traces/view';
 import { readLlmCall } from '../src/traces/view/llm';
 import { HISTORY_WINDOW } from './history';
-import { resolveDetectors, runDetectors, runResolved } from './registry';
+import { resolveDetectors, runResolved } from './registry';
 import type { DetectionContext, Detector, Finding, FindingLocation, LlmObservation, MessageContract, MessageObservation, Observation, Severity } from './types';
 
 // ------------------------------------------------------------------------------------------------ observations
@@ -159,7 +159,9 @@ function taskOf(span: SpanRecord, byId: Map<string, SpanRecord>, scoped: boolean
  */
 export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}): Map<string, Finding[]> {
   const out = new Map<string, Finding[]>();
-  const callDetectors = options.detectors ? undefined : resolveDetectors().filter((d) => d.level !== 'workflow');
+  // Resolved once per trace, at its first observation (an unknown name is reported then, once).
+  let detectors: Detector[] | undefined;
+  const resolved = (): Detector[] => (detectors ??= options.detectors ? resolveDetectors(options.detectors) : resolveDetectors().filter((d) => d.level !== 'workflow'));
   const view = viewTrace(trace);
   const byId = view.byId as Map<string, SpanRecord>;
   // Most traces have no task scopes: then every span's task is its trace, without a walk up from each step.
@@ -185,7 +187,7 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
       const ctx: DetectionContext = { earlier: prior, now: span.end };
       if (options.contracts) ctx.contracts = options.contracts;
       if (options.ttlMs !== undefined) ctx.ttlMs = options.ttlMs;
-      findings = callDetectors ? runResolved(obs, ctx, callDetectors) : runDetectors(obs, ctx, options.detectors);
+      findings = runResolved(obs, ctx, resolved());
       prior.push(obs);
       if (prior.length > HISTORY_WINDOW) prior.shift();
       earlier.set(task, prior);
