@@ -11,14 +11,12 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { median, pairedMedian } from './stats.mjs';
+import { DIST, root } from './paths.mjs';
 import { pinning } from './pin.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '..');
-const DIST = process.env.FAULTLINE_DIST ?? join(root, 'dist');
 const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const CALLS = Number(process.env.BENCH_STARTUP_CALLS ?? 100);
