@@ -52,6 +52,16 @@ export interface CallRequest {
   readonly body: Buffer;
 }
 
+/** The method and URL of a request, as an attempt keeps them. */
+function requestKey(request: CallRequest): string {
+  return `${request.method} ${request.url}`;
+}
+
+/** Whether `attempt` sent the request of this key and body: a retry sends the same one again. */
+function sent(attempt: Attempt, key: string, body: Buffer): boolean {
+  return attempt.key === key && attempt.body.equals(body);
+}
+
 /** One call of a task: its request and the position it took for each rule that matched it. */
 interface Attempt {
   readonly task: TaskState;
@@ -193,8 +203,8 @@ export class FaultEngine {
   unsettled(taskId: string, request: CallRequest): boolean {
     const attempts = this.tasks.get(taskId)?.attempts;
     if (attempts === undefined) return false;
-    const key = `${request.method} ${request.url}`;
-    return attempts.some((a) => !a.failed && a.key === key && a.body.equals(request.body));
+    const key = requestKey(request);
+    return attempts.some((a) => !a.failed && sent(a, key, request.body));
   }
 
   /** How the call selected with `key` ended: a success is forgotten, a failure may be retried. */
@@ -210,10 +220,10 @@ export class FaultEngine {
   }
 
   private retryOf(task: TaskState, request: CallRequest): Attempt | undefined {
-    const key = `${request.method} ${request.url}`;
+    const key = requestKey(request);
     for (let i = task.attempts.length - 1; i >= 0; i--) {
       const a = task.attempts[i];
-      if (a.failed && a.key === key && a.body.equals(request.body)) {
+      if (a.failed && sent(a, key, request.body)) {
         // In flight again: it fails or succeeds anew.
         a.failed = false;
         return a;
@@ -223,7 +233,7 @@ export class FaultEngine {
   }
 
   private newAttempt(task: TaskState, request: CallRequest): Attempt {
-    const attempt: Attempt = { task, key: `${request.method} ${request.url}`, body: request.body, indexes: new Map(), failed: false };
+    const attempt: Attempt = { task, key: requestKey(request), body: request.body, indexes: new Map(), failed: false };
     task.attempts.push(attempt);
     this.remembered.add(attempt);
     this.rememberedBytes += attempt.body.length;
