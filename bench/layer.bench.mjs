@@ -32,6 +32,12 @@ const CONFIGS = {
   guards: { label: 'register + guards (a route on every call: retry, detectors judging each JSON answer)', options: { guards: { routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 1 } }] } } },
 };
 
+/** What a run records per mode: each counted round's CPU per call and median time until the request left; spans. */
+const tally = () => {
+  const mode = () => ({ jsonCpu: [], streamCpu: [], left: [], spans: 0 });
+  return { off: mode(), on: mode() };
+};
+
 // ------------------------------------------------------------------------------------------------ child
 
 async function child(name) {
@@ -123,7 +129,7 @@ async function child(name) {
     return { jsonCpu, streamCpu: (cpu() - c0) / STREAM_CALLS, left: median(leftAfter) * 1000 };
   }
   const modes = ['off', 'on'];
-  const result = { off: { jsonCpu: [], streamCpu: [], left: [] }, on: { jsonCpu: [], streamCpu: [], left: [] } };
+  const result = tally();
   for (let round = 0; round < WARM_ROUNDS + ROUNDS; round++) {
     for (let i = 0; i < 2; i++) {
       const mode = modes[(i + round) % 2];
@@ -133,7 +139,7 @@ async function child(name) {
       const r = await batch();
       if (round < WARM_ROUNDS) continue;
       for (const k of ['jsonCpu', 'streamCpu', 'left']) result[mode][k].push(r[k]);
-      result[mode].spans = (result[mode].spans ?? 0) + spanCount - spans0;
+      result[mode].spans += spanCount - spans0;
     }
   }
   runtime.instrumentation.disable();
@@ -146,7 +152,7 @@ async function child(name) {
 async function parent() {
   const pin = pinning()?.client;
   const t0 = Date.now();
-  const pooled = Object.fromEntries(Object.keys(CONFIGS).map((name) => [name, { off: { jsonCpu: [], streamCpu: [], left: [], spans: 0 }, on: { jsonCpu: [], streamCpu: [], left: [], spans: 0 } }]));
+  const pooled = Object.fromEntries(Object.keys(CONFIGS).map((name) => [name, tally()]));
   for (let proc = 0; proc < PROCS; proc++) {
     for (const name of Object.keys(CONFIGS)) {
       const args = [fileURLToPath(import.meta.url), '--child', name];
