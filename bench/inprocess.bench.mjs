@@ -16,7 +16,7 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, pairedMedian } from './stats.mjs';
-import { jsonCalls, records, startServer, streamedCalls } from './llm-loopback.mjs';
+import { THINK_MS, jsonCalls, records, startServer, streamedCalls } from './llm-loopback.mjs';
 import { DIST, require } from './paths.mjs';
 import { pinning } from './pin.mjs';
 
@@ -152,7 +152,7 @@ async function parent() {
     `started once, its instrumentation enabled only in its mode), ${ROUNDS} counted rounds after ${WARM_ROUNDS} warm-up rounds; each round`,
     `runs every mode once in rotating order: ${JSON_CALLS} JSON calls, then ${STREAM_CALLS} streamed calls, ${IDLE_MS > 0 ? `after ${IDLE_MS} ms idle (BENCH_IDLE_MS)` : 'back to back'}. Every mode exports`,
     'through the same provider (spans dropped). openai v6 client → loopback server (llm-loopback.mjs; each request differs from',
-    'the last in its final message, as an agent\'s turns do);',
+    `the last in its final message, as an agent's turns do; ${THINK_MS > 0 ? `the server thinks ${THINK_MS} ms before each answer, BENCH_THINK_MS` : 'the server answers at once'});`,
     `${pin ? `the client pinned to CPU ${pin}, the server to CPU 0` : 'processes not pinned'}. "added" is the median over rounds of the`,
     "mode minus bare in the same round, with the 95% interval of that median (sign test); it is the mode's own work per call.",
     'What a package costs a process beyond its calls (loaded code, a bigger heap, AsyncLocalStorage once a context is',

@@ -12,7 +12,7 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, pairedMedian } from './stats.mjs';
-import { distinct, jsonCalls, records, startServer, streamedCalls } from './llm-loopback.mjs';
+import { THINK_MS, distinct, jsonCalls, records, startServer, streamedCalls } from './llm-loopback.mjs';
 import { DIST, require } from './paths.mjs';
 import { pinning } from './pin.mjs';
 
@@ -236,7 +236,7 @@ async function parent() {
     'each request differs from the last in its final message, as an agent\'s turns do: llm-loopback.mjs `distinct`);',
     `${counted} counted rounds × (${JSON_CALLS} JSON + ${STREAM_CALLS} streamed calls) per configuration, rounds interleaved (rotating order), each`,
     `configuration in ${PROCS} processes of its own, used in turn (a process keeps its own JIT and heap luck for the whole run), the same SDK`,
-    'everywhere (spans dropped by the exporter), no fault plan;',
+    `everywhere (spans dropped by the exporter), no fault plan; ${THINK_MS > 0 ? `the server thinks ${THINK_MS} ms before each answer (BENCH_THINK_MS)` : 'the server answers at once'};`,
     `${WARM_CALLS} warm-up calls per process, whose first round is not counted either; ${pin ? `every client pinned to CPU ${pin.client}, the server to CPU ${pin.server} (taskset)` : 'processes not pinned'}.`,
     '"added" and "vs bare" are medians over rounds of the difference / ratio to bare *in the same round*, so drift of a shared',
     'machine cancels out; ± is the median absolute deviation of those per-round values. Between runs on this shared machine the',

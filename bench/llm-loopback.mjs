@@ -8,6 +8,12 @@ import { join } from 'node:path';
 import { setImmediate } from 'node:timers';
 
 const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
+/**
+ * How long the server thinks before it answers (ms; default 0). A model takes tens of milliseconds or more to its first
+ * token; a server that answers at once leaves the client no time waiting for the network, so whatever an instrumentation
+ * defers until after a call ends lands on the next call instead.
+ */
+export const THINK_MS = Number(process.env.BENCH_THINK_MS ?? 0);
 
 export function records() {
   const lines = (f) => readFileSync(join(CORPUS, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
@@ -25,6 +31,7 @@ export function startServer() {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', async () => {
+      if (THINK_MS > 0) await new Promise((r) => setTimeout(r, THINK_MS));
       if (JSON.parse(body).stream) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.flushHeaders();
