@@ -5,6 +5,10 @@
  * `faultline.diagnoses` (a counter, unit `{trace}`) with attributes `faultline.diagnosis.fault_type` (`none` for a
  * clean trace) and `faultline.diagnosis.diagnoser`, exported over OTLP/HTTP as the OTEL_EXPORTER_OTLP_* variables
  * say, every OTEL_METRIC_EXPORT_INTERVAL ms (default 60 s) and once more at shutdown.
+ *
+ * A diagnosis does not wait for the line before it to reach the disk (the file stream queues the lines; `close()`
+ * waits for them all). What is handed in faster than it is diagnosed waits here: `stats.waitingSpans` tells how much,
+ * so that the collector can refuse new requests while it is behind (collect.ts `backpressure`).
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
@@ -31,6 +35,8 @@ export interface OnlineDiagnosisOptions {
 export interface OnlineDiagnosisStats {
   diagnosed: number;
   faulty: number;
+  /** Spans of the traces handed in and not diagnosed yet. */
+  waitingSpans: number;
   /** Per fault type, `none` included. */
   byFault: Record<string, number>;
 }
@@ -76,31 +82,56 @@ export async function startOnlineDiagnosis(options: OnlineDiagnosisOptions): Pro
     throw new FaultlineInputError('FAULTLINE_USAGE', `cannot write ${options.out}: ${err.code ?? err.message}`, { cause: err });
   });
   const metrics = options.metrics ? await metricsCounter(options.resource ?? {}) : undefined;
-  const stats: OnlineDiagnosisStats = { diagnosed: 0, faulty: 0, byFault: {} };
+  const stats: OnlineDiagnosisStats = { diagnosed: 0, faulty: 0, waitingSpans: 0, byFault: {} };
+  let writeError: Error | undefined;
+  stream.on('error', (err) => {
+    writeError ??= err;
+    log.error(`collect: could not write ${options.out}:`, err);
+  });
   let queue = Promise.resolve();
   let closed: Promise<void> | undefined;
-  const record = (d: Diagnosis): Promise<void> => {
+  const record = async (d: Diagnosis): Promise<void> => {
     stats.diagnosed++;
     if (d.faultType !== 'none') stats.faulty++;
     stats.byFault[d.faultType] = (stats.byFault[d.faultType] ?? 0) + 1;
     metrics?.counter.add(1, { 'faultline.diagnosis.fault_type': d.faultType, 'faultline.diagnosis.diagnoser': d.diagnoser });
-    return new Promise<void>((resolve, reject) => stream.write(`${diagnosisLine(d)}\n`, (err) => (err ? reject(err) : resolve())));
+    // Queued, not awaited: only a full stream buffer holds the next diagnosis back.
+    if (!stream.write(`${diagnosisLine(d)}\n`) && writeError === undefined) await drained(stream);
   };
   return {
     stats,
     diagnose(trace) {
+      const spans = trace.spans.length;
+      stats.waitingSpans += spans;
       queue = queue
         .then(() => diagnoseTrace(diagnoser, trace))
         .then(record)
-        .catch((err: unknown) => log.error(`collect: could not diagnose trace ${trace.traceId}:`, err));
+        .catch((err: unknown) => log.error(`collect: could not diagnose trace ${trace.traceId}:`, err))
+        .finally(() => {
+          stats.waitingSpans -= spans;
+        });
     },
     close() {
       closed ??= (async () => {
         await queue;
-        await new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolve())));
+        const ended = await new Promise<Error | undefined>((resolve) => stream.end((err?: Error | null) => resolve(err ?? writeError)));
         await metrics?.shutdown().catch((err: unknown) => log.error('collect: the final metrics export failed:', err));
+        if (ended !== undefined) throw ended;
       })();
       return closed;
     },
   };
+}
+
+/** Until the stream can take more, or has failed (then no 'drain' comes). */
+function drained(stream: WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      stream.off('drain', done);
+      stream.off('error', done);
+      resolve();
+    };
+    stream.once('drain', done);
+    stream.once('error', done);
+  });
 }

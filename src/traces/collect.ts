@@ -5,7 +5,8 @@
  * JSON-lines format `readTraces` reads, and the OTel Collector file exporter's too. Answers follow the OTLP spec:
  * 200 with an empty ExportTraceServiceResponse in the request's encoding, 400 with a google.rpc.Status for bad data
  * (not retried by exporters), 413 above the body limit, 415 for other content types or encodings, 503 with
- * Retry-After while the memory for request bodies is taken (retried), 404 for other paths, 405 for other methods.
+ * Retry-After while the memory for request bodies is taken or the online path is behind (retried), 404 for other
+ * paths, 405 for other methods.
  *
  * Bounded: a body is decoded as it arrives by the one decompressor (instrumentation/decompress.ts) with an output
  * limit, and every byte held for requests in flight — as received and as decoded — counts against one budget shared
@@ -48,6 +49,11 @@ export interface CollectorOptions {
   drainTimeoutMs?: number;
   /** The spans of each accepted request, after they are on disk (for online assembly). */
   onSpans?: (spans: SpanRecord[]) => void;
+  /**
+   * Why new requests are refused for now, if they are: the online path is behind. Each is answered 503 with
+   * Retry-After (gRPC UNAVAILABLE) before its body is read, and its exporter sends it again later.
+   */
+  backpressure?: () => string | undefined;
 }
 
 export interface Collector {
@@ -132,7 +138,7 @@ export async function startCollector(options: CollectorOptions): Promise<Collect
     stream.once('open', () => resolve());
     stream.once('error', reject);
   });
-  const intake = new Intake(max, options.maxBufferedBytes ?? 2 * max, stream, stats, options.onSpans);
+  const intake = new Intake(max, options.maxBufferedBytes ?? 2 * max, stream, stats, options.onSpans, options.backpressure);
   /** Requests being handled; close() waits for them until the drain deadline. */
   const inFlight = new Set<Promise<void>>();
   let closing = false;

@@ -2,7 +2,8 @@
  * Taking OTLP trace requests in, for both of the collector's transports (collect.ts, collect-grpc.ts): a body is
  * decoded as it arrives by the one decompressor (instrumentation/decompress.ts) with an output limit, and every byte
  * held for requests in flight — as received and as decoded — is reserved in one budget shared by all requests (a
- * request that does not fit is refused with 503, which exporters retry); a decoded body is validated (every span
+ * request that does not fit is refused with 503, which exporters retry, as is every request while the online path
+ * says it is behind); a decoded body is validated (every span
  * must normalise), canonicalised and appended to the output file as one OTLP/JSON line.
  */
 import type { WriteStream } from 'node:fs';
@@ -19,7 +20,7 @@ export interface CollectorStats {
   requests: number;
   spans: number;
   rejected: number;
-  /** Answered 503: the memory for request bodies was taken (retried by exporters). */
+  /** Answered 503: the memory for request bodies was taken, or the online path is behind (retried by exporters). */
   busy: number;
   /** Requests cut at the drain deadline or by a timeout (never answered 200, so never counted as stored). */
   cut: number;
@@ -49,6 +50,8 @@ export class Intake {
     private readonly stream: WriteStream,
     readonly stats: CollectorStats,
     private readonly onSpans: ((spans: SpanRecord[]) => void) | undefined,
+    /** Why new requests are refused for now, if they are (the online path is behind). */
+    private readonly backpressure: (() => string | undefined) | undefined = undefined,
   ) {}
 
   /** Reserve `n` bytes of the shared budget, or refuse the request (503: retried later). */
@@ -106,6 +109,8 @@ export class Intake {
    * `release` must be called once the body is no longer held.
    */
   body(contentEncoding: string | undefined): BodyReader {
+    const behind = this.backpressure?.();
+    if (behind !== undefined) throw new IntakeProblem(503, behind);
     return new BodyReader(this, contentEncoding);
   }
 }

@@ -29,6 +29,12 @@ function countOf(flag: string, raw: unknown, fallback: number): number {
 
 const plural = (n: number, one: string): string => `${n} ${one}${n === 1 ? '' : 's'}`;
 
+/** Why a request is refused for now: more spans of completed traces wait for diagnosis than `max`. */
+function behind(online: import('../../traces/collect-diagnose').OnlineDiagnosis, max: number): string | undefined {
+  const waiting = online.stats.waitingSpans;
+  return waiting > max ? `diagnosis is behind (${waiting} spans of completed traces wait, more than --max-open-spans ${max}); retry later` : undefined;
+}
+
 /**
  * `faultline collect`: the embedded OTLP receiver writing JSON lines, until SIGINT/SIGTERM; with `--diagnose`, traces
  * are assembled as their spans arrive and diagnosed once complete (see src/traces/assemble.ts, docs/collect.md).
@@ -45,7 +51,7 @@ export const command: Command = {
     { name: 'diagnose', description: 'assemble traces as their spans arrive and diagnose each once it is complete' },
     { name: 'diagnoses', value: 'FILE', description: 'JSON-lines file the diagnoses are appended to (default: diagnoses.jsonl)' },
     { name: 'trace-idle', value: 'DURATION', description: 'a trace is complete when no span of it arrived for this long, like tail sampling\'s decision_wait (default: 30s)' },
-    { name: 'max-open-spans', value: 'N', description: 'spans held in open traces; past it the longest-idle traces are diagnosed early (default: 200000)' },
+    { name: 'max-open-spans', value: 'N', description: 'spans held in open traces (past it the longest-idle traces are diagnosed early) and waiting for diagnosis (past it requests are refused with 503, which exporters retry) (default: 200000)' },
     { name: 'state', value: 'FILE', description: 'on SIGTERM save the open traces here, and take them back at start (graceful restarts)' },
     { name: 'metrics', description: 'export the faultline.diagnoses counter (per fault type) over OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables)' },
     { name: 'read-timeout', value: 'DURATION', description: 'close a connection that sends nothing for this long', default: '10s' },
@@ -106,6 +112,9 @@ export const command: Command = {
       drainTimeoutMs,
       ...(grpcPort !== undefined ? { grpcPort } : {}),
       ...(assembler !== undefined ? { onSpans: (spans: import('../../traces/model').SpanRecord[]) => assembler.add(spans) } : {}),
+      // While more spans wait for diagnosis than the assembler may hold open, new requests wait for their exporters'
+      // retry: memory stays bounded however fast the traces come, and nothing answered 200 is lost.
+      ...(online !== undefined ? { backpressure: () => behind(online, maxSpans) } : {}),
     }).catch(async (err: unknown) => {
       await online?.close();
       throw err;
