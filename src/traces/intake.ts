@@ -3,8 +3,8 @@
  * decoded as it arrives by the one decompressor (instrumentation/decompress.ts) with an output limit, and every byte
  * held for requests in flight — as received and as decoded — is reserved in one budget shared by all requests (a
  * request that does not fit is refused with 503, which exporters retry, as is every request while the online path
- * says it is behind); a decoded body is validated (every span
- * must normalise), canonicalised and appended to the output file as one OTLP/JSON line.
+ * says it is behind); a decoded body is validated (every span must normalise), canonicalised and appended to the
+ * output file as one OTLP/JSON line.
  */
 import type { WriteStream } from 'node:fs';
 import { BodyDecoder, canDecode, declaredGzipSize } from '../../instrumentation/decompress';
