@@ -21,6 +21,7 @@ const LOWER_HEX = /^[0-9a-f]+$/;
 const BASE64 = /^[A-Za-z0-9+/_-]+={0,2}$/;
 
 function describe(v: unknown): string {
+  if (nestedDeeper(v, MAX_VALUE_DEPTH)) return `a value nested deeper than ${MAX_VALUE_DEPTH} levels`;
   const s = JSON.stringify(v);
   return s === undefined ? String(v) : s.length > 60 ? `${s.slice(0, 57)}…` : s;
 }
@@ -141,9 +142,33 @@ export function under(prefix: string, err: unknown): unknown {
   return err instanceof TraceDataError ? new TraceDataError(prefix + err.path, err.problem) : err;
 }
 
+/**
+ * How deep a value read from a trace may nest. Readers never recurse on the input's depth unbounded (a line nested
+ * 50,000 deep would overflow the stack and cost the whole file): past this the value is refused with its path, and
+ * only its line or document is lost. Real attribute values and log bodies nest a few levels; 128 leaves room.
+ */
+export const MAX_VALUE_DEPTH = 128;
+
+function tooDeep(path: string): TraceDataError {
+  return new TraceDataError(path, `value nested deeper than ${MAX_VALUE_DEPTH} levels`);
+}
+
+/** Whether plain JSON data nests deeper than `max` levels, walked with an explicit stack (no recursion). */
+export function nestedDeeper(v: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[v, 0]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop() as [unknown, number];
+    if (typeof x !== 'object' || x === null) continue;
+    if (d >= max) return true;
+    for (const c of Array.isArray(x) ? x : Object.values(x)) if (typeof c === 'object' && c !== null) stack.push([c, d + 1]);
+  }
+  return false;
+}
+
 /** An OTLP AnyValue as plain JSON data (used inside kvlists and nested arrays, which become JSON text). */
-export function anyValuePlain(v: unknown, path: string): unknown {
+export function anyValuePlain(v: unknown, path: string, depth = 0, top = path): unknown {
   if (!isRecord(v)) return null;
+  if (depth >= MAX_VALUE_DEPTH) throw tooDeep(top); // the value's own path, not one 128 levels long
   if ('stringValue' in v) return String(v.stringValue);
   if ('boolValue' in v) return v.boolValue === true || v.boolValue === 'true';
   if ('intValue' in v) return normInt64(v.intValue, `${path}.intValue`);
@@ -151,13 +176,13 @@ export function anyValuePlain(v: unknown, path: string): unknown {
   if ('bytesValue' in v) return String(v.bytesValue);
   if ('arrayValue' in v) {
     const values = isRecord(v.arrayValue) && Array.isArray(v.arrayValue.values) ? v.arrayValue.values : [];
-    return values.map((x, i) => anyValuePlain(x, `${path}.arrayValue.values[${i}]`));
+    return values.map((x, i) => anyValuePlain(x, `${path}.arrayValue.values[${i}]`, depth + 1, top));
   }
   if ('kvlistValue' in v) {
     const values = isRecord(v.kvlistValue) && Array.isArray(v.kvlistValue.values) ? v.kvlistValue.values : [];
     const out: Record<string, unknown> = {};
     values.forEach((kv, i) => {
-      if (isRecord(kv) && typeof kv.key === 'string') setOwn(out, kv.key, anyValuePlain(kv.value, `${path}.kvlistValue.values[${i}].value`));
+      if (isRecord(kv) && typeof kv.key === 'string') setOwn(out, kv.key, anyValuePlain(kv.value, `${path}.kvlistValue.values[${i}].value`, depth + 1, top));
     });
     return out;
   }
@@ -221,6 +246,7 @@ export function plainObjectToAttrs(obj: unknown, path: string): Attributes {
   if (obj === undefined || obj === null) return out;
   if (!isRecord(obj)) throw new TraceDataError(path, `expected an attribute object, got ${describe(obj)}`);
   for (const [k, v] of Object.entries(obj)) {
+    if (nestedDeeper(v, MAX_VALUE_DEPTH)) throw tooDeep(`${path}.${k}`);
     const value = plainToAttr(v);
     if (value !== undefined) setOwn(out, k, value);
   }

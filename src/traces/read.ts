@@ -118,7 +118,7 @@ export function detectFormat(src: Source): TraceFormat {
   const text = looksLikeText(head) ? head.toString('utf8').replace(/^\uFEFF/, '') : undefined;
   const first = text?.trimStart()[0];
   if (text !== undefined && (first === '{' || first === '[')) {
-    if (jsonl.sniff(text) && !(src.headIsAll && text.trim().indexOf('\n') < 0)) return 'jsonl';
+    if (jsonl.sniff(text, src.nextLineStart)) return 'jsonl';
     const keys = topKeys(text);
     if (tempo.sniff(keys)) return 'tempo';
     if (otlpJson.sniff(keys)) return 'otlp-json';

@@ -18,6 +18,12 @@ export interface Source {
   head: Buffer;
   /** Whether `head` is the whole (decompressed) content. */
   headIsAll: boolean;
+  /**
+   * The first non-blank character after the first line break ('' when no line follows), read past the head when the
+   * first line is longer than it: whether a file is one document or JSON lines is decided by its content (a second
+   * line that starts a new object), not by the first line's size.
+   */
+  nextLineStart: string;
   /** A new stream of the (decompressed) bytes. */
   open(highWaterMark?: number): Readable;
 }
@@ -48,7 +54,10 @@ export async function openSource(file: string): Promise<Source> {
     s.on('error', (e) => gunzip.destroy(e));
     return s.pipe(gunzip);
   };
-  if (!gzip) return { file, size, gzip, head: raw, headIsAll: raw.length === size, open };
+  if (!gzip) {
+    const headIsAll = raw.length === size;
+    return { file, size, gzip, head: raw, headIsAll, nextLineStart: await nextLineStart(raw, headIsAll, open), open };
+  }
   // The decompressed head: read until HEAD_BYTES or the end.
   const parts: Buffer[] = [];
   let total = 0;
@@ -68,6 +77,41 @@ export async function openSource(file: string): Promise<Source> {
   } finally {
     stream.destroy();
   }
-  const head = Buffer.concat(parts);
-  return { file, size, gzip, head: all ? head : head.subarray(0, HEAD_BYTES), headIsAll: all, open };
+  const whole = Buffer.concat(parts);
+  const head = all ? whole : whole.subarray(0, HEAD_BYTES);
+  return { file, size, gzip, head, headIsAll: all, nextLineStart: await nextLineStart(head, all, open), open };
+}
+
+const BLANK = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+/** The first non-blank byte after the first line break, as a character (carried over chunks by `state`); empty for none yet. */
+function afterFirstBreak(bytes: Buffer, state: { broke: boolean }): string {
+  let i = 0;
+  if (!state.broke) {
+    const nl = bytes.indexOf(10);
+    if (nl < 0) return '';
+    state.broke = true;
+    i = nl + 1;
+  }
+  for (; i < bytes.length; i++) if (!BLANK.has(bytes[i] as number)) return String.fromCharCode(bytes[i] as number);
+  return '';
+}
+
+/** See Source.nextLineStart: from the head when it holds the answer, else by scanning the bytes (nothing is kept). */
+async function nextLineStart(head: Buffer, headIsAll: boolean, open: (highWaterMark?: number) => Readable): Promise<string> {
+  const fromHead = afterFirstBreak(head, { broke: false });
+  if (fromHead !== '' || headIsAll) return fromHead;
+  const state = { broke: false };
+  const stream = open();
+  try {
+    for await (const chunk of stream) {
+      const c = afterFirstBreak(chunk as Buffer, state);
+      if (c !== '') return c;
+    }
+  } catch {
+    // Damage past the head is reported by the reader that meets it.
+  } finally {
+    stream.destroy();
+  }
+  return '';
 }

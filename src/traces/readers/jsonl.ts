@@ -22,20 +22,14 @@ export const format = 'jsonl' as const;
 /** Lines longer than this are streamed through the tokenizer instead of parsed whole (default 16 MiB). */
 export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
 
-/** The head is JSON lines if its first line is a complete JSON object and another line follows. */
-export function sniff(headText: string): boolean {
-  const text = headText.replace(/^\uFEFF/, '');
-  const nl = text.indexOf('\n');
-  if (nl < 0) return false;
-  const first = text.slice(0, nl).trim();
-  if (!first.startsWith('{')) return false;
-  try {
-    JSON.parse(first);
-  } catch {
-    return false;
-  }
-  const rest = text.slice(nl + 1).trimStart();
-  return rest === '' || rest.startsWith('{');
+/**
+ * JSON lines, by content: the file starts an object and the line after the first line break starts another
+ * (`nextLineStart`, see source.ts). No object key starts with `{`, so a pretty-printed document never reads so,
+ * whatever its indentation; and the first line need not fit the head nor be valid (a damaged first line is then
+ * named like any other, and the lines after it are read).
+ */
+export function sniff(headText: string, nextLineStart: string): boolean {
+  return headText.replace(/^\uFEFF/, '').trimStart().startsWith('{') && nextLineStart === '{';
 }
 
 export interface LineProblem {

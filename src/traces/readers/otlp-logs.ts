@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import type { SpanEventRecord, TraceRecord } from '../model';
 import { TraceDataError, anyValuePlain, isRecord, keyValuesToAttrs, nanosToMs, normId } from '../normalize';
 import { openSource, type Source } from '../source';
+import { sniff as sniffLines } from './jsonl';
 
 /** Whether a source holds OTLP logs: its first document (or first JSON line) has `resourceLogs` and no spans. */
 export function sniffLogs(src: Source): boolean {
@@ -99,14 +100,13 @@ export class LogJoin {
    */
   async readFile(file: string, onLineError?: (err: TraceDataError) => void): Promise<void> {
     const src = await openSource(file);
-    const text = src.head.toString('utf8').replace(/^\uFEFF/, '');
-    const nl = text.indexOf('\n');
-    const firstLine = nl < 0 ? text : text.slice(0, nl);
-    if (nl >= 0 && completeJson(firstLine) && text.slice(nl + 1).trimStart().startsWith('{')) {
+    // One export per line (instrumentation-openai's batch exporter, the collector), by content as for trace files.
+    if (sniffLines(src.head.toString('utf8'), src.nextLineStart)) {
       let line = 0;
       const lines = createInterface({ input: src.open(), crlfDelay: Infinity });
-      for await (const l of lines) {
+      for await (const raw of lines) {
         line++;
+        const l = line === 1 ? raw.replace(/^\uFEFF/, '') : raw;
         if (!/\S/.test(l)) continue;
         try {
           this.addDocument(parse(l, `line ${line}`), `line ${line}: `);
@@ -142,15 +142,6 @@ export class LogJoin {
       span.events = [...span.events, ...events].sort((a, b) => a.time - b.time);
     }
     return trace;
-  }
-}
-
-function completeJson(line: string): boolean {
-  try {
-    JSON.parse(line);
-    return true;
-  } catch {
-    return false;
   }
 }
 

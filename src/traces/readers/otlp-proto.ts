@@ -6,7 +6,7 @@
  * the canonical OTLP/JSON object (hex ids, integer enums, int64 as strings), which the OTLP/JSON reader
  * normalises like any other. Unknown fields are skipped, as protobuf requires.
  */
-import { TraceDataError } from '../normalize';
+import { MAX_VALUE_DEPTH, TraceDataError } from '../normalize';
 
 export const format = 'otlp-proto' as const;
 
@@ -139,7 +139,20 @@ function int64(v: bigint): string {
   return BigInt.asIntN(64, v).toString();
 }
 
+/** How deep the AnyValue being decoded nests (bounded as for JSON: normalize.ts MAX_VALUE_DEPTH). */
+let valueDepth = 0;
+
 function anyValue(r: Reader): Json {
+  if (valueDepth >= MAX_VALUE_DEPTH) r.fail(`value nested deeper than ${MAX_VALUE_DEPTH} levels`);
+  valueDepth++;
+  try {
+    return anyValueFields(r);
+  } finally {
+    valueDepth--;
+  }
+}
+
+function anyValueFields(r: Reader): Json {
   let out: Json = {};
   r.fields((f, w) => {
     if (f === 1 && w === 2) out = { stringValue: r.string() };
