@@ -12,7 +12,7 @@ import { argumentsValue } from '../../detectors/text';
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
 import { str, type SpanRecord, type TraceRecord } from '../traces/model';
-import { viewTrace, type LlmCall, type Step, type ToolStep, type TraceView } from '../traces/view';
+import { viewTrace, type LlmCall, type SpanFailure, type Step, type ToolStep, type TraceView } from '../traces/view';
 import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
 import { detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
@@ -355,10 +355,38 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
       const extreme = (delays.get(step)?.confidence ?? 0) >= 0.75;
       for (const s of signals) if (s.faultType === 'delay' && !extreme) s.confidence = Math.min(s.confidence, 0.45);
     }
-    out.push({ span, step, stepKind: step?.kind ?? null, stepIndex: step?.step ?? null, signals });
+    const unspanned = step === null ? unspannedCall(span, view) : null;
+    out.push({ span, step, stepKind: step?.kind ?? (unspanned !== null ? 'llm' : null), stepIndex: step?.step ?? unspanned, signals });
   }
   reviewMessages(trace, out);
   return out;
+}
+
+/**
+ * The model call an SDK threw on, where the producer exported no span for it (OpenLLMetry and OpenInference end no
+ * LLM span for a call that threw): the evidence is an enclosing span's failure that is a provider call's error, and
+ * the call's position is the one after the last LLM call that started before the failure (as the LLM steps count).
+ */
+function unspannedCall(span: SpanRecord, view: TraceView): number | null {
+  const f = view.failureOf(span);
+  if (f === undefined || !providerCallError(f)) return null;
+  const failedAt = span.events.find((e) => e.name === 'exception')?.time ?? span.end;
+  let before = 0;
+  for (const c of view.llm) if (c.span.start <= failedAt && c.step > before) before = c.step;
+  return before + 1;
+}
+
+/**
+ * Whether a failure is a model API call's, by the SDKs' documented error classes and messages: openai-node's
+ * `APIConnectionTimeoutError` ("Request timed out."), `APIConnectionError` ("Connection error."), `RateLimitError`,
+ * `InternalServerError` and the `APIError` message form "<status> <provider message>"; the Anthropic SDK's error
+ * types (`overloaded_error`, `rate_limit_error`, `api_error`). Not any HTTP status: a tool's own HTTP call fails too.
+ */
+const PROVIDER_ERROR =
+  /\b(APIConnectionTimeoutError|APIConnectionError|APIUserAbortError|RateLimitError|InternalServerError|APIError|AuthenticationError|PermissionDeniedError|overloaded_error|rate_limit_error|api_error)\b|^Request timed out\.?$|^Connection error\.?$|^(408|409|429|5\d\d)\b/;
+
+export function providerCallError(f: SpanFailure): boolean {
+  return [f.errorType, f.message].some((t) => t !== undefined && PROVIDER_ERROR.test(t.trim()));
 }
 
 function detectionSignals(span: SpanRecord, signals: Signal[]): void {

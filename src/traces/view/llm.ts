@@ -39,7 +39,8 @@ function list(v: AttrValue | undefined): string[] | undefined {
   return [String(v)];
 }
 
-const TIMEOUT_RE = /time[_ -]?out|timedout|etimedout|deadline|headers_timeout|body_timeout|connect_timeout|\b408\b|\b504\b/i;
+// "timed out": openai-node's APIConnectionTimeoutError says "Request timed out."
+const TIMEOUT_RE = /time[_ -]?out|timed[_ -]?out|etimedout|deadline|headers_timeout|body_timeout|connect_timeout|\b408\b|\b504\b/i;
 
 /** Whether an error type / status message names a timeout or an exceeded deadline. */
 export function looksLikeTimeout(...texts: (string | undefined)[]): boolean {
