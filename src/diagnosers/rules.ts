@@ -372,7 +372,12 @@ function unspannedCall(span: SpanRecord, view: TraceView): number | null {
   if (f === undefined || !providerCallError(f)) return null;
   const failedAt = span.events.find((e) => e.name === 'exception')?.time ?? span.end;
   let before = 0;
-  for (const c of view.llm) if (c.span.start <= failedAt && c.step > before) before = c.step;
+  for (const c of view.llm) {
+    if (c.span.start > failedAt) continue;
+    // The failed call has its own span (instrumentation-openai ends one): that span is the step, not this one.
+    if (c.failure !== undefined && c.span.start >= span.start) return null;
+    if (c.step > before) before = c.step;
+  }
   return before + 1;
 }
 
