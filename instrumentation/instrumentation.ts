@@ -83,6 +83,7 @@ export class FaultlineInstrumentation implements Instrumentation<FaultlineInstru
       steps: config.steps ?? [],
       ...(config.onExchangeEnd ? { onExchangeEnd: config.onExchangeEnd } : {}),
       ignoreHosts: config.ignoreHosts ?? [],
+      otlpEndpoints: config.otlpEndpoints ?? [],
       metrics: this.#metrics,
       enabled: () => this.#enabled,
       propagate: () => config.propagateContext === true,
