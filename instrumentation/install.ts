@@ -6,7 +6,8 @@
  * writes that slot and `.2`. Node 20/22's bundled undici 6 talks to it with legacy handlers, which reach the layer as
  * they are (see `withLayer`). When nothing was installed before, the dispatcher below us is Node's own
  * (see fetch-dispatcher.ts), not a fresh npm undici Agent. OTLP export goes through node:http, so it never reaches
- * this layer; the configured OTLP endpoints are ignored here anyway.
+ * this layer; the OTLP export requests of the configured endpoints (their signal paths, not their whole host:port,
+ * which an LLM gateway may share) are skipped here anyway.
  */
 import './fetch-dispatcher';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
@@ -104,19 +105,30 @@ function withLayer(base: Dispatcher, layer: Interceptor): Dispatcher {
   return view;
 }
 
-/** host:port of the OTLP endpoints in the environment: never intercepted. */
-export function otlpHosts(env: NodeJS.ProcessEnv = process.env): string[] {
-  const hosts: string[] = [];
-  for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT']) {
-    const v = env[name]?.trim();
-    if (!v) continue;
+const SIGNAL_PATHS = ['v1/traces', 'v1/metrics', 'v1/logs'];
+
+/**
+ * The OTLP export requests, as `host:port/path`, of the endpoints in the environment and of `urls` (per-signal URLs,
+ * e.g. from the configuration file): never intercepted. OTEL_EXPORTER_OTLP_ENDPOINT is a base (each signal's path is
+ * appended, as the exporters do); a per-signal variable or URL is used as it is.
+ */
+export function otlpExports(env: NodeJS.ProcessEnv = process.env, urls: readonly string[] = []): string[] {
+  const out: string[] = [];
+  const add = (v: string | undefined, paths?: string[]): void => {
+    if (!v) return;
     try {
-      hosts.push(new URL(v).host);
+      const url = new URL(v);
+      const host = url.host.toLowerCase();
+      if (!paths) out.push(`${host}${url.pathname}`);
+      else for (const p of paths) out.push(`${host}${url.pathname.replace(/\/+$/, '')}/${p}`);
     } catch {
       // a bad endpoint is the exporter's to report
     }
-  }
-  return hosts;
+  };
+  add(env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim(), SIGNAL_PATHS);
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT', 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT']) add(env[name]?.trim());
+  for (const u of urls) add(u);
+  return out;
 }
 
 /** Where undici keeps the process-wide dispatcher (what Node's fetch reads). */
@@ -217,14 +229,15 @@ function noticeReplacement(): void {
 
 const REQUEST_CREATE = 'undici:request:create';
 
-export function installInstrumentation(options: GenAiInterceptorOptions): InstalledInstrumentation {
+/** `otlpEndpoints`: OTLP per-signal export URLs besides those in the environment (see `otlpExports`). */
+export function installInstrumentation(options: GenAiInterceptorOptions & { otlpEndpoints?: readonly string[] }): InstalledInstrumentation {
   const slot = globalThis as Slot;
   const current = getGlobalDispatcher() as Dispatcher;
   // Installing again replaces our layer instead of stacking a second one.
   const mine = slot[INSTALLED];
   const previous = mine && current === mine.dispatcher ? mine.previous : current;
-  const ignoreHosts = [...(options.ignoreHosts ?? []), ...otlpHosts()];
-  const layer = createGenAiInterceptor({ ...options, ignoreHosts });
+  const { otlpEndpoints, ...layerOptions } = options;
+  const layer = createGenAiInterceptor({ ...layerOptions, otlpExports: otlpExports(process.env, otlpEndpoints) });
   const installed: Installed = { dispatcher: withLayer(baseOf(previous), layer), previous, layer, reported: false };
   setGlobalDispatcher(installed.dispatcher);
   slot[INSTALLED] = installed;

@@ -5,7 +5,7 @@
  * `enabled: false`. It patches no module (there is nothing for require/import hooks to do), so it does not extend
  * `InstrumentationBase`: that would load the hook machinery for nothing. `enable()` installs the GenAI span layer on
  * the global undici dispatcher and configures the in-process message channels; `disable()` undoes both. Both are
- * idempotent.
+ * idempotent. The provider a span is started on waits for faultline's spans at its flush (provider-flush.ts).
  */
 import { trace, type MeterProvider, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import type { Instrumentation } from '@opentelemetry/instrumentation';
@@ -15,6 +15,7 @@ import { configureChannels } from './agents/channel';
 import { configureWorkflows } from './agents/declarations';
 import { installInstrumentation, type InstalledInstrumentation } from './install';
 import { GenAiMetrics } from './metrics';
+import { settleBeforeFlush } from './provider-flush';
 import type { FaultlineInstrumentationConfig } from './types';
 
 export { captureContentFromEnv };
@@ -73,11 +74,16 @@ export class FaultlineInstrumentation implements Instrumentation<FaultlineInstru
     this.#enabled = true;
     const config = this.#config;
     this.#installed = installInstrumentation({
-      tracer: () => (this.#tracer ??= (this.#provider ?? trace.getTracerProvider()).getTracer(PACKAGE_NAME, VERSION)),
+      tracer: () => {
+        const provider = this.#provider ?? trace.getTracerProvider();
+        settleBeforeFlush(provider);
+        return (this.#tracer ??= provider.getTracer(PACKAGE_NAME, VERSION));
+      },
       captureContent: () => this.captureContent,
       steps: config.steps ?? [],
       ...(config.onExchangeEnd ? { onExchangeEnd: config.onExchangeEnd } : {}),
       ignoreHosts: config.ignoreHosts ?? [],
+      otlpEndpoints: config.otlpEndpoints ?? [],
       metrics: this.#metrics,
       enabled: () => this.#enabled,
       propagate: () => config.propagateContext === true,

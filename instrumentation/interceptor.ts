@@ -68,6 +68,11 @@ export interface GenAiInterceptorOptions {
   onExchangeEnd?: (exchange: Exchange, outcome: ExchangeOutcome) => void;
   /** `host` or `host:port` entries never intercepted. */
   ignoreHosts?: Iterable<string>;
+  /**
+   * OTLP export requests, as `host:port/path` (see install.ts `otlpExports`): never intercepted. Only these paths on
+   * those hosts: an LLM gateway on the OTLP endpoint's host:port is instrumented like any other.
+   */
+  otlpExports?: Iterable<string>;
   metrics?: GenAiMetrics;
   /** When it returns false every call passes through untouched (instrumentation disabled). */
   enabled?: () => boolean;
@@ -86,6 +91,7 @@ const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-a
 export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interceptor {
   const modules = options.protocols ?? defaultProtocols;
   const ignore = new Set([...(options.ignoreHosts ?? [])].map((h) => h.toLowerCase()));
+  const otlp = new Set(options.otlpExports ?? []);
   const steps = options.steps ?? [];
   const routes: RouteCache = new Map();
   const followUps = new FollowUps();
@@ -101,7 +107,7 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       }
       let match: Match | undefined;
       try {
-        match = recognise(opts, modules, ignore, options.enabled, routes);
+        match = recognise(opts, modules, { hosts: ignore, otlp }, options.enabled, routes);
       } catch (err) {
         log.error('internal error in request matching (ignored, the application is unaffected):', err);
       }
@@ -287,7 +293,7 @@ const MAX_ROUTES = 512;
 function recognise(
   opts: Dispatcher.DispatchOptions,
   modules: readonly ProtocolModule[],
-  ignore: Set<string>,
+  ignore: Ignored,
   enabled: (() => boolean) | undefined,
   routes: RouteCache,
 ): Match | undefined {
@@ -312,8 +318,17 @@ function recognise(
   return first >= 0 ? { modules: route.modules, first, url, port: route.port, method, headers } : undefined;
 }
 
-function resolveRoute(method: string, url: URL, modules: readonly ProtocolModule[], ignore: Set<string>): { url: URL; port: number; modules: ProtocolModule[] } | null {
-  if (ignore.size > 0 && (ignore.has(url.host.toLowerCase()) || ignore.has(url.hostname.toLowerCase()))) return null;
+/** What is never intercepted: the hosts the user excluded, and the OTLP export requests (`host:port/path`). */
+interface Ignored {
+  hosts: Set<string>;
+  otlp: Set<string>;
+}
+
+function resolveRoute(method: string, url: URL, modules: readonly ProtocolModule[], ignore: Ignored): { url: URL; port: number; modules: ProtocolModule[] } | null {
+  const hosts = ignore.hosts;
+  if (hosts.size > 0 && (hosts.has(url.host.toLowerCase()) || hosts.has(url.hostname.toLowerCase()))) return null;
+  // An OTLP export sent through fetch (protobuf bodies are never read anyway, see jsonBody; this covers OTLP/JSON).
+  if (ignore.otlp.size > 0 && ignore.otlp.has(`${url.host.toLowerCase()}${url.pathname}`)) return null;
   const matching = modules.filter((module) => module.matches(method, url));
   return matching.length > 0 ? { url, port: serverPort(url), modules: matching } : null;
 }

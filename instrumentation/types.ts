@@ -211,8 +211,13 @@ export interface FaultlineInstrumentationConfig {
   onDelivery?: (ctx: DeliveryContext, original: AgentMessage, delivered: AgentMessage[]) => void;
   /** Called for each workflow step, at a workflow's deadline and at its end (runs the workflow monitors online). */
   onWorkflowEvent?: (event: WorkflowEvent) => void;
-  /** Extra hosts (`host` or `host:port`) never intercepted. OTLP export endpoints are always excluded. */
+  /**
+   * Extra hosts (`host` or `host:port`) never intercepted. The OTLP export requests of the endpoints in the
+   * environment (their signal paths, not the whole host:port) are always excluded.
+   */
   ignoreHosts?: string[];
+  /** OTLP per-signal export URLs besides those in the environment (e.g. from a configuration file): never intercepted. */
+  otlpEndpoints?: string[];
   /**
    * Put each recognised call's trace context (OTEL_PROPAGATORS) on its request headers, unless the application set
    * its own, so an agent in another process continues the trace. Default false: an HTTP instrumentation

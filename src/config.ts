@@ -41,8 +41,6 @@ export interface OtlpConfig {
   readonly metricsUrl?: string;
   /** Headers from the configuration file (OTEL_EXPORTER_OTLP_HEADERS still applies, read by the exporter). */
   readonly headers?: Readonly<Record<string, string>>;
-  /** host:port of every configured OTLP endpoint: never intercepted by the GenAI span layer. */
-  readonly hosts: readonly string[];
 }
 
 export interface ExportConfig {
@@ -229,15 +227,6 @@ function instrumentationSwitch(env: NodeJS.ProcessEnv, name: string): boolean | 
   return undefined;
 }
 
-function hostOf(url: string | undefined): string | undefined {
-  if (!url) return undefined;
-  try {
-    return new URL(url).host;
-  } catch {
-    return undefined; // a bad endpoint is the exporter's to report
-  }
-}
-
 /** The traces/metrics URL for a base endpoint, as OTEL_EXPORTER_OTLP_ENDPOINT is turned into one. */
 function signalUrl(base: string, path: string): string {
   return base.endsWith('/') ? `${base}${path}` : `${base}/${path}`;
@@ -263,13 +252,11 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
   let protocol: OtlpProtocol = 'http/protobuf';
   if (rawProtocol === 'http/json') protocol = 'http/json';
   else if (rawProtocol !== 'http/protobuf') notice(`OTLP protocol ${JSON.stringify(rawProtocol)} is not supported (http/protobuf, http/json): using http/protobuf`);
-  const hosts = [envTraces, envMetrics, envBase, tracesUrl, metricsUrl].map(hostOf).filter((h): h is string => h !== undefined);
   const otlp: OtlpConfig = {
     protocol,
     ...(tracesUrl ? { tracesUrl } : {}),
     ...(metricsUrl ? { metricsUrl } : {}),
     ...(f.otlp?.headers ? { headers: f.otlp.headers } : {}),
-    hosts: [...new Set(hosts)],
   };
 
   const tracesFileEnv = env.FAULTLINE_TRACES_FILE?.trim() || undefined;

@@ -103,7 +103,8 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
   const instrumentation = new FaultlineInstrumentation({
     steps: [...wired.steps, ...(options.steps ?? [])],
     channelSteps: [...wired.channelSteps, ...(options.channelSteps ?? [])],
-    ignoreHosts: [...(options.ignoreHosts ?? []), ...config.export.otlp.hosts],
+    ignoreHosts: options.ignoreHosts ?? [],
+    otlpEndpoints: [config.export.otlp.tracesUrl, config.export.otlp.metricsUrl].filter((u): u is string => u !== undefined),
     captureMessageContent: config.captureContent,
     // Without instrumentation-undici below it, the layer carries the trace to the agents the process calls.
     propagateContext: !config.httpSpans,

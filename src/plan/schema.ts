@@ -12,7 +12,7 @@ const stringOrList = z
 
 export const Selector = z
   .strictObject({
-    operation: stringOrList.optional().meta({ description: 'gen_ai.operation.name: chat, invoke_agent, execute_tool, or handoff for in-process channel messages' }),
+    operation: stringOrList.optional().meta({ description: 'gen_ai.operation.name: chat, generate_content, text_completion, embeddings, invoke_agent, execute_tool, or handoff for in-process channel messages; `model` matches every model generation call whatever its API names it (chat, generate_content, text_completion; not embeddings)' }),
     provider: stringOrList.optional().meta({ description: 'gen_ai.provider.name, e.g. openai, anthropic' }),
     model: stringOrList.optional().meta({ description: 'gen_ai.request.model' }),
     agent: stringOrList.optional().meta({ description: 'gen_ai.agent.name: the agent an A2A call invokes; for other calls, the agent making it (runAgent, an Agents SDK agent, a LangGraph node)' }),

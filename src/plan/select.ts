@@ -24,6 +24,14 @@ import type { FaultPlan, FaultRule, FaultSelector } from './schema';
 /** The operation name used for in-process channel handoffs (their spans carry no gen_ai.operation.name). */
 export const HANDOFF_OPERATION = 'handoff';
 
+/**
+ * `operation: model` in a selector: every model generation call, whatever its API names it (OpenAI chat and
+ * Responses, Anthropic and Ollama are `chat`, Gemini `generate_content`, legacy completions `text_completion`).
+ * Embeddings are not generation calls: select them with `operation: embeddings`.
+ */
+export const MODEL_OPERATION = 'model';
+const MODEL_OPERATIONS = new Set(['chat', 'generate_content', 'text_completion']);
+
 export interface CompiledRule {
   readonly index: number;
   readonly name: string;
@@ -113,7 +121,13 @@ export function compileSelector(sel: FaultSelector): (attrs: Attributes) => bool
     const spec = sel[key];
     if (spec === undefined) continue;
     const m = valueMatcher(spec as string | string[]);
-    checks.push(key === 'operation' ? (a) => m(operationOf(a)) : (a) => m(typeof a[attr] === 'string' ? (a[attr] as string) : undefined));
+    if (key === 'operation') {
+      const model = (Array.isArray(spec) ? spec : [spec]).includes(MODEL_OPERATION);
+      checks.push((a) => {
+        const op = operationOf(a);
+        return m(op) || (model && op !== undefined && MODEL_OPERATIONS.has(op));
+      });
+    } else checks.push((a) => m(typeof a[attr] === 'string' ? (a[attr] as string) : undefined));
   }
   if (sel.url !== undefined) {
     const u = sel.url;

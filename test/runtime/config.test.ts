@@ -75,7 +75,7 @@ describe('resolveConfig', () => {
     expect(c.httpSpans).toBe(false);
     expect(c.export.traces).toEqual(['otlp', 'file']);
     expect(c.export.file).toBe(join(cwd, 'out/t.jsonl'));
-    expect(c.export.otlp).toMatchObject({ protocol: 'http/json', tracesUrl: 'http://127.0.0.1:4318/v1/traces', headers: { 'x-tenant': 'a' }, hosts: ['127.0.0.1:4318'] });
+    expect(c.export.otlp).toMatchObject({ protocol: 'http/json', tracesUrl: 'http://127.0.0.1:4318/v1/traces', headers: { 'x-tenant': 'a' } });
   });
 
   it('the variables override the file, and start() options override both', () => {
