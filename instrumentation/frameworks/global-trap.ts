@@ -9,10 +9,12 @@ import { logger } from '../../src/diag';
 const log = logger('frameworks');
 
 /**
- * Call `onSet` with the value the framework publishes at `key` (now, if it already has). Returns the removal of the
- * trap, which leaves the published value in place as a plain property.
+ * Call `onSet` with the value the framework publishes at `key` (now, if it already has). `onMissing`, if given, is
+ * called when the key is read while nothing is published (a framework whose entry point never publishes it, reading it
+ * at its first use): what it returns, if not undefined, is the value read (it may publish it itself). Returns the
+ * removal of the trap, which leaves the published value in place as a plain property.
  */
-export function whenGlobalSet(key: symbol, onSet: (value: unknown) => void): () => void {
+export function whenGlobalSet(key: symbol, onSet: (value: unknown) => void, onMissing?: () => unknown): () => void {
   const call = (value: unknown): void => {
     try {
       onSet(value);
@@ -28,7 +30,19 @@ export function whenGlobalSet(key: symbol, onSet: (value: unknown) => void): () 
     return () => {};
   }
   let value: unknown;
-  const get = (): unknown => value;
+  let asking = false;
+  const get = (): unknown => {
+    if (value !== undefined || onMissing === undefined || asking) return value;
+    asking = true;
+    try {
+      value ??= onMissing();
+    } catch (err) {
+      log.error(`internal error bridging ${String(key)} (ignored, the application is unaffected):`, err);
+    } finally {
+      asking = false;
+    }
+    return value;
+  };
   Object.defineProperty(globalThis, key, {
     configurable: true,
     enumerable: false,

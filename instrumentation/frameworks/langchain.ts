@@ -10,10 +10,13 @@
  * context variable holding the handler), which must be called from the copy of `@langchain/core` the app runs, in the
  * app's own async context. LangChain publishes its async-local storage on `globalThis` while the app's imports are
  * evaluated; the bridge registers the hook then, through that copy (CommonJS, or ES modules where Node can `require`
- * them: 20.19+, 22.12+). Where it cannot (older Node with an ES module app, a bundled app), one line does it:
+ * them: 20.19+, 22.12+). An app whose imports never set that storage up (`@langchain/langgraph/prebuilt`'s
+ * `createReactAgent`, `@langchain/core/runnables` alone) gets it from the bridge at LangChain's first read of it, with
+ * the registration in it (see StorageWithDefaults). Where neither can (older Node with an ES module app, a bundled app), one line does it:
  * `registerLangChain(await import('@langchain/core/context'))`.
  */
 import { SpanStatusCode, context, type Attributes } from '@opentelemetry/api';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
 import { logger, safely } from '../../src/diag';
 import { withAgentName } from '../agents/invoke-agent';
@@ -310,30 +313,73 @@ function callerCopy(): { dist: string; ext: string } | undefined {
   return undefined;
 }
 
+/** `@langchain/core/context` of that copy (the same module instance the app's copy runs), or undefined with a warning. */
+function contextModule(copy: { dist: string; ext: string }): LangChainContextModule | undefined {
+  try {
+    return require(`${copy.dist}singletons/async_local_storage/context.${copy.ext}`) as LangChainContextModule;
+  } catch (err) {
+    log.warn(`cannot reach LangChain's configure hooks (${(err as Error).message}), so its runs are not recorded as spans: add registerLangChain(await import("@langchain/core/context")) at the top of the app`);
+    return undefined;
+  }
+}
+
+/**
+ * LangChain's async-local storage, for an app whose imports never set one up: `@langchain/langgraph`'s main entry
+ * and `@langchain/core/context` create it when imported, but `@langchain/langgraph/prebuilt` (`createReactAgent`),
+ * `@langchain/core/runnables` and the other entry points do not, and LangChain then runs on a no-op stand-in, with no
+ * context variables (so no configure hook) and no current run. Created at LangChain's first read, it is what those
+ * entry points would have created, with one difference: a context holding no store reads as holding the context
+ * variables the registration set (faultline's configure hook and handler), so every run sees them, in whatever
+ * async context it starts — what a registration at the app's top level gives.
+ */
+class StorageWithDefaults extends AsyncLocalStorage<unknown> {
+  defaults: unknown;
+  override getStore(): unknown {
+    return super.getStore() ?? this.defaults;
+  }
+}
+
 /** Bridge LangChain when the app loads it. Returns the removal. */
 export function bridgeLangChain(options: LangChainBridgeOptions): () => void {
   const handler = new FaultlineCallbackHandler(options);
   active = handler;
   // The scope source is added once LangChain is there: until then a call pays nothing for it.
   let removeSource: (() => void) | undefined;
-  const removeTrap = whenGlobalSet(STORAGE_KEY, () => {
-    removeSource ??= addScopeSource(handler.source);
-    // Now, synchronously: this runs while the app's imports are evaluated, in the app's top-level async context,
-    // which is where a context variable set outside any run is seen by every run (LangChain's "global").
-    const copy = callerCopy();
-    if (copy === undefined) {
-      log.warn('LangChain was loaded from a copy faultline cannot locate (bundled?), so its runs are not recorded as spans: add registerLangChain(await import("@langchain/core/context")) at the top of the app');
-      return;
-    }
-    let mod: LangChainContextModule;
-    try {
-      mod = require(`${copy.dist}singletons/async_local_storage/context.${copy.ext}`) as LangChainContextModule;
-    } catch (err) {
-      log.warn(`cannot reach LangChain's configure hooks (${(err as Error).message}), so its runs are not recorded as spans: add registerLangChain(await import("@langchain/core/context")) at the top of the app`);
-      return;
-    }
-    registerLangChain(mod);
-  });
+  let ours: StorageWithDefaults | undefined;
+  let settled = false;
+  const removeTrap = whenGlobalSet(
+    STORAGE_KEY,
+    (storage) => {
+      removeSource ??= addScopeSource(handler.source);
+      if (storage === ours) return; // registered by the first read, below
+      // Now, synchronously: this runs while the app's imports are evaluated, in the app's top-level async context,
+      // which is where a context variable set outside any run is seen by every run (LangChain's "global").
+      const copy = callerCopy();
+      if (copy === undefined) {
+        log.warn('LangChain was loaded from a copy faultline cannot locate (bundled?), so its runs are not recorded as spans: add registerLangChain(await import("@langchain/core/context")) at the top of the app');
+        return;
+      }
+      const mod = contextModule(copy);
+      if (mod !== undefined) registerLangChain(mod);
+    },
+    () => {
+      // LangChain reads its storage and none was set up: create it, once, if the reader is a copy of @langchain/core.
+      if (settled) return undefined;
+      const copy = callerCopy();
+      if (copy === undefined) return undefined;
+      settled = true;
+      const mod = contextModule(copy);
+      if (mod === undefined) return undefined;
+      const storage = new StorageWithDefaults();
+      ours = storage;
+      (globalThis as Record<symbol, unknown>)[STORAGE_KEY] = storage;
+      storage.run({}, () => {
+        registerLangChain(mod);
+        storage.defaults = storage.getStore();
+      });
+      return storage;
+    },
+  );
   return () => {
     removeTrap();
     removeSource?.();
