@@ -25,6 +25,7 @@ import { FaultlineInputError } from './errors';
 import { parts } from './parts';
 import type { FaultPlan, FaultPlanInput } from './plan/schema';
 import type { ConfigFile } from './config-schema';
+import { redactUrl } from '../instrumentation/redact-url';
 
 export type TraceExporterName = 'otlp' | 'console' | 'file';
 export type MetricExporterName = 'otlp' | 'console';
@@ -124,6 +125,10 @@ export const DEFAULTS = {
 export const CONFIG_FILE_NAMES = ['faultline.config.json', 'faultline.config.yaml', 'faultline.config.yml'] as const;
 
 /** One line on stderr for a setting that would otherwise lose spans or faults without a word. */
+/** An OTLP endpoint from the environment: the same rule as config-schema.ts's export.otlp.endpoint. */
+const OTLP_ENDPOINT = /^https?:\/\/[^\s/?#]+(\/\S*)?$/;
+const OTLP_ENDPOINT_EXPECTED = 'an http(s) URL like http://localhost:4318';
+
 function notice(message: string): void {
   process.stderr.write(`faultline: ${message}\n`);
 }
@@ -242,9 +247,19 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
 
   // OTLP: the variables win over the file, and the exporter reads them itself; the file's endpoint is passed only
   // when no variable names one.
-  const envTraces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || undefined;
-  const envMetrics = env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT?.trim() || undefined;
-  const envBase = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || undefined;
+  // An invalid one is refused as the file's is, but the app still runs: OTLP export is off (the exporter would read
+  // the variable itself and lose every span silently) and the spans go to the trace file instead.
+  const refused: string[] = [];
+  const endpointVar = (name: string): string | undefined => {
+    const v = env[name]?.trim() || undefined;
+    if (v === undefined || OTLP_ENDPOINT.test(v)) return v;
+    refused.push(name);
+    notice(`✖ ${name}: expected ${OTLP_ENDPOINT_EXPECTED}; got ${JSON.stringify(redactUrl(v))}: OTLP export is off`);
+    return undefined;
+  };
+  const envTraces = endpointVar('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const envMetrics = endpointVar('OTEL_EXPORTER_OTLP_METRICS_ENDPOINT');
+  const envBase = endpointVar('OTEL_EXPORTER_OTLP_ENDPOINT');
   const fileBase = f.otlp?.endpoint;
   const tracesUrl = !envTraces && !envBase && fileBase ? signalUrl(fileBase, 'v1/traces') : undefined;
   const metricsUrl = !envMetrics && !envBase && fileBase ? signalUrl(fileBase, 'v1/metrics') : undefined;
@@ -265,6 +280,10 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
   let traceNames = list(env.OTEL_TRACES_EXPORTER) ?? f.traces?.map((n) => n.toLowerCase()) ?? [hasEndpoint ? 'otlp' : 'file'];
   for (const n of traceNames) if (!TRACE_EXPORTERS.has(n)) notice(`trace exporter ${JSON.stringify(n)} is not supported (otlp, console, file, none): ignored`);
   traceNames = traceNames.filter((n) => TRACE_EXPORTERS.has(n) && n !== 'none');
+  if (refused.some((n) => n !== 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT') && traceNames.includes('otlp')) {
+    traceNames = traceNames.filter((n) => n !== 'otlp');
+    if (!traceNames.includes('file')) traceNames.push('file');
+  }
   // Naming a trace file asks for one, whatever else exports.
   if ((tracesFileEnv || f.file) && !traceNames.includes('file')) traceNames.push('file');
 

@@ -7,6 +7,7 @@ import { isFaultlineError, FaultlineInputError } from '../errors';
 import { PACKAGE_NAME, VERSION } from '../version';
 import { COMMANDS, findCommand, tryLoad } from './commands';
 import { commandHelp, parseCommandArgs } from './options';
+import { guardTerminal } from '../report/terminal';
 
 function mainHelp(): string {
   const available = COMMANDS.filter((c) => c.available());
@@ -42,6 +43,9 @@ function report(err: unknown): number {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // Every line any command prints: trace text with its control characters escaped, URLs without credentials.
+  guardTerminal(process.stdout);
+  guardTerminal(process.stderr);
   try {
     process.exitCode = await run(argv);
   } catch (err) {
