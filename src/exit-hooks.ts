@@ -1,7 +1,10 @@
 /**
  * Lose no data, whatever way the process ends, without changing how it ends.
  *
- *  - Normal end (`beforeExit`): flush; the loop then drains and the process exits as it would have.
+ *  - Normal end (`beforeExit`): flush; the loop then drains and the process exits as it would have. When our OTLP
+ *    export still holds the loop EXIT_FLUSH_TIMEOUT_MS after the app's end (an endpoint that never answers, or one
+ *    that keeps refusing while the exporter retries), we stop waiting: `process.exit()` with the app's exit code.
+ *    Every path ends with one stderr line counting the spans the endpoint did not take.
  *  - `process.exit(n)`, an uncaught exception, an unhandled rejection: only synchronous code runs (the `exit` event).
  *    The spans still open are ended as interrupted, the batch processors hand their buffers to the exporters (the
  *    file exporter writes synchronously) and what OTLP still holds is sent from a child process the exiting one
@@ -31,6 +34,16 @@ export interface ExitHookOptions {
    * them now, synchronously; `settle` also waits for their decoders. Called before every flush below.
    */
   pending?: { flush(): void; settle(): Promise<void> };
+}
+
+/** `faultline: 12 spans were not delivered to the OTLP endpoint (…)`: what the endpoint did not take, and why. */
+function lostLine(failed: number, unsent: number, abandoned: boolean, file: string | undefined): string {
+  const why = [
+    failed > 0 ? `${failed} refused or timed out` : '',
+    unsent > 0 ? (abandoned ? `${unsent} unanswered ${EXIT_FLUSH_TIMEOUT_MS / 1000} s after the app's end` : `${unsent} not sent at exit`) : '',
+  ].filter(Boolean);
+  const where = file ? `; the trace file ${file} has only what was written to it` : '';
+  return `faultline: ${failed + unsent} spans were not delivered to the OTLP endpoint (${why.join(', ')})${where}\n`;
 }
 
 export function installExitHooks({ sdk, summary, pending }: ExitHookOptions): () => void {
@@ -63,8 +76,20 @@ export function installExitHooks({ sdk, summary, pending }: ExitHookOptions): ()
   // beforeExit fires again when our flush made the loop alive (an export); spans ended in between are flushed on the
   // next round. A flush with nothing to send does no I/O, so the loop ends; the cap guards exporters that always send.
   let rounds = 0;
+  let deadline: NodeJS.Timeout | undefined;
+  let abandoned = false;
+  // Unref'd: it fires only while something else holds the loop, and it acts only when that is our own export.
+  const giveUp = (): void => {
+    if (sdk.undelivered().pending === 0) return;
+    abandoned = true;
+    process.exit();
+  };
   const onBeforeExit = (): void => {
     if (++rounds > 3) return;
+    if (!deadline) {
+      deadline = setTimeout(giveUp, EXIT_FLUSH_TIMEOUT_MS);
+      deadline.unref();
+    }
     void flush('flush at exit');
   };
 
@@ -79,9 +104,12 @@ export function installExitHooks({ sdk, summary, pending }: ExitHookOptions): ()
       const reason = origin ?? signalled ?? 'exit';
       flushPending();
       const interrupted = sdk.endOpenSpans(reason);
-      const r = sdk.flushSync(EXIT_FLUSH_TIMEOUT_MS);
+      // Past the deadline the export had its time: what it still holds is counted, not sent again.
+      const r = abandoned ? { interrupted: 0 } : sdk.flushSync(EXIT_FLUSH_TIMEOUT_MS);
       if (interrupted > 0 || r.otlp) log.debug(`at exit (${reason}): ${interrupted} spans ended as interrupted`, r.otlp ?? '');
-      if (r.otlp && !r.otlp.ok) process.stderr.write(`faultline: ${r.otlp.spans} spans could not be sent to the OTLP endpoint at exit\n`);
+      const { pending, failed } = sdk.undelivered();
+      const unsent = abandoned ? pending : r.otlp && !r.otlp.ok ? r.otlp.spans : 0;
+      if (failed + unsent > 0) process.stderr.write(lostLine(failed, unsent, abandoned, sdk.tracesFile));
     } catch (err) {
       log.error('flush at exit failed:', err);
     }

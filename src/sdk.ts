@@ -86,6 +86,8 @@ export interface SdkHandle {
   endOpenSpans(reason: string): number;
   /** Hand every buffered span to the exporters and send what OTLP still holds, synchronously (the exit path). */
   flushSync(timeoutMs: number): SyncFlushResult;
+  /** OTLP spans not delivered: `pending` still unanswered, `failed` refused or timed out (lost). */
+  undelivered(): { pending: number; failed: number };
   forceFlush(): Promise<void>;
   shutdown(): Promise<void>;
 }
@@ -186,6 +188,7 @@ const NOOP: SdkHandle = {
   external: false,
   endOpenSpans: () => 0,
   flushSync: () => ({ interrupted: 0 }),
+  undelivered: () => ({ pending: 0, failed: 0 }),
   forceFlush: async () => {},
   shutdown: async () => {},
 };
@@ -262,6 +265,15 @@ export function setupSdk(config: ExportConfig, options: SdkOptions = {}): SdkHan
         if (sent.spans > 0) result.otlp = sent;
       }
       return result;
+    },
+    undelivered() {
+      let pending = 0;
+      let failed = 0;
+      for (const o of out.otlp) {
+        pending += o.pendingSpans;
+        failed += o.failedSpans;
+      }
+      return { pending, failed };
     },
     forceFlush: () => provider.forceFlush(),
     shutdown: () => provider.shutdown(),

@@ -11,7 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ExportResult } from '@opentelemetry/core';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { OtlpProtocol } from '../config';
 import { logger } from '../diag';
@@ -38,6 +38,7 @@ export class ExitSafeExporter implements SpanExporter {
   readonly #inner: SpanExporter;
   readonly #options: ExitSafeOptions;
   readonly #pending = new Set<ReadableSpan[]>();
+  #failed = 0;
   #exiting = false;
 
   constructor(inner: SpanExporter, options: ExitSafeOptions) {
@@ -52,6 +53,7 @@ export class ExitSafeExporter implements SpanExporter {
     if (this.#exiting) return;
     this.#inner.export(spans, (result) => {
       this.#pending.delete(spans);
+      if (result.code !== ExportResultCode.SUCCESS) this.#failed += spans.length;
       resultCallback(result);
     });
   }
@@ -61,6 +63,11 @@ export class ExitSafeExporter implements SpanExporter {
     let n = 0;
     for (const b of this.#pending) n += b.length;
     return n;
+  }
+
+  /** Spans the endpoint refused or never answered for (the batch processor does not retry them): lost. */
+  get failedSpans(): number {
+    return this.#failed;
   }
 
   /** From now on, keep what the span processors hand over for `sendPendingSync` (the exit path). */
