@@ -667,6 +667,11 @@ const unreadRequests = new Set<LiveExchange>();
 /** Taps whose call has ended (or waits for a redirect's follow-up) and whose span has not ended yet. */
 const endingTaps = new Set<ExchangeTap>();
 
+/** For tests: how many calls the layer still holds (pending reads, ending spans), to show nothing of a call leaks. */
+export function heldExchangeCount(): number {
+  return pendingTaps.size + endingTaps.size + unreadRequests.size;
+}
+
 /**
  * Do now the reading deferred to after the application had its callbacks, for every call (the request bodies read at
  * their span's end, the responses), so the spans of calls that have ended do end now, and those still open have what

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { timerMs } from '../../src/duration';
 import { FaultlineInputError } from '../../src/errors';
 import { FAULT_TYPES } from '../../src/taxonomy';
 
@@ -22,16 +23,16 @@ export const RouteMatchSchema = z.strictObject({
 
 export const RetryPolicySchema = z.strictObject({
   maxRetries: z.number().int().min(0).max(10).optional().meta({ description: 'retries after the first attempt (default 2)' }),
-  baseDelayMs: z.number().min(0).optional(),
-  maxDelayMs: z.number().min(0).optional(),
+  baseDelayMs: timerMs(z.number().min(0)).optional(),
+  maxDelayMs: timerMs(z.number().min(0)).optional(),
   jitter: z.enum(['full', 'equal', 'none']).optional(),
   honourRetryAfter: z.boolean().optional(),
-  maxRetryAfterMs: z.number().min(0).optional(),
+  maxRetryAfterMs: timerMs(z.number().min(0)).optional(),
 });
 
 export const CircuitPolicySchema = z.strictObject({
   failureThreshold: z.number().int().min(1).optional(),
-  coolDownMs: z.number().min(0).optional(),
+  coolDownMs: timerMs(z.number().min(0)).optional(),
   halfOpenProbes: z.number().int().min(1).optional(),
   minHealth: z.number().min(0).max(1).optional(),
 });
@@ -82,7 +83,7 @@ export const GuardRouteSchema = z.strictObject({
 export const GuardConfigSchema = z.strictObject({
   routes: z.array(GuardRouteSchema).default([]),
   contracts: z.array(ContractSchema).optional(),
-  ttlMs: z.number().min(0).optional(),
+  ttlMs: timerMs(z.number().min(0)).optional(),
 });
 
 export type GuardRoute = z.infer<typeof GuardRouteSchema>;

@@ -87,6 +87,8 @@ class GuardedCall {
   #currentLabel: string;
   #currentOpts: Dispatcher.DispatchOptions;
   #finished = false;
+  /** Ends a back-off wait when the call settles (the application aborted): no timer of ours outlives the call. */
+  readonly #settled = new AbortController();
 
   constructor(
     private readonly dispatch: DispatchFn,
@@ -139,6 +141,7 @@ class GuardedCall {
   #fail(err: Error): void {
     if (this.#finished) return;
     this.#finished = true;
+    this.#settled.abort();
     this.#startApp();
     this.handler.onResponseError?.(this.#proxy, err);
   }
@@ -262,8 +265,9 @@ class GuardedCall {
       this.#retries++;
       this.exchange.attempt++;
       recordGuard(this.exchange.span, 'retry', this.#currentLabel, `${reason}; waiting ${Math.round(delay)} ms`, this.exchange.attempt);
-      this.rt.sleep(delay).then(
+      this.rt.sleep(delay, this.#settled.signal).then(
         () => {
+          if (this.#finished) return;
           if (this.#proxy.aborted) return this.#fail(this.#proxy.reason ?? new Error('aborted'));
           const again = this.#replayable(this.#currentOpts);
           if (again === undefined) return this.#fail(new GuardRejectedError(this.#label, [], `faultline guard could not resend the request on route ${this.#label}: its body is gone`));

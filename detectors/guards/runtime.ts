@@ -26,7 +26,8 @@ export interface GuardOptions {
   /** Clock, random source and sleep, for tests and simulations. */
   now?: () => number;
   random?: () => number;
-  sleep?: (ms: number) => Promise<void>;
+  /** Resolves after `ms`, or at once when `signal` aborts (its timer cleared: a call given up on holds no timer). */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Export route health as the `faultline.route.health` gauge (default true). */
   exportHealth?: boolean;
 }
@@ -39,7 +40,7 @@ export class GuardRuntime {
   readonly ledger = new ActionLedger();
   readonly now: () => number;
   readonly random: () => number;
-  readonly sleep: (ms: number) => Promise<void>;
+  readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   readonly #source: GuardConfigSource;
   readonly #parsed = new WeakMap<object, GuardConfig>();
   readonly #history = new Map<string, Observation[]>();
@@ -51,7 +52,7 @@ export class GuardRuntime {
     this.#source = source;
     this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
-    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.sleep = options.sleep ?? sleep;
     this.circuits = new Circuits(this.now);
     if (typeof source !== 'function') this.config(undefined); // validate a fixed config at once: bad input fails at start-up
     if (options.exportHealth !== false) this.health.exportMetric();
@@ -126,4 +127,18 @@ export function describe(findings: readonly Finding[]): string {
     .slice(0, 3)
     .map((f) => `${f.faultType} (${f.detector}: ${f.evidence})`)
     .join('; ');
+}
+
+/** A back-off wait that an abort ends at once, clearing its timer (it would otherwise hold the process at exit). */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }

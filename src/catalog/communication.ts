@@ -4,6 +4,7 @@
  * keeps the message valid JSON; when a transform has nothing to act on (no donor, no such field) it is a no-op.
  */
 import { z } from 'zod';
+import { timerMs } from '../duration';
 import type { AgentMessage } from '../../instrumentation/types';
 import type { FaultType } from '../taxonomy';
 import { STRATEGIES } from './agentchaos/experiments';
@@ -135,14 +136,14 @@ export function communicationFaults(): MessageFault[] {
       'deadline',
       'timeout',
       'wait the deadline, then deliver nothing (HTTP: reset after the deadline)',
-      z.strictObject({ deadlineMs: z.number().int().min(0).default(500).meta({ description: 'how long the sender waits before the message is lost, in ms' }) }),
+      z.strictObject({ deadlineMs: timerMs(z.number().int().min(0)).default(500).meta({ description: 'how long the sender waits before the message is lost, in ms' }) }),
       (_m, p) => ({ kind: 'drop', waitMs: Number(p.deadlineMs ?? 500) }),
     ),
     fault(
       'delay',
       'delay',
       'deliver after delayMs',
-      z.strictObject({ delayMs: z.number().int().min(0).default(1000).meta({ description: 'added latency, in ms' }) }),
+      z.strictObject({ delayMs: timerMs(z.number().int().min(0)).default(1000).meta({ description: 'added latency, in ms' }) }),
       (m, p) => ({ kind: 'deliver', messages: [m], waitMs: Number(p.delayMs ?? 1000) }),
     ),
     fault('duplicate', 'duplicate', 'deliver the message twice (HTTP: the request is sent twice, the client gets the first response)', z.strictObject({}), (m) => ({

@@ -5,6 +5,7 @@
  * is garbled is the format's (src/catalog/formats.ts).
  */
 import { z } from 'zod';
+import { timerMs } from '../duration';
 import type { FaultType } from '../taxonomy';
 import { STRATEGIES } from './agentchaos/experiments';
 import type { StreamFault, StreamTransform } from './types';
@@ -57,7 +58,7 @@ export function streamFaults(): StreamFault[] {
       'the stream stops after afterEvents data events and is held until the client gives up (or resumes after stallMs)',
       z.strictObject({
         afterEvents,
-        stallMs: z.number().int().min(0).meta({ description: 'resume after this long instead of holding until the client aborts, in ms' }).optional(),
+        stallMs: timerMs(z.number().int().min(0)).meta({ description: 'resume after this long instead of holding until the client aborts, in ms' }).optional(),
       }),
       (p) => {
         const after = Number(p.afterEvents ?? 2);

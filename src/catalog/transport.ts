@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { timerMs } from '../duration';
 import type { FaultType } from '../taxonomy';
 import { STRATEGIES } from './agentchaos/experiments';
 import type { TransportEffect, TransportFault } from './types';
@@ -126,7 +127,7 @@ export function transportFaults(): TransportFault[] {
       'conn_reset',
       'error',
       'the connection is reset before any response (ECONNRESET)',
-      z.strictObject({ afterMs: z.number().int().min(0).default(0).meta({ description: 'wait before the reset, in ms' }) }),
+      z.strictObject({ afterMs: timerMs(z.number().int().min(0)).default(0).meta({ description: 'wait before the reset, in ms' }) }),
       (p) => ({ kind: 'error', code: 'ECONNRESET', afterMs: Number(p.afterMs ?? 0) }),
     ),
     plain('conn_refused', 'error', 'the connection is refused (ECONNREFUSED); the request never leaves', z.strictObject({}), () => ({
@@ -138,14 +139,14 @@ export function transportFaults(): TransportFault[] {
       'timeout_hang',
       'timeout',
       'no response: held until the client gives up, or reset after stallMs',
-      z.strictObject({ stallMs: z.number().int().min(0).meta({ description: 'reset the connection after this long instead of holding until the client aborts, in ms' }).optional() }),
+      z.strictObject({ stallMs: timerMs(z.number().int().min(0)).meta({ description: 'reset the connection after this long instead of holding until the client aborts, in ms' }).optional() }),
       (p) => ({ kind: 'hang', stallMs: typeof p.stallMs === 'number' ? p.stallMs : undefined }),
     ),
     plain(
       'slow_first_byte',
       'delay',
       'the request is held delayMs before it is sent (slow time to first byte); the response is untouched',
-      z.strictObject({ delayMs: z.number().int().min(0).default(3000).meta({ description: 'added latency, in ms' }) }),
+      z.strictObject({ delayMs: timerMs(z.number().int().min(0)).default(3000).meta({ description: 'added latency, in ms' }) }),
       (p) => ({ kind: 'delay', delayMs: Number(p.delayMs ?? 3000) }),
     ),
   ];

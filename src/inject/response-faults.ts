@@ -377,6 +377,7 @@ class StreamFaults {
     this.ctl.real?.pause();
     const prev = this.ctl.onAbort;
     this.ctl.onAbort = (reason) => {
+      this.clearTimer(); // the app gave up: the resume timer must not hold its process
       prev?.(reason);
       this.rf.fail(reason);
     };

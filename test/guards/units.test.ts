@@ -60,6 +60,12 @@ describe('config', () => {
     expect(() => parseGuardConfig({ routes: [{ retry: { maxRetries: -1 } }] })).toThrow(FaultlineInputError);
     expect(() => parseGuardConfig({ routes: [{ retrys: 2 }] })).toThrow(/at guards\.routes\[0\]/);
     expect(() => parseGuardConfig({ routes: [{ fallback: [{ origin: 'http://x/path' }] }] })).toThrow(/origin/);
+    // A duration no timer can hold (Node would fire it after 1 ms) is refused, naming the field.
+    for (const [route, field] of [[{ retry: { baseDelayMs: 3e9 } }, 'retry.baseDelayMs'], [{ retry: { maxDelayMs: 3e9 } }, 'retry.maxDelayMs'], [{ retry: { maxRetryAfterMs: 3e9 } }, 'retry.maxRetryAfterMs'], [{ circuit: { coolDownMs: 3e9 } }, 'circuit.coolDownMs']] as const) {
+      expect(() => parseGuardConfig({ routes: [route] })).toThrow(new RegExp(`a duration above 2147483647 ms.*at guards\\.routes\\[0\\]\\.${field.replace('.', '\\.')}`));
+    }
+    expect(() => parseGuardConfig({ routes: [], ttlMs: 3e9 })).toThrow(/a duration above 2147483647 ms.*at guards\.ttlMs/);
+    expect(() => parseGuardConfig({ routes: [{ retry: { baseDelayMs: 2 ** 31 - 1 } }] })).not.toThrow();
   });
   test('presets for the campaign arms', () => {
     expect(guardPreset('none').routes).toEqual([]);

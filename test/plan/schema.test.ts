@@ -57,6 +57,13 @@ describe('fault plan schema', () => {
     expect(errorOf(() => parsePlan({ seed: 1.5, rules: [{ fault: 'http_500' }] })).message).toMatch(/seed/);
   });
 
+  it('refuses a duration no timer can hold (above 2^31-1 ms), naming the field', () => {
+    for (const [fault, param] of [['slow_first_byte', 'delayMs'], ['conn_reset', 'afterMs'], ['timeout_hang', 'stallMs'], ['stream_stall', 'stallMs'], ['delay', 'delayMs'], ['deadline', 'deadlineMs']] as const) {
+      expect(errorOf(() => parsePlan({ rules: [{ fault, params: { [param]: 3e9 } }] })).message).toMatch(new RegExp(`${fault}: a duration above 2147483647 ms[\\s\\S]*rules\\[0\\]\\.params\\.${param}`));
+      expect(() => parsePlan({ rules: [{ fault, params: { [param]: 2 ** 31 - 1 } }] })).not.toThrow();
+    }
+  });
+
   it('names repeated faults apart and keeps strategies from the rule', () => {
     const c = compilePlan(parsePlan({ rules: [{ fault: 'http_500' }, { fault: 'http_500', strategy: 'burst', count: 2 }, { fault: 'delay', strategy: 'intermittent', probability: 0.5 }] }));
     expect(c.rules.map((r) => r.name)).toEqual(['http_500_1', 'http_500_2', 'delay']);
