@@ -142,7 +142,7 @@ client.chat.completions.create(JSON.parse(process.env.REQ)).then((r) => process.
 
     const planned = await sh('FAULTLINE_PLAN=plan.yaml node --import faultline/register app.js');
     expect(planned.code, planned.stderr).toBe(0);
-    expect(planned.stderr).toMatch(/^faultline: fault plan plan\.yaml armed, seed 42, 4 rules: llm_truncate_single \[operation=chat\]/m);
+    expect(planned.stderr).toMatch(/^faultline: fault plan plan\.yaml armed, seed 42, 4 rules: llm_truncate_single \[operation=model\]/m);
     expect(planned.stdout).toBe(original.slice(0, Math.max(1, Math.floor(original.length * 0.3))));
 
     const verify = await sh('npx faultline verify faultline-traces.jsonl');
