@@ -172,6 +172,7 @@ export class FaultEngine {
     const task = this.task(taskId);
     if (!task.compiled) return undefined;
     const retryOf = call ? this.retryOf(task, call.request) : undefined;
+    if (!retryOf) this.ledger.saw(attrs);
     const attempt = call ? (retryOf ?? this.newAttempt(task, call.request)) : undefined;
     if (call && attempt) this.attemptOf.set(call.key, attempt);
     const hits: Hit[] = [];

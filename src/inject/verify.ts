@@ -12,6 +12,8 @@ import {
   ATTR_FL_TASK_ID,
   EVENT_FL_FAULT_INJECTED,
 } from '../../instrumentation/semconv';
+import type { Attributes } from '@opentelemetry/api';
+import { selectorView } from '../plan/select';
 import type { SpanRecord } from '../traces/model';
 import { ATTR_FL_FAULT_TASK_ID } from './record';
 
@@ -41,6 +43,16 @@ export interface TriggerReport {
   tasks: TaskTrigger[];
   totalTasks: number;
   triggeredTasks: number;
+  /** The kinds of call the plan was asked about (live only: what selectors read of them, and how many). */
+  seen?: SeenCalls[];
+  /** Calls past the MAX_SEEN kinds remembered. */
+  seenOther?: number;
+}
+
+/** Calls that looked the same to every selector: the attributes selectors read, and how many such calls there were. */
+export interface SeenCalls {
+  attrs: Attributes;
+  count: number;
 }
 
 interface RuleRef {
@@ -49,10 +61,24 @@ interface RuleRef {
 }
 
 const MAX_TASKS = 10_000;
+/** Kinds of call remembered for the exit summary; a run with more (a model name per call?) counts the rest apart. */
+const MAX_SEEN = 64;
 
 /** The live ledger, one entry per task and rule. */
 export class Ledger {
   private readonly tasks = new Map<string, Map<string, RuleTrigger>>();
+  private readonly seen = new Map<string, SeenCalls>();
+  private unseen = 0;
+
+  /** A call the plan was asked about (its first attempt), by what selectors can read of it. */
+  saw(attrs: Attributes): void {
+    const view = selectorView(attrs);
+    const key = JSON.stringify(view);
+    const s = this.seen.get(key);
+    if (s) s.count++;
+    else if (this.seen.size < MAX_SEEN) this.seen.set(key, { attrs: view, count: 1 });
+    else this.unseen++;
+  }
 
   private entry(taskId: string, rule: RuleRef): RuleTrigger {
     let rules = this.tasks.get(taskId);
@@ -86,11 +112,16 @@ export class Ledger {
 
   report(taskId?: string): TriggerReport {
     const entries = [...this.tasks.entries()].filter(([id]) => taskId === undefined || id === taskId);
-    return summarise(entries.map(([id, rules]) => ({ taskId: id, rules: [...rules.values()].map((r) => ({ ...r })) })));
+    const report = summarise(entries.map(([id, rules]) => ({ taskId: id, rules: [...rules.values()].map((r) => ({ ...r })) })));
+    if (taskId !== undefined) return report;
+    const seen = [...this.seen.values()].map((s) => ({ attrs: s.attrs, count: s.count }));
+    return { ...report, seen, seenOther: this.unseen };
   }
 
   clear(): void {
     this.tasks.clear();
+    this.seen.clear();
+    this.unseen = 0;
   }
 }
 

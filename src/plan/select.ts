@@ -41,6 +41,8 @@ export interface CompiledRule {
   readonly specs: readonly FaultSpec[];
   readonly params: Record<string, unknown>;
   matches(attrs: Attributes): boolean;
+  /** The selector's fields (as `key=value`) these attributes fail: why a call was not selected. */
+  misses(attrs: Attributes): string[];
   readonly positions?: ReadonlySet<number>;
 }
 
@@ -76,6 +78,7 @@ function compileRule(rule: FaultRule, index: number, name: string): CompiledRule
       : [{ action: 'set', target: '$', maxCount: strategy.maxCount, minCount: strategy.minCount, probability: strategy.probability, skipGuard: true }];
   const params = fault.params.parse(rule.params);
   const pos = rule.match.position;
+  const checks = selectorChecks(rule.match);
   return {
     index,
     name,
@@ -83,7 +86,8 @@ function compileRule(rule: FaultRule, index: number, name: string): CompiledRule
     strategy,
     specs,
     params,
-    matches: compileSelector(rule.match),
+    matches: (attrs) => checks.every((c) => c.test(attrs)),
+    misses: (attrs) => checks.filter((c) => !c.test(attrs)).map((c) => c.label),
     positions: pos === undefined ? undefined : new Set(Array.isArray(pos) ? pos : [pos]),
   };
 }
@@ -141,25 +145,58 @@ export function operationOf(attrs: Attributes): string | undefined {
   return typeof attrs[ATTR_FL_MESSAGE_ID] === 'string' ? HANDOFF_OPERATION : undefined;
 }
 
-export function compileSelector(sel: FaultSelector): (attrs: Attributes) => boolean {
-  const checks: Array<(attrs: Attributes) => boolean> = [];
+interface SelectorCheck {
+  /** `operation=chat`, as the plan wrote it. */
+  readonly label: string;
+  test(attrs: Attributes): boolean;
+}
+
+function selectorChecks(sel: FaultSelector): SelectorCheck[] {
+  const checks: SelectorCheck[] = [];
+  const label = (key: string, spec: string | string[]) => `${key}=${Array.isArray(spec) ? spec.join('|') : spec}`;
   for (const [key, attr] of FIELDS) {
-    const spec = sel[key];
+    const spec = sel[key] as string | string[] | undefined;
     if (spec === undefined) continue;
-    const m = valueMatcher(spec as string | string[]);
+    const m = valueMatcher(spec);
     if (key === 'operation') {
       const model = (Array.isArray(spec) ? spec : [spec]).includes(MODEL_OPERATION);
-      checks.push((a) => {
-        const op = operationOf(a);
-        return m(op) || (model && op !== undefined && MODEL_OPERATIONS.has(op));
+      checks.push({
+        label: label(key, spec),
+        test: (a) => {
+          const op = operationOf(a);
+          return m(op) || (model && op !== undefined && MODEL_OPERATIONS.has(op));
+        },
       });
-    } else checks.push((a) => m(typeof a[attr] === 'string' ? (a[attr] as string) : undefined));
+    } else checks.push({ label: label(key, spec), test: (a) => m(typeof a[attr] === 'string' ? (a[attr] as string) : undefined) });
   }
   if (sel.url !== undefined) {
     const u = sel.url;
     const re = u.length > 1 && u.startsWith('/') && u.endsWith('/') ? new RegExp(u.slice(1, -1)) : undefined;
     const m = re ? (v: string) => re.test(v) : globMatcher(u);
-    checks.push((a) => typeof a[ATTR_URL_FULL] === 'string' && m(a[ATTR_URL_FULL] as string));
+    checks.push({ label: `url=${u}`, test: (a) => typeof a[ATTR_URL_FULL] === 'string' && m(a[ATTR_URL_FULL] as string) });
   }
-  return (attrs) => checks.every((c) => c(attrs));
+  return checks;
+}
+
+export function compileSelector(sel: FaultSelector): (attrs: Attributes) => boolean {
+  const checks = selectorChecks(sel);
+  return (attrs) => checks.every((c) => c.test(attrs));
+}
+
+/** Whether an operation is a model generation call (what `operation: model` selects). */
+export function isModelOperation(op: string | undefined): boolean {
+  return op !== undefined && MODEL_OPERATIONS.has(op);
+}
+
+/**
+ * What a selector can read of a call, and nothing else: the attributes of FIELDS with the operation resolved as
+ * `operationOf` does. The ledger keeps this much of each kind of call seen, to say why a rule never matched.
+ */
+export function selectorView(attrs: Attributes): Attributes {
+  const out: Attributes = {};
+  for (const [, attr] of FIELDS) {
+    const v = attr === ATTR_GEN_AI_OPERATION_NAME ? operationOf(attrs) : attrs[attr];
+    if (typeof v === 'string') out[attr] = v;
+  }
+  return out;
 }

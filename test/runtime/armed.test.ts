@@ -75,7 +75,7 @@ describe('what is armed', () => {
     expect((JSON.parse(r.stdout) as { content: string }).content).not.toBe(original);
     expect(lines(r.stderr)).toEqual([
       `faultline: fault plan ${plan} armed, seed 7, 3 rules: llm_truncate_single [operation=chat]; stream_cut [operation=chat]; http_429 [agent=planner, position=2]`,
-      `faultline: fault plan ${plan}: 1 of 3 rules fired (llm_truncate_single ×1); matched but never fired: stream_cut (matched 1, 1 not applicable); never matched: http_429`,
+      `faultline: fault plan ${plan}: 1 of 3 rules fired (llm_truncate_single ×1); matched but never fired: stream_cut (matched 1, 1 not applicable); never matched: http_429 (none of the 1 call seen had agent=planner: chat gpt-4.1-mini ×1)`,
     ]);
   });
 
