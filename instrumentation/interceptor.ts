@@ -649,8 +649,16 @@ function errorTypeOf(err: unknown): string {
   return 'Error';
 }
 
-function isAbort(err: unknown, controller: Controller | null | undefined): boolean {
-  if (controller?.aborted) return true;
+/**
+ * Whether a call's error is a cancel (recorded as `faultline.response.aborted`, not an error of the call) or a failure
+ * (ERROR with its `error.type`), judged by the error alone: when the application aborts, undici reports the abort's
+ * reason as the call's error, so a plain `abort()` is an AbortError (a cancel) and `AbortSignal.timeout` a
+ * TimeoutError (the client's timeout), an `abort(err)` that error. A step that holds the call (an injected hang, a
+ * stall, a back-off) reports the same reason through its proxy controller, which is aborted by then whatever the
+ * reason: so the controller's state is not asked, and a call the application gave up on is recorded the same way
+ * whether a real server or a fault held it.
+ */
+function isAbort(err: unknown): boolean {
   if (err && typeof err === 'object') {
     const e = err as { name?: unknown; code?: unknown };
     return e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED' || e.code === 'ABORT_ERR';
@@ -998,7 +1006,6 @@ interface TappingHandler {
  */
 class ExchangeHandler implements Handler, TappingHandler {
   touched = false;
-  #controller: Controller | undefined;
 
   readonly onRequestStart: NonNullable<Handler['onRequestStart']>;
   readonly onRequestUpgrade: NonNullable<Handler['onRequestUpgrade']>;
@@ -1010,7 +1017,6 @@ class ExchangeHandler implements Handler, TappingHandler {
   constructor(handler: Handler, tap: ExchangeTap) {
     this.onRequestStart = (controller, ctx) => {
       this.touched = true;
-      this.#controller = controller;
       return handler.onRequestStart?.(controller, ctx);
     };
     this.onRequestUpgrade = (controller, statusCode, headers, socket) => {
@@ -1040,7 +1046,7 @@ class ExchangeHandler implements Handler, TappingHandler {
       try {
         return handler.onResponseError?.(controller, err);
       } finally {
-        tap.fail(err, isAbort(err, controller ?? this.#controller));
+        tap.fail(err, isAbort(err));
       }
     };
   }
@@ -1112,7 +1118,7 @@ class LegacyExchangeHandler implements LegacyHandler, TappingHandler {
       if (!this.handler.onError) throw err;
       this.handler.onError(err);
     } finally {
-      this.tap.fail(err, isAbort(err, undefined));
+      this.tap.fail(err, isAbort(err));
     }
   }
 
