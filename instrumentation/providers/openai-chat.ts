@@ -65,23 +65,38 @@ function indexAt(data: string, at: number): [number, number] | undefined {
   return [Number(data.slice(at, i)), i];
 }
 
+/** Whether every `"usage":` of `text` (searched backwards from `before`) is null: a chunk's null usage is ignored. */
+function usageNullBefore(text: string, before: number): boolean {
+  for (let u = text.lastIndexOf('"usage":', before); u !== -1; u = u === 0 ? -1 : text.lastIndexOf('"usage":', u - 1)) {
+    if (!text.startsWith('null', u + 8)) return false;
+  }
+  return true;
+}
+
+/** A field the reader keeps from the first chunk that has it, and has not got yet, is named in `text` before `before`. */
+function firstFieldBefore(text: string, before: number, acc: LlmAccumulated): boolean {
+  return (
+    (acc.id === undefined && text.lastIndexOf('"id":', before) !== -1) ||
+    (acc.model === undefined && text.lastIndexOf('"model":', before) !== -1) ||
+    (acc.created === undefined && text.lastIndexOf('"created":', before) !== -1)
+  );
+}
+
 /**
  * The text a chunk adds, when the chunk is in the compact shape OpenAI sends and carries nothing else the reader keeps:
- * one choice, before which the chunk has only scalar fields (so `choices` is the top level's, and the only one), whose
- * delta is only `content` or only one tool call's `arguments` (no id or name), with a null finish reason; no usage
- * but null, no error; and no id, model or created the reader does not have yet. Anything else, undefined: the chunk
- * is parsed whole. What it returns is what JSON.parse of the chunk would have added.
+ * one choice, with only scalar fields before and after it at the top level (so it is the top level's `choices`, and
+ * the only one, and no error object is there), whose delta is only `content` or only one tool call's `arguments` (no
+ * id or name), with a null finish reason; no usage but null; and no id, model or created the reader does not have
+ * yet. Anything else, undefined: the chunk is parsed whole. What it returns is what JSON.parse of the chunk would have
+ * added. Each test searches the part of the chunk it is about, once: string search costs about as much per character
+ * as JSON.parse does.
  */
 function plainDelta(data: string, acc: LlmAccumulated): PlainDelta | undefined {
   if (data.charCodeAt(0) !== 123 || data.charCodeAt(data.length - 1) !== 125) return undefined;
   const c = data.indexOf(CHOICES);
-  // Only scalars before the choices: the first object or array opened after the chunk's own is the first choice.
-  if (c === -1 || data.indexOf('{', 1) !== c + 11 || data.lastIndexOf('[', c) !== -1 || data.includes('"choices":', c + 1)) return undefined;
-  if (data.includes('"error":')) return undefined;
-  for (let u = data.indexOf('"usage":'); u !== -1; u = data.indexOf('"usage":', u + 8)) if (!data.startsWith('null', u + 8)) return undefined;
-  if ((acc.id === undefined && data.includes('"id":')) || (acc.model === undefined && data.includes('"model":')) || (acc.created === undefined && data.includes('"created":'))) {
-    return undefined;
-  }
+  // Only scalars before the choices: the first object opened after the chunk's own is the first choice, no array before.
+  if (c === -1 || data.indexOf('{', 1) !== c + 11 || data.indexOf('[') !== c + 10) return undefined;
+  if (!usageNullBefore(data, c) || firstFieldBefore(data, c, acc)) return undefined;
   const choice = indexAt(data, c + CHOICES.length);
   if (choice === undefined) return undefined;
   let at = choice[1];
@@ -101,7 +116,12 @@ function plainDelta(data: string, acc: LlmAccumulated): PlainDelta | undefined {
   const text = jsonStringAt(data, at);
   if (text === undefined || !data.startsWith(close, text.end)) return undefined;
   const tail = text.end + close.length;
-  if (!CHOICE_TAILS.some((t) => data.startsWith(t, tail))) return undefined;
+  const choiceTail = CHOICE_TAILS.find((t) => data.startsWith(t, tail));
+  if (choiceTail === undefined) return undefined;
+  // Only scalars after the choices, and none of them a second `choices` (JSON.parse keeps the last).
+  const rest = data.slice(tail + choiceTail.length);
+  if (rest.includes('{') || rest.includes('[') || rest.includes('"choices":')) return undefined;
+  if (!usageNullBefore(rest, rest.length) || firstFieldBefore(rest, rest.length, acc)) return undefined;
   return { choice: choice[0], tool, text: text.value };
 }
 

@@ -144,11 +144,14 @@ const MAX_SCAN_CHARS = 4096;
  */
 export function jsonStringAt(data: string, open: number): { value: string; end: number } | undefined {
   const limit = Math.min(data.length, open + 1 + MAX_SCAN_CHARS);
-  let escaped = false;
+  // The literal's text so far, for one with escapes (`\"` and `\\` decoded here; any other escape: JSON.parse).
+  let value = '';
+  let from = open + 1;
+  let other = false;
   for (let i = open + 1; i < limit; i++) {
     const c = data.charCodeAt(i);
     if (c === 34 /* " */) {
-      if (!escaped) return { value: data.slice(open + 1, i), end: i + 1 };
+      if (!other) return { value: from === open + 1 ? data.slice(from, i) : value + data.slice(from, i), end: i + 1 };
       try {
         return { value: JSON.parse(data.slice(open, i + 1)) as string, end: i + 1 };
       } catch {
@@ -156,7 +159,11 @@ export function jsonStringAt(data: string, open: number): { value: string; end: 
       }
     }
     if (c === 92 /* \ */) {
-      escaped = true;
+      const next = data.charCodeAt(i + 1);
+      if (next === 34 || next === 92) {
+        value += data.slice(from, i);
+        from = i + 1; // the escaped character is kept, the backslash dropped
+      } else other = true;
       i++;
     } else if (c < 32) return undefined; // a raw control character: not JSON
   }

@@ -85,20 +85,22 @@ describe('OpenAI chat stream deltas read without parsing their chunk', () => {
   });
 
   it('edited chunks the scan must leave to the parser, or read exactly as the parser would', async () => {
-    const rec = streams.find((r) => (r.sse as string).includes('"delta":{"content":"') && !(r.sse as string).includes('tool_calls')) as CorpusRecord;
+    const rec = streams.find((r) => sseEvents(r.sse as string).filter((e) => e.includes('"delta":{"content":"')).length > 8 && !(r.sse as string).includes('tool_calls')) as CorpusRecord;
     const events = sseEvents(rec.sse as string);
     const texts = events.map((e, i) => ({ e, i })).filter(({ e }) => e.includes('"delta":{"content":"') && !e.includes('"role"'));
-    expect(texts.length).toBeGreaterThan(4);
+    expect(texts.length).toBeGreaterThan(5);
     const edit = (i: number, f: (e: string) => string) => (events[i] = f(events[i] as string));
-    const [a, b, c, d, e] = texts.map((t) => t.i) as [number, number, number, number, number];
+    const [a, b, c, d, e, f] = texts.map((t) => t.i) as [number, number, number, number, number, number];
     edit(a, (s) => s.replace('"content":"', '"content":"\\"quoted\\" \\u00e9\\n\\\\'));
     edit(b, (s) => s.replace('"content":"', '"content":"raw\u0001control'));
     edit(c, (s) => s.replace('"index":0,', '"index":1,'));
     edit(d, (s) => s.replace('"finish_reason":null', '"finish_reason":"length"'));
     edit(e, (s) => s.replace('"delta":{"content":"', '"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{}"}}],"content":"'));
+    edit(f, (s) => s.replace('"content":"', '"content":"\\"x\\\\\\"y\\\\'));
     const scanned = await read(rec, events);
     const parsed = await read(rec, spaced(events));
     expect(scanned).toEqual(parsed);
+    expect(scanned.attributes['gen_ai.output.messages']).toContain('\\"x\\\\\\"y\\\\');
     expect(scanned.attributes['faultline.response.malformed_events']).toBe(1);
   });
 });
