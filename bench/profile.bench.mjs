@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { DIST, root } from './paths.mjs';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 100);
-const INTERVAL_US = Number(process.env.BENCH_PROFILE_INTERVAL_US ?? 100);
+const INTERVAL_US = Number(process.env.BENCH_PROFILE_INTERVAL_US ?? 500);
 const dir = mkdtempSync(join(os.tmpdir(), 'faultline-profile-'));
 const timelineFile = join(dir, 'timeline.json');
 const t0 = Date.now();
@@ -33,7 +33,8 @@ const profileFile = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
 if (!profileFile) throw new Error(`profile.bench: no .cpuprofile in ${dir}`);
 const profile = JSON.parse(readFileSync(join(dir, profileFile), 'utf8'));
 const timeline = JSON.parse(readFileSync(timelineFile, 'utf8'));
-rmSync(dir, { recursive: true, force: true });
+if (process.env.BENCH_PROFILE_KEEP === '1') process.stderr.write(`profile.bench: profile and timeline kept in ${dir}\n`);
+else rmSync(dir, { recursive: true, force: true });
 
 const dist = DIST.endsWith(sep) ? DIST : DIST + sep;
 function category({ url, functionName }) {
@@ -91,8 +92,9 @@ const lines = [
   `The one-process bench with bare and register only (${ROUNDS} counted rounds: ${calls['register json']} JSON and ${calls['register stream']} streamed calls per mode), its client`,
   `under \`node --cpu-prof --cpu-prof-interval=${INTERVAL_US}\`; each sample is assigned to the batch it fell in. A row is the self time in`,
   "register's batches minus that in bare's, µs per call; faultline's modules by file, the rest by package. A built-in (JSON.parse,",
-  'string search) counts in the module that called it. The profiler slows every row alike, so the total is above the',
-  "bench's CPU added per call; rows under 0.5 µs are left out (they are in the totals).",
+  "string search) counts in the module that called it. The profiler's own overhead is charged too, so the total is above the",
+  "bench's CPU added per call, and on a shared machine a row moves by a third between runs: read rows as shares. Rows under",
+  '0.5 µs are left out (they are in the totals).',
   '',
   '| where | JSON call (µs) | streamed call (µs) |',
   '|---|---:|---:|',
