@@ -10,19 +10,24 @@
 // per-process bench does: the cost of loading a package (a bigger heap), and AsyncLocalStorage's promise hooks, which
 // any tracer turns on the first time a context is entered and which then cost every mode here, bare included.
 // The openai v6 client calls the loopback server of llm-loopback.mjs (JSON answer, SSE stream with tool calls).
+// `npm run bench -- inprocess` runs it alone; BENCH_QUICK=1 runs a short version (bare, register and the three GenAI
+// instrumentations, 40 rounds) in about a minute, e.g. to measure a change: `BENCH_QUICK=1 node bench/inprocess.bench.mjs`.
+// BENCH_TIMELINE=FILE writes when each batch of each mode ran (process.hrtime, µs), for profile.bench.mjs.
 // Needs `npm run build` (dist/).
 import { fork, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, pairedMedian } from './stats.mjs';
+import { bootstrapMedian, median } from './stats.mjs';
 import { THINK_MS, jsonCalls, records, startServer, streamedCalls } from './llm-loopback.mjs';
 import { DIST, require } from './paths.mjs';
 import { pinning } from './pin.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 150);
-const WARM_ROUNDS = Number(process.env.BENCH_WARM_ROUNDS ?? 30);
+const QUICK = process.env.BENCH_QUICK === '1';
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 40 : 150));
+const WARM_ROUNDS = Number(process.env.BENCH_WARM_ROUNDS ?? (QUICK ? 10 : 30));
 const JSON_CALLS = Number(process.env.BENCH_JSON_CALLS ?? 20);
 const STREAM_CALLS = Number(process.env.BENCH_STREAM_CALLS ?? 10);
 // BENCH_IDLE_MS: the client sleeps this long before each batch, as a process that calls the model now and then does.
@@ -38,7 +43,7 @@ const MODES = {
   openinference: '@arizeai/openinference-instrumentation-openai 4.2',
 };
 // BENCH_MODES=bare,register,… runs only those (bare always), e.g. to profile one of them.
-const ONLY = process.env.BENCH_MODES?.split(',').map((m) => m.trim());
+const ONLY = process.env.BENCH_MODES?.split(',').map((m) => m.trim()) ?? (QUICK ? ['register', 'otel-openai', 'traceloop', 'openinference'] : undefined);
 for (const name of Object.keys(MODES)) if (ONLY && name !== 'bare' && !ONLY.includes(name)) delete MODES[name];
 const GENAI = ['otel-openai', 'traceloop', 'openinference'].filter((n) => n in MODES);
 
@@ -88,24 +93,30 @@ async function child() {
 
   async function batch() {
     const spans0 = spanCount;
+    timeline.push([now(), mode, 'json', JSON_CALLS]);
     let c0 = process.cpuUsage();
     const jsonMs = await jsonCalls(client, json.request, JSON_CALLS);
     await settleExchanges(); // a span ends a moment after the app has its answer
     const jsonCpu = cpu(process.cpuUsage(c0)) / JSON_CALLS;
+    timeline.push([now(), mode, 'stream', STREAM_CALLS]);
     c0 = process.cpuUsage();
     const { ttfc: ttfcMs } = await streamedCalls(client, stream.request, STREAM_CALLS);
     await settleExchanges();
     const streamCpu = cpu(process.cpuUsage(c0)) / STREAM_CALLS;
+    timeline.push([now(), mode, 'between', 0]);
     return { jsonCpu, streamCpu, jsonWall: median(jsonMs) * 1000, ttfc: median(ttfcMs) * 1000, spans: spanCount - spans0 };
   }
 
   const names = Object.keys(MODES);
+  const timeline = [];
+  const now = () => Number(process.hrtime.bigint() / 1000n); // the clock of --cpu-prof's sample times
   const rounds = Object.fromEntries(names.map((n) => [n, { jsonCpu: [], streamCpu: [], jsonWall: [], ttfc: [], spans: 0 }]));
   for (let round = 0; round < WARM_ROUNDS + ROUNDS; round++) {
     for (let i = 0; i < names.length; i++) {
       const name = names[(i + round) % names.length];
       setMode(name);
       if (IDLE_MS > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+      if (round === WARM_ROUNDS && i === 0) timeline.length = 0;
       const r = await batch();
       if (round < WARM_ROUNDS) continue;
       const m = rounds[name];
@@ -116,6 +127,7 @@ async function child() {
   }
   setMode('bare');
   await runtime.shutdown();
+  if (process.env.BENCH_TIMELINE) writeFileSync(process.env.BENCH_TIMELINE, JSON.stringify(timeline));
   process.send({ rounds }, () => process.exit(0));
 }
 
@@ -144,6 +156,7 @@ async function parent() {
   const us = (x) => x.toFixed(0);
   const signed = (x) => `${x > 0 ? '+' : x < 0 ? '−' : ''}${us(Math.abs(x))}`;
   const interval = (d) => `${signed(d.median)} (${signed(d.lo)} … ${signed(d.hi)})`;
+  const boot = (a, b, m) => bootstrapMedian(diffs(a, b, m));
   const verdict = (d) => (d.hi < 0 ? 'below' : d.lo > 0 ? 'above' : 'not distinguishable');
   const lines = [
     '## GenAI instrumentation cost in one process (inprocess.bench.mjs)',
@@ -154,7 +167,8 @@ async function parent() {
     'through the same provider (spans dropped). openai v6 client → loopback server (llm-loopback.mjs; each request differs from',
     `the last in its final message, as an agent's turns do; ${THINK_MS > 0 ? `the server thinks ${THINK_MS} ms before each answer, BENCH_THINK_MS` : 'the server answers at once'});`,
     `${pin ? `the client pinned to CPU ${pin}, the server to CPU 0` : 'processes not pinned'}. "added" is the median over rounds of the`,
-    "mode minus bare in the same round, with the 95% interval of that median (sign test); it is the mode's own work per call.",
+    "mode minus bare in the same round, with the 95% bootstrap interval of that median (the rounds resampled); it is the",
+    "mode's own work per call.",
     'What a package costs a process beyond its calls (loaded code, a bigger heap, AsyncLocalStorage once a context is',
     'entered, which every mode here shares) is in the per-process bench above.',
     '',
@@ -163,16 +177,16 @@ async function parent() {
   ];
   for (const n of names) {
     const r = rounds[n];
-    const cell = (m) => (n === 'bare' ? '0' : interval(pairedMedian(diffs(n, 'bare', m))));
+    const cell = (m) => (n === 'bare' ? '0' : interval(boot(n, 'bare', m)));
     const calls = ROUNDS * (JSON_CALLS + STREAM_CALLS);
     lines.push(`| ${MODES[n]} | ${us(median(r.jsonCpu))} | ${cell('jsonCpu')} | ${us(median(r.streamCpu))} | ${cell('streamCpu')} | ${cell('ttfc')} | ${(r.spans / calls).toFixed(2)} |`);
   }
   if ('register' in MODES && GENAI.length > 0) {
-    lines.push('', '**faultline register default minus each GenAI instrumentation** (µs per call, CPU; 95% interval):', '');
-    lines.push('| | JSON call | streamed call |', '|---|---|---|');
+    lines.push('', '**faultline register default minus each GenAI instrumentation** (µs per call: CPU, and wall time to the first chunk of a stream; median over rounds of the paired difference, 95% bootstrap interval):', '');
+    lines.push('| | JSON call CPU | streamed call CPU | first chunk |', '|---|---|---|---|');
     for (const g of GENAI) {
-      const [j, s] = ['jsonCpu', 'streamCpu'].map((m) => pairedMedian(diffs('register', g, m)));
-      lines.push(`| register − ${g} | ${interval(j)} ${verdict(j)} | ${interval(s)} ${verdict(s)} |`);
+      const [j, s, f] = ['jsonCpu', 'streamCpu', 'ttfc'].map((m) => boot('register', g, m));
+      lines.push(`| register − ${g} | ${interval(j)} ${verdict(j)} | ${interval(s)} ${verdict(s)} | ${interval(f)} ${verdict(f)} |`);
     }
   }
   lines.push('', `Load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs. Run took ${((Date.now() - t0) / 1000).toFixed(0)} s on Node ${process.version}.`);

@@ -1,7 +1,9 @@
 /**
  * OpenAI-compatible chat completions (`POST …/chat/completions` on any host: OpenAI, Azure, vLLM, Ollama, LiteLLM,
  * …), JSON and SSE. Streams are read delta by delta, including parallel tool-call deltas (merged by `index`) and the
- * optional usage chunk of `stream_options.include_usage`.
+ * optional usage chunk of `stream_options.include_usage`. Most chunks of a stream only extend a choice's text or a
+ * tool call's arguments: those are read with a bounded scan of the event's data (`plainDelta`) instead of a JSON.parse
+ * of the whole chunk; every other chunk (the first, the finish, usage, errors, new tool calls) is parsed.
  */
 import {
   ATTR_GEN_AI_OUTPUT_TYPE,
@@ -18,7 +20,7 @@ import { isObject, openAiInput, openAiMessageCount, openAiOutputMessage, openAiT
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { lazyLlmStart, llmStartAttributes, num, setNumber, setStopSequences } from './request-attributes';
-import { BodyReader, eventJson } from './response-body';
+import { BodyReader, eventJson, jsonStringAt } from './response-body';
 import type { SseEvent } from './sse';
 
 type Json = Record<string, unknown>;
@@ -40,6 +42,87 @@ function usageOf(u: unknown): UsageSummary | undefined {
 function azureDeployment(url: URL): string | undefined {
   const m = /\/deployments\/([^/]+)\//.exec(url.pathname);
   return m ? decodeURIComponent(m[1] as string) : undefined;
+}
+
+/** What a chunk that only extends a choice's text (or, with `tool`, a tool call's arguments) adds. */
+interface PlainDelta {
+  choice: number;
+  tool: number | undefined;
+  text: string;
+}
+
+const CHOICES = '"choices":[{"index":';
+const TEXT = ',"delta":{"content":"';
+const TOOL_ARGS = ['"tool_calls":[{"index":', ',"function":{"arguments":"'] as const;
+/** What may follow a plain delta in its choice: nothing the reader keeps (a null finish reason, null logprobs). */
+const CHOICE_TAILS = [',"logprobs":null,"finish_reason":null}]', ',"finish_reason":null}]', ',"finish_reason":null,"logprobs":null}]'];
+
+/** A JSON non-negative integer at `at` and the index after it, or undefined. */
+function indexAt(data: string, at: number): [number, number] | undefined {
+  let i = at;
+  while (i < data.length && data.charCodeAt(i) >= 48 && data.charCodeAt(i) <= 57) i++;
+  if (i === at || i - at > 6 || (i - at > 1 && data.charCodeAt(at) === 48)) return undefined;
+  return [Number(data.slice(at, i)), i];
+}
+
+/** Whether every `"usage":` of `text` (searched backwards from `before`) is null: a chunk's null usage is ignored. */
+function usageNullBefore(text: string, before: number): boolean {
+  for (let u = text.lastIndexOf('"usage":', before); u !== -1; u = u === 0 ? -1 : text.lastIndexOf('"usage":', u - 1)) {
+    if (!text.startsWith('null', u + 8)) return false;
+  }
+  return true;
+}
+
+/** A field the reader keeps from the first chunk that has it, and has not got yet, is named in `text` before `before`. */
+function firstFieldBefore(text: string, before: number, acc: LlmAccumulated): boolean {
+  return (
+    (acc.id === undefined && text.lastIndexOf('"id":', before) !== -1) ||
+    (acc.model === undefined && text.lastIndexOf('"model":', before) !== -1) ||
+    (acc.created === undefined && text.lastIndexOf('"created":', before) !== -1)
+  );
+}
+
+/**
+ * The text a chunk adds, when the chunk is in the compact shape OpenAI sends and carries nothing else the reader keeps:
+ * one choice, with only scalar fields before and after it at the top level (so it is the top level's `choices`, and
+ * the only one, and no error object is there), whose delta is only `content` or only one tool call's `arguments` (no
+ * id or name), with a null finish reason; no usage but null; and no id, model or created the reader does not have
+ * yet. Anything else, undefined: the chunk is parsed whole. What it returns is what JSON.parse of the chunk would have
+ * added. Each test searches the part of the chunk it is about, once: string search costs about as much per character
+ * as JSON.parse does.
+ */
+function plainDelta(data: string, acc: LlmAccumulated): PlainDelta | undefined {
+  if (data.charCodeAt(0) !== 123 || data.charCodeAt(data.length - 1) !== 125) return undefined;
+  const c = data.indexOf(CHOICES);
+  // Only scalars before the choices: the first object opened after the chunk's own is the first choice, no array before.
+  if (c === -1 || data.indexOf('{', 1) !== c + 11 || data.indexOf('[') !== c + 10) return undefined;
+  if (!usageNullBefore(data, c) || firstFieldBefore(data, c, acc)) return undefined;
+  const choice = indexAt(data, c + CHOICES.length);
+  if (choice === undefined) return undefined;
+  let at = choice[1];
+  let tool: number | undefined;
+  let close: string;
+  if (data.startsWith(TEXT, at)) {
+    at += TEXT.length - 1;
+    close = '}';
+  } else {
+    if (!data.startsWith(',"delta":{', at) || !data.startsWith(TOOL_ARGS[0], at + 10)) return undefined;
+    const t = indexAt(data, at + 10 + TOOL_ARGS[0].length);
+    if (t === undefined || !data.startsWith(TOOL_ARGS[1], t[1])) return undefined;
+    tool = t[0];
+    at = t[1] + TOOL_ARGS[1].length - 1;
+    close = '}}]}';
+  }
+  const text = jsonStringAt(data, at);
+  if (text === undefined || !data.startsWith(close, text.end)) return undefined;
+  const tail = text.end + close.length;
+  const choiceTail = CHOICE_TAILS.find((t) => data.startsWith(t, tail));
+  if (choiceTail === undefined) return undefined;
+  // Only scalars after the choices, and none of them a second `choices` (JSON.parse keeps the last).
+  const rest = data.slice(tail + choiceTail.length);
+  if (rest.includes('{') || rest.includes('[') || rest.includes('"choices":')) return undefined;
+  if (!usageNullBefore(rest, rest.length) || firstFieldBefore(rest, rest.length, acc)) return undefined;
+  return { choice: choice[0], tool, text: text.value };
 }
 
 /** Per-choice state of a stream. */
@@ -69,6 +152,17 @@ class OpenAiChatReader extends BodyReader implements ResponseReader {
       this.#acc.done = true;
       return;
     }
+    const plain = plainDelta(e.data, this.#acc);
+    if (plain !== undefined) {
+      const st = this.#choice(plain.choice);
+      if (plain.tool === undefined) st.text += plain.text;
+      else {
+        let t = st.tools.get(plain.tool);
+        if (!t) st.tools.set(plain.tool, (t = { name: '', args: '' }));
+        t.args += plain.text;
+      }
+      return;
+    }
     const chunk = eventJson(e, this.#acc);
     if (chunk === undefined) return;
     if (!isObject(chunk)) return;
@@ -81,10 +175,7 @@ class OpenAiChatReader extends BodyReader implements ResponseReader {
     if (!Array.isArray(chunk.choices)) return;
     for (const c of chunk.choices) {
       if (!isObject(c)) continue;
-      const index = typeof c.index === 'number' ? c.index : 0;
-      this.#choices ??= new Map();
-      let st = this.#choices.get(index);
-      if (!st) this.#choices.set(index, (st = { text: '', refusal: '', tools: new Map() }));
+      const st = this.#choice(typeof c.index === 'number' ? c.index : 0);
       if (typeof c.finish_reason === 'string') st.finish = c.finish_reason;
       const d = c.delta;
       if (!isObject(d)) continue;
@@ -109,6 +200,13 @@ class OpenAiChatReader extends BodyReader implements ResponseReader {
         if (typeof d.function_call.arguments === 'string') t.args += d.function_call.arguments;
       }
     }
+  }
+
+  #choice(index: number): ChoiceState {
+    this.#choices ??= new Map();
+    let st = this.#choices.get(index);
+    if (!st) this.#choices.set(index, (st = { text: '', refusal: '', tools: new Map() }));
+    return st;
   }
 
   #fromJson(value: unknown, preview: string | undefined): void {

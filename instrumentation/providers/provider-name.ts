@@ -56,6 +56,22 @@ const SUFFIX: Array<[suffix: string, name: string]> = [
  * labelled right.
  */
 export function providerName(hostname: string, family: WireFamily, override?: string): string {
+  if (override !== undefined) return resolve(hostname, family, override);
+  // Apps call the same few hosts on every call: the answer is kept per host and family (a few entries, bounded).
+  const key = `${family} ${hostname}`;
+  let name = known.get(key);
+  if (name === undefined) {
+    name = resolve(hostname, family, undefined);
+    if (known.size >= MAX_KNOWN) known.clear();
+    known.set(key, name);
+  }
+  return name;
+}
+
+const known = new Map<string, string>();
+const MAX_KNOWN = 256;
+
+function resolve(hostname: string, family: WireFamily, override: string | undefined): string {
   const host = hostname.toLowerCase();
   const exact = EXACT[host];
   if (exact !== undefined) return exact;

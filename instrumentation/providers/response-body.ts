@@ -132,3 +132,40 @@ export function eventJson(e: SseEvent, acc: { malformedEvents?: number }): unkno
     return undefined;
   }
 }
+
+/** Longest string a bounded scan reads (a delta is a few characters; a longer one is left to JSON.parse). */
+const MAX_SCAN_CHARS = 4096;
+
+/**
+ * The JSON string literal whose opening quote is at `data[open]`, decoded, and the index after its closing quote;
+ * undefined when it is longer than MAX_SCAN_CHARS or not a valid literal (the caller then parses the whole event,
+ * which decides and counts it). A bounded scan in place of a JSON.parse of the whole event: a literal without escapes
+ * is a slice, one with escapes is handed to JSON.parse on its own.
+ */
+export function jsonStringAt(data: string, open: number): { value: string; end: number } | undefined {
+  const limit = Math.min(data.length, open + 1 + MAX_SCAN_CHARS);
+  // The literal's text so far, for one with escapes (`\"` and `\\` decoded here; any other escape: JSON.parse).
+  let value = '';
+  let from = open + 1;
+  let other = false;
+  for (let i = open + 1; i < limit; i++) {
+    const c = data.charCodeAt(i);
+    if (c === 34 /* " */) {
+      if (!other) return { value: from === open + 1 ? data.slice(from, i) : value + data.slice(from, i), end: i + 1 };
+      try {
+        return { value: JSON.parse(data.slice(open, i + 1)) as string, end: i + 1 };
+      } catch {
+        return undefined;
+      }
+    }
+    if (c === 92 /* \ */) {
+      const next = data.charCodeAt(i + 1);
+      if (next === 34 || next === 92) {
+        value += data.slice(from, i);
+        from = i + 1; // the escaped character is kept, the backslash dropped
+      } else other = true;
+      i++;
+    } else if (c < 32) return undefined; // a raw control character: not JSON
+  }
+  return undefined;
+}
