@@ -7,7 +7,7 @@
  * For messages: a string payload or JSON-string field that is cut JSON.
  */
 import type { Detector, Finding, LlmObservation, MessageObservation, Observation } from './types';
-import { argumentsValue, conversationRaw, conversationText, failedCall, forEachString, looksLikeJson, scanJson, unclosedFence } from './text';
+import { argumentsValue, conversationRaw, conversationText, failedCall, forEachString, looksLikeJson, scanJson, unclosedFence, wholePrefix } from './text';
 
 function isWord(code: number): boolean {
   return (code >= 48 && code <= 57) || (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || code === 95 || code > 0x7f;
@@ -41,6 +41,7 @@ export function cutMidWord(leaf: string, convo: string, caseSensitive = false): 
   for (let at = convo.indexOf(l); at >= 0; at = convo.indexOf(l, at + 1)) {
     const next = at + l.length < convo.length ? convo.charCodeAt(at + l.length) : 32;
     if (!isWord(next)) return false; // the whole token is in the conversation: not a cut
+    if (wholePrefix(l, convo.slice(at + l.length, at + l.length + 2))) return false; // a short SHA, a path's head
     const prev = at > 0 ? convo.charCodeAt(at - 1) : 32;
     if (!isWord(prev) || !isWord(l.charCodeAt(0))) prefixHits++;
   }

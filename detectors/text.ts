@@ -183,3 +183,17 @@ export function failedCall(obs: LlmObservation): boolean {
   const r = obs.response;
   return (r.status !== undefined && r.status >= 400) || r.errorType !== undefined || r.aborted === true;
 }
+
+/**
+ * Whether a value the conversation continues (`next`: the characters that follow it there) is nevertheless whole as
+ * a model legitimately copies it: an abbreviated hex id (git's short SHA is 7 or more hex digits of the 40, as
+ * `git rev-parse --short` prints it; container and build ids are shortened the same way), or a leading segment of a
+ * structured value that stops before one of its separators — a parent directory of a path, a selector without its
+ * modifier (`div.card` of `div.card-title`), a dotted or namespaced name's head. A value that ends in a separator
+ * itself (`A-` of `A-10293`) or inside a run of letters (`Lis` of `Lisbon`) is not whole.
+ */
+export function wholePrefix(value: string, next: string): boolean {
+  if (next === '') return true;
+  if (/^[0-9a-f]{7,}$/i.test(value) && /\d/.test(value) && /[a-f]/i.test(value) && /^[0-9a-f]/i.test(next)) return true;
+  return /[\p{L}\p{N}]$/u.test(value) && /^[/\\.\-_:#?&=@+]/.test(next);
+}

@@ -35,20 +35,9 @@ import {
   type ChangeVerdict,
 } from './message-change';
 import { durationMs, type Signal } from './signals';
+import { CALL_DELAY_EXTRA_MS, CALL_DELAY_EXTREME_MS, CLOCK_SLACK_MS, MESSAGE_DELAY_EXTRA_MS as DELAY_EXTRA_MS, MESSAGE_DELAY_RATIO as DELAY_RATIO, REMOTE_MESSAGE_DELAY_EXTRA_MS as REMOTE_DELAY_EXTRA_MS, WAITED_MS } from './thresholds';
 import type { SpanVerdict } from './rules';
 
-/**
- * A delivery this much slower than the trace's median delivery, and this many times it, arrived late. (In process a
- * delivery takes a millisecond; over HTTP on a busy host, a hundred or two: the margin is above both.)
- */
-const DELAY_EXTRA_MS = 300;
-/** Over the network (A2A, MCP), where a busy host's scheduling alone moves a delivery by hundreds of ms. */
-const REMOTE_DELAY_EXTRA_MS = 500;
-const DELAY_RATIO = 3;
-/** A sender that waited this long beyond the median of its other calls, and 3× it, before nothing arrived timed out. */
-const WAITED_MS = 250;
-/** Clock slack when comparing a message's own send time with the run's start (other hosts, other clocks). */
-const CLOCK_SLACK_MS = 1000;
 
 /** Fault types a detector may read into a message's content or delivery; the message's two ends can overrule them. */
 const CONTENT_TYPES: ReadonlySet<FaultType> = new Set(['partial', 'schema', 'semantic', 'corrupt', 'truncate', 'empty']);
@@ -581,8 +570,8 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
         const extra = l.system === 'channel' ? DELAY_EXTRA_MS : REMOTE_DELAY_EXTRA_MS;
         if (t.exact && t.ms >= med + extra && t.ms >= DELAY_RATIO * Math.max(med, 2)) {
           out.push(sig('delay', 0.85, `delivered after ${Math.round(t.ms)} ms; the trace's other messages took ${Math.round(med)} ms`));
-        } else if (!t.exact && t.ms >= med + 1500 && t.ms >= 3 * Math.max(med, 1)) {
-          const extreme = t.ms >= med + 4000 && t.ms >= 4 * Math.max(med, 1);
+        } else if (!t.exact && t.ms >= med + CALL_DELAY_EXTRA_MS && t.ms >= 3 * Math.max(med, 1)) {
+          const extreme = t.ms >= med + CALL_DELAY_EXTREME_MS && t.ms >= 4 * Math.max(med, 1);
           out.push(sig('delay', extreme ? 0.7 : 0.45, `the call took ${Math.round(t.ms)} ms; the trace's other calls took ${Math.round(med)} ms`));
         }
       }

@@ -8,7 +8,7 @@
  * when none of those is faulty, and only when the run did not recover: a failed tool the agent retried or handled
  * and went on from is reported under `recovered`, not as the run's fault.
  */
-import { argumentsValue } from '../../detectors/text';
+import { argumentsValue, wholePrefix } from '../../detectors/text';
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
 import { str, type SpanRecord, type TraceRecord } from '../traces/model';
@@ -16,6 +16,20 @@ import { viewTrace, type LlmCall, type SpanFailure, type Step, type ToolStep, ty
 import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
 import { detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
+import {
+  CHARS_PER_TOKEN,
+  CUT_VALUE_MAX_CHARS,
+  DELAY_CONFIDENCE,
+  DELAY_HINT_CONFIDENCE,
+  DELAY_MIN_EXTRA_MS,
+  DELAY_MIN_RATIO,
+  EXTREME_DELAY_MS,
+  EXTREME_DELAY_RATIO,
+  ID_MAX_CHARS,
+  LATENCY_MIN_CALLS,
+  LATENCY_OVERHEAD_TOKENS,
+  MIN_CONFIDENCE,
+} from './thresholds';
 import { noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
 
 export type { Signal } from './signals';
@@ -26,12 +40,11 @@ export type SpanFindings = (trace: TraceRecord) => Map<string, Finding[]>;
 export interface RuleDiagnoserOptions {
   /** Offline detectors run over the trace's spans. Default: none besides the recorded detection events. */
   findings?: SpanFindings;
-  /** A span counts as faulty when its strongest signal reaches this confidence. Default 0.55 (a detector's 0.5
-   * "maybe" is a hint, not a fault). */
+  /** A span counts as faulty when its strongest signal reaches this confidence. Default 0.55 (thresholds.ts). */
   minConfidence?: number;
-  /** Latency outlier: at least this many ms beyond what the trace's other calls predict... Default 1500. */
+  /** A slow call is at least this many ms beyond what the trace's other calls predict... Default 1500 (thresholds.ts). */
   delayExtraMs?: number;
-  /** ...and at least this many times it. Default 3. */
+  /** ...and at least this many times it. Default 3 (thresholds.ts). */
   delayRatio?: number;
 }
 
@@ -44,9 +57,6 @@ const TOOL_REASONS = new Set(['tool_calls', 'tool_call', 'tool_use', 'function_c
  * (a timeout is also an error; a filtered answer is also empty; a delayed answer may also be anything).
  */
 const PRECEDENCE: readonly FaultType[] = ['timeout', 'error', 'non_delivery', 'duplicate', 'truncate', 'empty', 'schema', 'corrupt', 'stale', 'partial', 'semantic', 'delay'];
-
-/** Extra latency that is a fault rather than variance (AgentChaos's slow response adds 5 s, its degraded API 3 s). */
-const EXTREME_DELAY_MS = 3000;
 
 function sig(faultType: Signal['faultType'], confidence: number, evidence: string): Signal {
   return { faultType, confidence, evidence, source: 'metadata' };
@@ -132,18 +142,18 @@ const TOKEN_END = /[\s"'`,;()[\]{}<>|\\]/;
  * Whether an argument string was cut from a value the conversation holds: every place the conversation has it, the
  * same token goes on ("Lis" of "Lisbon", "A-" of "A-10293", "retrieval-augme" of "retrieval-augmented"), and it
  * never stands there whole. A cut at a word boundary ("energy use" of "energy use of …") is not claimed: a model
- * legitimately copies the start of a phrase.
+ * legitimately copies the start of a phrase, as it does a short SHA or the head of a path or selector (wholePrefix).
  */
 function cutFromConversation(value: string, convo: string): boolean {
   const v = value.trim();
-  if (v.length < 2 || v.length > 300 || v !== value) return false;
+  if (v.length < 2 || v.length > CUT_VALUE_MAX_CHARS || v !== value) return false;
   let hits = 0;
   for (let at = convo.indexOf(v); at >= 0; at = convo.indexOf(v, at + 1)) {
     const before = at > 0 ? convo[at - 1]! : ' ';
     if (!TOKEN_END.test(before) && before !== '=' && before !== ':') continue; // inside another token
     const after = convo.slice(at + v.length, at + v.length + 2);
     const whole = after === '' || TOKEN_END.test(after[0]!) || (/^[.!?:]/.test(after) && (after.length < 2 || TOKEN_END.test(after[1]!)));
-    if (whole) return false;
+    if (whole || wholePrefix(v, after)) return false;
     hits++;
   }
   return hits > 0;
@@ -166,7 +176,7 @@ function garbledArguments(call: LlmCall): Signal | undefined {
     if (args === undefined) continue; // not JSON
     const leaves: { path: string; value: string }[] = [];
     stringLeaves(args, '', leaves);
-    const bad = leaves.find((l) => l.value.length <= 60 && !/\s/.test(l.value.trim()) && /[\p{L}\p{N}]/u.test(l.value) && SYMBOL_IN_ID.test(l.value));
+    const bad = leaves.find((l) => l.value.length <= ID_MAX_CHARS && !/\s/.test(l.value.trim()) && /[\p{L}\p{N}]/u.test(l.value) && SYMBOL_IN_ID.test(l.value));
     if (bad) return sig('corrupt', 0.85, `tool ${tc.name} argument ${bad.path}=${JSON.stringify(bad.value.slice(0, 40))} carries symbol characters no identifier has`);
   }
   return undefined;
@@ -191,6 +201,12 @@ function cutArguments(call: LlmCall): Signal | undefined {
     if (cut) return sig('truncate', 0.85, `tool ${tc.name} argument ${cut.path}=${JSON.stringify(cut.value.slice(0, 40))} stops inside a value the conversation holds whole`);
   }
   return undefined;
+}
+
+/** Whether the run ended failed: its root span (the span without a parent in the trace) records a failure. */
+function runFailed(view: TraceView): boolean {
+  const root = view.trace.spans.find((s) => s.parentSpanId === undefined || !view.byId.has(s.parentSpanId));
+  return root !== undefined && view.failureOf(root) !== undefined;
 }
 
 function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): Signal[] {
@@ -253,9 +269,9 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
 function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio: number }): Map<LlmCall, Signal> {
   const out = new Map<LlmCall, Signal>();
   const ok = view.llm.filter((c) => !c.failure && !c.faultline?.aborted);
-  if (ok.length < 3) return out;
-  const K = 40; // per-call overhead, in output-token equivalents
-  const tokens = (c: LlmCall): number | undefined => c.usage.outputTokens ?? (c.outputChars !== undefined ? c.outputChars / 4 : undefined);
+  if (ok.length < LATENCY_MIN_CALLS) return out;
+  const K = LATENCY_OVERHEAD_TOKENS;
+  const tokens = (c: LlmCall): number | undefined => c.usage.outputTokens ?? (c.outputChars !== undefined ? c.outputChars / CHARS_PER_TOKEN : undefined);
   const withTokens = ok.every((c) => tokens(c) !== undefined);
   const rates = withTokens ? ok.map((c) => durationMs(c.span) / (tokens(c)! + K)).sort((a, b) => a - b) : [];
   const durations = ok.map((c) => durationMs(c.span)).sort((a, b) => a - b);
@@ -265,9 +281,9 @@ function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio:
     if (expected === undefined) continue;
     const base = Math.max(expected, 1);
     if (d < expected + opts.delayExtraMs || d < opts.delayRatio * base) continue;
-    const extreme = d >= expected + EXTREME_DELAY_MS && d >= 3 * base;
+    const extreme = d >= expected + EXTREME_DELAY_MS && d >= EXTREME_DELAY_RATIO * base;
     const what = withTokens ? `what the trace's other calls take for ${Math.round(tokens(c)!)} output tokens` : `the median of the trace's other calls`;
-    out.set(c, { faultType: 'delay', confidence: extreme ? 0.75 : 0.45, evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms)`, source: 'metadata' });
+    out.set(c, { faultType: 'delay', confidence: extreme ? DELAY_CONFIDENCE : DELAY_HINT_CONFIDENCE, evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms)`, source: 'metadata' });
   }
   return out;
 }
@@ -304,7 +320,7 @@ export interface SpanVerdict {
 
 /** Every signal of every span, in start order (what the rules and the LLM rendering both read). */
 export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions = {}): SpanVerdict[] {
-  const opts = { delayExtraMs: options.delayExtraMs ?? 1500, delayRatio: options.delayRatio ?? 3 };
+  const opts = { delayExtraMs: options.delayExtraMs ?? DELAY_MIN_EXTRA_MS, delayRatio: options.delayRatio ?? DELAY_MIN_RATIO };
   const view = viewTrace(trace);
   let offline: Map<string, Finding[]> | undefined;
   try {
@@ -352,8 +368,8 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     if (step?.kind === 'llm') yieldRejection(signals);
     if (step?.kind === 'llm') {
       // Detectors' latency findings against a baseline: the same variance caveat as our own outlier check.
-      const extreme = (delays.get(step)?.confidence ?? 0) >= 0.75;
-      for (const s of signals) if (s.faultType === 'delay' && !extreme) s.confidence = Math.min(s.confidence, 0.45);
+      const extreme = (delays.get(step)?.confidence ?? 0) >= DELAY_CONFIDENCE;
+      for (const s of signals) if (s.faultType === 'delay' && !extreme) s.confidence = Math.min(s.confidence, DELAY_HINT_CONFIDENCE);
     }
     const unspanned = step === null ? unspannedCall(span, view) : null;
     out.push({ span, step, stepKind: step?.kind ?? (unspanned !== null ? 'llm' : null), stepIndex: step?.step ?? unspanned, signals });
@@ -407,7 +423,7 @@ function detectionSignals(span: SpanRecord, signals: Signal[]): void {
 function yieldRejection(signals: Signal[]): void {
   const i = signals.findIndex((s) => s.faultType === 'schema' && s.source === 'metadata' && s.evidence.includes('rejected the arguments'));
   if (i < 0) return;
-  const how = signals.some((s, j) => j !== i && s.confidence >= 0.55 && (s.faultType === 'truncate' || s.faultType === 'corrupt' || s.faultType === 'error' || s.faultType === 'semantic'));
+  const how = signals.some((s, j) => j !== i && s.confidence >= MIN_CONFIDENCE && (s.faultType === 'truncate' || s.faultType === 'corrupt' || s.faultType === 'error' || s.faultType === 'semantic'));
   if (how) signals.splice(i, 1);
 }
 
@@ -416,8 +432,7 @@ function yieldRejection(signals: Signal[]): void {
  * same tool succeeded, or the error was contained — no span above it failed with it — and the run did not end failed.
  */
 function recoveries(view: TraceView, verdicts: readonly SpanVerdict[], min: number): { recovered: RecoveredFault[]; unrecovered: SpanVerdict[] } {
-  const root = view.trace.spans.find((s) => s.parentSpanId === undefined || !view.byId.has(s.parentSpanId));
-  const runFailed = root !== undefined && view.failureOf(root) !== undefined;
+  const failedRun = runFailed(view);
   const recovered: RecoveredFault[] = [];
   const unrecovered: SpanVerdict[] = [];
   const failed = verdicts.filter((v) => v.stepKind === null && (strongest(v.signals)?.confidence ?? 0) >= min);
@@ -429,7 +444,7 @@ function recoveries(view: TraceView, verdicts: readonly SpanVerdict[], min: numb
     if (failed.some((o) => o !== v && isAncestor(view, span, o.span))) continue;
     // Contained: no span above it failed (the agent handled the error instead of failing with it).
     const contained = !ancestors(view, span).some((a) => view.failureOf(a) !== undefined);
-    if (retried || (contained && !runFailed)) {
+    if (retried || (contained && !failedRun)) {
       const best = strongest(v.signals)!;
       const agent = view.agentOf(span);
       recovered.push({
@@ -492,7 +507,7 @@ function toDiagnosis(view: TraceView, v: SpanVerdict, best: Signal, name: string
 
 /** The rule-based diagnosis of one trace (synchronous; pure). */
 export function diagnoseByRules(trace: TraceRecord, options: RuleDiagnoserOptions = {}, name = 'rule'): Diagnosis {
-  const min = options.minConfidence ?? 0.55;
+  const min = options.minConfidence ?? MIN_CONFIDENCE;
   const view = viewTrace(trace);
   const verdicts = spanVerdicts(trace, options);
   const { recovered, unrecovered } = recoveries(view, verdicts, min);

@@ -1,0 +1,57 @@
+/**
+ * Every threshold of the rule diagnoser (rules.ts, messages.ts) in one place, each with the reason for its value.
+ * Latency is judged against what the trace's other calls predict, with the floors below; confidences rank evidence
+ * and are not measurements.
+ */
+
+/** A span counts as faulty when its strongest signal reaches this: a detector's 0.5 "maybe" is a hint, not a fault. */
+export const MIN_CONFIDENCE = 0.55;
+/** What a near-miss is kept as (below MIN_CONFIDENCE, shown among the weak signals): a length stop at the app's own
+ * max_tokens, a slow call within the trace's spread. */
+export const HINT_CONFIDENCE = 0.45;
+
+// ---------------------------------------------------------------------------------------------- LLM call latency
+
+/** Fewer successful calls than this (of the model, else of the trace) give no baseline to be slow against. */
+export const LATENCY_MIN_CALLS = 3;
+/** Per-call overhead in output-token equivalents when duration is predicted from output size: time to first token
+ * is of the order of a few dozen tokens' generation at the providers' published throughputs (tens of tokens / s and
+ * a TTFT of 0.3–1 s), so a short answer is not predicted to take nothing. */
+export const LATENCY_OVERHEAD_TOKENS = 40;
+/** Characters per token when usage is unknown (OpenAI's rule of thumb for English). */
+export const CHARS_PER_TOKEN = 4;
+/** A slow call (a hint) is at least this much beyond what the trace's other calls predict, and this many times it. */
+export const DELAY_MIN_EXTRA_MS = 1500;
+export const DELAY_MIN_RATIO = 3;
+/** Extra latency that is a fault rather than variance: AgentChaos's slow response adds 5 s, its degraded API 3 s.
+ * Still a fixed number (issue 27, class 9: to be judged against the trace's own spread per model; not done yet). */
+export const EXTREME_DELAY_MS = 3000;
+export const EXTREME_DELAY_RATIO = 3;
+/** Confidence of a latency outlier beyond the fence, and of a slow call within the trace's spread (a hint). */
+export const DELAY_CONFIDENCE = 0.75;
+export const DELAY_HINT_CONFIDENCE = HINT_CONFIDENCE;
+
+// ---------------------------------------------------------------------------------------------- message latency
+
+/** A delivery this much slower than the trace's median delivery, and this many times it, arrived late. (In process a
+ * delivery takes a millisecond; over HTTP on a busy host, a hundred or two: the margin is above both.) */
+export const MESSAGE_DELAY_EXTRA_MS = 300;
+/** Over the network (A2A, MCP), where a busy host's scheduling alone moves a delivery by hundreds of ms. */
+export const REMOTE_MESSAGE_DELAY_EXTRA_MS = 500;
+export const MESSAGE_DELAY_RATIO = 3;
+/** A sender that waited this long beyond the median of its other calls, and 3× it, before nothing arrived timed out. */
+export const WAITED_MS = 250;
+/** Clock slack when comparing a message's own send time with the run's start (other hosts, other clocks). */
+export const CLOCK_SLACK_MS = 1000;
+/** A message whose transit is known only as its call's duration (no receiver-side time): the call includes the
+ * receiver's own work, which varies by seconds, so only this much beyond the trace's other calls (and 3× them) is a
+ * hint, and this much more (and 4×) a fault. */
+export const CALL_DELAY_EXTRA_MS = 1500;
+export const CALL_DELAY_EXTREME_MS = 4000;
+
+// ---------------------------------------------------------------------------------------------- tool arguments
+
+/** A value copied from the conversation and cut is at most this long (longer strings are prose, not copied ids). */
+export const CUT_VALUE_MAX_CHARS = 300;
+/** An identifier-like argument (where symbol characters cannot belong) is at most this long and has no spaces. */
+export const ID_MAX_CHARS = 60;

@@ -1,0 +1,27 @@
+/**
+ * Near-misses that are not faults, from the real producer packages around the real openai client
+ * (fixtures/near-miss.cjs): tool arguments that are prefixes of longer values in the conversation as a model
+ * legitimately copies them (a git short SHA, a parent directory, a selector's head) are not cut arguments, and a job
+ * polled twice with the same arguments is not a stale answer.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers/index';
+import { readTraces } from '../../src/traces/read';
+
+describe.each(['genai', 'traceloop', 'openinference'])('near-misses from %s', (producer) => {
+  it('a prefix of a longer value and a repeated poll are no fault', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'faultline-near-miss-')), 'traces.json');
+    execFileSync(process.execPath, [join(__dirname, 'fixtures', 'near-miss.cjs'), file, producer], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 60_000 });
+    const rule = createDiagnoser('rule');
+    const got: Record<string, string> = {};
+    for await (const trace of readTraces([file])) {
+      const root = trace.spans.find((s) => s.attributes['app.task'] !== undefined)!;
+      got[String(root.attributes['app.task'])] = (await diagnoseTrace(rule, trace)).faultType;
+    }
+    expect({ prefix: got.prefix, repeat: got.repeat }).toEqual({ prefix: 'none', repeat: 'none' });
+  }, 90_000);
+});
