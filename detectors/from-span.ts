@@ -64,6 +64,8 @@ export function llmObservation(call: LlmCall): LlmObservation {
   if (call.failure?.errorType !== undefined) response.errorType = call.failure.errorType;
   else if (call.failure?.httpStatus !== undefined) response.errorType = String(call.failure.httpStatus);
   if (fl?.aborted === true) response.aborted = true;
+  const errorText = [call.failure?.message, call.failure?.detail].filter((t) => t !== undefined).join('\n');
+  if (errorText !== '') response.errorMessage = errorText.slice(0, 4096);
 
   const obs: LlmObservation = { kind: 'llm', spanId: span.spanId, request, response, hasContent: call.hasContent };
   const facts: NonNullable<LlmObservation['facts']> = {};

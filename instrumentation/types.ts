@@ -90,6 +90,9 @@ export interface LlmResponseSummary {
   errorType?: string;
   /** The provider's error code from an error body (`context_length_exceeded`, `rate_limit_exceeded`), if any. */
   errorCode?: string;
+  /** Offline: the error message the span recorded (status or exception message), read for what kind of refusal it
+   * is; never put into a finding's evidence. */
+  errorMessage?: string;
   aborted?: boolean;
   durationMs: number;
 }

@@ -1,58 +1,93 @@
 /**
  * Context overflow (ARCF: specification / system design; MAST 1.4, nearest): the provider refused the request for
- * its length (OpenAI `context_length_exceeded`, a finish reason `model_context_window_exceeded`), or the input the
- * model was given fills its context window — the next turn of that conversation will not fit, and whatever the
- * caller trims is history the model no longer sees.
+ * its length, or the input the model was given fills its context window — the next turn of that conversation will
+ * not fit, and whatever the caller trims is history the model no longer sees.
  *
- * The window is the model's published context length, matched by model-name prefix (`contextWindowOf`); models not
- * in the table are judged by their errors only. Input size comes from the reported usage, or — for a refused call,
- * which reports none — from the request itself at ~4 characters per token.
+ * A refusal is read from what any producer records of a failed call: `error.type`, the provider's error code, and
+ * the status or exception message, matched against the providers' documented refusals (REFUSALS below). A refused
+ * call whose message the producer did not keep is still one when the conversation's own growth says so: the input of
+ * the agent's previous call plus its last increase passes the model's window. An answered call is at the limit when
+ * its reported input tokens fill FULL of the window (context-windows.ts; unknown models by their refusals only).
  */
-import type { Detector, Finding, LlmObservation } from '../types';
-import { monitorFinding } from './common';
+import type { Detector, Finding, LlmObservation, Observation } from '../types';
+import { answered, monitorFinding } from './common';
+import { contextWindowOf } from './context-windows';
 
 export const CONTEXT_OVERFLOW = 'context_overflow';
+export { CONTEXT_WINDOWS, contextWindowOf } from './context-windows';
 
-/** Published context windows in tokens, by model-name prefix (longest prefix wins). */
-export const CONTEXT_WINDOWS: ReadonlyArray<readonly [string, number]> = [
-  ['gpt-3.5-turbo', 16_385],
-  ['gpt-4-32k', 32_768],
-  ['gpt-4', 8_192],
-  ['gpt-4-turbo', 128_000],
-  ['gpt-4o', 128_000],
-  ['gpt-4.5', 128_000],
-  ['gpt-4.1', 1_047_576],
-  ['gpt-5', 400_000],
-  ['o1', 200_000],
-  ['o1-mini', 128_000],
-  ['o1-preview', 128_000],
-  ['o3', 200_000],
-  ['o4-mini', 200_000],
-  ['claude-', 200_000],
-  ['gemini-1.5', 1_048_576],
-  ['gemini-2', 1_048_576],
-  ['gemini-3', 1_048_576],
-  ['llama3.1', 131_072],
-  ['llama3.2', 131_072],
-  ['llama3.3', 131_072],
-  ['llama3:', 8_192],
-  ['mistral-large', 131_072],
-];
+/**
+ * How each provider refuses an input too long for the model, as its error code / type and message:
+ *  - OpenAI and Azure OpenAI: code `context_length_exceeded`, "This model's maximum context length is N tokens.
+ *    However, your messages resulted in M tokens" (400 invalid_request_error); vLLM and other OpenAI-compatible
+ *    servers send the same sentence ("However, you requested M tokens");
+ *  - Anthropic (and Claude on Bedrock): "prompt is too long: N tokens > M maximum" (400 invalid_request_error); the
+ *    stop reason `model_context_window_exceeded` when the window fills while answering;
+ *  - Gemini: "The input token count (N) exceeds the maximum number of tokens allowed (M)" (400 INVALID_ARGUMENT);
+ *  - Bedrock: ValidationException "Input is too long for requested model", "too many input tokens";
+ *  - llama.cpp server: type `exceed_context_size_error`, "the request exceeds the available context size";
+ *  - Mistral: "… too large for model with N maximum context length".
+ * Bedrock's ThrottlingException "Too many tokens, please wait" is a rate limit, not a length refusal: not matched.
+ */
+const REFUSAL_CODES = /context_length_exceeded|context_window_exceeded|exceed_context_size|string_above_max_length|prompt[_ ]too[_ ]long/i;
+const REFUSAL_TEXT =
+  /maximum context length|prompt is too long|input token count.{0,40}exceeds the maximum|input is too long for (the )?requested model|too many input tokens|exceeds the available context size|too large for model with \d+ maximum context length|context[_ ](length|window)[_ ]exceeded/i;
 
-export function contextWindowOf(model: string | undefined): number | undefined {
-  if (model === undefined) return undefined;
-  const m = model.toLowerCase().replace(/^(openai|anthropic|google|models)\//, '');
-  let best: readonly [string, number] | undefined;
-  for (const entry of CONTEXT_WINDOWS) if (m.startsWith(entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
-  return best?.[1];
+/** Share of the window that counts as full: less than 5 % of it is left for the answer and the next turn. */
+const FULL = 0.95;
+
+/** The window and the requested size, when the refusal states them (token counts only; never the message). */
+function statedSizes(text: string): { requested?: number; window?: number } {
+  const n = (s: string | undefined): number | undefined => (s !== undefined ? Number(s) : undefined);
+  let m = /maximum context length is (\d+) tokens.*?(?:resulted in|requested|has) (\d+)/is.exec(text);
+  if (m) return { window: n(m[1]), requested: n(m[2]) };
+  m = /too long: (\d+) tokens > (\d+)/i.exec(text);
+  if (m) return { requested: n(m[1]), window: n(m[2]) };
+  m = /input token count \(?(\d+)\)? exceeds the maximum number of tokens allowed \(?(\d+)/i.exec(text);
+  if (m) return { requested: n(m[1]), window: n(m[2]) };
+  return {};
 }
 
-const OVERFLOW_CODES = /context_length_exceeded|context_window_exceeded|string_above_max_length|prompt[_ ]too[_ ]long/i;
-/** Providers that reject an over-long input with a generic 400 say so in the body (checked only when it is at hand). */
-const OVERFLOW_TEXT = /maximum context length|context (window|length)|prompt is too long|input token count .* exceeds|exceeds the maximum number of tokens|too many tokens/i;
+function refusal(o: LlmObservation): string | undefined {
+  const r = o.response;
+  const failed = (r.status !== undefined && r.status >= 400) || r.errorType !== undefined || r.errorCode !== undefined;
+  const finish = r.finishReasons.find((f) => /context_window_exceeded/i.test(f));
+  if (finish !== undefined) return `finish reason ${finish}`;
+  if (!failed) return undefined;
+  const code = [r.errorCode, r.errorType].find((c) => c !== undefined && REFUSAL_CODES.test(c));
+  const text = `${r.errorMessage ?? ''}\n${r.unparsedBody ?? ''}`;
+  if (code === undefined && !REFUSAL_TEXT.test(text)) return undefined;
+  const { requested, window } = statedSizes(text);
+  const sizes = requested !== undefined && window !== undefined ? `: ${requested} tokens against a ${window}-token window` : window !== undefined ? `: a ${window}-token window` : '';
+  return `${code ?? r.errorType ?? (r.status !== undefined ? `HTTP ${r.status}` : 'error')}${sizes}`;
+}
 
-/** Share of the window that counts as full. */
-const FULL = 0.95;
+/** Input tokens as reported (`gen_ai.usage.input_tokens`, which the semconv defines to include cached tokens). */
+const inputTokens = (o: LlmObservation): number | undefined => o.response.usage?.inputTokens;
+
+/** The same conversation's earlier calls: the agent turn's, else the agent's. */
+function conversation(o: LlmObservation, earlier: readonly Observation[]): LlmObservation[] {
+  const turn = o.scope?.turn;
+  const agent = o.scope?.agent;
+  if (turn === undefined && agent === undefined) return [];
+  return earlier.filter((e): e is LlmObservation => e.kind === 'llm' && (turn !== undefined ? e.scope?.turn === turn : e.scope?.agent === agent));
+}
+
+/** A refused call that recorded no reason: the conversation's last two inputs project past the window. */
+function projectedPast(o: LlmObservation, earlier: readonly Observation[], window: number): string | undefined {
+  const r = o.response;
+  const refusedRequest = r.status === 400 || r.status === 413 || /bad ?request|invalid|validation|400/i.test(r.errorType ?? '');
+  if (!refusedRequest) return undefined;
+  const sizes = conversation(o, earlier)
+    .filter(answered)
+    .map(inputTokens)
+    .filter((n): n is number => n !== undefined);
+  if (sizes.length < 2) return undefined;
+  const last = sizes[sizes.length - 1]!;
+  const step = last - sizes[sizes.length - 2]!;
+  if (step <= 0 || last + step < window) return undefined;
+  return `a refused request after the conversation's input grew to ${last} tokens (+${step} a call), past the ${window}-token window at that rate`;
+}
 
 function requestChars(o: LlmObservation): number | undefined {
   const req = o.request;
@@ -66,25 +101,25 @@ export const contextOverflowDetector: Detector = {
   name: CONTEXT_OVERFLOW,
   level: 'workflow',
   applies: (obs) => obs.kind === 'llm',
-  detect(obs): Finding[] {
+  detect(obs, ctx): Finding[] {
     const o = obs as LlmObservation;
     const r = o.response;
     const model = o.request?.model ?? r.model;
+    const refused = refusal(o);
+    if (refused !== undefined) return [monitorFinding(CONTEXT_OVERFLOW, 'context_overflow', 'error', 'error', 0.95, `the provider refused the input as too long (${refused})`)];
     const window = contextWindowOf(model);
-    const failed = r.status !== undefined && r.status >= 400;
-    const code = r.errorCode ?? '';
-    if ((failed && (OVERFLOW_CODES.test(code) || OVERFLOW_TEXT.test(r.unparsedBody ?? ''))) || r.finishReasons.some((f) => /context_window_exceeded/i.test(f))) {
-      return [monitorFinding(CONTEXT_OVERFLOW, 'context_overflow', 'error', 'error', 0.95, `the provider refused the input as too long (${code || r.finishReasons.join(',') || `HTTP ${r.status}`})`)];
-    }
     if (window === undefined) return [];
-    const input = r.usage?.inputTokens;
+    const input = answered(o) ? inputTokens(o) : undefined;
     if (input !== undefined && input >= FULL * window) {
       return [
         monitorFinding(CONTEXT_OVERFLOW, 'context_overflow', 'error', 'warning', 0.7, `input of ${input} tokens fills ${Math.round((100 * input) / window)}% of ${model}'s ${window}-token context window`),
       ];
     }
-    // A refused call reports no usage: estimate the input from the request it sent.
-    const chars = failed && r.status === 400 ? requestChars(o) : undefined;
+    if (answered(o)) return [];
+    const projected = projectedPast(o, ctx.earlier, window);
+    if (projected !== undefined) return [monitorFinding(CONTEXT_OVERFLOW, 'context_overflow', 'error', 'error', 0.75, projected)];
+    // A refused call reports no usage: estimate the input from the request it sent (~4 characters a token).
+    const chars = r.status === 400 ? requestChars(o) : undefined;
     if (chars !== undefined && chars / 4 >= window) {
       return [monitorFinding(CONTEXT_OVERFLOW, 'context_overflow', 'error', 'error', 0.75, `HTTP 400 for a request of ~${Math.round(chars / 4)} tokens, over ${model}'s ${window}-token window`)];
     }

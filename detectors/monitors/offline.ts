@@ -13,7 +13,7 @@ import type { DetectionContext, Finding, Observation } from '../types';
 import { monitorDetectors } from './index';
 import { isArcfFailure, isMastModeId } from './mast';
 import { readWorkflows, type WorkflowRun } from './read';
-import { toolOutsideRole } from './role';
+import { offeredTools, toolOutsideRole } from './role';
 import { workflowFindings, type WorkflowSnapshot } from './workflow';
 
 export interface MonitorFinding extends Finding {
@@ -97,6 +97,7 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     for (const f of onlineMonitorFindings(s)) add(f, host, { ...extraOf.get(host.spanId), online: true });
   }
   const earlier: Observation[] = [];
+  const offered = offeredTools(run.steps.flatMap((st) => (st.observation ? [st.observation] : [])));
   run.steps.forEach((step, i) => {
     const extra = extras[i]!;
     if (step.observation) {
@@ -105,8 +106,14 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
       for (const f of runDetectors(obs, ctx, monitorDetectors)) add(f, step.span, extra);
       earlier.push(obs);
     }
-    if (step.tool) {
-      const f = toolOutsideRole(step.tool.agent ?? '', step.tool.declaration, step.tool.name);
+    if (step.tool && !step.tool.nested) {
+      const agent = step.tool.agent ?? '';
+      const own = offered.get(agent);
+      const f = step.tool.declaration?.tools
+        ? toolOutsideRole(agent, step.tool.declaration, step.tool.name)
+        : own !== undefined
+          ? toolOutsideRole(agent, { tools: own }, step.tool.name, undefined, true)
+          : undefined;
       if (f) add(f, step.span, extra);
     }
   });

@@ -23,7 +23,7 @@ import {
 } from '../../instrumentation/agents/declarations';
 import { ATTR_ERROR_TYPE, ATTR_FL_TASK_ID, ATTR_MCP_METHOD_NAME } from '../../instrumentation/semconv';
 import { num, str, strList, type SpanRecord, type TraceRecord } from '../../src/traces/model';
-import { DETECTION_CHILD, messageObservation, viewTrace, type AgentSpan } from '../../src/traces/view';
+import { DETECTION_CHILD, messageObservation, viewTrace, type AgentSpan, type SpanFailure } from '../../src/traces/view';
 import { llmObservation } from '../from-span';
 import type { MessageObservation, Observation } from '../types';
 
@@ -41,7 +41,16 @@ export interface WorkflowStep {
   /** An LLM call or a message, with its scope. */
   observation?: Observation;
   /** A tool execution (framework tool spans, MCP tool calls): its name and the agent that ran it. */
-  tool?: { name: string; agent?: string; declaration?: AgentDeclaration; ok: boolean };
+  tool?: {
+    name: string;
+    agent?: string;
+    declaration?: AgentDeclaration;
+    ok: boolean;
+    /** Run inside another tool's execution (a tool that runs its own agent): not a call of the agent above. */
+    nested?: boolean;
+    /** How the span failed, when it did. */
+    failure?: SpanFailure;
+  };
 }
 
 export interface WorkflowRun {
@@ -97,6 +106,12 @@ export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
     }
     return undefined;
   };
+  const toolSpans = new Set(view.tools.map((t) => t.span.spanId));
+  const insideTool = (s: SpanRecord): boolean => {
+    let p = s.parentSpanId !== undefined ? view.byId.get(s.parentSpanId) : undefined;
+    for (let i = 0; p && i < 64 && !kindOf.has(p.spanId); i++, p = p.parentSpanId !== undefined ? view.byId.get(p.parentSpanId) : undefined) if (toolSpans.has(p.spanId)) return true;
+    return false;
+  };
   const isAgent = (a: AgentSpan) => a.kind === 'agent';
   const isWorkflow = (a: AgentSpan) => a.kind === 'workflow';
 
@@ -132,12 +147,15 @@ export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
       run.turns.push(turn);
       continue;
     }
-    const scope = scopeOf(run, ancestor(s, isAgent));
+    const scope = scopeOf(run, ancestor(s, isAgent) ?? namedAgent(s));
     const tool = tools.get(s.spanId);
     const mcpTool = s.attributes[ATTR_MCP_METHOD_NAME] === 'tools/call' && s.kind === 'CLIENT';
     if (tool || mcpTool) {
       const name = tool?.name ?? str(s.attributes, 'gen_ai.tool.name') ?? s.name.replace(/^tools\/call\s*/, '');
       const step: NonNullable<WorkflowStep['tool']> = { name, ok: !failed(s) };
+      if (insideTool(s)) step.nested = true;
+      const failure = view.failureOf(s);
+      if (failure) step.failure = failure;
       if (scope.agent !== undefined) step.agent = scope.agent;
       if (scope.declaration) step.declaration = scope.declaration;
       run.steps.push({ span: s, tool: step });
@@ -161,11 +179,24 @@ export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
   return [...runs.values()].filter((r) => r.root !== undefined || r.steps.length > 0 || r.turns.length > 0);
 }
 
+/**
+ * A call or tool span under no agent span that names its agent itself (`gen_ai.agent.name` on the call, as some
+ * frameworks record it): that agent, its calls one conversation (the turn is keyed by its name).
+ */
+function namedAgent(s: SpanRecord): AgentSpan | undefined {
+  const name = str(s.attributes, 'gen_ai.agent.name');
+  if (name === undefined || name === '') return undefined;
+  const a: AgentSpan = { span: s, name, kind: 'agent' };
+  named.add(a);
+  return a;
+}
+const named = new WeakSet<AgentSpan>();
+
 function scopeOf(run: WorkflowRun, agent: AgentSpan | undefined): ObservationScope {
   const scope: ObservationScope = {};
   if (agent) {
     scope.agent = agent.name;
-    scope.turn = agent.span.spanId;
+    scope.turn = named.has(agent) ? `agent:${agent.name}` : agent.span.spanId;
     const d = declarationOf(agent.span);
     if (d) scope.declaration = d;
   }

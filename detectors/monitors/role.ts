@@ -1,23 +1,44 @@
 /**
  * Role violation (ARCF: inter-agent misalignment; MAST 1.2 Disobey role specification): an agent acting outside
  * what it declared (`runAgent(name, fn, { role, tools, targets })`) — calling a tool that is not among its tools, or
- * sending to an agent that is not among its targets. Undeclared agents are never judged: a declaration is the
- * specification the role is measured against. Tool names and agent names are recorded without content capture, so
- * this works on content-free traces too.
+ * sending to an agent that is not among its targets. Without a faultline declaration, an agent's role is the tools
+ * its own LLM calls offered the model (`gen_ai.tool.definitions`, OpenLLMetry's `llm.request.functions.N.name`,
+ * OpenInference's `llm.tools.N.tool.json_schema`, read by the span view): a tool execution by that agent of a tool
+ * none of its calls offered is acting outside it. An agent whose calls record no definitions is never judged: the
+ * specification the role is measured against is missing, not empty. Tool and agent names are recorded without
+ * content capture, so this works on content-free traces too.
  */
 import type { AgentDeclaration } from '../../instrumentation/agents/declarations';
-import type { Detector, Finding, LlmObservation, MessageObservation } from '../types';
+import type { Detector, Finding, LlmObservation, MessageObservation, Observation } from '../types';
 import { monitorFinding } from './common';
 
 export const ROLE_VIOLATION = 'role_violation';
 
 const list = (xs: readonly string[]): string => (xs.length === 0 ? 'none' : xs.slice(0, 8).join(', ') + (xs.length > 8 ? ', …' : ''));
 
-/** A tool call outside the agent's declared tools, as a finding (also used offline for tool execution spans). */
-export function toolOutsideRole(agent: string, d: AgentDeclaration | undefined, tool: string, field?: string): Finding | undefined {
+/** A tool call outside the agent's declared tools, as a finding (also used offline for tool execution spans);
+ * `offered`: the set is the tools the agent's own calls offered the model, not a declaration. */
+export function toolOutsideRole(agent: string, d: AgentDeclaration | undefined, tool: string, field?: string, offered = false): Finding | undefined {
   if (!d?.tools || tool === '' || d.tools.includes(tool)) return undefined;
   const role = d.role !== undefined ? ` (${d.role})` : '';
-  return monitorFinding(ROLE_VIOLATION, 'role_violation', 'semantic', 'error', 0.9, `agent ${agent}${role} called tool ${tool}, outside its declared tools: ${list(d.tools)}`, field !== undefined ? { field } : undefined);
+  const what = offered ? 'the tools its own calls offered the model' : 'its declared tools';
+  return monitorFinding(ROLE_VIOLATION, 'role_violation', 'semantic', 'error', offered ? 0.8 : 0.9, `agent ${agent}${role} called tool ${tool}, outside ${what}: ${list(d.tools)}`, field !== undefined ? { field } : undefined);
+}
+
+/** The tools each agent's LLM calls offered the model, by agent name (agents whose calls offered none are absent). */
+export function offeredTools(observations: readonly Observation[]): Map<string, string[]> {
+  const out = new Map<string, Set<string>>();
+  for (const o of observations) {
+    const agent = o.scope?.agent;
+    if (o.kind !== 'llm' || agent === undefined) continue;
+    for (const t of o.request?.tools ?? []) {
+      if (t.name === '') continue;
+      const set = out.get(agent) ?? new Set<string>();
+      set.add(t.name);
+      out.set(agent, set);
+    }
+  }
+  return new Map([...out].map(([k, v]) => [k, [...v]]));
 }
 
 /** A message to a target outside the sender's declared targets. */

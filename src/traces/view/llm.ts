@@ -66,6 +66,7 @@ export function spanFailure(span: SpanRecord): SpanFailure | undefined {
   if (http !== undefined && http >= 400) f.httpStatus = http;
   const message = span.status.message || exMessage;
   if (message) f.message = message;
+  if (exMessage && message && exMessage !== message) f.detail = exMessage;
   f.timeout = looksLikeTimeout(type, exType, message, f.httpStatus !== undefined ? String(f.httpStatus) : undefined);
   return f;
 }

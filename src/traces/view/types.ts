@@ -17,6 +17,9 @@ export interface SpanFailure {
   httpStatus?: number;
   /** Status message or exception message. */
   message?: string;
+  /** The exception message as well, when the status message is another text (an SDK's generic status over the
+   * provider's own message in the exception). */
+  detail?: string;
   /** The failure names a timeout or an exceeded deadline. */
   timeout: boolean;
 }
