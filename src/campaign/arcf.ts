@@ -168,7 +168,17 @@ export function arcfReliability(): { checkpoints: ReturnType<typeof checkpoints>
 
 // ------------------------------------------------------------------------------------------------ per run
 
-/** What one run's spans say about recovery and monitoring. */
+/** Findings or guard actions of a run, by ARCF failure type and MAST mode. */
+export interface ArcfTally {
+  failures: Partial<Record<ArcfFailure, number>>;
+  modes: Partial<Record<MastModeId, number>>;
+}
+
+/**
+ * What one run's spans say about recovery and monitoring. Detections (the online detectors' and monitors' findings)
+ * and repairs (the guards' recovery actions) are kept apart: a guard acting on a failure is the arm's recovery, not
+ * its monitoring, and counting it as a finding would credit the protected arm with coverage it did not detect.
+ */
 export interface ArcfRunFacts {
   /** Calls / messages / steps retried, and of them those whose retry ended well. */
   retried: number;
@@ -176,11 +186,14 @@ export interface ArcfRunFacts {
   fellBack: number;
   fallbackOk: number;
   rollbacks: number;
-  /** Classified online findings and the failures guards acted on: by ARCF failure type and MAST mode. */
-  failures: Partial<Record<ArcfFailure, number>>;
-  modes: Partial<Record<MastModeId, number>>;
-  /** A failure signal: a finding of error severity, a guard recovery action, a failed step, a span with ERROR. */
+  /** The online findings (`faultline.detection` events) named by ARCF failure type and MAST mode. */
+  detections: ArcfTally;
+  /** The failures a guard acted on (`faultline.guard` recovery events), named the same way. */
+  repairs: ArcfTally;
+  /** A failure signal that does not depend on the arm's repairs: a finding of error severity or a span with ERROR. */
   failed: boolean;
+  /** A guard recovery action, a failed checkpoint verification or a rollback: the arm repaired something. */
+  repaired: boolean;
   /** Outputs verified, and those the safety tier blocked. */
   verified: number;
   safetyBlocked: number;
@@ -226,7 +239,11 @@ export function arcfTraceFacts(trace: TraceRecord): ArcfRunFacts {
 }
 
 function runFactsOf(spans: readonly SpanView[]): ArcfRunFacts {
-  const f: ArcfRunFacts = { retried: 0, retryOk: 0, fellBack: 0, fallbackOk: 0, rollbacks: 0, failures: {}, modes: {}, failed: false, verified: 0, safetyBlocked: 0 };
+  const f: ArcfRunFacts = { retried: 0, retryOk: 0, fellBack: 0, fallbackOk: 0, rollbacks: 0, detections: { failures: {}, modes: {} }, repairs: { failures: {}, modes: {} }, failed: false, repaired: false, verified: 0, safetyBlocked: 0 };
+  const count = (t: ArcfTally, c: { failure: ArcfFailure; mast: MastModeId }): void => {
+    t.failures[c.failure] = (t.failures[c.failure] ?? 0) + 1;
+    t.modes[c.mast] = (t.modes[c.mast] ?? 0) + 1;
+  };
   for (const s of spans) {
     if (s.error) f.failed = true;
     const guard = s.events.filter((e) => e.name === 'faultline.guard').map((e) => ({ action: String(e.attributes?.['faultline.guard.action']), reason: String(e.attributes?.['faultline.guard.reason'] ?? ''), route: String(e.attributes?.['faultline.guard.route'] ?? '') }));
@@ -243,13 +260,11 @@ function runFactsOf(spans: readonly SpanView[]): ArcfRunFacts {
       f.fellBack++;
       if (!gaveUp(lastFallback)) f.fallbackOk++;
     }
-    if (guard.some((g) => RECOVERY.has(g.action))) f.failed = true;
+    if (guard.some((g) => RECOVERY.has(g.action))) f.repaired = true;
     for (const g of guard) {
       const type = guardFailure(g.action, g.reason);
       const c = type !== undefined ? classifyFinding({ faultType: type, detector: 'guard', evidence: g.reason }) : undefined;
-      if (!c) continue;
-      f.failures[c.failure] = (f.failures[c.failure] ?? 0) + 1;
-      f.modes[c.mast] = (f.modes[c.mast] ?? 0) + 1;
+      if (c) count(f.repairs, c);
     }
     for (const g of guard) {
       if (g.action !== 'verify_pass' && g.action !== 'verify_fail') continue;
@@ -262,10 +277,10 @@ function runFactsOf(spans: readonly SpanView[]): ArcfRunFacts {
       const c = ckpt[i]!;
       if (c.action === 'rollback') {
         f.rollbacks++;
-        f.failed = true;
+        f.repaired = true;
       }
       if (c.action !== 'verify_failed') continue;
-      f.failed = true;
+      f.repaired = true;
       if (ckpt[i - 1]?.action === 'verify_failed' && ckpt[i - 1]?.name === c.name) continue; // one retried step, counted once
       f.retried++;
       const next = ckpt.slice(i + 1).find((x) => x.name === c.name && x.action !== 'verify_failed');
@@ -286,9 +301,7 @@ function runFactsOf(spans: readonly SpanView[]): ArcfRunFacts {
         ...(isMastModeId(mast) ? { mast } : {}),
       });
       if (a['faultline.detection.severity'] === 'error' || a['faultline.detection.severity'] === 'critical') f.failed = true;
-      if (!c) continue;
-      f.failures[c.failure] = (f.failures[c.failure] ?? 0) + 1;
-      f.modes[c.mast] = (f.modes[c.mast] ?? 0) + 1;
+      if (c) count(f.detections, c);
     }
   }
   return f;
@@ -301,16 +314,22 @@ export interface ArcfArmStats {
   /** Triggered faulted runs (with their clean twins). */
   pairs: number;
   /** The runs' traces were read for findings and recovery (a command campaign's baseline is not: it runs as the
-   * user's program runs by default, and its recovery and coverage columns are left empty). */
+   * user's program runs by default, and its coverage and repair columns are left empty). */
   measured: boolean;
   completion: Proportion;
   cleanCompletion: Proportion;
-  /** Among triggered faulted runs with a failure signal: those that completed. */
+  /**
+   * Of the cells where the fault harmed the unprotected run (the baseline run did not complete, had an ERROR span or
+   * a finding of error severity) and fired in both arms, those this arm's run completed: one denominator for both
+   * arms, so the arm's own repairs cannot enlarge it.
+   */
   recovery: Proportion;
-  /** Triggered faulted runs with at least one finding named by ARCF type and MAST mode. */
+  /** Triggered faulted runs with at least one online finding (a detection, not a repair) named by ARCF type and MAST mode. */
   mastCoverage: Proportion;
   /** Clean twins with such a finding: false alarms. */
   cleanFlagged: Proportion;
+  /** Triggered faulted runs in which a guard or checkpoint repaired something. */
+  repairedRuns: Proportion;
   retry: Proportion;
   fallback: Proportion;
   checkpoint: Proportion;
@@ -318,8 +337,9 @@ export interface ArcfArmStats {
   /** 95th percentile of the faulted runs' workflow time, ms. */
   p95Ms: number;
   p95CleanMs: number;
-  modes: Partial<Record<MastModeId, number>>;
-  failures: Partial<Record<ArcfFailure, number>>;
+  /** Over the triggered faulted runs: the findings, and apart from them the failures the guards acted on. */
+  detections: ArcfTally;
+  repairs: ArcfTally;
 }
 
 export interface ArcfSummary {
@@ -330,6 +350,19 @@ export interface ArcfSummary {
   overhead?: OverheadResult;
 }
 
+/** The cell a run belongs to, whatever its arm: condition, family, task, topology, repetition. */
+const cellKey = (r: RunRecord): string => [r.cell, r.family ?? '', r.task, r.topology ?? '', r.rep].join('|');
+
+/** The fault harmed a run: it did not complete, or a span ended in ERROR, or a finding of error severity was made. */
+const harmed = (r: RunRecord): boolean => !r.success || r.errorSpans > 0 || r.arcf?.failed === true;
+
+function addTally(into: ArcfTally, t: ArcfTally | undefined): void {
+  for (const [k, v] of Object.entries(t?.modes ?? {})) into.modes[k as MastModeId] = (into.modes[k as MastModeId] ?? 0) + (v ?? 0);
+  for (const [k, v] of Object.entries(t?.failures ?? {})) into.failures[k as ArcfFailure] = (into.failures[k as ArcfFailure] ?? 0) + (v ?? 0);
+}
+
+const named = (t: ArcfTally | undefined): boolean => Object.keys(t?.modes ?? {}).length > 0;
+
 /**
  * The table from the run records. The example study marks both arms `arcf`; a command campaign's baseline is its
  * main matrix (`baseline: 'main'`), and its bare runs (the program without faultline) give the overhead.
@@ -338,20 +371,22 @@ export function arcfSummary(records: readonly RunRecord[], options: { baseline?:
   const study = records.filter((r) => !r.bare && (r.study === 'arcf' || (options.baseline === 'main' && r.study === 'main')));
   if (!study.some((r) => r.arm === 'arcf')) return undefined;
   const byTask = new Map(study.map((r) => [r.taskId, r]));
+  const faultedOf = (arm: 'none' | 'arcf') => study.filter((r) => r.arm === arm && r.faulted && r.triggered && r.matchedTo !== undefined && byTask.has(r.matchedTo));
+  const cells = { none: new Map(faultedOf('none').map((r) => [cellKey(r), r])), arcf: new Map(faultedOf('arcf').map((r) => [cellKey(r), r])) };
+  const harmedCells = [...cells.none].filter(([k, r]) => cells.arcf.has(k) && harmed(r)).map(([k]) => k);
   const arms: ArcfArmStats[] = [];
   const byCondition: ArcfSummary['byCondition'] = [];
   for (const arm of ['none', 'arcf'] as const) {
-    const faulted = study.filter((r) => r.arm === arm && r.faulted && r.triggered && r.matchedTo !== undefined && byTask.has(r.matchedTo));
+    const faulted = faultedOf(arm);
     const twins = faulted.map((r) => byTask.get(r.matchedTo!)!);
-    const facts = (r: RunRecord): ArcfRunFacts => r.arcf as ArcfRunFacts;
-    const failedRuns = faulted.filter((r) => facts(r)?.failed);
-    const sum = (pick: (f: ArcfRunFacts) => number) => faulted.reduce((n, r) => n + (facts(r) ? pick(facts(r)) : 0), 0);
+    const facts = (r: RunRecord): ArcfRunFacts | undefined => r.arcf;
+    const sum = (pick: (f: ArcfRunFacts) => number) => faulted.reduce((n, r) => n + (facts(r) ? pick(facts(r)!) : 0), 0);
     const rollbackRuns = faulted.filter((r) => (facts(r)?.rollbacks ?? 0) > 0);
-    const modes: Partial<Record<MastModeId, number>> = {};
-    const failures: Partial<Record<ArcfFailure, number>> = {};
+    const detections: ArcfTally = { failures: {}, modes: {} };
+    const repairs: ArcfTally = { failures: {}, modes: {} };
     for (const r of faulted) {
-      for (const [k, v] of Object.entries(facts(r)?.modes ?? {})) modes[k as MastModeId] = (modes[k as MastModeId] ?? 0) + (v ?? 0);
-      for (const [k, v] of Object.entries(facts(r)?.failures ?? {})) failures[k as ArcfFailure] = (failures[k as ArcfFailure] ?? 0) + (v ?? 0);
+      addTally(detections, facts(r)?.detections);
+      addTally(repairs, facts(r)?.repairs);
     }
     arms.push({
       arm,
@@ -359,17 +394,18 @@ export function arcfSummary(records: readonly RunRecord[], options: { baseline?:
       measured: faulted.some((r) => r.arcf !== undefined),
       completion: wilson(faulted.filter((r) => r.success).length, faulted.length),
       cleanCompletion: wilson(twins.filter((r) => r.success).length, twins.length),
-      recovery: wilson(failedRuns.filter((r) => r.success).length, failedRuns.length),
-      mastCoverage: wilson(faulted.filter((r) => Object.keys(facts(r)?.modes ?? {}).length > 0).length, faulted.length),
-      cleanFlagged: wilson(twins.filter((r) => Object.keys(facts(r)?.modes ?? {}).length > 0).length, twins.length),
+      recovery: wilson(harmedCells.filter((k) => cells[arm].get(k)!.success).length, harmedCells.length),
+      mastCoverage: wilson(faulted.filter((r) => named(facts(r)?.detections)).length, faulted.length),
+      cleanFlagged: wilson(twins.filter((r) => named(facts(r)?.detections)).length, twins.length),
+      repairedRuns: wilson(faulted.filter((r) => facts(r)?.repaired === true).length, faulted.length),
       retry: wilson(sum((f) => f.retryOk), sum((f) => f.retried)),
       fallback: wilson(sum((f) => f.fallbackOk), sum((f) => f.fellBack)),
       checkpoint: wilson(rollbackRuns.filter((r) => r.success).length, rollbackRuns.length),
       safetyBlock: wilson(sum((f) => f.safetyBlocked), sum((f) => f.verified)),
       p95Ms: quantile(study.filter((r) => r.arm === arm && r.faulted).map((r) => r.durationMs), 0.95),
       p95CleanMs: quantile(study.filter((r) => r.arm === arm && !r.faulted).map((r) => r.durationMs), 0.95),
-      modes,
-      failures,
+      detections,
+      repairs,
     });
     for (const c of [...new Set(study.map((r) => r.cell))]) {
       const rs = faulted.filter((r) => r.cell === c);
@@ -425,9 +461,10 @@ export function renderArcf(s: ArcfSummary): string {
   const rows: string[][] = [
     ['Workflow completion rate', pct(none.completion), pct(arcf.completion), `${100 * paper.completion.none}% → ${100 * paper.completion.arcf}%`],
     ['  (clean twins)', pct(none.cleanCompletion), pct(arcf.cleanCompletion), ''],
-    ['Failure recovery rate', measured(none, none.recovery), pct(arcf.recovery), `${100 * paper.recovery}%`],
-    ['MAST coverage rate', measured(none, none.mastCoverage), pct(arcf.mastCoverage), `${100 * paper.mastCoverage}%`],
+    ['Failure recovery rate (cells the fault harmed unprotected)', pct(none.recovery), pct(arcf.recovery), `${100 * paper.recovery}%`],
+    ['MAST coverage rate (detections only)', measured(none, none.mastCoverage), pct(arcf.mastCoverage), `${100 * paper.mastCoverage}%`],
     ['  (clean twins flagged)', measured(none, none.cleanFlagged), pct(arcf.cleanFlagged), ''],
+    ['Runs repaired (guard / checkpoint actions)', measured(none, none.repairedRuns), pct(arcf.repairedRuns), ''],
     ['Retry success rate', '–', pct(arcf.retry), `${100 * paper.retry}%`],
     ['Fallback success rate', '–', pct(arcf.fallback), `${100 * paper.fallback}%`],
     ['Checkpoint recovery rate', '–', pct(arcf.checkpoint), `${100 * paper.checkpoint}%`],
@@ -439,8 +476,9 @@ export function renderArcf(s: ArcfSummary): string {
   const out = [`ARCF at a ${100 * s.rate}% fault rate: baseline vs arcf (triggered faulted runs; conditions ${s.conditions.join(', ')})`, table(['metric', 'baseline', 'arcf', 'ARCF (simulated)'], rows, new Set([1, 2]))];
   const conds = s.conditions.map((c) => [c, pct(s.byCondition.find((b) => b.condition === c && b.arm === 'none')?.completion), pct(s.byCondition.find((b) => b.condition === c && b.arm === 'arcf')?.completion)]);
   out.push('', 'Completion by condition', table(['condition', 'baseline', 'arcf'], conds, new Set([1, 2])));
-  const modes = Object.entries(arcf.modes).sort(([a], [b]) => a.localeCompare(b)).map(([m, n]) => `${m}: ${n}`).join(', ');
-  out.push('', `MAST modes named by the online findings (arcf arm): ${modes || 'none'}`);
+  const modes = (t: ArcfTally): string => Object.entries(t.modes).sort(([a], [b]) => a.localeCompare(b)).map(([m, n]) => `${m}: ${n}`).join(', ') || 'none';
+  out.push('', `MAST modes detected by the online findings: baseline ${none.measured ? modes(none.detections) : '–'}; arcf ${modes(arcf.detections)}`);
+  out.push(`Failures repaired by the arcf arm's guards (not counted as detections): ${modes(arcf.repairs)}`);
   if (s.overhead) out.push(`Observability overhead: ${s.overhead.pairs} pairs of a clean run without and with faultline (spans, detectors, monitors); median ${s.overhead.bareMs.toFixed(1)} ms → ${s.overhead.instrumentedMs.toFixed(1)} ms`);
   return out.join('\n');
 }
