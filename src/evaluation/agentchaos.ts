@@ -1,7 +1,11 @@
 /**
- * AgentChaos's published RQ3 figures (paper §5.4, Table 9; shared/reference/fault-catalog.md §1.10), shown beside
- * ours in every report. Percentages.
+ * AgentChaos's published RQ3 figures (paper §5.4, Table 9; shared/reference/fault-catalog.md §1.10). Percentages.
+ * They were measured on another dataset (AgentChaos's own benchmark tasks) from another input (the final agent text
+ * only), so the reports print them in a section of their own under this label, never as rows or columns of ours.
  */
+export const PUBLISHED_TITLE = 'Published elsewhere, not comparable row for row: AgentChaos (ASE 2026, §5.4, Table 9)';
+export const PUBLISHED_NOTE = '(another dataset, AgentChaos\'s benchmark tasks; another input, the final agent text only)';
+
 export interface PublishedFigures {
   typeAccuracy: number;
   stepAccuracy: number;

@@ -1,8 +1,9 @@
 /**
  * `faultline eval --html`: one self-contained HTML file (no external JS/CSS) with inline SVG charts — per-type
- * accuracy bars with AgentChaos's figures beside ours, and a confusion-matrix heatmap per diagnoser.
+ * accuracy bars and a confusion-matrix heatmap per diagnoser. AgentChaos's published figures get a section of their
+ * own, labelled as another dataset and input (src/evaluation/agentchaos.ts), not bars beside ours.
  */
-import { AGENTCHAOS_KAPPA, AGENTCHAOS_LLM, AGENTCHAOS_RULE } from '../evaluation/agentchaos';
+import { AGENTCHAOS_KAPPA, AGENTCHAOS_LLM, AGENTCHAOS_RULE, PUBLISHED_NOTE, PUBLISHED_TITLE } from '../evaluation/agentchaos';
 import type { DiagnoserScore, EvalReport } from '../evaluation/evaluate';
 import type { ConfusionMatrix } from '../evaluation/confusion';
 import { VERSION } from '../version';
@@ -12,8 +13,6 @@ export function escapeHtml(s: string): string {
 }
 
 const COLORS = ['#2563eb', '#16a34a', '#9333ea', '#ea580c'];
-const AC_RULE = '#9ca3af';
-const AC_LLM = '#d1d5db';
 
 interface Series {
   label: string;
@@ -93,27 +92,30 @@ function scoreTable(report: EvalReport): string {
         `<tr><td>${escapeHtml(d.diagnoser)} (faultline)</td><td>${d.accuracy.typeAccuracy.toFixed(2)}</td><td>${d.accuracy.stepAccuracy.toFixed(2)}</td><td>${d.accuracy.n}</td><td>${d.falsePositives.rate.toFixed(2)} (${d.falsePositives.falsePositives}/${d.falsePositives.clean})</td><td>${d.msPerTrace}</td></tr>`,
     )
     .join('');
-  return `<table><thead><tr><th>diagnoser</th><th>type acc %</th><th>step acc %</th><th>faulty traces</th><th>FP on clean %</th><th>ms/trace</th></tr></thead><tbody>${rows}
-<tr class="ref"><td>AgentChaos rule-based</td><td>${AGENTCHAOS_RULE.typeAccuracy}</td><td>${AGENTCHAOS_RULE.stepAccuracy}</td><td colspan="3">published (paper §5.4)</td></tr>
-<tr class="ref"><td>AgentChaos LLM-based</td><td>${AGENTCHAOS_LLM.typeAccuracy}</td><td>${AGENTCHAOS_LLM.stepAccuracy}</td><td colspan="3">published (paper §5.4)</td></tr></tbody></table>`;
+  return `<table><thead><tr><th>diagnoser</th><th>type acc %</th><th>step acc %</th><th>faulty traces</th><th>FP on clean %</th><th>ms/trace</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
 function perTypeTable(d: DiagnoserScore): string {
   const rows = d.accuracy.perType
-    .map((r) => {
-      const ar = AGENTCHAOS_RULE.perType[r.faultType];
-      const al = AGENTCHAOS_LLM.perType[r.faultType];
-      return `<tr><td>${escapeHtml(r.faultType)}</td><td>${r.n}</td><td>${r.typeAccuracy.toFixed(2)}</td><td>${r.stepAccuracy.toFixed(2)}</td><td>${ar ? `${ar.type} / ${ar.step}` : '–'}</td><td>${al ? `${al.type} / ${al.step}` : '–'}</td></tr>`;
-    })
+    .map((r) => `<tr><td>${escapeHtml(r.faultType)}</td><td>${r.n}</td><td>${r.typeAccuracy.toFixed(2)}</td><td>${r.stepAccuracy.toFixed(2)}</td></tr>`)
     .join('');
-  return `<table><thead><tr><th>fault type</th><th>n</th><th>type %</th><th>step %</th><th>AgentChaos rule type / step</th><th>AgentChaos LLM type / step</th></tr></thead><tbody>${rows}</tbody></table>`;
+  return `<table><thead><tr><th>fault type</th><th>n</th><th>type %</th><th>step %</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+/** AgentChaos's published figures, in a section of their own: another dataset and another input than the report's. */
+function publishedTable(): string {
+  const types = [...new Set([...Object.keys(AGENTCHAOS_RULE.perType), ...Object.keys(AGENTCHAOS_LLM.perType)])];
+  const row = (name: string, p: typeof AGENTCHAOS_RULE): string =>
+    `<tr class="ref"><td>${name}</td><td>${p.typeAccuracy}</td><td>${p.stepAccuracy}</td>${types.map((t) => `<td>${p.perType[t] ? `${p.perType[t].type} / ${p.perType[t].step}` : '–'}</td>`).join('')}</tr>`;
+  return `<h2>${escapeHtml(PUBLISHED_TITLE)}</h2><p class="muted">${escapeHtml(PUBLISHED_NOTE)}; rule vs LLM kappa: type ${AGENTCHAOS_KAPPA.type}, step ${AGENTCHAOS_KAPPA.step}.</p>
+<table><thead><tr><th>AgentChaos diagnoser</th><th>type acc %</th><th>step acc %</th>${types.map((t) => `<th>${escapeHtml(t)} type / step</th>`).join('')}</tr></thead><tbody>${row('AgentChaos rule', AGENTCHAOS_RULE)}${row('AgentChaos LLM', AGENTCHAOS_LLM)}</tbody></table>`;
 }
 
 export function evalHtml(report: EvalReport, options: { title?: string; generatedAt?: Date } = {}): string {
   const title = options.title ?? 'faultline diagnosis evaluation';
   // Types in the union of every diagnoser's per-type rows, taxonomy-ish order by count.
   const types = [...new Set(report.diagnosers.flatMap((d) => d.accuracy.perType.map((r) => r.faultType)))];
-  const mk = (pick: 'typeAccuracy' | 'stepAccuracy', acKey: 'type' | 'step'): string =>
+  const mk = (pick: 'typeAccuracy' | 'stepAccuracy'): string =>
     barChart(
       pick === 'typeAccuracy' ? 'Fault-type accuracy by injected type (%)' : 'Faulty-step accuracy by injected type (%)',
       types,
@@ -123,14 +125,12 @@ export function evalHtml(report: EvalReport, options: { title?: string; generate
           color: COLORS[i % COLORS.length]!,
           values: types.map((t) => d.accuracy.perType.find((r) => r.faultType === t)?.[pick]),
         })),
-        { label: 'AgentChaos rule', color: AC_RULE, values: types.map((t) => AGENTCHAOS_RULE.perType[t]?.[acKey]) },
-        { label: 'AgentChaos LLM', color: AC_LLM, values: types.map((t) => AGENTCHAOS_LLM.perType[t]?.[acKey]) },
       ],
     );
   const kappa = report.kappa.length
     ? `<h2>Cohen's kappa between diagnosers</h2><table><thead><tr><th>pair</th><th>type κ</th><th>step κ</th><th>n</th></tr></thead><tbody>${report.kappa
         .map((k) => `<tr><td>${escapeHtml(`${k.a} vs ${k.b}`)}</td><td>${k.type}</td><td>${k.step}</td><td>${k.n}</td></tr>`)
-        .join('')}<tr class="ref"><td>AgentChaos rule vs LLM</td><td>${AGENTCHAOS_KAPPA.type}</td><td>${AGENTCHAOS_KAPPA.step}</td><td></td></tr></tbody></table>`
+        .join('')}</tbody></table>`
     : '';
   const per = report.diagnosers
     .map((d) => `<h2>${escapeHtml(d.diagnoser)}: per fault type</h2>${perTypeTable(d)}<div class="chart">${heatmap(`Confusion matrix — ${d.diagnoser} (rows truth, columns diagnosis)`, d.confusion)}</div>`)
@@ -149,10 +149,11 @@ td:first-child,th:first-child{text-align:left}tr.ref td{color:#6b7280;font-style
 <h1>${escapeHtml(title)}</h1>
 <p class="muted">${report.traces} traces: ${report.faulty} faulty, ${report.clean} clean, ${report.untriggered} untriggered (excluded from accuracy, as AgentChaos filters untriggered tasks); ${report.spans} spans. faultline ${VERSION}, ${escapeHtml(at)}.</p>
 <h2>Overall</h2>${scoreTable(report)}
-<div class="chart">${mk('typeAccuracy', 'type')}</div>
-<div class="chart">${mk('stepAccuracy', 'step')}</div>
+<div class="chart">${mk('typeAccuracy')}</div>
+<div class="chart">${mk('stepAccuracy')}</div>
 ${kappa}
 ${per}
+${publishedTable()}
 <p class="muted">AgentChaos figures: "Chaos Engineering for Agent Systems via Programmatic Fault Injection" (ASE 2026) §5.4, Table 9; their diagnosers read only the final agent text. The dashed red line marks 90 %.</p>
 </body></html>
 `;

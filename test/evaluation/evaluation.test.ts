@@ -106,16 +106,22 @@ describe('evaluate over a labelled set, and the reports', () => {
     expect(report.kappa).toHaveLength(1);
 
     const text = evalText(report);
-    expect(text).toContain('AgentChaos rule');
-    expect(text).toMatch(/truncate\s+\d+\s+[\d.]+\s+[\d.]+\s+4\.30 \/ 31\.18/);
+    // AgentChaos's figures are in their own section, labelled as another dataset and input, not a row of ours.
+    const published = text.indexOf('Published elsewhere, not comparable row for row');
+    expect(published).toBeGreaterThan(text.indexOf("Cohen's kappa"));
+    expect(text.slice(published)).toContain('another dataset');
+    expect(text.slice(published)).toMatch(/AgentChaos rule\s+52\.45\s+55\.50/);
+    expect(text.slice(0, published)).not.toContain('AgentChaos rule');
+    expect(text.slice(0, published)).not.toContain('4.30 / 31.18');
     expect(text).toContain("Cohen's kappa");
 
     const html = evalHtml(report, { generatedAt: new Date(0) });
     expect(html.startsWith('<!doctype html>')).toBe(true);
     expect((html.match(/<svg /g) ?? []).length).toBe(2 + report.diagnosers.length);
     expect(html).not.toMatch(/<script|<link|src=|href=/i);
-    expect(html).toContain('AgentChaos rule');
-    expect(html).toContain('52.45');
+    expect(html).toContain('another dataset');
+    expect(html.indexOf('52.45')).toBeGreaterThan(html.indexOf('Published elsewhere'));
+    expect(html.slice(0, html.indexOf('Published elsewhere'))).not.toContain('AgentChaos rule');
     // Diagnoser names and labels are escaped.
     const evil = { ...report, diagnosers: [{ ...rule, diagnoser: '<img onerror=x>' }] };
     expect(evalHtml(evil)).not.toContain('<img onerror');
