@@ -15,7 +15,8 @@ import Module from 'node:module';
 import { Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from './undici-global';
 import { logger } from '../src/diag';
 import { toLegacyHandler } from './handler-api';
-import { createGenAiInterceptor, type GenAiInterceptorOptions } from './interceptor';
+import { createGenAiInterceptor, createGenAiLayer, type GenAiInterceptorOptions } from './interceptor';
+import { installNodeHttp } from './node-http';
 import type { Interceptor } from './types';
 
 const log = logger('install');
@@ -237,19 +238,23 @@ export function installInstrumentation(options: GenAiInterceptorOptions & { otlp
   const mine = slot[INSTALLED];
   const previous = mine && current === mine.dispatcher ? mine.previous : current;
   const { otlpEndpoints, ...layerOptions } = options;
-  const layer = createGenAiInterceptor({ ...layerOptions, otlpExports: otlpExports(process.env, otlpEndpoints) });
+  const exports = otlpExports(process.env, otlpEndpoints);
+  const layer = createGenAiInterceptor({ ...layerOptions, otlpExports: exports });
   const installed: Installed = { dispatcher: withLayer(baseOf(previous), layer), previous, layer, reported: false };
   setGlobalDispatcher(installed.dispatcher);
   slot[INSTALLED] = installed;
   watchUndiciLoads();
   if (!mine) subscribe(REQUEST_CREATE, noticeReplacement);
   log.debug('installed the GenAI span layer on the global undici dispatcher');
+  // The same layer in front of node:http / node:https client requests (the AWS SDK, node-fetch): spans, no steps.
+  const uninstallNodeHttp = installNodeHttp(createGenAiLayer({ ...layerOptions, steps: [], otlpExports: exports }));
 
   let done = false;
   return {
     uninstall(): void {
       if (done) return;
       done = true;
+      uninstallNodeHttp();
       if (getGlobalDispatcher() === installed.dispatcher) {
         setGlobalDispatcher(installed.previous);
       } else {

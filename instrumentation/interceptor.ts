@@ -85,10 +85,23 @@ export interface GenAiInterceptorOptions {
 }
 
 /** Credentials never reach a protocol module (and so never a span). */
-const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-api-key', 'api-key', 'cookie', 'x-goog-api-key']);
+const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-api-key', 'api-key', 'cookie', 'x-goog-api-key', 'x-amz-security-token']);
 
 /** Create the GenAI span layer. */
 export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interceptor {
+  return createGenAiLayer(options).interceptor;
+}
+
+/**
+ * The GenAI span layer, and a cheap check of whether a method + origin + path may be one of its calls (the route cache
+ * the layer itself consults): for a client layer that would otherwise have to follow every request (node-http.ts).
+ */
+export interface GenAiLayer {
+  readonly interceptor: Interceptor;
+  mayTake(method: string, origin: string, path: string): boolean;
+}
+
+export function createGenAiLayer(options: GenAiInterceptorOptions): GenAiLayer {
   const modules = options.protocols ?? defaultProtocols;
   const ignore = new Set([...(options.ignoreHosts ?? [])].map((h) => h.toLowerCase()));
   const otlp = new Set(options.otlpExports ?? []);
@@ -96,7 +109,10 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
   const routes: RouteCache = new Map();
   const followUps = new FollowUps();
 
-  return (dispatch: DispatchFn): DispatchFn => {
+  const ignored: Ignored = { hosts: ignore, otlp };
+  const mayTake = (method: string, origin: string, path: string): boolean =>
+    (!options.enabled || options.enabled()) && routeOf(method, origin, path, modules, ignored, routes) !== null;
+  const interceptor = (dispatch: DispatchFn): DispatchFn => {
     // Steps are composed once: steps[0] is the outermost, called first.
     const inner = steps.reduceRight<DispatchFn>((next, step) => step(next) as DispatchFn, dispatch);
 
@@ -107,7 +123,7 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       }
       let match: Match | undefined;
       try {
-        match = recognise(opts, modules, { hosts: ignore, otlp }, options.enabled, routes);
+        match = recognise(opts, modules, ignored, options.enabled, routes);
       } catch (err) {
         log.error('internal error in request matching (ignored, the application is unaffected):', err);
       }
@@ -253,6 +269,7 @@ export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interc
       }
     }
   };
+  return { interceptor: interceptor as Interceptor, mayTake };
 }
 
 /** `opts` with the trace context of `ctx` in its headers, unless the application propagates its own. */
@@ -302,20 +319,25 @@ function recognise(
   const method = (opts.method ?? 'GET').toUpperCase();
   const origin = opts.origin;
   if (origin === undefined || opts.path === undefined) return undefined;
-  const key = `${method} ${String(origin)} ${opts.path}`;
-  let route = routes.get(key);
-  if (route === undefined) {
-    route = resolveRoute(method, new URL(opts.path, origin), modules, ignore);
-    // A cheap bound for apps with unbounded paths (ids in the path or query): start over rather than track recency.
-    if (routes.size >= MAX_ROUTES) routes.clear();
-    routes.set(key, route);
-  }
+  const route = routeOf(method, origin, opts.path, modules, ignore, routes);
   if (route === null) return undefined;
   const headers = headerRecord(opts.headers);
   if (!jsonBody(headers['content-type'])) return undefined;
   const url = route.url;
   const first = route.modules.findIndex((module) => module.matches(method, url, headers));
   return first >= 0 ? { modules: route.modules, first, url, port: route.port, method, headers } : undefined;
+}
+
+function routeOf(method: string, origin: string | URL, path: string, modules: readonly ProtocolModule[], ignore: Ignored, routes: RouteCache) {
+  const key = `${method} ${String(origin)} ${path}`;
+  let route = routes.get(key);
+  if (route === undefined) {
+    route = resolveRoute(method, new URL(path, origin), modules, ignore);
+    // A cheap bound for apps with unbounded paths (ids in the path or query): start over rather than track recency.
+    if (routes.size >= MAX_ROUTES) routes.clear();
+    routes.set(key, route);
+  }
+  return route;
 }
 
 /** What is never intercepted: the hosts the user excluded, and the OTLP export requests (`host:port/path`). */
