@@ -21,6 +21,9 @@ const DOCUMENTED = [
   /request timed out/i, // openai / anthropic SDK APIConnectionTimeoutError
   /aborted due to timeout/i, // Node AbortSignal.timeout TimeoutError
   /reduce the length of the messages/i, // OpenAI / vLLM
+  /resulted in/i, // OpenAI / vLLM: "However, your messages resulted in N tokens"
+  /exceeds the maximum/i, // Gemini, as a regex reads it apart from "number of tokens"
+  /requested model/i, // Bedrock ValidationException: "Input is too long for requested model"
 ];
 const WINDOWS = new Set([4096, 8192, 16384, 32768, 65536, 128000, 131072, 200000, 1000000, 1047576, 1048576, 2097152]);
 
