@@ -8,6 +8,7 @@ import { extname } from 'node:path';
 import { z } from 'zod';
 import { GuardConfigSchema } from '../detectors/guards/config';
 import { FaultlineInputError } from './errors';
+import { OTLP_ENDPOINT, OTLP_ENDPOINT_EXPECTED } from './otlp-endpoint';
 import { FaultPlan } from './plan/schema';
 
 const path = z.string().min(1);
@@ -23,7 +24,7 @@ export const ExportSection = z
       .strictObject({
         endpoint: z
           .string()
-          .regex(/^https?:\/\/[^\s/?#]+(\/\S*)?$/, 'an http(s) URL like http://localhost:4318')
+          .regex(OTLP_ENDPOINT, OTLP_ENDPOINT_EXPECTED)
           .optional()
           .meta({ description: 'base URL, /v1/traces and /v1/metrics are appended (OTEL_EXPORTER_OTLP_ENDPOINT)' }),
         protocol: z.enum(['http/protobuf', 'http/json']).optional().meta({ description: 'OTEL_EXPORTER_OTLP_PROTOCOL. Default http/protobuf' }),

@@ -26,6 +26,7 @@ import { parts } from './parts';
 import type { FaultPlan, FaultPlanInput } from './plan/schema';
 import type { ConfigFile } from './config-schema';
 import { redactUrl } from '../instrumentation/redact-url';
+import { OTLP_ENDPOINT, OTLP_ENDPOINT_EXPECTED } from './otlp-endpoint';
 
 export type TraceExporterName = 'otlp' | 'console' | 'file';
 export type MetricExporterName = 'otlp' | 'console';
@@ -125,10 +126,6 @@ export const DEFAULTS = {
 export const CONFIG_FILE_NAMES = ['faultline.config.json', 'faultline.config.yaml', 'faultline.config.yml'] as const;
 
 /** One line on stderr for a setting that would otherwise lose spans or faults without a word. */
-/** An OTLP endpoint from the environment: the same rule as config-schema.ts's export.otlp.endpoint. */
-const OTLP_ENDPOINT = /^https?:\/\/[^\s/?#]+(\/\S*)?$/;
-const OTLP_ENDPOINT_EXPECTED = 'an http(s) URL like http://localhost:4318';
-
 function notice(message: string): void {
   process.stderr.write(`faultline: ${message}\n`);
 }
