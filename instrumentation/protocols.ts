@@ -3,6 +3,7 @@ import { a2aProtocol } from './agents/a2a';
 import { mcpProtocol } from './agents/mcp';
 import type { ProtocolModule } from './internal-types';
 import { anthropicMessages } from './providers/anthropic-messages';
+import { bedrockConverse } from './providers/bedrock-converse';
 import { geminiEmbeddings, ollamaEmbeddings, openaiEmbeddings } from './providers/embeddings';
 import { geminiGenerateContent } from './providers/gemini';
 import { ollamaChat, ollamaGenerate } from './providers/ollama';
@@ -14,6 +15,7 @@ export const protocols: readonly ProtocolModule[] = [
   openaiResponses,
   anthropicMessages,
   geminiGenerateContent,
+  bedrockConverse,
   ollamaChat,
   ollamaGenerate,
   // Ollama's /api/embeddings first: an OpenAI-shaped body on that path falls through to the OpenAI-compatible module.

@@ -125,6 +125,7 @@ export type Protocol =
   | 'anthropic.messages'
   | 'gemini.generate_content'
   | 'gemini.embeddings'
+  | 'bedrock.converse'
   | 'ollama.chat'
   | 'ollama.generate'
   | 'ollama.embeddings'

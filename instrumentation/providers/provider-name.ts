@@ -4,18 +4,20 @@
  * name, `openai_compatible` or `anthropic_compatible`, and `server.address` says where it went. Self-hosted gateways
  * set `FAULTLINE_PROVIDER_NAME` (or the `providerName` option) to name themselves.
  *
- * Two wire formats are their provider's own: only Google serves the Gemini API (`generateContent`), so an unknown host
+ * Three wire formats are their provider's own: only Google serves the Gemini API (`generateContent`), so an unknown host
  * speaking it is a gateway in front of Google (`gcp.gemini`, or `gcp.vertex_ai` for a Vertex-shaped path, which the
- * caller tells); and Ollama's native API (`/api/chat`) is Ollama (`ollama`, not a semconv well-known value).
+ * caller tells); only Amazon serves Bedrock's runtime API (`model/{id}/converse`), so any host speaking it is in front
+ * of Bedrock (`aws.bedrock`); and Ollama's native API (`/api/chat`) is Ollama (`ollama`, not a semconv well-known value).
  */
 
-export type WireFamily = 'openai' | 'anthropic' | 'gemini' | 'vertex' | 'ollama';
+export type WireFamily = 'openai' | 'anthropic' | 'gemini' | 'vertex' | 'bedrock' | 'ollama';
 
 const FALLBACK: Record<WireFamily, string> = {
   openai: 'openai_compatible',
   anthropic: 'anthropic_compatible',
   gemini: 'gcp.gemini',
   vertex: 'gcp.vertex_ai',
+  bedrock: 'aws.bedrock',
   ollama: 'ollama',
 };
 

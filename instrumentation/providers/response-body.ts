@@ -36,6 +36,8 @@ export class ResponseBody {
   /** Non-SSE bodies: decoded as they arrive (no copy, no concat), joined at the end. */
   #decoder: StringDecoder | undefined;
   #texts: string[] | undefined;
+  /** A binary framing's reader (event-stream), when a reader took the bytes over (`takeBytes`). */
+  #bytes: ((chunk: Buffer) => void) | undefined;
 
   constructor(t0: number, onEvent: (e: SseEvent) => void) {
     this.#t0 = t0;
@@ -59,6 +61,8 @@ export class ResponseBody {
     this.bytes += chunk.length;
     if (this.#parser) {
       this.#parser.push(chunk);
+    } else if (this.#bytes) {
+      this.#bytes(chunk);
     } else if (this.bytes > MAX_PARSE_BYTES) {
       if (this.#texts) this.overflow = true;
       this.#texts = undefined;
@@ -69,6 +73,16 @@ export class ResponseBody {
 
   onEnd(): void {
     this.ended = true;
+  }
+
+  /**
+   * A body in a binary framing of the reader's own (AWS event-stream): from now on each chunk goes to `read` as it
+   * arrives, and none is kept as text. Called from the reader's `onStart`, after this one's.
+   */
+  takeBytes(read: (chunk: Buffer) => void): void {
+    this.#bytes = read;
+    this.#decoder = undefined;
+    this.#texts = undefined;
   }
 
   /** The body as text (non-SSE), once; for SSE it ends the parser and returns undefined. */

@@ -1,0 +1,139 @@
+/**
+ * Amazon Bedrock Converse through the real AWS SDK (@aws-sdk/client-bedrock-runtime, NodeHttpHandler: node:http),
+ * against a loopback server answering in Bedrock's wire format (test/support/bedrock.ts): one chat span per call with
+ * the GenAI attributes, no credential or signature on it, and what the application gets the same as without faultline.
+ */
+import { ConverseCommand, type ConverseCommandInput, type ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
+import { SpanStatusCode } from '@opentelemetry/api';
+import { describe, expect, it } from 'vitest';
+import { bedrockClient, CONVERSE_TEXT, CONVERSE_TOOL, errorReply, FAKE_CREDENTIALS, jsonReply, MODEL } from '../support/bedrock';
+import { useLayer } from '../support/layer';
+import { ours } from '../support/otel';
+
+const layer = useLayer();
+
+const INPUT: ConverseCommandInput = {
+  modelId: MODEL,
+  system: [{ text: 'You are a geography tutor.' }],
+  messages: [{ role: 'user', content: [{ text: 'What is the capital of France?' }] }],
+  inferenceConfig: { maxTokens: 256, temperature: 0.2, topP: 0.9, stopSequences: ['\n\nHuman:'] },
+};
+
+const TOOL_INPUT: ConverseCommandInput = {
+  modelId: MODEL,
+  messages: [
+    { role: 'user', content: [{ text: 'Weather in Paris?' }] },
+    { role: 'assistant', content: [{ toolUse: { toolUseId: 'tooluse_prev', name: 'get_weather', input: { city: 'Lyon' } } }] },
+    { role: 'user', content: [{ toolResult: { toolUseId: 'tooluse_prev', content: [{ json: { tempC: 18 } }], status: 'success' } }] },
+  ],
+  toolConfig: {
+    tools: [{ toolSpec: { name: 'get_weather', description: 'Current weather for a city', inputSchema: { json: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } } }],
+  },
+};
+
+/** The SDK's answer without what differs between any two calls (its timing and attempt bookkeeping). */
+function answer(out: ConverseCommandOutput): unknown {
+  const { $metadata, ...rest } = out;
+  return { ...rest, requestId: $metadata.requestId, httpStatusCode: $metadata.httpStatusCode };
+}
+
+async function both<T>(fn: () => Promise<T>): Promise<[T, T]> {
+  const instrumented = await fn();
+  layer.inst.disable();
+  try {
+    return [instrumented, await fn()];
+  } finally {
+    layer.inst.enable();
+  }
+}
+
+function noCredentials(attributes: object): void {
+  const text = JSON.stringify(attributes);
+  for (const secret of Object.values(FAKE_CREDENTIALS)) expect(text).not.toContain(secret);
+  expect(text).not.toMatch(/Signature=|AWS4-HMAC-SHA256/);
+}
+
+describe('Bedrock Converse (AWS SDK, NodeHttpHandler)', () => {
+  it('a text answer: one chat span with the model, parameters, finish reason and usage; the answer as without faultline', async () => {
+    layer.server.respond(() => jsonReply(CONVERSE_TEXT));
+    const client = bedrockClient(layer.server.url);
+    const [a, b] = await both(() => client.send(new ConverseCommand(INPUT)));
+    expect(answer(a)).toEqual(answer(b));
+    expect(a.output?.message?.content?.[0]?.text).toBe('The capital of France is Paris.');
+    // The request left as the SDK signed it: same bytes with and without faultline.
+    const [sent, plain] = layer.server.requests.slice(-2);
+    expect(sent!.body.equals(plain!.body)).toBe(true);
+
+    const spans = ours(layer.otel.spans());
+    expect(spans).toHaveLength(1);
+    const span = spans[0]!;
+    expect(span.name).toBe(`chat ${MODEL}`);
+    expect(span.attributes).toMatchObject({
+      'gen_ai.provider.name': 'aws.bedrock',
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.request.model': MODEL,
+      'gen_ai.request.max_tokens': 256,
+      'gen_ai.request.temperature': 0.2,
+      'gen_ai.request.top_p': 0.9,
+      'gen_ai.request.stop_sequences': ['\n\nHuman:'],
+      'gen_ai.response.finish_reasons': ['stop'],
+      'gen_ai.usage.input_tokens': 21,
+      'gen_ai.usage.output_tokens': 9,
+      'faultline.request.retry_count': 0,
+      'faultline.response.output_chars': 'The capital of France is Paris.'.length,
+      'http.response.status_code': 200,
+      'server.address': '127.0.0.1',
+    });
+    expect(JSON.parse(span.attributes['gen_ai.input.messages'] as string)).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'What is the capital of France?' }] }]);
+    expect(JSON.parse(span.attributes['gen_ai.system_instructions'] as string)).toEqual([{ type: 'text', content: 'You are a geography tutor.' }]);
+    expect(JSON.parse(span.attributes['gen_ai.output.messages'] as string)).toEqual([
+      { role: 'assistant', parts: [{ type: 'text', content: 'The capital of France is Paris.' }], finish_reason: 'stop' },
+    ]);
+    noCredentials(span.attributes);
+  });
+
+  it('tool use: the definitions, the tool call, the tool result sent back, cache reads counted in the input tokens', async () => {
+    layer.server.respond(() => jsonReply(CONVERSE_TOOL));
+    const out = await bedrockClient(layer.server.url).send(new ConverseCommand(TOOL_INPUT));
+    expect(out.stopReason).toBe('tool_use');
+    const span = await layer.one();
+    expect(span.attributes).toMatchObject({
+      'gen_ai.response.finish_reasons': ['tool_call'],
+      'gen_ai.usage.input_tokens': 1320,
+      'gen_ai.usage.cache_read.input_tokens': 1200,
+      'gen_ai.usage.output_tokens': 54,
+      'faultline.request.tool_names': ['get_weather'],
+      'faultline.response.tool_call_count': 1,
+    });
+    expect(JSON.parse(span.attributes['gen_ai.tool.definitions'] as string)).toEqual([
+      { name: 'get_weather', type: 'function', description: 'Current weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+    ]);
+    const input = JSON.parse(span.attributes['gen_ai.input.messages'] as string) as unknown[];
+    expect(input[1]).toEqual({ role: 'assistant', parts: [{ type: 'tool_call', id: 'tooluse_prev', name: 'get_weather', arguments: { city: 'Lyon' } }] });
+    expect(input[2]).toEqual({ role: 'user', parts: [{ type: 'tool_call_response', id: 'tooluse_prev', response: { tempC: 18 } }] });
+    const output = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{ parts: unknown[] }>;
+    expect(output[0]!.parts[1]).toEqual({ type: 'tool_call', id: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q', name: 'get_weather', arguments: { city: 'Paris' } });
+  });
+
+  it('a model ARN (URL-encoded in the path by the SDK) is recorded decoded', async () => {
+    const arn = 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.amazon.nova-pro-v1:0';
+    layer.server.respond(() => jsonReply(CONVERSE_TEXT));
+    await bedrockClient(layer.server.url).send(new ConverseCommand({ ...INPUT, modelId: arn }));
+    expect(layer.server.requests.at(-1)!.url).toContain('arn%3Aaws%3Abedrock');
+    const span = await layer.one();
+    expect(span.name).toBe(`chat ${arn}`);
+    expect(span.attributes['gen_ai.request.model']).toBe(arn);
+  });
+
+  it('an error answer: the SDK throws the same exception, the span records the status and the Bedrock error type', async () => {
+    layer.server.respond(() => errorReply(400, 'ValidationException', 'The provided model identifier is invalid.'));
+    const client = bedrockClient(layer.server.url);
+    const [a, b] = await both(() => client.send(new ConverseCommand(INPUT)).then(() => undefined, (e: Error) => e));
+    expect(a?.name).toBe('ValidationException');
+    expect(a?.message).toBe(b?.message);
+    const spans = ours(layer.otel.spans());
+    expect(spans).toHaveLength(1);
+    expect(spans[0]!.attributes['error.type']).toBe('400');
+    expect(spans[0]!.status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'HTTP 400 ValidationException' });
+  });
+});
