@@ -1,12 +1,12 @@
 /**
- * Amazon Bedrock Converse through the real AWS SDK (@aws-sdk/client-bedrock-runtime, NodeHttpHandler: node:http),
+ * Amazon Bedrock Converse and ConverseStream through the real AWS SDK (@aws-sdk/client-bedrock-runtime, NodeHttpHandler: node:http),
  * against a loopback server answering in Bedrock's wire format (test/support/bedrock.ts): one chat span per call with
  * the GenAI attributes, no credential or signature on it, and what the application gets the same as without faultline.
  */
-import { ConverseCommand, type ConverseCommandInput, type ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
+import { ConverseCommand, ConverseStreamCommand, type ConverseCommandInput, type ConverseCommandOutput, type ConverseStreamCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import { bedrockClient, CONVERSE_TEXT, CONVERSE_TOOL, errorReply, FAKE_CREDENTIALS, jsonReply, MODEL } from '../support/bedrock';
+import { bedrockClient, CONVERSE_TEXT, CONVERSE_TOOL, errorReply, exceptionFrame, FAKE_CREDENTIALS, jsonReply, MODEL, streamReply, textStream, toolStream } from '../support/bedrock';
 import { useLayer } from '../support/layer';
 import { ours } from '../support/otel';
 
@@ -135,5 +135,88 @@ describe('Bedrock Converse (AWS SDK, NodeHttpHandler)', () => {
     expect(spans).toHaveLength(1);
     expect(spans[0]!.attributes['error.type']).toBe('400');
     expect(spans[0]!.status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'HTTP 400 ValidationException' });
+  });
+});
+
+/** `frames` joined and cut into pieces of `size` bytes: frames split across chunks anywhere. */
+function cut(frames: Buffer[], size: number): Buffer[] {
+  const all = Buffer.concat(frames);
+  const out: Buffer[] = [];
+  for (let i = 0; i < all.length; i += size) out.push(all.subarray(i, i + size));
+  return out;
+}
+
+async function streamed(client: ReturnType<typeof bedrockClient>, input: ConverseStreamCommandInput): Promise<{ text: string; events: string[] }> {
+  const out = await client.send(new ConverseStreamCommand(input));
+  let text = '';
+  const events: string[] = [];
+  for await (const e of out.stream ?? []) {
+    events.push(JSON.stringify(e));
+    if (e.contentBlockDelta?.delta?.text !== undefined) text += e.contentBlockDelta.delta.text;
+  }
+  return { text, events };
+}
+
+describe('Bedrock ConverseStream (AWS SDK, NodeHttpHandler)', () => {
+  const DELTAS = ['The capital', ' of France', ' is Paris.'];
+
+  it('a text stream cut into 7-byte chunks: the SDK reads every event as without faultline; one span with the stream facts', async () => {
+    const frames = textStream(DELTAS);
+    layer.server.respond(() => streamReply(cut(frames, 7)));
+    const client = bedrockClient(layer.server.url);
+    const [a, b] = await both(() => streamed(client, INPUT));
+    expect(a).toEqual(b);
+    expect(a.text).toBe(DELTAS.join(''));
+    const spans = ours(layer.otel.spans());
+    expect(spans).toHaveLength(1);
+    const span = spans[0]!;
+    expect(span.name).toBe(`chat ${MODEL}`);
+    expect(span.attributes).toMatchObject({
+      'gen_ai.provider.name': 'aws.bedrock',
+      'gen_ai.request.stream': true,
+      'gen_ai.response.finish_reasons': ['stop'],
+      'gen_ai.usage.input_tokens': 17,
+      'gen_ai.usage.output_tokens': 6,
+      'faultline.response.done': true,
+      'faultline.response.output_chars': DELTAS.join('').length,
+      'faultline.response.body_bytes': Buffer.concat(frames).length,
+      'faultline.response.content_type': 'application/vnd.amazon.eventstream',
+    });
+    expect(span.attributes['faultline.response.malformed_events']).toBeUndefined();
+    expect(JSON.parse(span.attributes['gen_ai.output.messages'] as string)).toEqual([
+      { role: 'assistant', parts: [{ type: 'text', content: DELTAS.join('') }], finish_reason: 'stop' },
+    ]);
+    noCredentials(span.attributes);
+  });
+
+  it('a tool call streamed in fragments: the call and its arguments, finish tool_call', async () => {
+    layer.server.respond(() => streamReply(cut(toolStream(), 5)));
+    const { events } = await streamed(bedrockClient(layer.server.url), TOOL_INPUT);
+    expect(events.length).toBe(toolStream().length);
+    const span = await layer.one();
+    expect(span.attributes).toMatchObject({ 'gen_ai.response.finish_reasons': ['tool_call'], 'faultline.response.tool_call_count': 1, 'faultline.response.done': true });
+    const output = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{ parts: unknown[] }>;
+    expect(output[0]!.parts).toEqual([
+      { type: 'text', content: 'Checking the weather.' },
+      { type: 'tool_call', id: 'tooluse_3fQqvH0aRkq1', name: 'get_weather', arguments: { city: 'Paris' } },
+    ]);
+  });
+
+  it('an exception frame inside the 200 stream: the SDK throws it, the span records an in-band failure and no done', async () => {
+    const frames = [...textStream(DELTAS).slice(0, 2), exceptionFrame('modelStreamErrorException', 'The model stream failed.')];
+    layer.server.respond(() => streamReply(frames));
+    const err = await streamed(bedrockClient(layer.server.url), INPUT).then(() => undefined, (e: Error) => e);
+    expect(err?.name).toBe('ModelStreamErrorException');
+    const span = await layer.one();
+    expect(span.attributes).toMatchObject({ 'error.type': 'modelStreamErrorException', 'faultline.response.done': false });
+  });
+
+  it('a stream that ends mid-frame: what came before is read, the answer is not done', async () => {
+    const all = Buffer.concat(textStream(DELTAS));
+    layer.server.respond(() => ({ ...streamReply([all.subarray(0, all.length - 30)]), destroyAfter: true }));
+    await streamed(bedrockClient(layer.server.url), INPUT).catch(() => undefined);
+    const span = await layer.one();
+    expect(span.attributes['faultline.response.done']).toBe(false);
+    expect(span.attributes['faultline.response.output_chars']).toBe(DELTAS.join('').length);
   });
 });
