@@ -14,7 +14,7 @@ import { getFault } from './index';
 import type { FaultDefinition, StreamEvent } from './types';
 
 /** The provider family whose error bodies a transport fault sends. */
-export type ErrorShape = 'openai' | 'anthropic' | 'gemini' | 'ollama';
+export type ErrorShape = 'openai' | 'anthropic' | 'gemini' | 'ollama' | 'bedrock';
 
 /** How a streamed answer is framed: SSE events, NDJSON lines, or the elements of one JSON array. */
 export type StreamFraming = 'sse' | 'ndjson' | 'json-array';
@@ -35,6 +35,8 @@ export interface WireFormat {
   readonly terminal?: string;
   /** The fields the AgentChaos faults act on; undefined: none (embeddings). */
   readonly content?: { text: string; toolCalls?: string; finish: string };
+  /** Why its answers' bodies and streams cannot be faulted yet (only transport faults apply); undefined: they can. */
+  readonly bodiesNotFaulted?: string;
 }
 
 export const WIRE_FORMATS: readonly WireFormat[] = [
@@ -109,6 +111,17 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     terminal: 'the `"done": true` line (it also carries `done_reason` and the token counts)',
     content: { text: '`response`', finish: '`done_reason`' },
   },
+  {
+    protocol: 'bedrock.converse',
+    label: 'Amazon Bedrock Converse',
+    errors: 'bedrock',
+    operation: 'chat',
+    providers: ['aws.bedrock'],
+    url: 'https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse',
+    streams: 'AWS event-stream (ConverseStream)',
+    terminal: 'the `metadata` event',
+    bodiesNotFaulted: 'faultline does not rewrite Converse answers yet (transport faults apply)',
+  },
   { protocol: 'openai.embeddings', label: 'OpenAI-compatible embeddings', errors: 'openai', operation: 'embeddings', url: 'https://api.openai.com/v1/embeddings' },
   {
     protocol: 'gemini.embeddings',
@@ -151,6 +164,7 @@ export function notApplicableReason(fault: FaultDefinition, protocol: Protocol):
   const format = BY_PROTOCOL.get(protocol);
   if (fault.mode === 'message') return protocol === 'a2a' || protocol === 'mcp' ? undefined : 'message faults act on agent messages (A2A, MCP, channels)';
   if (fault.mode === 'transport') return undefined;
+  if (format?.bodiesNotFaulted !== undefined) return format.bodiesNotFaulted;
   if (fault.mode === 'stream') {
     // A2A and MCP streams are SSE without a terminal marker of their own: cut, stall and garble apply.
     if (format === undefined) return fault.base === 'stream_drop_done' ? 'its streams have no terminal marker' : undefined;
@@ -217,6 +231,9 @@ export function planGaps(plan: FaultPlan): Array<{ rule: string; gaps: Array<{ f
     const formats = formatsMatching(r.match);
     const streamsSomewhere = formats.some((f) => f.streams !== undefined);
     const gaps = formats.flatMap((f) => {
+      // A format faultline cannot rewrite yet is named for a rule aimed at its provider: a `model` or `chat` rule would
+      // otherwise announce it in every app, Bedrock or not (the trigger report still lists the calls it met there).
+      if (f.bodiesNotFaulted !== undefined && r.match.provider === undefined) return [];
       const reason = notApplicableReason(def, f.protocol);
       if (reason === undefined || (def.mode === 'stream' && f.streams === undefined && streamsSomewhere)) return [];
       return [{ format: f.label, reason }];

@@ -3,7 +3,7 @@
  * HTTP errors with provider-shaped error bodies, connection reset / refused, a hang until the client gives up, and a
  * slow first byte. They act before the request leaves: a synthetic response never reaches the network.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { timerMs } from '../duration';
 import type { FaultType } from '../taxonomy';
@@ -23,6 +23,12 @@ interface Shape {
   gemini: { message: string; status: string };
   /** Ollama answers `{"error": "…"}`. */
   ollama: string;
+  /**
+   * Amazon Bedrock names the error in the `x-amzn-errortype` header and answers `{"message": "…"}` (the runtime API
+   * reference's errors: ThrottlingException 429, InternalServerException 500, ServiceUnavailableException 503; a 502 or
+   * 529 is Bedrock's ServiceUnavailableException, the error it has for an unavailable model).
+   */
+  bedrock: { type: string; message: string };
 }
 
 const SHAPES: Record<string, Shape> = {
@@ -32,6 +38,7 @@ const SHAPES: Record<string, Shape> = {
     anthropic: { type: 'api_error', message: 'Internal server error' },
     gemini: { message: 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting', status: 'INTERNAL' },
     ollama: 'an error was encountered while running the model',
+    bedrock: { type: 'InternalServerException', message: 'An internal server error occurred. Retry your request.' },
   },
   http_502: {
     status: 502,
@@ -39,6 +46,7 @@ const SHAPES: Record<string, Shape> = {
     anthropic: { type: 'api_error', message: 'Bad gateway' },
     gemini: { message: 'Bad Gateway', status: 'UNAVAILABLE' },
     ollama: 'bad gateway',
+    bedrock: { type: 'ServiceUnavailableException', message: 'The service isn\'t currently available. Try again later.' },
   },
   http_503: {
     status: 503,
@@ -46,6 +54,7 @@ const SHAPES: Record<string, Shape> = {
     anthropic: { type: 'api_error', message: 'Service unavailable' },
     gemini: { message: 'The model is overloaded. Please try again later.', status: 'UNAVAILABLE' },
     ollama: 'server busy, please try again.  maximum pending requests exceeded',
+    bedrock: { type: 'ServiceUnavailableException', message: 'The service isn\'t currently available. Try again later.' },
   },
   http_529: {
     status: 529,
@@ -53,6 +62,7 @@ const SHAPES: Record<string, Shape> = {
     anthropic: { type: 'overloaded_error', message: 'Overloaded' },
     gemini: { message: 'The model is overloaded. Please try again later.', status: 'UNAVAILABLE' },
     ollama: 'server overloaded',
+    bedrock: { type: 'ServiceUnavailableException', message: 'The service isn\'t currently available. Try again later.' },
   },
   http_429: {
     status: 429,
@@ -60,12 +70,14 @@ const SHAPES: Record<string, Shape> = {
     anthropic: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' },
     gemini: { message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' },
     ollama: 'too many requests',
+    bedrock: { type: 'ThrottlingException', message: 'Your request was denied due to exceeding the account quotas for Amazon Bedrock. Wait before trying again.' },
   },
 };
 
-/** The error body a provider family really sends for this status (`provider`: openai, anthropic, gemini, ollama). */
+/** The error body a provider family really sends for this status (`provider`: openai, anthropic, gemini, ollama, bedrock). */
 export function providerErrorBody(name: string, provider: string): string {
   const s = SHAPES[name];
+  if (provider === 'bedrock') return JSON.stringify({ message: s.bedrock.message });
   if (provider === 'anthropic') return JSON.stringify({ type: 'error', error: s.anthropic });
   if (provider === 'gemini') return JSON.stringify({ error: { code: s.status, message: s.gemini.message, status: s.gemini.status } });
   if (provider === 'ollama') return JSON.stringify({ error: s.ollama });
@@ -93,6 +105,11 @@ function httpFault(name: string): TransportFault {
       const requestId = `req_${randomBytes(16).toString('hex')}`;
       if (provider === 'anthropic') headers['request-id'] = requestId;
       else if (provider === 'openai') headers['x-request-id'] = requestId;
+      else if (provider === 'bedrock') {
+        // What the AWS SDK reads the exception's type from; its request id is a UUID.
+        headers['x-amzn-errortype'] = `${s.bedrock.type}:http://internal.amazon.com/coral/com.amazon.bedrock/`;
+        headers['x-amzn-requestid'] = randomUUID();
+      }
       return { kind: 'respond', status: s.status, headers, body: providerErrorBody(name, provider) };
     },
   };

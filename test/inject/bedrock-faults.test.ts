@@ -1,0 +1,77 @@
+/**
+ * Transport faults on Amazon Bedrock, in Bedrock's own error shape (the type in `x-amzn-errortype`, `{"message"}` as
+ * the body), through the real AWS SDK. The fault step sits in the undici layer, so these calls go through the SDK's
+ * FetchHttpHandler (fetch); the SDK's default NodeHttpHandler (node:http) is seen but not faulted yet
+ * (docs/compatibility.md). A content or stream fault meeting a Converse call is reported not applicable.
+ */
+import { BedrockRuntimeClient, ConverseCommand, ServiceUnavailableException, ThrottlingException, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { FetchHttpHandler } from '@smithy/fetch-http-handler';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ATTR_FL_FAULT_MODE, ATTR_HTTP_RESPONSE_STATUS_CODE } from '../../instrumentation/semconv';
+import { planGaps } from '../../src/catalog/formats';
+import { parsePlan } from '../../src/plan/load';
+import { CONVERSE_TEXT, FAKE_CREDENTIALS, jsonReply, MODEL } from '../support/bedrock';
+import { startLlmServer, type LlmServer } from '../support/llm-server';
+import { callSpans, faultName, setupHarness, type Harness } from './harness';
+
+let h: Harness;
+let server: LlmServer;
+
+beforeAll(async () => {
+  h = setupHarness();
+  server = await startLlmServer(() => jsonReply(CONVERSE_TEXT));
+});
+afterAll(async () => {
+  await server.close();
+  await h.shutdown();
+});
+beforeEach(() => {
+  h.exporter.reset();
+  server.requests.length = 0;
+});
+
+const INPUT: ConverseCommandInput = { modelId: MODEL, messages: [{ role: 'user', content: [{ text: 'What is the capital of France?' }] }] };
+const client = (maxAttempts = 1) =>
+  new BedrockRuntimeClient({ region: 'us-east-1', endpoint: server.url, credentials: FAKE_CREDENTIALS, requestHandler: new FetchHttpHandler(), maxAttempts });
+const plan = (fault: string, params: Record<string, unknown> = {}) => ({ rules: [{ fault, params, match: { provider: 'aws.bedrock' } }] });
+const spansOf = async (n: number) => callSpans(await h.waitForSpans((s) => callSpans(s).length >= n));
+
+describe('transport faults on Bedrock Converse (AWS SDK, FetchHttpHandler)', () => {
+  it('http_429 reaches the SDK as ThrottlingException with Bedrock’s message; the request never left', async () => {
+    const err = await h.task(plan('http_429', { retryAfterS: 0 }), () => client().send(new ConverseCommand(INPUT))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ThrottlingException);
+    const e = err as ThrottlingException;
+    expect(e.$metadata.httpStatusCode).toBe(429);
+    expect(e.message).toMatch(/exceeding the account quotas for Amazon Bedrock/);
+    expect(e.$metadata.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(server.requests).toHaveLength(0);
+    const [span] = await spansOf(1);
+    expect(faultName(span!)).toBe('http_429');
+    expect(span!.attributes).toMatchObject({ [ATTR_HTTP_RESPONSE_STATUS_CODE]: 429, [ATTR_FL_FAULT_MODE]: 'transport', 'gen_ai.provider.name': 'aws.bedrock' });
+  });
+
+  it('the SDK’s own retry gets past one 429: the second attempt reaches the server', async () => {
+    const { result } = await h.task(plan('http_429', { retryAfterS: 0 }), () => client(2).send(new ConverseCommand(INPUT)));
+    expect(result.output?.message?.content?.[0]?.text).toBe('The capital of France is Paris.');
+    expect(server.requests).toHaveLength(1);
+    const spans = await spansOf(2);
+    expect(faultName(spans[0]!)).toBe('http_429');
+    expect(faultName(spans[1]!)).toBeUndefined();
+    expect(spans[1]!.attributes['faultline.request.retry_count']).toBe(1);
+  });
+
+  it('http_503 reaches the SDK as ServiceUnavailableException', async () => {
+    const err = await h.task(plan('http_503'), () => client().send(new ConverseCommand(INPUT))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ServiceUnavailableException);
+    expect((err as ServiceUnavailableException).$metadata.httpStatusCode).toBe(503);
+  });
+
+  it('a content fault meets a Converse call: not applied, the answer untouched, and named at start-up', async () => {
+    const { result, taskId } = await h.task(plan('llm_truncate_single'), () => client().send(new ConverseCommand(INPUT)));
+    expect(result.output?.message?.content?.[0]?.text).toBe('The capital of France is Paris.');
+    expect(h.injector.triggerReport(taskId).tasks[0]!.rules[0]).toMatchObject({ fires: 0, notApplicable: 1 });
+    expect(server.requests).toHaveLength(1);
+    const [gaps] = planGaps(parsePlan({ rules: [{ fault: 'llm_truncate_single', match: { provider: 'aws.bedrock' } }] }));
+    expect(gaps!.gaps).toContainEqual({ format: 'Amazon Bedrock Converse', reason: 'faultline does not rewrite Converse answers yet (transport faults apply)' });
+  });
+});
