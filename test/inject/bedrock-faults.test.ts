@@ -4,13 +4,13 @@
  * FetchHttpHandler (fetch); the SDK's default NodeHttpHandler (node:http) is seen but not faulted yet
  * (docs/compatibility.md). A content or stream fault meeting a Converse call is reported not applicable.
  */
-import { BedrockRuntimeClient, ConverseCommand, ServiceUnavailableException, ThrottlingException, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, ServiceUnavailableException, ThrottlingException, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import { FetchHttpHandler } from '@smithy/fetch-http-handler';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ATTR_FL_FAULT_MODE, ATTR_HTTP_RESPONSE_STATUS_CODE } from '../../instrumentation/semconv';
 import { planGaps } from '../../src/catalog/formats';
 import { parsePlan } from '../../src/plan/load';
-import { CONVERSE_TEXT, FAKE_CREDENTIALS, jsonReply, MODEL } from '../support/bedrock';
+import { CONVERSE_TEXT, FAKE_CREDENTIALS, jsonReply, MODEL, streamReply, textStream } from '../support/bedrock';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { callSpans, faultName, setupHarness, type Harness } from './harness';
 
@@ -73,5 +73,23 @@ describe('transport faults on Bedrock Converse (AWS SDK, FetchHttpHandler)', () 
     expect(server.requests).toHaveLength(1);
     const [gaps] = planGaps(parsePlan({ rules: [{ fault: 'llm_truncate_single', match: { provider: 'aws.bedrock' } }] }));
     expect(gaps!.gaps).toContainEqual({ format: 'Amazon Bedrock Converse', reason: 'faultline does not rewrite Converse answers yet (transport faults apply)' });
+  });
+
+  it('stream_cut meets a ConverseStream over fetch: not applied, every event reaches the SDK, the span reads the frames', async () => {
+    server.respond(() => streamReply(textStream(['Paris', ' it is.'])));
+    try {
+      const { result, taskId } = await h.task(plan('stream_cut', { afterEvents: 1 }), async () => {
+        const out = await client().send(new ConverseStreamCommand(INPUT));
+        let text = '';
+        for await (const e of out.stream ?? []) text += e.contentBlockDelta?.delta?.text ?? '';
+        return text;
+      });
+      expect(result).toBe('Paris it is.');
+      expect(h.injector.triggerReport(taskId).tasks[0]!.rules[0]).toMatchObject({ fires: 0, notApplicable: 1 });
+      const [span] = await spansOf(1);
+      expect(span!.attributes).toMatchObject({ 'faultline.response.done': true, 'gen_ai.response.finish_reasons': ['stop'], 'faultline.response.output_chars': 'Paris it is.'.length });
+    } finally {
+      server.respond(() => jsonReply(CONVERSE_TEXT));
+    }
   });
 });
