@@ -4,6 +4,7 @@ import { mcpProtocol } from './agents/mcp';
 import type { ProtocolModule } from './internal-types';
 import { anthropicMessages } from './providers/anthropic-messages';
 import { bedrockConverse } from './providers/bedrock-converse';
+import { bedrockInvoke } from './providers/bedrock-invoke';
 import { geminiEmbeddings, ollamaEmbeddings, openaiEmbeddings } from './providers/embeddings';
 import { geminiGenerateContent } from './providers/gemini';
 import { ollamaChat, ollamaGenerate } from './providers/ollama';
@@ -16,6 +17,7 @@ export const protocols: readonly ProtocolModule[] = [
   anthropicMessages,
   geminiGenerateContent,
   bedrockConverse,
+  bedrockInvoke,
   ollamaChat,
   ollamaGenerate,
   // Ollama's /api/embeddings first: an OpenAI-shaped body on that path falls through to the OpenAI-compatible module.

@@ -126,6 +126,7 @@ export type Protocol =
   | 'gemini.generate_content'
   | 'gemini.embeddings'
   | 'bedrock.converse'
+  | 'bedrock.invoke'
   | 'ollama.chat'
   | 'ollama.generate'
   | 'ollama.embeddings'

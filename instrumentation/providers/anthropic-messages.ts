@@ -214,46 +214,58 @@ export const anthropicMessages: ProtocolModule = {
 
   start(url: URL, body: unknown, headers: Record<string, string>, captureContent: boolean): ProtocolStart | undefined {
     if (!isObject(body)) return undefined;
-    const b = body as Json;
-    const model = typeof b.model === 'string' ? b.model : undefined;
-    const stream = b.stream === true;
-    const llmRequest: LlmRequestSummary = {
-      provider: providerName(url.hostname, 'anthropic'),
-      operation: GEN_AI_OPERATION_CHAT,
-      stream,
-      messages: anthropicInput(b.messages),
-      tools: anthropicTools(b),
-      time: Date.now(),
-    };
-    if (model !== undefined) llmRequest.model = model;
-    const maxTokens = num(b.max_tokens);
-    if (maxTokens !== undefined) llmRequest.maxTokens = maxTokens;
-    const temperature = num(b.temperature);
-    if (temperature !== undefined) llmRequest.temperature = temperature;
-    const system = anthropicSystem(b.system);
-    if (system !== undefined) llmRequest.systemInstructions = system;
-
-    const attributes = llmStartAttributes(url, llmRequest, headers, captureContent);
-    setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_P, b.top_p);
-    setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_K, b.top_k);
-    if (Array.isArray(b.stop_sequences)) {
-      attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = b.stop_sequences.filter((s): s is string => typeof s === 'string');
-    }
-    return {
-      name: model !== undefined ? `${GEN_AI_OPERATION_CHAT} ${model}` : GEN_AI_OPERATION_CHAT,
-      kind: SpanKind.CLIENT,
-      attributes,
-      stream,
-      operation: GEN_AI_OPERATION_CHAT,
-      provider: llmRequest.provider,
-      llmRequest,
-    };
+    const model = typeof body.model === 'string' ? body.model : undefined;
+    return anthropicStart(url, body, headers, captureContent, model, providerName(url.hostname, 'anthropic'));
   },
 
   reader(_exchange: Exchange, captureContent: boolean): ResponseReader {
-    return new AnthropicMessagesReader(captureContent);
+    return anthropicReader(captureContent);
   },
 };
+
+/** A reader of an Anthropic messages answer (JSON or SSE). */
+export function anthropicReader(captureContent: boolean): ResponseReader {
+  return new AnthropicMessagesReader(captureContent);
+}
+
+/**
+ * The span start of an Anthropic messages request body: `model` and `provider` are the caller's (the body's model and
+ * the host's provider here; the path's model id and `aws.bedrock` for Bedrock's InvokeModel, whose body has none).
+ */
+export function anthropicStart(url: URL, b: Json, headers: Record<string, string>, captureContent: boolean, model: string | undefined, provider: string): ProtocolStart {
+  const stream = b.stream === true;
+  const llmRequest: LlmRequestSummary = {
+    provider,
+    operation: GEN_AI_OPERATION_CHAT,
+    stream,
+    messages: anthropicInput(b.messages),
+    tools: anthropicTools(b),
+    time: Date.now(),
+  };
+  if (model !== undefined) llmRequest.model = model;
+  const maxTokens = num(b.max_tokens);
+  if (maxTokens !== undefined) llmRequest.maxTokens = maxTokens;
+  const temperature = num(b.temperature);
+  if (temperature !== undefined) llmRequest.temperature = temperature;
+  const system = anthropicSystem(b.system);
+  if (system !== undefined) llmRequest.systemInstructions = system;
+
+  const attributes = llmStartAttributes(url, llmRequest, headers, captureContent);
+  setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_P, b.top_p);
+  setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_K, b.top_k);
+  if (Array.isArray(b.stop_sequences)) {
+    attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = b.stop_sequences.filter((s): s is string => typeof s === 'string');
+  }
+  return {
+    name: model !== undefined ? `${GEN_AI_OPERATION_CHAT} ${model}` : GEN_AI_OPERATION_CHAT,
+    kind: SpanKind.CLIENT,
+    attributes,
+    stream,
+    operation: GEN_AI_OPERATION_CHAT,
+    provider: llmRequest.provider,
+    llmRequest,
+  };
+}
 
 /**
  * @anthropic-ai/sdk ≥ 0.134 emits its own call span (`anthropic.messages.create`, scope `com.anthropic.sdk.typescript`,

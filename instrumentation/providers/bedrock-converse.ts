@@ -36,10 +36,10 @@ import { BodyReader, headerValue } from './response-body';
 
 type Json = Record<string, unknown>;
 
-const ROUTE = /\/model\/([^/]+)\/(converse|converse-stream)$/;
+const ROUTE = /\/model\/([^/]+)\/(converse|converse-stream|invoke|invoke-with-response-stream)$/;
 
-/** `/model/us.anthropic.claude-sonnet-4-5-v1%3A0/converse` → the model id (decoded) and whether the call streams. */
-export function converseRoute(url: URL): { model: string; stream: boolean } | undefined {
+/** A Bedrock runtime path → the model id (decoded: the SDK encodes an ARN's `:` and `/`) and the action after it. */
+export function bedrockRoute(url: URL): { model: string; action: string } | undefined {
   const m = ROUTE.exec(url.pathname);
   if (!m) return undefined;
   let model = m[1] as string;
@@ -48,7 +48,14 @@ export function converseRoute(url: URL): { model: string; stream: boolean } | un
   } catch {
     // a malformed escape: the id as it was sent
   }
-  return { model, stream: m[2] === 'converse-stream' };
+  return { model, action: m[2] as string };
+}
+
+/** `/model/us.anthropic.claude-sonnet-4-5-v1%3A0/converse` → the model id and whether the call streams. */
+export function converseRoute(url: URL): { model: string; stream: boolean } | undefined {
+  const r = bedrockRoute(url);
+  if (r === undefined || !r.action.startsWith('converse')) return undefined;
+  return { model: r.model, stream: r.action === 'converse-stream' };
 }
 
 const FINISH: Record<string, string> = {

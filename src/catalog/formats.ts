@@ -122,6 +122,15 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     terminal: 'the `metadata` event',
     bodiesNotFaulted: 'faultline does not rewrite Converse answers yet (transport faults apply)',
   },
+  {
+    protocol: 'bedrock.invoke',
+    label: 'Amazon Bedrock InvokeModel (Anthropic messages body)',
+    errors: 'bedrock',
+    operation: 'chat',
+    providers: ['aws.bedrock'],
+    url: 'https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/invoke',
+    bodiesNotFaulted: 'faultline does not rewrite InvokeModel answers yet (transport faults apply)',
+  },
   { protocol: 'openai.embeddings', label: 'OpenAI-compatible embeddings', errors: 'openai', operation: 'embeddings', url: 'https://api.openai.com/v1/embeddings' },
   {
     protocol: 'gemini.embeddings',

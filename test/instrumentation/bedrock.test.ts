@@ -1,12 +1,13 @@
 /**
- * Amazon Bedrock Converse and ConverseStream through the real AWS SDK (@aws-sdk/client-bedrock-runtime, NodeHttpHandler: node:http),
+ * Amazon Bedrock Converse, ConverseStream and InvokeModel (an Anthropic messages body) through the real AWS SDK (@aws-sdk/client-bedrock-runtime, NodeHttpHandler: node:http),
  * against a loopback server answering in Bedrock's wire format (test/support/bedrock.ts): one chat span per call with
  * the GenAI attributes, no credential or signature on it, and what the application gets the same as without faultline.
  */
-import { ConverseCommand, ConverseStreamCommand, type ConverseCommandInput, type ConverseCommandOutput, type ConverseStreamCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { ConverseCommand, ConverseStreamCommand, InvokeModelCommand, type ConverseCommandInput, type ConverseCommandOutput, type ConverseStreamCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { bedrockClient, CONVERSE_TEXT, CONVERSE_TOOL, errorReply, exceptionFrame, FAKE_CREDENTIALS, jsonReply, MODEL, streamReply, textStream, toolStream } from '../support/bedrock';
+import { loadCorpus } from '../support/corpus';
 import { useLayer } from '../support/layer';
 import { ours } from '../support/otel';
 
@@ -218,5 +219,40 @@ describe('Bedrock ConverseStream (AWS SDK, NodeHttpHandler)', () => {
     const span = await layer.one();
     expect(span.attributes['faultline.response.done']).toBe(false);
     expect(span.attributes['faultline.response.output_chars']).toBe(DELTAS.join('').length);
+  });
+});
+
+describe('Bedrock InvokeModel (AWS SDK, NodeHttpHandler)', () => {
+  const anthropic = loadCorpus('anthropic-messages.jsonl').find((r) => r.status === 200 && r.response !== undefined && r.tags.includes('text') && !r.tags.includes('tool_use'))!;
+  const MESSAGES = { anthropic_version: 'bedrock-2023-05-31', max_tokens: 300, messages: [{ role: 'user', content: 'Name the capital of France.' }] };
+  const invoke = (body: unknown) => bedrockClient(layer.server.url).send(new InvokeModelCommand({ modelId: 'anthropic.claude-3-5-haiku-20241022-v1:0', contentType: 'application/json', body: JSON.stringify(body) }));
+
+  it('an Anthropic messages body: a chat span with the path’s model and aws.bedrock; the body the SDK returns is the server’s, byte for byte', async () => {
+    const served = JSON.stringify(anthropic.response);
+    layer.server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: served }));
+    const [a, b] = await both(() => invoke(MESSAGES));
+    expect(Buffer.from(a.body).toString()).toBe(served);
+    expect(Buffer.from(b.body).toString()).toBe(served);
+    const spans = ours(layer.otel.spans());
+    expect(spans).toHaveLength(1);
+    const r = anthropic.response as { stop_reason: string; usage: { output_tokens: number } };
+    expect(spans[0]!.name).toBe('chat anthropic.claude-3-5-haiku-20241022-v1:0');
+    expect(spans[0]!.attributes).toMatchObject({
+      'gen_ai.provider.name': 'aws.bedrock',
+      'gen_ai.request.model': 'anthropic.claude-3-5-haiku-20241022-v1:0',
+      'gen_ai.request.max_tokens': 300,
+      'gen_ai.response.finish_reasons': [r.stop_reason],
+      'gen_ai.usage.output_tokens': r.usage.output_tokens,
+    });
+    noCredentials(spans[0]!.attributes);
+  });
+
+  it('another family’s body (Meta Llama) is not read: no span, the answer untouched', async () => {
+    const served = JSON.stringify({ generation: 'Paris.', prompt_token_count: 12, generation_token_count: 3, stop_reason: 'stop' });
+    layer.server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: served }));
+    const out = await invoke({ prompt: 'Name the capital of France.', max_gen_len: 64 });
+    expect(Buffer.from(out.body).toString()).toBe(served);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(ours(layer.otel.spans())).toHaveLength(0);
   });
 });
