@@ -17,6 +17,7 @@ import { logger } from '../src/diag';
 import { toLegacyHandler } from './handler-api';
 import { createGenAiInterceptor, createGenAiLayer, type GenAiInterceptorOptions } from './interceptor';
 import { installNodeHttp } from './node-http';
+import { installNodeHttp2 } from './node-http2';
 import type { Interceptor } from './types';
 
 const log = logger('install');
@@ -247,7 +248,10 @@ export function installInstrumentation(options: GenAiInterceptorOptions & { otlp
   if (!mine) subscribe(REQUEST_CREATE, noticeReplacement);
   log.debug('installed the GenAI span layer on the global undici dispatcher');
   // The same layer in front of node:http / node:https client requests (the AWS SDK, node-fetch): spans, no steps.
-  const uninstallNodeHttp = installNodeHttp(createGenAiLayer({ ...layerOptions, steps: [], otlpExports: exports }));
+  const clientLayer = createGenAiLayer({ ...layerOptions, steps: [], otlpExports: exports });
+  const uninstallNodeHttp = installNodeHttp(clientLayer);
+  // And in front of node:http2 client sessions (the AWS SDK's NodeHttp2Handler).
+  const uninstallNodeHttp2 = installNodeHttp2(clientLayer);
 
   let done = false;
   return {
@@ -255,6 +259,7 @@ export function installInstrumentation(options: GenAiInterceptorOptions & { otlp
       if (done) return;
       done = true;
       uninstallNodeHttp();
+      uninstallNodeHttp2();
       if (getGlobalDispatcher() === installed.dispatcher) {
         setGlobalDispatcher(installed.previous);
       } else {

@@ -29,11 +29,11 @@ import { BodyCopy } from './request-body';
 
 const log = logger('node-http');
 
-type DispatchFn = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean;
+export type DispatchFn = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean;
 type RequestFn = typeof http.request;
 
 /** On a ClientRequest the layer has taken. */
-const TAKEN = Symbol.for('faultline.nodeHttp.taken');
+export const TAKEN = Symbol.for('faultline.nodeHttp.taken');
 /** The call of a dispatch, in its options (the layer copies them with their symbols). */
 const CALL = Symbol('faultline.nodeHttp.call');
 /** On node:http and node:https once patched: the original `request`. */
@@ -91,7 +91,11 @@ function take(req: ClientRequest, args: readonly unknown[], using: { layer: GenA
   const origin = `${req.protocol}//${host}:${portOf(args, req.protocol)}`;
   if (!using.layer.mayTake(req.method, origin, req.path)) return;
   marked[TAKEN] = true;
-  new NodeHttpCall(req, origin, using.dispatch).hook();
+  const request = { origin, path: req.path, method: req.method, headers: () => req.getHeaders() };
+  new NodeHttpCall(req, request, using.dispatch, (args) => {
+    const res = args[0] as IncomingMessage;
+    return { status: res.statusCode ?? 0, headers: res.headers, message: res.statusMessage ?? '', body: res, trailers: () => res.trailers ?? {} };
+  }).hook();
 }
 
 /** The port a request goes to, as Node resolves it: the URL's, then the options' (`port`, `defaultPort`, the agent's). */
@@ -116,8 +120,31 @@ function portOf(args: readonly unknown[], protocol: string): number {
 
 type Encoding = BufferEncoding | undefined;
 
-/** One taken request: its body copied as it is written, its response's events reported to the layer. */
-class NodeHttpCall {
+/** What the layer is told of a taken request: where it goes, and its headers once it is complete. */
+export interface TakenRequest {
+  origin: string;
+  path: string;
+  method: string;
+  headers: () => Record<string, unknown>;
+}
+
+/** A response as the client's `response` event gives it: its head, and the readable its body is pushed into. */
+export interface TakenResponse {
+  status: number;
+  headers: IncomingMessage['headers'];
+  message: string;
+  body: object;
+  trailers: () => Record<string, unknown>;
+}
+
+/** The writable side of a client request (a ClientRequest, an HTTP/2 client stream). */
+type RequestStream = { destroy(err?: Error): unknown };
+
+/**
+ * One taken request: its body copied as it is written, its response's events reported to the layer. Shared by the
+ * node:http and node:http2 interception points (node-http2.ts): `responseOf` reads the `response` event's arguments.
+ */
+export class NodeHttpCall {
   #handler: Dispatcher.DispatchHandler | undefined;
   #done = false;
   #aborted = false;
@@ -126,9 +153,10 @@ class NodeHttpCall {
   readonly #controller: Dispatcher.DispatchController;
 
   constructor(
-    private readonly req: ClientRequest,
-    private readonly origin: string,
+    private readonly req: RequestStream,
+    private readonly request: TakenRequest,
     private readonly dispatch: DispatchFn,
+    private readonly responseOf: (args: unknown[]) => TakenResponse,
   ) {
     this.#copy = new BodyCopy((body) => (this.#body = body));
     const isAborted = (): boolean => this.#aborted;
@@ -166,7 +194,7 @@ class NodeHttpCall {
       return end.apply(req, a);
     };
     req.emit = (event: unknown, ...rest: unknown[]): boolean => {
-      if (event === 'response') safely(log, 'response start', () => this.#response(rest[0] as IncomingMessage), undefined);
+      if (event === 'response') safely(log, 'response start', () => this.#response(this.responseOf(rest)), undefined);
       else if (event === 'error') this.#fail(rest[0]);
       else if (event === 'close') this.#fail(undefined);
       return emit.call(req, event, ...rest) as boolean;
@@ -184,8 +212,8 @@ class NodeHttpCall {
     const body = this.#body;
     // Over the copy's bound (or not bytes): not read, so not ours.
     if (body === undefined) return;
-    const req = this.req;
-    const opts = { origin: this.origin, path: req.path, method: req.method, headers: req.getHeaders(), body, [CALL]: this };
+    const r = this.request;
+    const opts = { origin: r.origin, path: r.path, method: r.method, headers: r.headers(), body, [CALL]: this };
     this.dispatch(opts as unknown as Dispatcher.DispatchOptions, APP);
   }
 
@@ -195,17 +223,18 @@ class NodeHttpCall {
     handler.onRequestStart?.(this.#controller, {});
   }
 
-  #response(res: IncomingMessage): void {
+  #response(response: TakenResponse): void {
     const handler = this.#handler;
     if (handler === undefined || this.#done) return;
     const controller = this.#controller;
-    handler.onResponseStart?.(controller, res.statusCode ?? 0, res.headers, res.statusMessage ?? '');
+    handler.onResponseStart?.(controller, response.status, response.headers, response.message);
+    const res = response.body;
     const r = res as unknown as Record<'push' | 'emit', (...a: unknown[]) => unknown>;
     const { push, emit } = r;
     // Where Node's HTTP parser hands the body over: each chunk once, as it arrives, whatever the application reads.
     r.push = (chunk: unknown, ...rest: unknown[]): boolean => {
       const more = push.call(res, chunk, ...rest) as boolean;
-      if (chunk === null) this.#complete(res);
+      if (chunk === null) this.#complete(response);
       else if (!this.#done && Buffer.isBuffer(chunk)) safely(log, 'response data', () => handler.onResponseData?.(controller, chunk), undefined);
       return more;
     };
@@ -216,10 +245,10 @@ class NodeHttpCall {
     };
   }
 
-  #complete(res: IncomingMessage): void {
+  #complete(response: TakenResponse): void {
     if (this.#done) return;
     this.#done = true;
-    safely(log, 'response end', () => this.#handler?.onResponseEnd?.(this.#controller, res.trailers ?? {}), undefined);
+    safely(log, 'response end', () => this.#handler?.onResponseEnd?.(this.#controller, response.trailers() as never), undefined);
   }
 
   /** The request or its response failed (`err`), or closed before the response ended (undefined: an abort). */
@@ -232,7 +261,7 @@ class NodeHttpCall {
 }
 
 /** The bottom of the layer for node:http calls: the call's own ClientRequest, already on its way. */
-function bottom(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+export function bottom(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
   (opts as { [CALL]?: NodeHttpCall })[CALL]?.attach(handler);
   return true;
 }

@@ -5,7 +5,10 @@
  */
 import { ConverseCommand, ConverseStreamCommand, InvokeModelCommand, type ConverseCommandInput, type ConverseCommandOutput, type ConverseStreamCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import { SpanStatusCode } from '@opentelemetry/api';
-import { describe, expect, it } from 'vitest';
+import { NodeHttp2Handler } from '@smithy/node-http-handler';
+import { createServer, type Http2Server } from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bedrockClient, CONVERSE_TEXT, CONVERSE_TOOL, errorReply, exceptionFrame, FAKE_CREDENTIALS, jsonReply, MODEL, streamReply, textStream, toolStream } from '../support/bedrock';
 import { loadCorpus } from '../support/corpus';
 import { useLayer } from '../support/layer';
@@ -254,5 +257,59 @@ describe('Bedrock InvokeModel (AWS SDK, NodeHttpHandler)', () => {
     expect(Buffer.from(out.body).toString()).toBe(served);
     await new Promise((r) => setTimeout(r, 50));
     expect(ours(layer.otel.spans())).toHaveLength(0);
+  });
+});
+
+describe('Bedrock over HTTP/2 (AWS SDK, NodeHttp2Handler: node:http2 client sessions)', () => {
+  let h2: Http2Server;
+  let url = '';
+  let reply: { type: string; chunks: Buffer[] } = { type: 'application/json', chunks: [Buffer.from(JSON.stringify(CONVERSE_TEXT))] };
+  beforeAll(async () => {
+    h2 = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        void (async () => {
+          res.writeHead(200, { 'content-type': reply.type, 'x-amzn-requestid': 'a1b2c3d4-0000-4000-8000-000000000000' });
+          for (const c of reply.chunks) {
+            res.write(c);
+            await new Promise((r) => setImmediate(r));
+          }
+          res.end();
+        })();
+      });
+    });
+    await new Promise<void>((resolve) => h2.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(h2.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => h2.close(() => resolve())));
+
+  it('Converse: one chat span, the answer as without faultline', async () => {
+    reply = { type: 'application/json', chunks: [Buffer.from(JSON.stringify(CONVERSE_TEXT))] };
+    const handler = new NodeHttp2Handler({ disableConcurrentStreams: true });
+    try {
+      const client = bedrockClient(url, handler as never);
+      const [a, b] = await both(() => client.send(new ConverseCommand(INPUT)));
+      expect(answer(a)).toEqual(answer(b));
+      const spans = ours(layer.otel.spans());
+      expect(spans).toHaveLength(1);
+      expect(spans[0]!.attributes).toMatchObject({ 'gen_ai.provider.name': 'aws.bedrock', 'gen_ai.request.model': MODEL, 'gen_ai.response.finish_reasons': ['stop'], 'gen_ai.usage.output_tokens': 9 });
+      noCredentials(spans[0]!.attributes);
+    } finally {
+      handler.destroy();
+    }
+  });
+
+  it('ConverseStream cut into 9-byte chunks: every event reaches the SDK, the span reads the frames', async () => {
+    const DELTAS = ['Paris', ' is the', ' capital.'];
+    reply = { type: 'application/vnd.amazon.eventstream', chunks: cut(textStream(DELTAS), 9) };
+    const handler = new NodeHttp2Handler({ disableConcurrentStreams: true });
+    try {
+      const { text } = await streamed(bedrockClient(url, handler as never), INPUT);
+      expect(text).toBe(DELTAS.join(''));
+      const span = await layer.one();
+      expect(span.attributes).toMatchObject({ 'faultline.response.done': true, 'gen_ai.response.finish_reasons': ['stop'], 'faultline.response.output_chars': DELTAS.join('').length });
+    } finally {
+      handler.destroy();
+    }
   });
 });
