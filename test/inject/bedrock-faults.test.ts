@@ -2,16 +2,22 @@
  * Transport faults on Amazon Bedrock, in Bedrock's own error shape (the type in `x-amzn-errortype`, `{"message"}` as
  * the body), through the real AWS SDK. The fault step sits in the undici layer, so these calls go through the SDK's
  * FetchHttpHandler (fetch); the SDK's default NodeHttpHandler (node:http) is seen but not faulted yet
- * (docs/compatibility.md). A content or stream fault meeting a Converse call is reported not applicable.
+ * (docs/compatibility.md). A content or stream fault meeting a Converse call is reported not applicable. On the
+ * trace, the trigger report (what `faultline verify` prints) and the rule diagnoser (`faultline diagnose`) name the
+ * fault's rule, its type and its step.
  */
 import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, ServiceUnavailableException, ThrottlingException, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { trace } from '@opentelemetry/api';
 import { FetchHttpHandler } from '@smithy/fetch-http-handler';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ATTR_FL_FAULT_MODE, ATTR_HTTP_RESPONSE_STATUS_CODE } from '../../instrumentation/semconv';
 import { planGaps } from '../../src/catalog/formats';
+import { diagnoseByRules, stripGroundTruth } from '../../src/diagnosers';
+import { triggerReportFromSpans } from '../../src/inject/verify';
 import { parsePlan } from '../../src/plan/load';
 import { CONVERSE_TEXT, FAKE_CREDENTIALS, jsonReply, MODEL, streamReply, textStream } from '../support/bedrock';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
+import { toTraces } from '../support/to-traces';
 import { callSpans, faultName, setupHarness, type Harness } from './harness';
 
 let h: Harness;
@@ -91,5 +97,29 @@ describe('transport faults on Bedrock Converse (AWS SDK, FetchHttpHandler)', () 
     } finally {
       server.respond(() => jsonReply(CONVERSE_TEXT));
     }
+  });
+
+  it('verify and diagnose on the trace: the 429 on the 2nd Bedrock call is the triggered rule, diagnosed as an error at step 2', async () => {
+    const rules = [{ fault: 'http_429', match: { provider: 'aws.bedrock', position: 2 }, params: { retryAfterS: 0 } }];
+    // The application's own root span: both calls in one trace, as an agent run has them.
+    const { result } = await h.task({ rules }, () =>
+      trace.getTracer('app').startActiveSpan('run', async (root) => {
+        const c = client();
+        await c.send(new ConverseCommand(INPUT));
+        const second = await c.send(new ConverseCommand(INPUT)).then(() => undefined, (e: unknown) => e);
+        root.end();
+        return second;
+      }),
+    );
+    expect(result).toBeInstanceOf(ThrottlingException);
+    const spans = await spansOf(2);
+    const all = await h.waitForSpans((s) => s.some((x) => x.name === 'run'));
+    const traces = toTraces(all.filter((x) => x.spanContext().traceId === spans[0]!.spanContext().traceId));
+    expect(traces).toHaveLength(1);
+    const trace0 = traces[0]!;
+    const report = triggerReportFromSpans(trace0.spans);
+    expect(report.tasks[0]!.rules).toEqual([expect.objectContaining({ rule: 'http_429', fires: 1, triggered: true })]);
+    const diagnosis = diagnoseByRules(stripGroundTruth(trace0));
+    expect(diagnosis).toMatchObject({ faultType: 'error', step: 2, spanId: spans[1]!.spanContext().spanId });
   });
 });
