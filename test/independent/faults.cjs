@@ -7,8 +7,8 @@
  *
  * - OpenAI's error envelope `{error: {message, type, param, code}}` as recorded in ../shared/corpus/openai-chat.jsonl
  *   (its 400 / 401 / 404 bodies: `invalid_request_error`, `param`, `code`) and as OpenAI's "Error codes" guide lists
- *   the statuses: 429 "Rate limit reached for requests" / "You exceeded your current quota", 500 "The server had an
- *   error while processing your request", 503 "The engine is currently overloaded"; the `retry-after` /
+ *   the statuses: 429 "Rate limit reached for requests" / "You exceeded your current quota", 500 (the server's and
+ *   the model's errors), 503 "Slow Down" / "That model is currently overloaded"; the `retry-after` /
  *   `x-ratelimit-*` headers of the "Rate limits" guide; 400 `context_length_exceeded` (the wording the API returns
  *   for a prompt over the model's window).
  * - Gateways and proxies in front of an OpenAI-compatible API: nginx's 502 / 504 pages, Cloudflare's plain
@@ -36,8 +36,10 @@ const WORDINGS = {
   base: {
     rateLimit: { status: 429, message: 'Rate limit reached for gpt-4o-mini in organization org-eval on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.', type: 'requests', code: 'rate_limit_exceeded' },
     quota: { status: 429, message: 'You exceeded your current quota, please check your plan and billing details.', type: 'insufficient_quota', code: 'insufficient_quota' },
-    server: { status: 500, message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', code: null },
-    overloaded: { status: 503, message: 'The engine is currently overloaded, please try again later.', type: 'server_error', code: null },
+    // A 500 OpenAI returns when the model's output could not be parsed (its community-reported `model_error` body).
+    server: { status: 500, message: 'The model produced invalid content. Consider modifying your prompt if you are seeing this error persistently.', type: 'model_error', code: null },
+    // The error-codes guide's other 503, "Slow Down": a sudden increase of the request rate.
+    overloaded: { status: 503, message: 'Slow Down: a sudden increase in your request rate is impacting service reliability. Please reduce your request rate to its original level and ramp up gradually.', type: 'server_error', code: 'slow_down' },
     context: { status: 400, message: "This model's maximum context length is 16385 tokens. However, your messages resulted in 17021 tokens. Please reduce the length of the messages.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' },
     gateway502: { contentType: 'text/html', body: '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n' },
     gateway504: { contentType: 'text/html', body: '<html>\r\n<head><title>504 Gateway Time-out</title></head>\r\n<body>\r\n<center><h1>504 Gateway Time-out</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n' },
@@ -122,7 +124,7 @@ const FAULTS = [
   { name: 'quota_exhausted', type: 'error', on: () => true, make: (w) => httpError(w.quota) },
   { name: 'server_500', type: 'error', on: () => true, make: (w) => httpError(w.server) },
   { name: 'overloaded_503', type: 'error', on: () => true, make: (w) => httpError(w.overloaded) },
-  { name: 'context_overflow', type: 'error', on: () => true, make: (w) => httpError(w.context) },
+  { name: 'prompt_over_window', type: 'error', on: () => true, make: (w) => httpError(w.context) },
   { name: 'gateway_502', type: 'error', on: () => true, make: (w) => ({ kind: 'http', status: 502, ...w.gateway502 }) },
   { name: 'gateway_504', type: 'timeout', on: () => true, make: (w) => ({ kind: 'http', status: 504, ...w.gateway504 }) },
   { name: 'client_gave_up', type: 'timeout', on: () => true, make: () => ({ kind: 'hold' }) },
