@@ -94,9 +94,13 @@ function observable(fault, seen) {
   return fault.name === 'empty_answer' && seen.zeroTokens === true;
 }
 
+/** The same plan in both wordings, but the reworded variant's workflows draw other arguments (customers, items,
+ * amounts, repositories) from another per-task seed. */
+const taskSeed = (s) => (argv.variant === 'base' ? s : (s ^ 0x2f6b3d) >>> 0);
+
 function caseTasks() {
   const tasks = [];
-  const add = (workflow, fault, nearMiss) => tasks.push({ id: `case-${String(tasks.length + 1).padStart(3, '0')}`, workflow, fault, nearMiss, skip: 0, seed: 4000 + tasks.length });
+  const add = (workflow, fault, nearMiss) => tasks.push({ id: `case-${String(tasks.length + 1).padStart(3, '0')}`, workflow, fault, nearMiss, skip: 0, seed: taskSeed(4000 + tasks.length) });
   for (const f of FAULTS) add((WHERE[f.name] ?? [f.name.startsWith('args_') ? 'orders' : 'critic'])[0], f);
   add('orders', FAULTS.find((f) => f.name === 'args_missing_required')); // an agent that gives up after a validation error
   for (const n of new Set(NEAR_MISSES)) add(n === 'prefix_argument' ? 'changelog' : n === 'repeated_poll' || n === 'tool_retried' ? 'orders' : n === 'own_max_tokens' ? 'helpdesk' : 'critic', undefined, n);
@@ -112,7 +116,7 @@ function planTasks(n) {
     const fault = clean ? undefined : FAULTS[Math.floor(r() * FAULTS.length)];
     const nearMiss = NEAR_MISSES[Math.floor(r() * NEAR_MISSES.length)];
     const allowed = fault ? (WHERE[fault.name] ?? names) : nearMiss === 'prefix_argument' ? ['changelog'] : nearMiss === 'repeated_poll' || nearMiss === 'tool_retried' ? ['orders'] : nearMiss === 'own_max_tokens' ? ['helpdesk', 'critic'] : names;
-    tasks.push({ id: `task-${String(i + 1).padStart(4, '0')}`, workflow: allowed[Math.floor(r() * allowed.length)], fault, nearMiss: clean ? nearMiss : undefined, skip: r() < 0.4 ? 1 : 0, seed: Math.floor(r() * 2 ** 31) });
+    tasks.push({ id: `task-${String(i + 1).padStart(4, '0')}`, workflow: allowed[Math.floor(r() * allowed.length)], fault, nearMiss: clean ? nearMiss : undefined, skip: r() < 0.4 ? 1 : 0, seed: taskSeed(Math.floor(r() * 2 ** 31)) });
   }
   return tasks;
 }
