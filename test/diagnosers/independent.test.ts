@@ -79,7 +79,7 @@ describe('the independent set (real producers, provider-documented faults)', () 
   it('every labelled task is one trace in the files, read without a bad line, with its LLM calls', () => {
     for (const s of sets) {
       expect(s.traces.map((t) => t.traceId).sort(), s.name).toEqual(s.labels.map((l) => l.traceId).sort());
-      for (const l of s.labels.filter((x) => x.type === 'none')) {
+      for (const l of s.labels.filter((x) => x.fault === 'clean')) {
         const t = s.traces.find((x) => x.traceId === l.traceId)!;
         expect(t.spans.length, `${s.name} ${l.task}`).toBeGreaterThanOrEqual(4);
       }

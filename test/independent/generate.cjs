@@ -138,10 +138,10 @@ const labeller = {
 };
 
 // OpenInference reads a stream through a copy of its own; a reset connection then also rejects that copy, unhandled,
-// and would end the process. The app's own read of the stream sees the same error and handles it (ctx.llm).
+// (ECONNRESET, or undici's "other side closed" when the FIN is read first) and would end the process. The app's own read of the stream sees the same error and handles it (ctx.llm).
 let copiesReset = 0;
 process.on('uncaughtException', (err) => {
-  if (err?.message === 'terminated' && err.cause?.code === 'ECONNRESET') copiesReset++;
+  if (err?.message === 'terminated' && ['ECONNRESET', 'UND_ERR_SOCKET'].includes(err.cause?.code)) copiesReset++;
   else throw err;
 });
 
@@ -159,8 +159,9 @@ async function main() {
   const jitter = () => Math.exp(0.35 * Math.sqrt(-2 * Math.log(1 - jitterRng())) * Math.cos(2 * Math.PI * jitterRng()));
   const server = await startModelServer({ scale, jitter, idOf, variant: argv.variant });
   const medianMs = 600 * scale;
-  // As applications configure it: the SDK's default two retries, a timeout well above the slowest stall.
-  const client = new OpenAI({ apiKey: 'sk-indep-placeholder', baseURL: server.url, maxRetries: 2, timeout: Math.round(w.stall[1] * medianMs * 1.4 + 2000 * scale) });
+  // As applications configure it: the SDK's default two retries, a timeout well above the slowest stall (and, on a
+  // fast clock, above what a loaded machine adds to a normal call).
+  const client = new OpenAI({ apiKey: 'sk-indep-placeholder', baseURL: server.url, maxRetries: 2, timeout: Math.max(2500, Math.round(w.stall[1] * medianMs * 1.4 + 2000 * scale)) });
   {
     const { suppressTracing } = require('@opentelemetry/core');
     await context.with(suppressTracing(context.active()), async () => {
