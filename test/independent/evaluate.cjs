@@ -24,7 +24,7 @@ const run = promisify(execFile);
 const root = join(__dirname, '..', '..');
 const { values: argv } = parseArgs({
   options: {
-    tasks: { type: 'string', default: '60' },
+    tasks: { type: 'string', default: '90' },
     seed: { type: 'string', default: '2027' },
     scale: { type: 'string', default: '0.25' },
     out: { type: 'string', default: '/tmp/faultline-independent-eval' },

@@ -31,7 +31,7 @@ const { values: argv } = parseArgs({
     out: { type: 'string' },
     content: { type: 'string', default: 'on' },
     variant: { type: 'string', default: 'base' },
-    tasks: { type: 'string', default: '60' },
+    tasks: { type: 'string', default: '90' },
     seed: { type: 'string', default: '2027' },
     scale: { type: 'string', default: '0.25' },
     concurrency: { type: 'string', default: '6' },
@@ -111,12 +111,18 @@ function planTasks(n) {
   if (argv.suite === 'cases') return caseTasks();
   const r = mulberry32(seed);
   const tasks = [];
+  // Faults dealt from a deck reshuffled each pass, so that every fault of the model gets its share of the set.
+  let deck = [];
+  const deal = () => {
+    if (deck.length === 0) deck = [...FAULTS].sort(() => r() - 0.5);
+    return deck.pop();
+  };
   for (let i = 0; i < n; i++) {
     const clean = r() < 0.3;
-    const fault = clean ? undefined : FAULTS[Math.floor(r() * FAULTS.length)];
+    const fault = clean ? undefined : deal();
     const nearMiss = NEAR_MISSES[Math.floor(r() * NEAR_MISSES.length)];
     const allowed = fault ? (WHERE[fault.name] ?? names) : nearMiss === 'prefix_argument' ? ['changelog'] : nearMiss === 'repeated_poll' || nearMiss === 'tool_retried' ? ['orders'] : nearMiss === 'own_max_tokens' ? ['helpdesk', 'critic'] : names;
-    tasks.push({ id: `task-${String(i + 1).padStart(4, '0')}`, workflow: allowed[Math.floor(r() * allowed.length)], fault, nearMiss: clean ? nearMiss : undefined, skip: r() < 0.4 ? 1 : 0, seed: taskSeed(Math.floor(r() * 2 ** 31)) });
+    tasks.push({ id: `task-${String(i + 1).padStart(4, '0')}`, workflow: allowed[Math.floor(r() * allowed.length)], fault, nearMiss: clean ? nearMiss : undefined, skip: r() < 0.4 && !(fault && WHERE[fault.name]) ? 1 : 0, seed: taskSeed(Math.floor(r() * 2 ** 31)) });
   }
   return tasks;
 }
