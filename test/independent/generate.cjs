@@ -1,52 +1,59 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * The independent evaluation set: labelled traces that faultline's producer, injector and examples did not make.
+ * One set of the independent evaluation: labelled traces that faultline's producer, injector, catalog and examples
+ * did not make, for one producer, content capture on or off, and one wording of the fault model.
  *
- *   node test/independent/generate.cjs --producer contrib|traceloop|openinference --out DIR [--tasks N] [--seed S] [--fast]
- *   node test/independent/generate.cjs --producer … --out DIR --suite cases --fast   (one task per fault + clean cases)
+ *   node test/independent/generate.cjs --producer contrib|traceloop-0.22|traceloop|openinference --out DIR
+ *        [--content on|off] [--variant base|reworded] [--tasks N] [--seed S] [--scale X] [--suite set|cases]
  *
- * One producer per process (each instrumentation patches the openai module). Small multi-agent workflows
- * (workflows.cjs) call the real openai client, instrumented by that producer's real package, against a loopback
- * model server (model-server.cjs) that makes the faults server-side. Writes DIR/traces.jsonl (one OTLP/JSON
- * ExportTraceServiceRequest per line, the real serializer), DIR/logs.jsonl for `contrib` (its content is in log
- * records) and DIR/labels.json. Score it with `faultline eval DIR/traces.jsonl [DIR/logs.jsonl]`.
- *
- * Ground truth: the span the server faulted carries a `faultline.fault.injected` event and `faultline.fault.type`
- * (written by a span processor from the call's context, the way faultline's injector records its own), and every
- * task root carries `faultline.fault.condition` (the planned fault, or `clean`). Both are stripped before any
- * diagnoser reads the trace. Deterministic for a seed: the same tasks, faults, content and labels every run.
+ * One producer per process (each instrumentation patches the openai module). The workflows (workflows.cjs) call the
+ * real openai client against a loopback model server (model-server.cjs) that makes the faults (faults.cjs). Writes
+ * DIR/traces.jsonl (and DIR/logs.jsonl for `contrib`) as the batch processors export them, one export per line, and
+ * DIR/labels.json: per task its trace id, fault, label type, the faulty call's step (1-based, LLM calls in start
+ * order, the failed call counted even where the producer exports no span for it) and whether the fault is observable
+ * from this trace (see `observable`). The faulted call's span also carries `faultline.fault.*` ground truth (written
+ * by a span processor from the call's context), which `faultline diagnose` strips before diagnosis.
+ * `--suite cases`: one task per fault and per near-miss, for the fast test. Deterministic for a seed.
  */
-const { mkdirSync, writeFileSync } = require('node:fs');
+const { mkdirSync, rmSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { parseArgs } = require('node:util');
-const { context, createContextKey } = require('@opentelemetry/api');
+const { context, createContextKey, trace } = require('@opentelemetry/api');
 const { PRODUCERS, setup } = require('./producers.cjs');
-const { startModelServer, tokensOf } = require('./model-server.cjs');
+const { startModelServer } = require('./model-server.cjs');
+const { FAULTS, WORDINGS, NEAR_MISSES } = require('./faults.cjs');
 const { WORKFLOWS } = require('./workflows.cjs');
 
 const { values: argv } = parseArgs({
   options: {
     producer: { type: 'string' },
     out: { type: 'string' },
-    tasks: { type: 'string', default: '150' },
-    seed: { type: 'string', default: '7' },
-    fast: { type: 'boolean', default: false },
-    // Tasks in flight at once. Few: many calls sharing one event loop stall each other, and a stalled call looks late.
+    content: { type: 'string', default: 'on' },
+    variant: { type: 'string', default: 'base' },
+    tasks: { type: 'string', default: '90' },
+    seed: { type: 'string', default: '2027' },
+    scale: { type: 'string', default: '0.25' },
     concurrency: { type: 'string', default: '6' },
-    only: { type: 'string' },
     suite: { type: 'string', default: 'set' },
   },
 });
-if (!argv.producer || !PRODUCERS.includes(argv.producer) || !argv.out) {
-  process.stderr.write(`usage: generate.cjs --producer ${PRODUCERS.join('|')} --out DIR [--tasks N] [--seed S] [--fast]\n`);
+const bad = (what) => {
+  process.stderr.write(`generate.cjs: ${what}\nusage: generate.cjs --producer ${PRODUCERS.join('|')} --out DIR [--content on|off] [--variant base|reworded] [--tasks N] [--seed S] [--scale X] [--suite set|cases]\n`);
   process.exit(2);
-}
+};
+if (!PRODUCERS.includes(argv.producer)) bad(`--producer must be one of ${PRODUCERS.join(', ')}; got ${JSON.stringify(argv.producer)}`);
+if (!argv.out) bad('--out DIR is required');
+if (!['on', 'off'].includes(argv.content)) bad(`--content must be on or off; got ${JSON.stringify(argv.content)}`);
+if (!(argv.variant in WORDINGS)) bad(`--variant must be one of ${Object.keys(WORDINGS).join(', ')}; got ${JSON.stringify(argv.variant)}`);
 const producer = argv.producer;
-const FAST = argv.fast;
+const content = argv.content === 'on';
+const w = WORDINGS[argv.variant];
+const scale = Number(argv.scale);
+const seed = Number(argv.seed);
 
-function mulberry32(seed) {
-  let a = seed >>> 0;
+function mulberry32(s) {
+  let a = s >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
     let t = a;
@@ -55,220 +62,123 @@ function mulberry32(seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-const seed = Number(argv.seed);
-const idRng = mulberry32(seed * 7919 + PRODUCERS.indexOf(producer));
-const hexOf = (s) => {
+/** A stable 24-hex id of a string (FNV-1a, then mixed). */
+function idOf(s) {
   let h = 2166136261;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619) >>> 0;
   let out = '';
-  let x = h;
   for (let i = 0; i < 3; i++) {
-    x = Math.imul(x ^ (x >>> 13), 0x5bd1e995) >>> 0;
-    out += x.toString(16).padStart(8, '0');
+    h = Math.imul(h ^ (h >>> 13), 0x5bd1e995) >>> 0;
+    out += h.toString(16).padStart(8, '0');
   }
-  return out.slice(0, 24);
-};
+  return out;
+}
 
-// ------------------------------------------------------------------------------------------------ faults
+/** The workflows a fault can fire in (the others lack the call it needs). */
+const WHERE = { args_wrong_type: ['orders'], handoff_missing_field: ['helpdesk'], double_delivery: ['helpdesk', 'changelog', 'critic'], reset_mid_stream: ['helpdesk', 'changelog', 'critic'], mojibake: ['helpdesk', 'changelog', 'orders'] };
+const names = Object.keys(WORKFLOWS);
 
-const nonAscii = (text) => [...text].some((c) => c.charCodeAt(0) > 0x7f);
-const isText = (reply) => typeof reply.text === 'string' && reply.text.length > 0;
-const isTool = (reply) => Array.isArray(reply.toolCalls) && reply.toolCalls.length > 0;
-const requiredOf = (req, name) => req.tools?.find((t) => t.function.name === name)?.function.parameters.required ?? [];
+/**
+ * Whether the trace can show the fault. With content on, always. With content off, a fault only in message content
+ * (faults.cjs `content: true`) is observable only through a consequence the app's own spans record (a tool that
+ * rejected the faulted arguments) or, for an empty answer, a recorded output token count of zero; every other fault
+ * leaves a status, an exception, a finish reason or a duration on the producer's spans — but for a finish reason
+ * where the producer records it only with content.
+ */
+function observable(fault, seen) {
+  if (content) return true;
+  // OpenLLMetry 0.22 writes the finish reason only among the completion's content attributes.
+  if (fault.finish && producer === 'traceloop-0.22') return seen.zeroTokens === true;
+  if (!fault.content) return true;
+  if (seen.toolRejected) return true;
+  return fault.name === 'empty_answer' && seen.zeroTokens === true;
+}
 
-/** Faults the server makes. `eligible(reply, req, meta, k)`; `make(rng, reply, req, meta)` → the server's fault. */
-const FAULTS = [
-  { name: 'http_5xx', type: 'error', producers: ['contrib'], eligible: () => true, make: (r) => ({ kind: 'http_error', status: [500, 502, 503][Math.floor(r() * 3)], message: 'The server had an error while processing your request.' }) },
-  { name: 'client_timeout', type: 'timeout', producers: ['contrib'], eligible: () => true, make: () => ({ kind: 'hang' }) },
-  {
-    name: 'inband_error',
-    type: 'error',
-    eligible: isText,
-    make: (r) => ({
-      kind: 'inband',
-      content: [
-        '[API ERROR] HTTP 500: Internal Server Error. The server encountered an unexpected condition.',
-        'Internal Server Error',
-        '[SERVICE UNAVAILABLE] HTTP 503: The server is temporarily unable to handle the request.',
-        '<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx/1.24.0</center></body></html>',
-      ][Math.floor(r() * 4)],
-    }),
-  },
-  { name: 'inband_timeout', type: 'timeout', eligible: isText, make: (r) => ({ kind: 'inband', content: ['[TIMEOUT] The request timed out. The server did not respond within the expected time.', 'upstream request timeout', 'Error: the operation timed out after 30000 ms'][Math.floor(r() * 3)] }) },
-  { name: 'tool_timeout', rare: true, type: 'timeout', eligible: isTool, make: () => ({ kind: 'inband', content: '[TIMEOUT] Connection dropped. The server did not respond.' }) },
-  { name: 'empty', type: 'empty', eligible: isText, make: () => ({ kind: 'empty' }) },
-  { name: 'content_filter', type: 'empty', eligible: () => true, make: () => ({ kind: 'content_filter' }) },
-  { name: 'tool_drop', rare: true, type: 'empty', eligible: isTool, make: () => ({ kind: 'tool_drop' }) },
-  { name: 'truncate_length', type: 'truncate', eligible: (reply, req) => isText(reply) && reply.text.length >= 60 && !req.stream, make: (r) => ({ kind: 'truncate', ratio: 0.3 + r() * 0.3 }) },
-  { name: 'stream_cut', rare: true, type: 'truncate', eligible: (reply, req) => isText(reply) && req.stream === true && reply.text.split(/\s+/).length >= 12, make: (r) => ({ kind: 'stream_cut', fraction: 0.3 + r() * 0.4 }) },
-  {
-    name: 'tool_truncate',
-    rare: true,
-    type: 'truncate',
-    // Only arguments the model copied from the conversation: a cut elsewhere (a composed query) leaves no trace.
-    eligible: (reply, req) => isTool(reply) && Object.values(JSON.parse(reply.toolCalls[0].arguments)).some((v) => typeof v === 'string' && v.length >= 6 && JSON.stringify(req.messages).includes(v)),
-    make: (_r, reply) => {
-      const args = JSON.parse(reply.toolCalls[0].arguments);
-      for (const k of Object.keys(args)) if (typeof args[k] === 'string') args[k] = args[k].slice(0, Math.max(1, Math.floor(args[k].length * 0.3)));
-      return { kind: 'tool_args', arguments: JSON.stringify(args) };
-    },
-  },
-  { name: 'tool_empty_args', rare: true, type: 'error', eligible: (reply, req) => isTool(reply) && requiredOf(req, reply.toolCalls[0].name).length > 0, make: () => ({ kind: 'tool_args', arguments: '{}' }) },
-  {
-    name: 'tool_schema',
-    rare: true,
-    type: 'schema',
-    eligible: isTool,
-    make: (r, reply) => {
-      const args = JSON.parse(reply.toolCalls[0].arguments);
-      const keys = Object.keys(args);
-      const variant = keys.length === 0 ? 0 : Math.floor(r() * 3);
-      if (variant === 0) return { kind: 'tool_args', arguments: '{"wrong_param": "unexpected_value"}' };
-      if (variant === 1) {
-        const renamed = {};
-        for (const k of keys) renamed[`${k}_value`] = args[k];
-        return { kind: 'tool_args', arguments: JSON.stringify(renamed) };
-      }
-      const retyped = { ...args };
-      const k = keys[0];
-      retyped[k] = typeof args[k] === 'number' ? String(args[k]) : typeof args[k] === 'string' ? { value: args[k] } : String(args[k]);
-      return { kind: 'tool_args', arguments: JSON.stringify(retyped) };
-    },
-  },
-  { name: 'llm_schema', type: 'schema', eligible: isText, make: () => ({ kind: 'inband', content: '{"error": "content_policy_violation", "message": "This response has been filtered."}' }) },
-  { name: 'mojibake', rare: true, workflows: ['trip'], type: 'corrupt', eligible: (reply) => isText(reply) && nonAscii(reply.text), make: () => ({ kind: 'mojibake' }) },
-  {
-    name: 'tool_corrupt',
-    rare: true,
-    type: 'corrupt',
-    eligible: (reply) => isTool(reply) && Object.values(JSON.parse(reply.toolCalls[0].arguments)).some((v) => typeof v === 'string' && v.length >= 5),
-    make: (r, reply) => {
-      const args = JSON.parse(reply.toolCalls[0].arguments);
-      for (const k of Object.keys(args)) {
-        if (typeof args[k] !== 'string' || args[k].length === 0) continue;
-        const chars = [...args[k]];
-        for (let i = 0; i < Math.max(1, Math.floor(chars.length / 5)); i++) chars[Math.floor(r() * chars.length)] = String.fromCodePoint(0x2600 + Math.floor(r() * 0x100));
-        args[k] = chars.join('');
-      }
-      return { kind: 'tool_args', arguments: JSON.stringify(args) };
-    },
-  },
-  { name: 'delay', type: 'delay', eligible: () => true, make: (r) => ({ kind: 'delay', ms: FAST ? 3100 : 3500 + Math.floor(r() * 2500) }) },
-  { name: 'stale_replay', type: 'stale', eligible: (_reply, _req, _meta, k) => k >= 2, make: () => ({ kind: 'stale' }) },
-  {
-    name: 'wrong_entity',
-    rare: true,
-    workflows: ['trip', 'support'],
-    type: 'semantic',
-    eligible: (reply, _req, meta) => isTool(reply) && meta?.entity !== undefined,
-    make: (r, reply, _req, meta) => {
-      const args = JSON.parse(reply.toolCalls[0].arguments);
-      args[meta.entity.key] = meta.entity.key === 'city' ? ['Springfield', 'Pyongyang', 'Timbuktu', 'Reykjavík'][Math.floor(r() * 4)] : `A-${10000 + Math.floor(r() * 89999)}`;
-      return { kind: 'tool_args', arguments: JSON.stringify(args) };
-    },
-  },
-];
+/** The same plan in both wordings, but the reworded variant's workflows draw other arguments (customers, items,
+ * amounts, repositories) from another per-task seed. */
+const taskSeed = (s) => (argv.variant === 'base' ? s : (s ^ 0x2f6b3d) >>> 0);
 
-// ------------------------------------------------------------------------------------------------ tasks
-
-const NO_FLAGS = { toolRetry: false, toolHandled: false, sdkRetry: false, derivedEntity: false, long: false, cjk: false, mentionsError: false, includeUsage: false };
-
-/** The test suite: each fault this producer can show once (on the trip planner, where every fault can fire), then
- * clean runs with each tricky-but-valid variant. */
 function caseTasks() {
   const tasks = [];
-  let i = 0;
-  const add = (workflow, fault, flags = {}) => tasks.push({ id: `case-${String(++i).padStart(3, '0')}`, workflow, fault, skip: 0, seed: 1000 + i, flags: { ...NO_FLAGS, ...flags } });
-  for (const f of FAULTS) if (!f.producers || f.producers.includes(producer)) add(f.name === 'wrong_entity' || f.name === 'tool_truncate' ? 'support' : 'trip', f);
-  add('trip', undefined);
-  add('trip', undefined, { toolRetry: true, long: true });
-  add('support', undefined, { toolHandled: true, mentionsError: true });
-  add('support', undefined, { sdkRetry: true });
-  add('research', undefined, { cjk: true, toolRetry: true });
-  add('ops', undefined, { long: true, includeUsage: true });
-  add('ops', undefined, { toolRetry: true, mentionsError: true });
+  const add = (workflow, fault, nearMiss) => tasks.push({ id: `case-${String(tasks.length + 1).padStart(3, '0')}`, workflow, fault, nearMiss, skip: 0, seed: taskSeed(4000 + tasks.length) });
+  for (const f of FAULTS) add((WHERE[f.name] ?? [f.name.startsWith('args_') ? 'orders' : 'critic'])[0], f);
+  add('orders', FAULTS.find((f) => f.name === 'args_missing_required')); // an agent that gives up after a validation error
+  for (const n of new Set(NEAR_MISSES)) add(n === 'prefix_argument' ? 'changelog' : n === 'repeated_poll' || n === 'tool_retried' ? 'orders' : n === 'own_max_tokens' ? 'helpdesk' : 'critic', undefined, n);
   return tasks;
 }
 
-/** The task list for a seed: the same for every producer, except producer-specific faults drawn from the same slot. */
 function planTasks(n) {
   if (argv.suite === 'cases') return caseTasks();
   const r = mulberry32(seed);
-  const names = Object.keys(WORKFLOWS);
-  const all = FAULTS.map((f) => f.name);
   const tasks = [];
+  // Faults dealt from a deck reshuffled each pass, so that every fault of the model gets its share of the set.
+  let deck = [];
+  const deal = () => {
+    if (deck.length === 0) deck = [...FAULTS].sort(() => r() - 0.5);
+    return deck.pop();
+  };
   for (let i = 0; i < n; i++) {
-    const clean = r() < 0.36;
-    const slot = Math.floor(r() * all.length);
-    let fault = clean ? undefined : FAULTS[slot];
-    if (fault && fault.producers && !fault.producers.includes(producer)) fault = fault.type === 'timeout' ? FAULTS.find((f) => f.name === 'inband_timeout') : FAULTS.find((f) => f.name === 'inband_error');
-    const pickWorkflow = Math.floor(r() * names.length);
-    const allowed = fault?.workflows ?? names;
-    tasks.push({
-      id: `task-${String(i + 1).padStart(4, '0')}`,
-      workflow: allowed.includes(names[pickWorkflow]) ? names[pickWorkflow] : allowed[pickWorkflow % allowed.length],
-      fault,
-      skip: r() < 0.4 ? 1 : 0,
-      seed: Math.floor(r() * 2 ** 31),
-      flags: {
-        toolRetry: r() < 0.22,
-        toolHandled: r() < 0.2,
-        sdkRetry: r() < 0.2,
-        derivedEntity: r() < 0.5,
-        long: r() < 0.2,
-        cjk: r() < 0.2,
-        mentionsError: r() < 0.35,
-        includeUsage: r() < 0.5,
-      },
-    });
+    const clean = r() < 0.3;
+    const fault = clean ? undefined : deal();
+    const nearMiss = NEAR_MISSES[Math.floor(r() * NEAR_MISSES.length)];
+    const allowed = fault ? (WHERE[fault.name] ?? names) : nearMiss === 'prefix_argument' ? ['changelog'] : nearMiss === 'repeated_poll' || nearMiss === 'tool_retried' ? ['orders'] : nearMiss === 'own_max_tokens' ? ['helpdesk', 'critic'] : names;
+    tasks.push({ id: `task-${String(i + 1).padStart(4, '0')}`, workflow: allowed[Math.floor(r() * allowed.length)], fault, nearMiss: clean ? nearMiss : undefined, skip: r() < 0.4 && !(fault && WHERE[fault.name]) ? 1 : 0, seed: taskSeed(Math.floor(r() * 2 ** 31)) });
   }
-  return argv.only ? tasks.filter((t) => (t.fault?.name ?? 'clean') === argv.only || t.id === argv.only) : tasks;
+  return tasks;
 }
 
-const CALL = createContextKey('faultline-eval-call');
+const CALL = createContextKey('indep-call');
 
 /** Writes the ground truth on the LLM span started inside a faulted call's context (the instrumentation's span). */
 const labeller = {
   onStart(span, parentContext) {
     const call = parentContext.getValue(CALL);
-    if (!call || !call.fault || span.instrumentationScope?.name?.startsWith('eval-')) return;
+    if (!call?.fault || span.instrumentationScope?.name?.startsWith('indep-')) return;
     span.setAttribute('faultline.fault.type', call.fault.type);
-    span.setAttribute('faultline.fault.name', `server:${call.fault.name}`);
-    span.addEvent('faultline.fault.injected', { 'faultline.fault.type': call.fault.type, 'faultline.fault.name': `server:${call.fault.name}` });
+    span.setAttribute('faultline.fault.name', `indep:${call.fault.name}`);
+    span.addEvent('faultline.fault.injected', { 'faultline.fault.type': call.fault.type, 'faultline.fault.name': `indep:${call.fault.name}` });
   },
   onEnd() {},
   forceFlush: () => Promise.resolve(),
   shutdown: () => Promise.resolve(),
 };
 
+// OpenInference reads a stream through a copy of its own; a reset connection then also rejects that copy, unhandled,
+// (ECONNRESET, or undici's "other side closed" when the FIN is read first) and would end the process. The app's own read of the stream sees the same error and handles it (ctx.llm).
+let copiesReset = 0;
+process.on('uncaughtException', (err) => {
+  if (err?.message === 'terminated' && ['ECONNRESET', 'UND_ERR_SOCKET'].includes(err.cause?.code)) copiesReset++;
+  else throw err;
+});
+
 async function main() {
-  const tel = setup(producer, { rng: idRng, label: labeller, serviceName: `eval-${producer}` });
-  const OpenAI = require('openai').default ?? require('openai');
-  const latency = FAST ? { base: 3, perToken: 0.03 } : { base: 180, perToken: 5 };
-  const jitterRng = mulberry32(seed + 101);
-  const server = await startModelServer({
-    latency: {
-      ...latency,
-      // Log-normal: LLM latency varies several-fold naturally.
-      jitter: () => Math.exp(0.4 * Math.sqrt(-2 * Math.log(1 - jitterRng())) * Math.cos(2 * Math.PI * jitterRng())),
-    },
-    idOf: hexOf,
-  });
-  const tasks = planTasks(Number(argv.tasks));
-  const labels = [];
-  // One client for the process, as applications have it; per request the SDK's default retries and a timeout above
-  // the slowest answer (a held response is the only thing that reaches it).
-  const client = new OpenAI({ apiKey: 'sk-eval', baseURL: server.url, maxRetries: FAST ? 1 : 2, timeout: FAST ? 3700 : 8000 });
+  mkdirSync(argv.out, { recursive: true });
+  const tracesFile = join(argv.out, 'traces.jsonl');
+  const logsFile = join(argv.out, 'logs.jsonl');
+  rmSync(tracesFile, { force: true });
+  rmSync(logsFile, { force: true });
+  const openaiModule = () => require('openai').OpenAI;
+  const tel = setup(producer, { rng: mulberry32(seed * 31 + PRODUCERS.indexOf(producer) * 7 + (content ? 1 : 0) + (argv.variant === 'base' ? 0 : 3)), label: labeller, serviceName: `indep-${producer}`, content, tracesFile, logsFile, openai: openaiModule });
+  const OpenAI = openaiModule();
+  const jitterRng = mulberry32(seed + 17);
+  // Log-normal jitter (sigma 0.35): the spread of a provider's normal latency.
+  const jitter = () => Math.exp(0.35 * Math.sqrt(-2 * Math.log(1 - jitterRng())) * Math.cos(2 * Math.PI * jitterRng()));
+  const server = await startModelServer({ scale, jitter, idOf, variant: argv.variant });
+  const medianMs = 600 * scale;
+  // As applications configure it: the SDK's default two retries, a timeout well above the slowest stall (and, on a
+  // fast clock, above what a loaded machine adds to a normal call).
+  const client = new OpenAI({ apiKey: 'sk-indep-placeholder', baseURL: server.url, maxRetries: 2, timeout: Math.max(2500, Math.round(w.stall[1] * medianMs * 1.4 + 2000 * scale)) });
   {
-    // Warm the client and the instrumentation up outside any trace (a cold start is not what the set measures).
     const { suppressTracing } = require('@opentelemetry/core');
     await context.with(suppressTracing(context.active()), async () => {
       for (let i = 0; i < 3; i++) {
         server.script(`warmup:${i}`, { text: 'ok' });
-        await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'ping' }] }, { headers: { 'x-eval-call': `warmup:${i}` } });
+        await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'ping' }] }, { headers: { 'x-indep-call': `warmup:${i}` } });
       }
     });
   }
+  const tasks = planTasks(Number(argv.tasks));
+  const labels = [];
 
   const runTask = async (task) => {
     const r = mulberry32(task.seed);
@@ -276,32 +186,33 @@ async function main() {
     let eligibleSeen = 0;
     let fired;
     let callSeq = 0;
+    const seen = {};
+    const faultedToolCalls = new Set();
+    const answers = [];
     const ctx = {
       rng: r,
+      nearMiss: task.nearMiss,
       pick: (xs) => xs[Math.floor(r() * xs.length)],
       int: (a, b) => a + Math.floor(r() * (b - a + 1)),
-      flag: (name) => task.flags[name] === true,
-      callId: () => `call_${hexOf(`${task.id}/${++callSeq}`).slice(0, 20)}`,
-      agent: (name, fn) =>
-        tel.conventions.agent(name, async () => {
-          return fn();
-        }),
+      sleep: (ms) => new Promise((res) => setTimeout(res, ms)),
+      callId: () => `call_${idOf(`${task.id}/${++callSeq}`).slice(0, 22)}`,
+      agent: (name, fn) => tel.conventions.agent(name, fn),
       async tool(name, callId, argsText, impl, opts = {}) {
         const attempt = (n) =>
           tel.conventions.tool(name, callId, argsText, async () => {
-            await new Promise((res) => setTimeout(res, FAST ? 1 : 20 + Math.floor(r() * 60)));
-            const args = JSON.parse(argsText);
-            if (opts.flaky && n === 1) throw new Error(`${name}: 503 upstream temporarily unavailable`);
-            return impl(args);
+            await ctx.sleep(Math.round((20 + r() * 60) * scale));
+            if (opts.flaky && n === 1) throw new Error(`${name}: warehouse backend unavailable, try again`);
+            return impl(JSON.parse(argsText));
           });
         try {
           return await attempt(1);
         } catch (err) {
-          if (opts.flaky && /temporarily unavailable/.test(err.message)) return attempt(2); // the agent retries the tool
+          if (opts.flaky && /try again/.test(err.message)) return attempt(2); // the agent runs the tool again
+          if (faultedToolCalls.has(callId)) seen.toolRejected = true;
           throw err;
         }
       },
-      async llm(req, reply, meta) {
+      async llm(req, reply) {
         k++;
         const key = `${task.id}:${k}`;
         const body = { model: 'gpt-4o-mini', messages: [...(req.system ? [{ role: 'system', content: req.system }] : []), ...req.messages] };
@@ -310,92 +221,77 @@ async function main() {
         if (req.maxTokens) body.max_tokens = req.maxTokens;
         if (req.stream) {
           body.stream = true;
-          if (task.flags.includeUsage) body.stream_options = { include_usage: true };
+          body.stream_options = { include_usage: true };
         }
         let fault;
         const f = task.fault;
-        if (f && !fired && f.eligible(reply, body, meta, k)) {
+        if (f && !fired && f.on({ reply, body, k })) {
           eligibleSeen++;
-          // Faults with many eligible calls land on the first or the second; rare ones on the first they can.
-          if (eligibleSeen > (f.rare ? 0 : task.skip)) {
-            fired = f;
-            fault = f.make(r, reply, body, meta);
-          }
-        }
-        const transient = !fault && task.flags.sdkRetry && k === 2 ? true : undefined;
-        server.script(key, reply, fault, transient);
-        const callCtx = context.active().setValue(CALL, fault ? { fault: f } : { fault: undefined });
-        try {
-          return await context.with(callCtx, async () => {
-            const res = await client.chat.completions.create(body, { headers: { 'x-eval-call': key } });
-            if (!req.stream) {
-              const m = res.choices[0]?.message ?? {};
-              return { text: m.content ?? '', toolCalls: (m.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })) };
+          if (eligibleSeen > task.skip) {
+            fault = f.make(w, r, { reply, body, k }, { scale, medianMs, answers, reply });
+            if (fault) {
+              fired = { fault: f, step: k };
+              if (reply.toolCalls && (fault.kind === 'args' || fault.kind === 'recode')) faultedToolCalls.add(reply.toolCalls[0].id);
+              if (fault.kind === 'filtered' || (fault.kind === 'text' && fault.text === '')) seen.zeroTokens = true; // usage reports 0 output tokens
             }
-            let text = '';
-            for await (const chunk of res) text += chunk.choices[0]?.delta?.content ?? '';
-            return { text, toolCalls: [] };
-          });
-        } catch (err) {
-          // The agent carries on without this answer (its span records the failure).
-          const { trace } = require('@opentelemetry/api');
-          const agentSpan = trace.getActiveSpan();
-          if (agentSpan) {
-            agentSpan.recordException(err);
-            agentSpan.setStatus({ code: 2, message: String(err.message).slice(0, 200) });
           }
-          return { text: '', toolCalls: [], failed: true };
         }
+        const transient = !fault && task.nearMiss === 'retry_recovered' && k === 2;
+        server.script(key, reply, fault, transient);
+        if (reply.text && !fault) answers.push({ text: reply.text, key: `${key}#id` });
+        const callCtx = context.active().setValue(CALL, { fault: fault ? f : undefined });
+        return context.with(callCtx, async () => {
+          const res = await client.chat.completions.create(body, { headers: { 'x-indep-call': key } });
+          if (!req.stream) {
+            const m = res.choices[0]?.message ?? {};
+            return { text: m.content ?? '', toolCalls: (m.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })) };
+          }
+          let text = '';
+          try {
+            for await (const chunk of res) text += chunk.choices[0]?.delta?.content ?? '';
+          } catch (err) {
+            // The connection dropped mid-answer: the app keeps what arrived, as chat UIs do, and notes it.
+            trace.getActiveSpan()?.addEvent('stream interrupted', { 'exception.message': String(err.message) });
+          }
+          return { text, toolCalls: [] };
+        });
       },
     };
     let traceId;
-    await tel.conventions.workflow(task.workflow, `task ${task.id}`, async () => {
-      const { trace } = require('@opentelemetry/api');
-      const root = trace.getActiveSpan();
-      traceId = root.spanContext().traceId;
-      root.setAttribute('faultline.fault.condition', task.fault ? `server:${task.fault.name}` : 'clean');
-      try {
-        return await WORKFLOWS[task.workflow](ctx);
-      } catch (err) {
-        process.stderr.write(`task ${task.id} (${task.workflow}) threw: ${err.stack}\n`);
-        throw err;
-      }
-    }).catch(() => undefined);
-    labels.push({ task: task.id, traceId, workflow: task.workflow, fault: fired ? fired.name : task.fault ? `untriggered:${task.fault.name}` : 'clean', type: fired ? fired.type : 'none', flags: Object.keys(task.flags).filter((f) => task.flags[f]) });
+    await tel.conventions
+      .workflow(task.workflow, `task ${task.id}`, async () => {
+        const root = trace.getActiveSpan();
+        traceId = root.spanContext().traceId;
+        root.setAttribute('faultline.fault.condition', task.fault ? `indep:${task.fault.name}` : 'clean');
+        return WORKFLOWS[task.workflow](ctx);
+      })
+      .catch(() => undefined);
+    labels.push({
+      task: task.id,
+      traceId,
+      workflow: task.workflow,
+      fault: fired ? fired.fault.name : task.fault ? `untriggered:${task.fault.name}` : 'clean',
+      nearMiss: task.nearMiss ?? null,
+      type: fired ? fired.fault.type : 'none',
+      step: fired ? fired.step : null,
+      observable: fired ? observable(fired.fault, seen) : true,
+    });
   };
 
   const limit = Number(argv.concurrency);
   let next = 0;
   const t0 = Date.now();
   await Promise.all(
-    Array.from({ length: Math.min(limit, tasks.length) }, async (_, w) => {
-      await new Promise((res) => setTimeout(res, w * 40)); // staggered, so first calls do not all start together
+    Array.from({ length: Math.min(limit, tasks.length) }, async (_, i) => {
+      await new Promise((res) => setTimeout(res, i * 30));
       while (next < tasks.length) await runTask(tasks[next++]);
     }),
   );
   await tel.provider.forceFlush();
-  const { JsonTraceSerializer, JsonLogsSerializer } = require('@opentelemetry/otlp-transformer');
-  const byTrace = new Map();
-  for (const s of tel.exporter.getFinishedSpans()) {
-    const id = s.spanContext().traceId;
-    if (!byTrace.has(id)) byTrace.set(id, []);
-    byTrace.get(id).push(s);
-  }
-  mkdirSync(argv.out, { recursive: true });
-  const order = labels.map((l) => l.traceId).filter((id) => byTrace.has(id));
-  writeFileSync(join(argv.out, 'traces.jsonl'), order.map((id) => Buffer.from(JsonTraceSerializer.serializeRequest(byTrace.get(id))).toString('utf8')).join('\n') + '\n');
-  if (tel.logExporter) {
-    const logs = new Map();
-    for (const l of tel.logExporter.getFinishedLogRecords()) {
-      const id = l.spanContext?.traceId;
-      if (!id) continue;
-      if (!logs.has(id)) logs.set(id, []);
-      logs.get(id).push(l);
-    }
-    writeFileSync(join(argv.out, 'logs.jsonl'), order.filter((id) => logs.has(id)).map((id) => Buffer.from(JsonLogsSerializer.serializeRequest(logs.get(id))).toString('utf8')).join('\n') + '\n');
-  }
-  writeFileSync(join(argv.out, 'labels.json'), JSON.stringify({ producer, seed, fast: FAST, tasks: labels.sort((a, b) => a.task.localeCompare(b.task)) }, null, 2) + '\n');
-  process.stderr.write(`${producer}: ${labels.length} tasks (${labels.filter((l) => l.type !== 'none').length} faulty, ${labels.filter((l) => l.fault === 'clean').length} clean, ${labels.filter((l) => l.fault.startsWith('untriggered')).length} untriggered) in ${((Date.now() - t0) / 1000).toFixed(1)} s → ${argv.out}\n`);
+  if (tel.loggerProvider) await tel.loggerProvider.forceFlush();
+  writeFileSync(join(argv.out, 'labels.json'), JSON.stringify({ producer, content: argv.content, variant: argv.variant, seed, scale, tasks: labels.sort((a, b) => a.task.localeCompare(b.task)) }, null, 2) + '\n');
+  const faulty = labels.filter((l) => l.type !== 'none').length;
+  process.stderr.write(`${producer} content ${argv.content} ${argv.variant}: ${labels.length} tasks (${faulty} faulty, ${labels.filter((l) => l.fault === 'clean').length} clean${copiesReset ? `, ${copiesReset} instrumentation stream copies reset` : ''}) in ${((Date.now() - t0) / 1000).toFixed(1)} s → ${argv.out}\n`);
   await server.close();
   await tel.provider.shutdown();
   if (tel.loggerProvider) await tel.loggerProvider.shutdown();
@@ -405,5 +301,3 @@ main().catch((err) => {
   process.stderr.write(`${err.stack ?? err}\n`);
   process.exit(1);
 });
-
-module.exports = { FAULTS, tokensOf };
