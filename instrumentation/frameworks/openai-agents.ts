@@ -160,7 +160,11 @@ export class AgentsTraceProcessor {
     if (!this.#enabled) return undefined;
     const storage = (globalThis as Record<symbol, unknown>)[CONTEXT_KEY] as { getStore?: () => unknown } | undefined;
     const store = storage?.getStore?.() as SdkContextStore | undefined;
-    if (store?.active !== true || store.trace === undefined || store.trace.traceId === NOOP_ID) return undefined;
+    if (store?.active !== true || store.trace === undefined) return undefined;
+    if (store.trace.traceId === NOOP_ID) {
+      noticeTracingOff();
+      return undefined;
+    }
     if (store.span !== undefined && store.span.spanId !== NOOP_ID) return this.#entry(store.span, store.trace).scope;
     return this.#trace(store.trace);
   }
@@ -271,6 +275,24 @@ export class AgentsTraceProcessor {
     for (const mirror of this.#traces.values()) mirror.span.end();
     this.#traces.clear();
   }
+}
+
+let toldTracingOff = false;
+
+/**
+ * A run whose SDK trace is a no-op (its tracing off: `setTracingDisabled(true)`, `OPENAI_AGENTS_DISABLE_TRACING`,
+ * or `NODE_ENV=test`, where the SDK turns it off itself) reaches this bridge with no agent, tool or handoff spans:
+ * only its LLM calls are recorded. That is said once per process, at the run's first LLM call, with how to turn
+ * the SDK's tracing on, instead of leaving the missing structure unexplained.
+ */
+function noticeTracingOff(): void {
+  if (toldTracingOff) return;
+  toldTracingOff = true;
+  process.stderr.write(
+    "faultline: the OpenAI Agents SDK's tracing is off (setTracingDisabled(true), OPENAI_AGENTS_DISABLE_TRACING, or " +
+      'NODE_ENV=test), so its runs have no agent, tool or handoff spans, only their LLM calls; to record them call ' +
+      "setTracingDisabled(false) from '@openai/agents' (or unset OPENAI_AGENTS_DISABLE_TRACING)\n",
+  );
 }
 
 /** Bridge the Agents SDK when the app loads it. Returns the removal. */

@@ -1,9 +1,10 @@
 // An OpenAI Agents SDK app: a planner with a weather tool and an input guardrail hands off to a worker; one run,
 // then another question streamed. Chat-completions mode unless AGENTS_API says otherwise. Prints what it got.
 import OpenAI from 'openai';
-import { Agent, run, setDefaultOpenAIClient, setOpenAIAPI, tool } from '@openai/agents';
+import { Agent, run, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled, tool } from '@openai/agents';
 
 setOpenAIAPI(process.env.AGENTS_API ?? 'chat_completions');
+if (process.env.AGENTS_TRACING_OFF === '1') setTracingDisabled(true);
 setDefaultOpenAIClient(new OpenAI({ apiKey: 'sk-test', baseURL: `${process.env.LLM_URL}/v1` }));
 
 const getWeather = tool({
