@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { recordBody, sseEvents, streamPieces, type CorpusRecord } from './corpus';
+import { recordBody, sseEvents, streamPieces, type CorpusRecord } from './wire-record';
 
 export interface Reply {
   status?: number;
