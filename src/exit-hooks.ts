@@ -4,7 +4,8 @@
  *  - Normal end (`beforeExit`): flush; the loop then drains and the process exits as it would have. When our OTLP
  *    export still holds the loop EXIT_FLUSH_TIMEOUT_MS after the app's end (an endpoint that never answers, or one
  *    that keeps refusing while the exporter retries), we stop waiting: `process.exit()` with the app's exit code.
- *    Every path ends with one stderr line counting the spans the endpoint did not take.
+ *    Every path ends with one stderr line counting the spans the endpoint did not take and naming where they are
+ *    instead: the trace file (the configured one, by default ./faultline-traces.jsonl), written synchronously.
  *  - `process.exit(n)`, an uncaught exception, an unhandled rejection: only synchronous code runs (the `exit` event).
  *    The spans still open are ended as interrupted, the batch processors hand their buffers to the exporters (the
  *    file exporter writes synchronously) and what OTLP still holds is sent from a child process the exiting one
@@ -18,6 +19,7 @@
  * Nothing here throws into the app or sets an exit code.
  */
 import { logger } from './diag';
+import type { Undelivered } from './exporters/exit-safe';
 import type { SdkHandle } from './sdk';
 
 const log = logger('exit');
@@ -36,14 +38,22 @@ export interface ExitHookOptions {
   pending?: { flush(): void; settle(): Promise<void> };
 }
 
-/** `faultline: 12 spans were not delivered to the OTLP endpoint (…)`: what the endpoint did not take, and why. */
-function lostLine(failed: number, unsent: number, abandoned: boolean, file: string | undefined): string {
+/**
+ * `faultline: 12 spans were not delivered to the OTLP endpoint (…); written to /x/faultline-traces.jsonl instead`:
+ * what the endpoint did not take, why, and where those spans are.
+ */
+function lostLine(failed: number, unsent: number, abandoned: boolean, u: Undelivered, tracesFile: string | undefined): string {
   const why = [
     failed > 0 ? `${failed} refused or timed out` : '',
     unsent > 0 ? (abandoned ? `${unsent} unanswered ${EXIT_FLUSH_TIMEOUT_MS / 1000} s after the app's end` : `${unsent} not sent at exit`) : '',
   ].filter(Boolean);
-  const where = file ? `; the trace file ${file} has only what was written to it` : '';
-  return `faultline: ${failed + unsent} spans were not delivered to the OTLP endpoint (${why.join(', ')})${where}\n`;
+  const lost = failed + unsent;
+  let where = '';
+  if (tracesFile) where = `; the trace file ${tracesFile} has them`;
+  else if (u.file && u.kept >= lost) where = `; written to ${u.file} instead`;
+  else if (u.file && u.kept > 0) where = `; ${u.kept} of them written to ${u.file} instead`;
+  else if (u.file) where = `; they could not be written to ${u.file} either`;
+  return `faultline: ${lost} spans were not delivered to the OTLP endpoint (${why.join(', ')})${where}\n`;
 }
 
 export function installExitHooks({ sdk, summary, pending }: ExitHookOptions): () => void {
@@ -104,12 +114,11 @@ export function installExitHooks({ sdk, summary, pending }: ExitHookOptions): ()
       const reason = origin ?? signalled ?? 'exit';
       flushPending();
       const interrupted = sdk.endOpenSpans(reason);
-      // Past the deadline the export had its time: what it still holds is counted, not sent again.
-      const r = abandoned ? { interrupted: 0 } : sdk.flushSync(EXIT_FLUSH_TIMEOUT_MS);
+      // Past the deadline the export had its time: what it still holds goes to the trace file, not sent again.
+      const r = sdk.flushSync(EXIT_FLUSH_TIMEOUT_MS, !abandoned);
       if (interrupted > 0 || r.otlp) log.debug(`at exit (${reason}): ${interrupted} spans ended as interrupted`, r.otlp ?? '');
-      const { pending, failed } = sdk.undelivered();
-      const unsent = abandoned ? pending : r.otlp && !r.otlp.ok ? r.otlp.spans : 0;
-      if (failed + unsent > 0) process.stderr.write(lostLine(failed, unsent, abandoned, sdk.tracesFile));
+      const u = sdk.undelivered();
+      if (u.failed + r.unsent > 0) process.stderr.write(lostLine(u.failed, r.unsent, abandoned, u, sdk.tracesFile));
     } catch (err) {
       log.error('flush at exit failed:', err);
     }

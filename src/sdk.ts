@@ -52,7 +52,7 @@ import {
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { ExportConfig, ResourceDetectorName } from './config';
 import { logger } from './diag';
-import { ExitSafeExporter, type ExitSendResult } from './exporters/exit-safe';
+import { ExitSafeExporter, type ExitSendResult, type Undelivered } from './exporters/exit-safe';
 import { FileSpanExporter } from './exporters/file-exporter';
 import { OpenSpansProcessor } from './exporters/open-spans';
 
@@ -72,6 +72,8 @@ export interface SyncFlushResult {
   interrupted: number;
   /** What the OTLP exporter sent from the child process, when it held anything. */
   otlp?: ExitSendResult;
+  /** Spans OTLP still held at exit that did not reach the endpoint (not sent, or the exit-time send failed). */
+  unsent: number;
 }
 
 export interface SdkHandle {
@@ -84,10 +86,16 @@ export interface SdkHandle {
   tracesFile?: string;
   /** End the spans still open as interrupted by `reason` (our provider's only). */
   endOpenSpans(reason: string): number;
-  /** Hand every buffered span to the exporters and send what OTLP still holds, synchronously (the exit path). */
-  flushSync(timeoutMs: number): SyncFlushResult;
-  /** OTLP spans not delivered: `pending` still unanswered, `failed` refused or timed out (lost). */
-  undelivered(): { pending: number; failed: number };
+  /**
+   * Hand every buffered span to the exporters and send what OTLP still holds, synchronously (the exit path); with
+   * `send` false (the deadline passed), what OTLP holds goes straight to the trace-file fallback.
+   */
+  flushSync(timeoutMs: number, send?: boolean): SyncFlushResult;
+  /**
+   * OTLP spans not delivered: `pending` still unanswered, `failed` refused or timed out; `lost` in all, `kept` of them
+   * in the fallback `file` (undefined when the file exporter runs too: the trace file has every span).
+   */
+  undelivered(): { pending: number; failed: number } & Undelivered;
   forceFlush(): Promise<void>;
   shutdown(): Promise<void>;
 }
@@ -130,6 +138,8 @@ interface Exporting {
 
 function exporting(config: ExportConfig): Exporting {
   const out: Exporting = { processors: [], batches: [], otlp: [] };
+  // What the OTLP endpoint does not take goes to the trace file, unless the file exporter writes every span there.
+  const fallback = config.traces.includes('file') ? undefined : new FileSpanExporter({ path: config.file, announce: false });
   for (const name of config.traces) {
     if (name === 'console') {
       out.processors.push(new SimpleSpanProcessor(new ConsoleSpanExporter()));
@@ -141,6 +151,7 @@ function exporting(config: ExportConfig): Exporting {
         protocol: config.otlp.protocol,
         ...(config.otlp.tracesUrl ? { url: config.otlp.tracesUrl } : {}),
         ...(config.otlp.headers ? { headers: config.otlp.headers } : {}),
+        ...(fallback ? { fallback } : {}),
       });
       out.otlp.push(safe);
       exporter = safe;
@@ -187,8 +198,8 @@ function propagator(config: ExportConfig): NonNullable<Parameters<NodeTracerProv
 const NOOP: SdkHandle = {
   external: false,
   endOpenSpans: () => 0,
-  flushSync: () => ({ interrupted: 0 }),
-  undelivered: () => ({ pending: 0, failed: 0 }),
+  flushSync: () => ({ interrupted: 0, unsent: 0 }),
+  undelivered: () => ({ pending: 0, failed: 0, lost: 0, kept: 0 }),
   forceFlush: async () => {},
   shutdown: async () => {},
 };
@@ -232,7 +243,7 @@ export function setupSdk(config: ExportConfig, options: SdkOptions = {}): SdkHan
       // The app's own processors get their buffers handed over too (synchronous exporters write at once).
       flushSync: () => {
         void flushable.forceFlush?.().catch(() => {});
-        return { interrupted: 0 };
+        return { interrupted: 0, unsent: 0 };
       },
       forceFlush: () => flushable.forceFlush?.() ?? Promise.resolve(),
     });
@@ -254,26 +265,34 @@ export function setupSdk(config: ExportConfig, options: SdkOptions = {}): SdkHan
     tracerProvider: provider,
     external: false,
     endOpenSpans: (reason) => open.endAll(reason),
-    flushSync(timeoutMs) {
+    flushSync(timeoutMs, send = true) {
       // A batch processor's forceFlush hands its buffer to the exporter before it returns (it schedules nothing when
       // the resource has no pending attributes); the promise only reports the export's end.
       for (const o of out.otlp) o.holdForExit();
       for (const b of out.batches) b.forceFlush().catch(() => {});
-      const result: SyncFlushResult = { interrupted: 0 };
+      const result: SyncFlushResult = { interrupted: 0, unsent: 0 };
       for (const o of out.otlp) {
+        if (!send) {
+          result.unsent += o.keepPendingSync();
+          continue;
+        }
         const sent = o.sendPendingSync(timeoutMs);
         if (sent.spans > 0) result.otlp = sent;
+        if (!sent.ok) result.unsent += sent.spans;
       }
       return result;
     },
     undelivered() {
-      let pending = 0;
-      let failed = 0;
+      const total: { pending: number; failed: number } & Undelivered = { pending: 0, failed: 0, lost: 0, kept: 0 };
       for (const o of out.otlp) {
-        pending += o.pendingSpans;
-        failed += o.failedSpans;
+        const u = o.undelivered;
+        total.pending += o.pendingSpans;
+        total.failed += o.failedSpans;
+        total.lost += u.lost;
+        total.kept += u.kept;
+        if (u.file) total.file = u.file;
       }
-      return { pending, failed };
+      return total;
     },
     forceFlush: () => provider.forceFlush(),
     shutdown: () => provider.shutdown(),

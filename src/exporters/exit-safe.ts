@@ -7,6 +7,11 @@
  *
  * A batch whose request was already on the wire when the process exited may reach the endpoint twice (span ids let
  * a backend tell); a lost one cannot be told from one never sent.
+ *
+ * What the endpoint did not take (refused, timed out, still unanswered at the exit deadline, or the exit-time send
+ * failed) goes to the `fallback` exporter instead: faultline's file exporter, which writes synchronously, so the
+ * spans reach the trace file even from inside `process.exit`, in the format `faultline diagnose` reads. A refused
+ * batch is written when it is refused, so nothing is held in memory for an endpoint that stays down.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -26,6 +31,15 @@ export interface ExitSafeOptions {
   /** Explicit traces URL (the configuration file's); undefined: the OTEL_EXPORTER_OTLP_* variables decide. */
   url?: string;
   headers?: Readonly<Record<string, string>>;
+  /** Where undelivered spans are written instead (a synchronous exporter); undefined: they are only counted. */
+  fallback?: SpanExporter & { readonly path: string };
+}
+
+/** What the endpoint did not take: `lost` spans in all, `kept` of them written to `file` instead. */
+export interface Undelivered {
+  lost: number;
+  kept: number;
+  file?: string;
 }
 
 export interface ExitSendResult {
@@ -39,6 +53,8 @@ export class ExitSafeExporter implements SpanExporter {
   readonly #options: ExitSafeOptions;
   readonly #pending = new Set<ReadableSpan[]>();
   #failed = 0;
+  #lost = 0;
+  #kept = 0;
   #exiting = false;
 
   constructor(inner: SpanExporter, options: ExitSafeOptions) {
@@ -53,7 +69,10 @@ export class ExitSafeExporter implements SpanExporter {
     if (this.#exiting) return;
     this.#inner.export(spans, (result) => {
       this.#pending.delete(spans);
-      if (result.code !== ExportResultCode.SUCCESS) this.#failed += spans.length;
+      if (result.code !== ExportResultCode.SUCCESS) {
+        this.#failed += spans.length;
+        this.#keep(spans);
+      }
       resultCallback(result);
     });
   }
@@ -68,6 +87,34 @@ export class ExitSafeExporter implements SpanExporter {
   /** Spans the endpoint refused or never answered for (the batch processor does not retry them): lost. */
   get failedSpans(): number {
     return this.#failed;
+  }
+
+  /** Spans the endpoint did not take, and how many of them the fallback file holds. */
+  get undelivered(): Undelivered {
+    const fallback = this.#options.fallback;
+    return { lost: this.#lost, kept: this.#kept, ...(fallback ? { file: fallback.path } : {}) };
+  }
+
+  /** Write what the endpoint did not take to the fallback (synchronously: this runs inside `exit` too). */
+  #keep(spans: ReadableSpan[]): void {
+    this.#lost += spans.length;
+    const fallback = this.#options.fallback;
+    if (!fallback || spans.length === 0) return;
+    try {
+      fallback.export(spans, (r) => {
+        if (r.code === ExportResultCode.SUCCESS) this.#kept += spans.length;
+      });
+    } catch (err) {
+      log.error('could not write the undelivered spans to the trace file:', err);
+    }
+  }
+
+  /** At the exit deadline, past which the endpoint had its time: what it still holds goes to the fallback. */
+  keepPendingSync(): number {
+    const spans = [...this.#pending].flat();
+    this.#pending.clear();
+    this.#keep(spans);
+    return spans.length;
   }
 
   /** From now on, keep what the span processors hand over for `sendPendingSync` (the exit path). */
@@ -110,9 +157,12 @@ export class ExitSafeExporter implements SpanExporter {
         env,
         windowsHide: true,
       });
-      return { spans: spans.length, ok: r.status === 0, ms: Date.now() - t0 };
+      const ok = r.status === 0;
+      if (!ok) this.#keep(spans);
+      return { spans: spans.length, ok, ms: Date.now() - t0 };
     } catch (err) {
       log.error('could not send the spans left at exit:', err);
+      this.#keep(spans);
       return { spans: spans.length, ok: false, ms: Date.now() - t0 };
     }
   }

@@ -8,6 +8,10 @@
  * goes to `onDocument` (with its selected parts already removed).
  *
  * Errors are `JsonSyntaxError`s with a line, a column and the JSON path being parsed.
+ *
+ * A string longer than `maxStringChars` keeps its first characters and a marker saying how many more there were;
+ * the rest is scanned as it arrives and dropped, never held (a 100 MB attribute value in a trace costs its chunks,
+ * not 100 MB copied at every chunk). Escapes in the dropped part are not checked.
  */
 
 export type JsonPath = readonly (string | number)[];
@@ -46,6 +50,26 @@ export function formatJsonPath(path: JsonPath): string {
   return out;
 }
 
+export interface JsonStreamOptions {
+  /** Strings longer than this are cut to it, with a marker (default: kept whole). */
+  maxStringChars?: number;
+}
+
+/** A string too long to keep, being scanned to its end. */
+interface LongString {
+  kept: string;
+  /** JSON text characters dropped so far. */
+  dropped: number;
+  /** The last character dropped was an unpaired backslash: the next one is escaped. */
+  escaping: boolean;
+  isKey: boolean;
+}
+
+/** What stands for the end of a string cut at `maxStringChars`. */
+export function truncationMarker(dropped: number): string {
+  return `… [${dropped} more characters not read]`;
+}
+
 interface Frame {
   /** The container being built. */
   value: Record<string, unknown> | unknown[];
@@ -81,10 +105,17 @@ export class JsonStreamParser {
   private colBase = 0;
   private nextBackslash = -1;
   private pendingKey: string | undefined;
+  private long: LongString | undefined;
+  private readonly maxStringChars: number;
 
   private readonly ancestor = (depth: number): unknown => this.stack[depth]?.value;
 
-  constructor(private readonly handlers: JsonStreamHandlers = {}) {}
+  constructor(
+    private readonly handlers: JsonStreamHandlers = {},
+    options: JsonStreamOptions = {},
+  ) {
+    this.maxStringChars = options.maxStringChars ?? Number.POSITIVE_INFINITY;
+  }
 
   /** Feed the next chunk of text. */
   write(chunk: string): void {
@@ -185,7 +216,10 @@ export class JsonStreamParser {
     let j = start + 1;
     for (;;) {
       const q = b.indexOf('"', j);
-      if (q < 0) return undefined;
+      if (q < 0) {
+        if (b.length - start - 1 > this.maxStringChars) this.startLong(start);
+        return undefined;
+      }
       let bs = 0;
       for (let k = q - 1; k > start && b.charCodeAt(k) === 92; k--) bs++;
       if (bs % 2 === 0) {
@@ -194,6 +228,11 @@ export class JsonStreamParser {
           if (this.nextBackslash < 0) this.nextBackslash = Number.MAX_SAFE_INTEGER;
         }
         this.pos = q + 1;
+        // Whole in this chunk but past the bound: cut as if it had been streamed (the same value for any chunking).
+        if (q - start - 1 > this.maxStringChars) {
+          const { kept, cut } = this.headOf(start, q);
+          return kept + truncationMarker(q - start - 1 - cut);
+        }
         if (this.nextBackslash > q) return b.slice(start + 1, q);
         try {
           return JSON.parse(b.slice(start, q + 1)) as string;
@@ -205,8 +244,83 @@ export class JsonStreamParser {
     }
   }
 
+  /**
+   * The decoded head of the string at `start` (a quote) whose raw text runs at least to `end`: its first
+   * `maxStringChars` characters of JSON text, cut back before an escape or a surrogate pair the limit splits.
+   * `cut` is how much raw text it took.
+   */
+  private headOf(start: number, end: number): { kept: string; cut: number } {
+    const raw = this.buf.slice(start + 1, Math.min(end, start + 1 + this.maxStringChars));
+    let cut = raw.length;
+    for (let i = raw.indexOf('\\'); i >= 0 && i < raw.length; i = raw.indexOf('\\', i)) {
+      const len = raw.charCodeAt(i + 1) === 117 /* u */ ? 6 : 2;
+      if (i + len > raw.length) {
+        cut = i;
+        break;
+      }
+      i += len;
+    }
+    const last = raw.charCodeAt(cut - 1);
+    if (last >= 0xd800 && last <= 0xdbff) cut--;
+    const head = raw.slice(0, cut);
+    if (!head.includes('\\')) return { kept: head, cut };
+    try {
+      return { kept: JSON.parse(`"${head}"`) as string, cut };
+    } catch {
+      this.fail('invalid escape in string', start);
+    }
+  }
+
+  /** The string at `start` is too long: keep its head, drop the rest of the buffer and scan on from there. */
+  private startLong(start: number): void {
+    const { kept, cut } = this.headOf(start, this.buf.length);
+    const isKey = this.state === S_KEY || this.state === S_KEY_OR_CLOSE;
+    this.long = { kept, dropped: 0, escaping: false, isKey };
+    this.pos = start + 1 + cut;
+    this.continueLong(false);
+  }
+
+  /** Scan a long string on; false when the buffer ended first (more text is needed). */
+  private continueLong(final: boolean): boolean {
+    const long = this.long as LongString;
+    const b = this.buf;
+    let i = this.pos;
+    if (long.escaping && i < b.length) {
+      long.escaping = false;
+      i++;
+    }
+    for (;;) {
+      const q = b.indexOf('"', i);
+      if (q < 0) {
+        let bs = 0;
+        for (let k = b.length - 1; k >= i && b.charCodeAt(k) === 92; k--) bs++;
+        if (bs % 2 === 1) long.escaping = true;
+        long.dropped += b.length - this.pos;
+        this.pos = b.length;
+        if (final) this.fail('unterminated string', b.length);
+        return false;
+      }
+      let bs = 0;
+      for (let k = q - 1; k >= i && b.charCodeAt(k) === 92; k--) bs++;
+      if (bs % 2 === 0) {
+        long.dropped += q - this.pos;
+        this.pos = q + 1;
+        break;
+      }
+      i = q + 1;
+    }
+    this.long = undefined;
+    const value = long.kept + truncationMarker(long.dropped);
+    if (long.isKey) {
+      this.pendingKey = value;
+      this.state = S_COLON;
+    } else this.complete(value, false);
+    return true;
+  }
+
   private run(final: boolean): void {
     const b = this.buf;
+    if (this.long !== undefined && !this.continueLong(final)) return;
     for (;;) {
       this.skipWs();
       if (this.pos >= b.length) return;

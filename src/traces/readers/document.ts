@@ -143,6 +143,14 @@ export function spanFromRecord(o: Record<string, unknown>, path: string): SpanRe
 }
 
 /**
+ * Longest string kept whole from a streamed document or line (1 Mi characters): a diagnosis reads error types,
+ * statuses, fragments of text, never megabytes of a prompt. A longer value keeps its head and a marker saying how much
+ * was left out, so a 100 MB attribute costs its chunks instead of copies of itself. Strings in what `JSON.parse`
+ * reads whole (up to the stream threshold, 16 MiB) are already bounded by it and kept as they are.
+ */
+export const MAX_STREAMED_STRING_CHARS = 1 << 20;
+
+/**
  * The streaming tokenizer set up to hand out the spans of a document as they complete (a document too big for
  * `JSON.parse`: a big file, or a JSON line past the line limit). `fmt` says which selection to use; undefined (a
  * JSON line, whose shape is not known before it is read) selects both OTLP's and Jaeger's units, which never share
@@ -167,5 +175,5 @@ export function spanStreamParser(fmt: TraceFormat | undefined, push: (span: Span
     onDocument(doc: unknown, index: number) {
       for (const s of spansOfDocument(doc, `${base}${index > 0 ? `[document ${index + 1}] ` : ''}`, any ? undefined : fmt)) push(s);
     },
-  });
+  }, { maxStringChars: MAX_STREAMED_STRING_CHARS });
 }
