@@ -15,7 +15,8 @@ import { str, type SpanRecord, type TraceRecord } from '../traces/model';
 import { viewTrace, type LlmCall, type SpanFailure, type Step, type ToolStep, type TraceView } from '../traces/view';
 import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
-import { detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
+import { abortedBelow, gaveUpOn, isCancel } from './gave-up';
+import { ancestors, detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
 import {
   CHARS_PER_TOKEN,
   CUT_VALUE_MAX_CHARS,
@@ -214,8 +215,10 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
   const fl = call.faultline;
   const reasons = call.finishReasons.map((r) => r.toLowerCase());
   if (fl?.aborted) {
-    // The application cancelled the call: an abort is not a fault of the call (and its empty body says nothing).
-    return out;
+    // The client gave up on the call: a timeout when the trace says so (gave-up.ts), else the application's cancel,
+    // which is not a fault of the call (and its empty body says nothing).
+    const timeout = gaveUpOn(call, view);
+    return timeout ? [timeout] : out;
   }
   const streamedSomething = (fl?.chunks ?? 0) > 0 || call.text.trim() !== '' || call.toolCalls.length > 0;
   if (call.failure) {
@@ -346,7 +349,9 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
       // Message faults are judged per message, from all its ends and the trace's baselines (messages.ts).
       signals.push(...messageSignals(step, { view }));
     } else {
-      const failure = failureSignal(view.failureOf(span), span);
+      const f = view.failureOf(span);
+      // The application's record of its own cancel of a call below it is no fault (gave-up.ts).
+      const failure = f !== undefined && isCancel(f) && abortedBelow(span, view) ? undefined : failureSignal(f, span);
       if (failure) signals.push(failure);
     }
     // The span's own detection events, then its detection children's (most spans have no events at all).
@@ -385,13 +390,14 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
  */
 function unspannedCall(span: SpanRecord, view: TraceView): number | null {
   const f = view.failureOf(span);
-  if (f === undefined || !providerCallError(f)) return null;
+  if (f === undefined || !providerCallError(f) || isCancel(f)) return null; // a cancel is the app's decision
   const failedAt = span.events.find((e) => e.name === 'exception')?.time ?? span.end;
   let before = 0;
   for (const c of view.llm) {
     if (c.span.start > failedAt) continue;
-    // The failed call has its own span (instrumentation-openai ends one): that span is the step, not this one.
-    if (c.failure !== undefined && c.span.start >= span.start) return null;
+    // The failed call has its own span (instrumentation-openai ends one; faultline's records the abort of a call the
+    // client gave up on): that span is the step, not this one.
+    if ((c.failure !== undefined || c.faultline?.aborted === true) && c.span.start >= span.start) return null;
     if (c.step > before) before = c.step;
   }
   return before + 1;
@@ -460,16 +466,6 @@ function recoveries(view: TraceView, verdicts: readonly SpanVerdict[], min: numb
     }
   }
   return { recovered, unrecovered };
-}
-
-function ancestors(view: TraceView, span: SpanRecord): SpanRecord[] {
-  const out: SpanRecord[] = [];
-  let p = span.parentSpanId ? view.byId.get(span.parentSpanId) : undefined;
-  for (let depth = 0; p && depth < 64; depth++) {
-    out.push(p);
-    p = p.parentSpanId ? view.byId.get(p.parentSpanId) : undefined;
-  }
-  return out;
 }
 
 function isAncestor(view: TraceView, a: SpanRecord, b: SpanRecord): boolean {
