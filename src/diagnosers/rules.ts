@@ -26,6 +26,7 @@ import {
   DELAY_MIN_RATIO,
   EXTREME_DELAY_MS,
   EXTREME_DELAY_RATIO,
+  HINT_CONFIDENCE,
   ID_MAX_CHARS,
   LATENCY_MIN_CALLS,
   LATENCY_OVERHEAD_TOKENS,
@@ -210,6 +211,19 @@ function runFailed(view: TraceView): boolean {
   return root !== undefined && view.failureOf(root) !== undefined;
 }
 
+/**
+ * A length stop the application asked for: the request set its own max_tokens (the usage, when recorded, reached it),
+ * and the run completed from there — a later step ran, and nothing after the call failed. A cut the app did not ask
+ * for (no limit, fewer tokens than the limit) or one the run did not survive stays a truncation.
+ */
+function ownLimit(call: LlmCall, view: TraceView): boolean {
+  const max = call.maxTokens;
+  if (max === undefined || (call.usage.outputTokens !== undefined && call.usage.outputTokens < max)) return false;
+  if (runFailed(view)) return false;
+  const after = view.trace.spans.filter((s) => s.start >= call.span.end - 1);
+  return view.steps.some((st) => st.span.start >= call.span.end - 1) && !after.some((s) => view.failureOf(s) !== undefined);
+}
+
 function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): Signal[] {
   const out: Signal[] = [];
   const fl = call.faultline;
@@ -231,7 +245,10 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     }
   }
   const truncReason = reasons.find((r) => TRUNCATE_REASONS.has(r));
-  if (truncReason) out.push(sig('truncate', 0.95, `finish_reason=${truncReason}`));
+  if (truncReason && ownLimit(call, view)) {
+    // The app capped the answer itself and the run went on from it: the stop it asked for, not a fault (a hint).
+    out.push(sig('truncate', HINT_CONFIDENCE, `finish_reason=${truncReason} at the request's own max_tokens ${call.maxTokens}, and the run went on and completed`));
+  } else if (truncReason) out.push(sig('truncate', 0.95, `finish_reason=${truncReason}`));
   const filterReason = reasons.find((r) => FILTER_REASONS.has(r));
   if (filterReason) out.push(sig('empty', 0.92, `finish_reason=${filterReason}`));
   if (!call.failure) {
@@ -371,6 +388,10 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     }
     signals.push(...findings);
     if (step?.kind === 'llm') yieldRejection(signals);
+    if (step?.kind === 'llm' && step.finishReasons.some((r) => TRUNCATE_REASONS.has(r.toLowerCase())) && ownLimit(step, view)) {
+      // A length stop at the app's own max_tokens (ownLimit): a detector's reading of the cut answer is that stop too.
+      for (const s of signals) if (s.faultType === 'truncate') s.confidence = Math.min(s.confidence, HINT_CONFIDENCE);
+    }
     if (step?.kind === 'llm') {
       // Detectors' latency findings against a baseline: the same variance caveat as our own outlier check.
       const extreme = (delays.get(step)?.confidence ?? 0) >= DELAY_CONFIDENCE;
@@ -450,7 +471,10 @@ function recoveries(view: TraceView, verdicts: readonly SpanVerdict[], min: numb
     if (failed.some((o) => o !== v && isAncestor(view, span, o.span))) continue;
     // Contained: no span above it failed (the agent handled the error instead of failing with it).
     const contained = !ancestors(view, span).some((a) => view.failureOf(a) !== undefined);
-    if (retried || (contained && !failedRun)) {
+    // A tool that rejected the model's arguments and never ran: the agent gave up on what it needed, whatever the
+    // run did next (it answered without the tool); handled is not recovered.
+    const gaveUp = tool !== undefined && !retried && rejectedArguments(tool);
+    if (retried || (contained && !failedRun && !gaveUp)) {
       const best = strongest(v.signals)!;
       const agent = view.agentOf(span);
       recovered.push({
