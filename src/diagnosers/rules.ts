@@ -16,6 +16,7 @@ import { viewTrace, type LlmCall, type SpanFailure, type Step, type ToolStep, ty
 import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
 import { abortedBelow, gaveUpOn, isCancel } from './gave-up';
+import { answeredResend } from './resent';
 import { ancestors, detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
 import {
   CHARS_PER_TOKEN,
@@ -30,6 +31,7 @@ import {
   ID_MAX_CHARS,
   LATENCY_MIN_CALLS,
   LATENCY_OVERHEAD_TOKENS,
+  MIN_CHARS_PER_TOKEN,
   MIN_CONFIDENCE,
 } from './thresholds';
 import { noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
@@ -219,6 +221,8 @@ function runFailed(view: TraceView): boolean {
 function ownLimit(call: LlmCall, view: TraceView): boolean {
   const max = call.maxTokens;
   if (max === undefined || (call.usage.outputTokens !== undefined && call.usage.outputTokens < max)) return false;
+  // The answer must be as long as the tokens it spent: a text cut short under a usage at the limit was cut after.
+  if (call.outputChars !== undefined && call.outputChars < max * MIN_CHARS_PER_TOKEN) return false;
   if (runFailed(view)) return false;
   const after = view.trace.spans.filter((s) => s.start >= call.span.end - 1);
   return view.steps.some((st) => st.span.start >= call.span.end - 1) && !after.some((s) => view.failureOf(s) !== undefined);
@@ -531,11 +535,17 @@ export function diagnoseByRules(trace: TraceRecord, options: RuleDiagnoserOption
   const view = viewTrace(trace);
   const verdicts = spanVerdicts(trace, options);
   const { recovered, unrecovered } = recoveries(view, verdicts, min);
-  // 1. The first faulty LLM call or message, in start order.
+  // 1. The first faulty LLM call or message, in start order; a failed attempt the SDK's retry recovered, in a run
+  // that completed, is reported as recovered (resent.ts).
+  const completed = !runFailed(view);
   for (const v of verdicts) {
     if (v.stepKind === null) continue;
     const best = strongest(v.signals);
-    if (best && best.confidence >= min) return toDiagnosis(view, v, best, name, recovered);
+    if (!best || best.confidence < min) continue;
+    const resend = completed && v.step?.kind === 'llm' && (best.faultType === 'error' || best.faultType === 'timeout') ? answeredResend(v.step, view) : undefined;
+    if (resend === undefined) return toDiagnosis(view, v, best, name, recovered);
+    const agent = v.step?.agent?.name;
+    recovered.push({ spanId: v.span.spanId, spanName: v.span.name, ...(agent ? { agent } : {}), faultType: best.faultType, evidence: best.evidence, how: `the SDK sent the request again and it was answered (call ${resend.step})` });
   }
   // 2. Otherwise the earliest failed span the run did not recover from that has no failed descendant.
   if (unrecovered.length > 0) {

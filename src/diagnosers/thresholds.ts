@@ -20,6 +20,9 @@ export const LATENCY_MIN_CALLS = 3;
 export const LATENCY_OVERHEAD_TOKENS = 40;
 /** Characters per token when usage is unknown (OpenAI's rule of thumb for English). */
 export const CHARS_PER_TOKEN = 4;
+/** Fewest characters a token of text stands for: OpenAI's tokenizers average about 4 on English and about 1 on CJK
+ * text, so an answer shorter than one character per token spent is not the whole answer the model produced. */
+export const MIN_CHARS_PER_TOKEN = 1;
 /** A slow call (a hint) is at least this much beyond what the trace's other calls predict, and this many times it. */
 export const DELAY_MIN_EXTRA_MS = 1500;
 export const DELAY_MIN_RATIO = 3;

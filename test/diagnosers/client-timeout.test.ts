@@ -4,6 +4,7 @@
  * `timeout_hang` plan holds it (fixtures/client-timeout.mjs). The client aborts its own timeout without a reason, so
  * the call's span records a cancel either way; the diagnosis names `timeout` at that call from the trace's evidence
  * (the app's record of the SDK's exception, or a hold beyond every answered call), and a user's cancel stays none.
+ * A 429 the SDK's own retry got answered, in a run that completed, is reported as recovered, not as the run's fault.
  */
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,18 +33,19 @@ describe.each(['real', 'plan'])('the openai client’s timeout (%s hang)', (mode
     });
     expect(r.code, r.stderr).toBe(0);
     const rule = createDiagnoser('rule');
-    const got: Record<string, { type: string; step: number | null }> = {};
+    const got: Record<string, { type: string; step: number | null; recovered?: string[] }> = {};
     for await (const trace of readTraces([file])) {
       const root = trace.spans.find((s) => s.attributes['app.task'] !== undefined);
       if (!root) continue;
       const d = await diagnoseTrace(rule, trace);
-      got[String(root.attributes['app.task'])] = { type: d.faultType, step: d.step };
+      got[String(root.attributes['app.task'])] = { type: d.faultType, step: d.step, ...(d.recovered?.length ? { recovered: d.recovered.map((x) => x.faultType) } : {}) };
     }
     expect(got).toEqual({
       recorded: { type: 'timeout', step: 3 },
       retried: { type: 'timeout', step: 3 },
       caught: { type: 'timeout', step: 4 },
       cancel: { type: 'none', step: null },
+      rate_limited: { type: 'none', step: null, recovered: ['error'] },
     });
   }, 90_000);
 });
