@@ -392,6 +392,7 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     }
     signals.push(...findings);
     if (step?.kind === 'llm') yieldRejection(signals);
+    if (step !== null) yieldToGarbling(signals);
     if (step?.kind === 'llm' && step.finishReasons.some((r) => TRUNCATE_REASONS.has(r.toLowerCase())) && ownLimit(step, view)) {
       // A length stop at the app's own max_tokens (ownLimit): a detector's reading of the cut answer is that stop too.
       for (const s of signals) if (s.faultType === 'truncate') s.confidence = Math.min(s.confidence, HINT_CONFIDENCE);
@@ -456,6 +457,16 @@ function yieldRejection(signals: Signal[]): void {
   if (i < 0) return;
   const how = signals.some((s, j) => j !== i && s.confidence >= MIN_CONFIDENCE && (s.faultType === 'truncate' || s.faultType === 'corrupt' || s.faultType === 'error' || s.faultType === 'semantic'));
   if (how) signals.splice(i, 1);
+}
+
+/**
+ * A value garbled in transit (a U+FFFD where bytes were lost, mojibake, symbol noise inside an id) also breaks its
+ * declared schema and gets rejected: the garbling names the fault (`corrupt`), the schema breach is its consequence.
+ */
+function yieldToGarbling(signals: Signal[]): void {
+  const garbled = signals.some((s) => s.faultType === 'corrupt' && s.confidence >= MIN_CONFIDENCE && ((s.source === 'detector' && s.evidence.startsWith('encoding:')) || (s.source === 'metadata' && s.evidence.includes('symbol characters'))));
+  if (!garbled) return;
+  for (let i = signals.length - 1; i >= 0; i--) if (signals[i]!.faultType === 'schema') signals.splice(i, 1);
 }
 
 /**
