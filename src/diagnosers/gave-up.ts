@@ -6,8 +6,8 @@
  *
  *  - a span above the call failed with a timeout after the call ended (openai-node's `APIConnectionTimeoutError`,
  *    "Request timed out.", recorded by the app or by a client instrumentation's span around faultline's);
- *  - or the call was held longer than every call of the trace that was answered took, by the latency fence
- *    (thresholds.ts): a client waited past any normal answer and gave up, which is what a client timeout is.
+ *  - or the call was held a multiple (GAVE_UP_RATIO, thresholds.ts) of the longest call of the trace that was
+ *    answered: a client waited past any normal answer and gave up, which is what a client timeout is.
  *
  * A cancel with neither (the user closed the tab; the app raced two calls) is the application's decision, not a fault
  * of the call, and the application's own record of it (`APIUserAbortError`, an `AbortError`) is not one either.
@@ -15,7 +15,7 @@
 import type { SpanRecord } from '../traces/model';
 import type { LlmCall, SpanFailure, TraceView } from '../traces/view';
 import { ancestors, durationMs, type Signal } from './signals';
-import { EXTREME_DELAY_RATIO, LATENCY_MIN_CALLS } from './thresholds';
+import { GAVE_UP_RATIO, LATENCY_MIN_CALLS } from './thresholds';
 
 /** openai-node's `APIUserAbortError` ("Request was aborted."), the platform's `AbortError`: a cancel, not a timeout. */
 const CANCEL = /^(APIUserAbortError|AbortError)$|^Request was aborted\.?$|^This operation was aborted\.?$/;
@@ -43,7 +43,7 @@ export function gaveUpOn(call: LlmCall, view: TraceView): Signal | undefined {
   const answered = view.llm.filter((c) => c.failure === undefined && c.faultline?.aborted !== true).map((c) => durationMs(c.span));
   if (answered.length < LATENCY_MIN_CALLS) return undefined;
   const longest = Math.max(...answered);
-  if (d < EXTREME_DELAY_RATIO * Math.max(longest, 1)) return undefined;
+  if (d < GAVE_UP_RATIO * Math.max(longest, 1)) return undefined;
   return { faultType: 'timeout', confidence: 0.8, evidence: `the client gave up on the call after ${Math.round(d)} ms, ${Math.round(d / Math.max(longest, 1))}× the longest answered call of the trace (${Math.round(longest)} ms)`, source: 'metadata' };
 }
 

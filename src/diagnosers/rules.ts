@@ -25,14 +25,17 @@ import {
   DELAY_HINT_CONFIDENCE,
   DELAY_MIN_EXTRA_MS,
   DELAY_MIN_RATIO,
-  EXTREME_DELAY_MS,
-  EXTREME_DELAY_RATIO,
   HINT_CONFIDENCE,
   ID_MAX_CHARS,
+  LATENCY_MAD_FLOOR,
   LATENCY_MIN_CALLS,
+  MAD_Z_SCALE,
   LATENCY_OVERHEAD_TOKENS,
   MIN_CHARS_PER_TOKEN,
   MIN_CONFIDENCE,
+  OUTLIER_Z,
+  SHORT_BASELINE_CALLS,
+  SHORT_BASELINE_EXTRA_MS,
 } from './thresholds';
 import { noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
 
@@ -46,7 +49,7 @@ export interface RuleDiagnoserOptions {
   findings?: SpanFindings;
   /** A span counts as faulty when its strongest signal reaches this confidence. Default 0.55 (thresholds.ts). */
   minConfidence?: number;
-  /** A slow call is at least this many ms beyond what the trace's other calls predict... Default 1500 (thresholds.ts). */
+  /** A slow call is at least this many ms beyond what the trace's other calls predict... Default 1000 (thresholds.ts). */
   delayExtraMs?: number;
   /** ...and at least this many times it. Default 3 (thresholds.ts). */
   delayRatio?: number;
@@ -285,10 +288,12 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
 }
 
 /**
- * Latency against the trace's own baseline. LLM latency grows with the output and varies several-fold naturally, so
- * each call is compared with what the trace's other successful calls predict for its output size (their median time
- * per output token, or their median duration when usage is unknown), and only an extreme outlier — seconds beyond
- * and a multiple of the prediction — counts as a fault; a milder one stays a weak hint.
+ * Latency against the trace's own distribution, per model. LLM latency grows with the output and varies several-fold
+ * naturally, so each call's cost (its duration per output token plus a first-token overhead, or its duration when
+ * usage is unknown) is compared with the other calls of the same model (of the trace when the model has too few): a
+ * call is a delay when it is a robust outlier among them — modified z-score (median and MAD, the MAD floored for
+ * short traces) beyond the fence — and also beyond and a multiple of what they predict, by a wider margin on a short
+ * baseline (thresholds.ts). A slower call that is not an outlier stays a weak hint.
  */
 function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio: number }): Map<LlmCall, Signal> {
   const out = new Map<LlmCall, Signal>();
@@ -297,17 +302,31 @@ function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio:
   const K = LATENCY_OVERHEAD_TOKENS;
   const tokens = (c: LlmCall): number | undefined => c.usage.outputTokens ?? (c.outputChars !== undefined ? c.outputChars / CHARS_PER_TOKEN : undefined);
   const withTokens = ok.every((c) => tokens(c) !== undefined);
-  const rates = withTokens ? ok.map((c) => durationMs(c.span) / (tokens(c)! + K)).sort((a, b) => a - b) : [];
-  const durations = ok.map((c) => durationMs(c.span)).sort((a, b) => a - b);
+  const cost = (c: LlmCall): number => (withTokens ? durationMs(c.span) / (tokens(c)! + K) : durationMs(c.span));
+  const model = (c: LlmCall): string => c.responseModel ?? c.requestModel ?? '';
+  const all = ok.map(cost).sort((a, b) => a - b);
+  const byModel = new Map<string, number[]>();
+  for (const c of ok) byModel.set(model(c), [...(byModel.get(model(c)) ?? []), cost(c)]);
+  for (const list of byModel.values()) list.sort((a, b) => a - b);
   for (const c of ok) {
     const d = durationMs(c.span);
-    const expected = withTokens ? (medianWithout(rates, d / (tokens(c)! + K)) ?? 0) * (tokens(c)! + K) : medianWithout(durations, d);
-    if (expected === undefined) continue;
+    const x = cost(c);
+    const own = byModel.get(model(c))!;
+    const pool = own.length >= LATENCY_MIN_CALLS ? own : all;
+    const m = medianWithout(pool, x);
+    if (m === undefined) continue;
+    const expected = withTokens ? m * (tokens(c)! + K) : m;
     const base = Math.max(expected, 1);
     if (d < expected + opts.delayExtraMs || d < opts.delayRatio * base) continue;
-    const extreme = d >= expected + EXTREME_DELAY_MS && d >= EXTREME_DELAY_RATIO * base;
-    const what = withTokens ? `what the trace's other calls take for ${Math.round(tokens(c)!)} output tokens` : `the median of the trace's other calls`;
-    out.set(c, { faultType: 'delay', confidence: extreme ? DELAY_CONFIDENCE : DELAY_HINT_CONFIDENCE, evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms)`, source: 'metadata' });
+    const self = pool.indexOf(x);
+    const deviations = pool.filter((_, i) => i !== self).map((y) => Math.abs(y - m)).sort((a, b) => a - b);
+    const mad = Math.max(deviations[deviations.length >> 1] ?? 0, LATENCY_MAD_FLOOR * m);
+    const z = mad > 0 ? (MAD_Z_SCALE * (x - m)) / mad : Infinity;
+    const short = pool.length - 1 < SHORT_BASELINE_CALLS;
+    const extreme = z >= OUTLIER_Z && (!short || d >= expected + SHORT_BASELINE_EXTRA_MS);
+    const of = pool === own && byModel.size > 1 ? `the trace's other ${model(c) || 'unnamed-model'} calls` : `the trace's other calls`;
+    const what = withTokens ? `what ${of} take for ${Math.round(tokens(c)!)} output tokens` : `the median of ${of}`;
+    out.set(c, { faultType: 'delay', confidence: extreme ? DELAY_CONFIDENCE : DELAY_HINT_CONFIDENCE, evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms; modified z ${Number.isFinite(z) ? z.toFixed(1) : '∞'})`, source: 'metadata' });
   }
   return out;
 }
