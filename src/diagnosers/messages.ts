@@ -35,7 +35,7 @@ import {
   type ChangeVerdict,
 } from './message-change';
 import { durationMs, type Signal } from './signals';
-import { CALL_DELAY_EXTRA_MS, CALL_DELAY_EXTREME_MS, CLOCK_SLACK_MS, MESSAGE_DELAY_EXTRA_MS as DELAY_EXTRA_MS, MESSAGE_DELAY_RATIO as DELAY_RATIO, REMOTE_MESSAGE_DELAY_EXTRA_MS as REMOTE_DELAY_EXTRA_MS, WAITED_MS } from './thresholds';
+import { DELAY_MIN_EXTRA_MS as CALL_DELAY_EXTRA_MS, CALL_DELAY_EXTREME_MS, CLOCK_SLACK_MS, MESSAGE_DELAY_EXTRA_MS as DELAY_EXTRA_MS, MESSAGE_DELAY_RATIO as DELAY_RATIO, REMOTE_MESSAGE_DELAY_EXTRA_MS as REMOTE_DELAY_EXTRA_MS, WAITED_MS } from './thresholds';
 import type { SpanVerdict } from './rules';
 
 

@@ -15,7 +15,9 @@ import { str, type SpanRecord, type TraceRecord } from '../traces/model';
 import { viewTrace, type LlmCall, type SpanFailure, type Step, type ToolStep, type TraceView } from '../traces/view';
 import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
-import { detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
+import { abortedBelow, gaveUpOn, isCancel } from './gave-up';
+import { answeredResend } from './resent';
+import { ancestors, detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
 import {
   CHARS_PER_TOKEN,
   CUT_VALUE_MAX_CHARS,
@@ -23,12 +25,17 @@ import {
   DELAY_HINT_CONFIDENCE,
   DELAY_MIN_EXTRA_MS,
   DELAY_MIN_RATIO,
-  EXTREME_DELAY_MS,
-  EXTREME_DELAY_RATIO,
+  HINT_CONFIDENCE,
   ID_MAX_CHARS,
+  LATENCY_MAD_FLOOR,
   LATENCY_MIN_CALLS,
+  MAD_Z_SCALE,
   LATENCY_OVERHEAD_TOKENS,
+  MIN_CHARS_PER_TOKEN,
   MIN_CONFIDENCE,
+  OUTLIER_Z,
+  SHORT_BASELINE_CALLS,
+  SHORT_BASELINE_EXTRA_MS,
 } from './thresholds';
 import { noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
 
@@ -42,7 +49,7 @@ export interface RuleDiagnoserOptions {
   findings?: SpanFindings;
   /** A span counts as faulty when its strongest signal reaches this confidence. Default 0.55 (thresholds.ts). */
   minConfidence?: number;
-  /** A slow call is at least this many ms beyond what the trace's other calls predict... Default 1500 (thresholds.ts). */
+  /** A slow call is at least this many ms beyond what the trace's other calls predict... Default 1000 (thresholds.ts). */
   delayExtraMs?: number;
   /** ...and at least this many times it. Default 3 (thresholds.ts). */
   delayRatio?: number;
@@ -209,13 +216,30 @@ function runFailed(view: TraceView): boolean {
   return root !== undefined && view.failureOf(root) !== undefined;
 }
 
+/**
+ * A length stop the application asked for: the request set its own max_tokens (the usage, when recorded, reached it),
+ * and the run completed from there — a later step ran, and nothing after the call failed. A cut the app did not ask
+ * for (no limit, fewer tokens than the limit) or one the run did not survive stays a truncation.
+ */
+function ownLimit(call: LlmCall, view: TraceView): boolean {
+  const max = call.maxTokens;
+  if (max === undefined || (call.usage.outputTokens !== undefined && call.usage.outputTokens < max)) return false;
+  // The answer must be as long as the tokens it spent: a text cut short under a usage at the limit was cut after.
+  if (call.outputChars !== undefined && call.outputChars < max * MIN_CHARS_PER_TOKEN) return false;
+  if (runFailed(view)) return false;
+  const after = view.trace.spans.filter((s) => s.start >= call.span.end - 1);
+  return view.steps.some((st) => st.span.start >= call.span.end - 1) && !after.some((s) => view.failureOf(s) !== undefined);
+}
+
 function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): Signal[] {
   const out: Signal[] = [];
   const fl = call.faultline;
   const reasons = call.finishReasons.map((r) => r.toLowerCase());
   if (fl?.aborted) {
-    // The application cancelled the call: an abort is not a fault of the call (and its empty body says nothing).
-    return out;
+    // The client gave up on the call: a timeout when the trace says so (gave-up.ts), else the application's cancel,
+    // which is not a fault of the call (and its empty body says nothing).
+    const timeout = gaveUpOn(call, view);
+    return timeout ? [timeout] : out;
   }
   const streamedSomething = (fl?.chunks ?? 0) > 0 || call.text.trim() !== '' || call.toolCalls.length > 0;
   if (call.failure) {
@@ -228,7 +252,10 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     }
   }
   const truncReason = reasons.find((r) => TRUNCATE_REASONS.has(r));
-  if (truncReason) out.push(sig('truncate', 0.95, `finish_reason=${truncReason}`));
+  if (truncReason && ownLimit(call, view)) {
+    // The app capped the answer itself and the run went on from it: the stop it asked for, not a fault (a hint).
+    out.push(sig('truncate', HINT_CONFIDENCE, `finish_reason=${truncReason} at the request's own max_tokens ${call.maxTokens}, and the run went on and completed`));
+  } else if (truncReason) out.push(sig('truncate', 0.95, `finish_reason=${truncReason}`));
   const filterReason = reasons.find((r) => FILTER_REASONS.has(r));
   if (filterReason) out.push(sig('empty', 0.92, `finish_reason=${filterReason}`));
   if (!call.failure) {
@@ -261,10 +288,12 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
 }
 
 /**
- * Latency against the trace's own baseline. LLM latency grows with the output and varies several-fold naturally, so
- * each call is compared with what the trace's other successful calls predict for its output size (their median time
- * per output token, or their median duration when usage is unknown), and only an extreme outlier — seconds beyond
- * and a multiple of the prediction — counts as a fault; a milder one stays a weak hint.
+ * Latency against the trace's own distribution, per model. LLM latency grows with the output and varies several-fold
+ * naturally, so each call's cost (its duration per output token plus a first-token overhead, or its duration when
+ * usage is unknown) is compared with the other calls of the same model (of the trace when the model has too few): a
+ * call is a delay when it is a robust outlier among them — modified z-score (median and MAD, the MAD floored for
+ * short traces) beyond the fence — and also beyond and a multiple of what they predict, by a wider margin on a short
+ * baseline (thresholds.ts). A slower call that is not an outlier stays a weak hint.
  */
 function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio: number }): Map<LlmCall, Signal> {
   const out = new Map<LlmCall, Signal>();
@@ -273,17 +302,31 @@ function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio:
   const K = LATENCY_OVERHEAD_TOKENS;
   const tokens = (c: LlmCall): number | undefined => c.usage.outputTokens ?? (c.outputChars !== undefined ? c.outputChars / CHARS_PER_TOKEN : undefined);
   const withTokens = ok.every((c) => tokens(c) !== undefined);
-  const rates = withTokens ? ok.map((c) => durationMs(c.span) / (tokens(c)! + K)).sort((a, b) => a - b) : [];
-  const durations = ok.map((c) => durationMs(c.span)).sort((a, b) => a - b);
+  const cost = (c: LlmCall): number => (withTokens ? durationMs(c.span) / (tokens(c)! + K) : durationMs(c.span));
+  const model = (c: LlmCall): string => c.responseModel ?? c.requestModel ?? '';
+  const all = ok.map(cost).sort((a, b) => a - b);
+  const byModel = new Map<string, number[]>();
+  for (const c of ok) byModel.set(model(c), [...(byModel.get(model(c)) ?? []), cost(c)]);
+  for (const list of byModel.values()) list.sort((a, b) => a - b);
   for (const c of ok) {
     const d = durationMs(c.span);
-    const expected = withTokens ? (medianWithout(rates, d / (tokens(c)! + K)) ?? 0) * (tokens(c)! + K) : medianWithout(durations, d);
-    if (expected === undefined) continue;
+    const x = cost(c);
+    const own = byModel.get(model(c))!;
+    const pool = own.length >= LATENCY_MIN_CALLS ? own : all;
+    const m = medianWithout(pool, x);
+    if (m === undefined) continue;
+    const expected = withTokens ? m * (tokens(c)! + K) : m;
     const base = Math.max(expected, 1);
     if (d < expected + opts.delayExtraMs || d < opts.delayRatio * base) continue;
-    const extreme = d >= expected + EXTREME_DELAY_MS && d >= EXTREME_DELAY_RATIO * base;
-    const what = withTokens ? `what the trace's other calls take for ${Math.round(tokens(c)!)} output tokens` : `the median of the trace's other calls`;
-    out.set(c, { faultType: 'delay', confidence: extreme ? DELAY_CONFIDENCE : DELAY_HINT_CONFIDENCE, evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms)`, source: 'metadata' });
+    const self = pool.indexOf(x);
+    const deviations = pool.filter((_, i) => i !== self).map((y) => Math.abs(y - m)).sort((a, b) => a - b);
+    const mad = Math.max(deviations[deviations.length >> 1] ?? 0, LATENCY_MAD_FLOOR * m);
+    const z = mad > 0 ? (MAD_Z_SCALE * (x - m)) / mad : Infinity;
+    const short = pool.length - 1 < SHORT_BASELINE_CALLS;
+    const extreme = z >= OUTLIER_Z && (!short || d >= expected + SHORT_BASELINE_EXTRA_MS);
+    const of = pool === own && byModel.size > 1 ? `the trace's other ${model(c) || 'unnamed-model'} calls` : `the trace's other calls`;
+    const what = withTokens ? `what ${of} take for ${Math.round(tokens(c)!)} output tokens` : `the median of ${of}`;
+    out.set(c, { faultType: 'delay', confidence: extreme ? DELAY_CONFIDENCE : DELAY_HINT_CONFIDENCE, evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms; modified z ${Number.isFinite(z) ? z.toFixed(1) : '∞'})`, source: 'metadata' });
   }
   return out;
 }
@@ -346,7 +389,9 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
       // Message faults are judged per message, from all its ends and the trace's baselines (messages.ts).
       signals.push(...messageSignals(step, { view }));
     } else {
-      const failure = failureSignal(view.failureOf(span), span);
+      const f = view.failureOf(span);
+      // The application's record of its own cancel of a call below it is no fault (gave-up.ts).
+      const failure = f !== undefined && isCancel(f) && abortedBelow(span, view) ? undefined : failureSignal(f, span);
       if (failure) signals.push(failure);
     }
     // The span's own detection events, then its detection children's (most spans have no events at all).
@@ -366,6 +411,11 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     }
     signals.push(...findings);
     if (step?.kind === 'llm') yieldRejection(signals);
+    if (step !== null) yieldToGarbling(signals);
+    if (step?.kind === 'llm' && step.finishReasons.some((r) => TRUNCATE_REASONS.has(r.toLowerCase())) && ownLimit(step, view)) {
+      // A length stop at the app's own max_tokens (ownLimit): a detector's reading of the cut answer is that stop too.
+      for (const s of signals) if (s.faultType === 'truncate') s.confidence = Math.min(s.confidence, HINT_CONFIDENCE);
+    }
     if (step?.kind === 'llm') {
       // Detectors' latency findings against a baseline: the same variance caveat as our own outlier check.
       const extreme = (delays.get(step)?.confidence ?? 0) >= DELAY_CONFIDENCE;
@@ -385,13 +435,14 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
  */
 function unspannedCall(span: SpanRecord, view: TraceView): number | null {
   const f = view.failureOf(span);
-  if (f === undefined || !providerCallError(f)) return null;
+  if (f === undefined || !providerCallError(f) || isCancel(f)) return null; // a cancel is the app's decision
   const failedAt = span.events.find((e) => e.name === 'exception')?.time ?? span.end;
   let before = 0;
   for (const c of view.llm) {
     if (c.span.start > failedAt) continue;
-    // The failed call has its own span (instrumentation-openai ends one): that span is the step, not this one.
-    if (c.failure !== undefined && c.span.start >= span.start) return null;
+    // The failed call has its own span (instrumentation-openai ends one; faultline's records the abort of a call the
+    // client gave up on): that span is the step, not this one.
+    if ((c.failure !== undefined || c.faultline?.aborted === true) && c.span.start >= span.start) return null;
     if (c.step > before) before = c.step;
   }
   return before + 1;
@@ -428,6 +479,16 @@ function yieldRejection(signals: Signal[]): void {
 }
 
 /**
+ * A value garbled in transit (a U+FFFD where bytes were lost, mojibake, symbol noise inside an id) also breaks its
+ * declared schema and gets rejected: the garbling names the fault (`corrupt`), the schema breach is its consequence.
+ */
+function yieldToGarbling(signals: Signal[]): void {
+  const garbled = signals.some((s) => s.faultType === 'corrupt' && s.confidence >= MIN_CONFIDENCE && ((s.source === 'detector' && s.evidence.startsWith('encoding:')) || (s.source === 'metadata' && s.evidence.includes('symbol characters'))));
+  if (!garbled) return;
+  for (let i = signals.length - 1; i >= 0; i--) if (signals[i]!.faultType === 'schema') signals.splice(i, 1);
+}
+
+/**
  * Failures of spans that are not steps (tools, agents, HTTP) which the run recovered from: a later execution of the
  * same tool succeeded, or the error was contained — no span above it failed with it — and the run did not end failed.
  */
@@ -444,7 +505,10 @@ function recoveries(view: TraceView, verdicts: readonly SpanVerdict[], min: numb
     if (failed.some((o) => o !== v && isAncestor(view, span, o.span))) continue;
     // Contained: no span above it failed (the agent handled the error instead of failing with it).
     const contained = !ancestors(view, span).some((a) => view.failureOf(a) !== undefined);
-    if (retried || (contained && !failedRun)) {
+    // A tool that rejected the model's arguments and never ran: the agent gave up on what it needed, whatever the
+    // run did next (it answered without the tool); handled is not recovered.
+    const gaveUp = tool !== undefined && !retried && rejectedArguments(tool);
+    if (retried || (contained && !failedRun && !gaveUp)) {
       const best = strongest(v.signals)!;
       const agent = view.agentOf(span);
       recovered.push({
@@ -460,16 +524,6 @@ function recoveries(view: TraceView, verdicts: readonly SpanVerdict[], min: numb
     }
   }
   return { recovered, unrecovered };
-}
-
-function ancestors(view: TraceView, span: SpanRecord): SpanRecord[] {
-  const out: SpanRecord[] = [];
-  let p = span.parentSpanId ? view.byId.get(span.parentSpanId) : undefined;
-  for (let depth = 0; p && depth < 64; depth++) {
-    out.push(p);
-    p = p.parentSpanId ? view.byId.get(p.parentSpanId) : undefined;
-  }
-  return out;
 }
 
 function isAncestor(view: TraceView, a: SpanRecord, b: SpanRecord): boolean {
@@ -511,11 +565,17 @@ export function diagnoseByRules(trace: TraceRecord, options: RuleDiagnoserOption
   const view = viewTrace(trace);
   const verdicts = spanVerdicts(trace, options);
   const { recovered, unrecovered } = recoveries(view, verdicts, min);
-  // 1. The first faulty LLM call or message, in start order.
+  // 1. The first faulty LLM call or message, in start order; a failed attempt the SDK's retry recovered, in a run
+  // that completed, is reported as recovered (resent.ts).
+  const completed = !runFailed(view);
   for (const v of verdicts) {
     if (v.stepKind === null) continue;
     const best = strongest(v.signals);
-    if (best && best.confidence >= min) return toDiagnosis(view, v, best, name, recovered);
+    if (!best || best.confidence < min) continue;
+    const resend = completed && v.step?.kind === 'llm' && (best.faultType === 'error' || best.faultType === 'timeout') ? answeredResend(v.step, view) : undefined;
+    if (resend === undefined) return toDiagnosis(view, v, best, name, recovered);
+    const agent = v.step?.agent?.name;
+    recovered.push({ spanId: v.span.spanId, spanName: v.span.name, ...(agent ? { agent } : {}), faultType: best.faultType, evidence: best.evidence, how: `the SDK sent the request again and it was answered (call ${resend.step})` });
   }
   // 2. Otherwise the earliest failed span the run did not recover from that has no failed descendant.
   if (unrecovered.length > 0) {

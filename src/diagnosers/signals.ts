@@ -13,7 +13,7 @@ import {
 } from '../../instrumentation/semconv';
 import { isFaultType, type FaultType } from '../taxonomy';
 import { num, str, type SpanRecord } from '../traces/model';
-import type { SpanFailure } from '../traces/view';
+import type { SpanFailure, TraceView } from '../traces/view';
 
 export interface Signal {
   faultType: Exclude<FaultType, 'none'>;
@@ -83,4 +83,15 @@ export function failureSignal(f: SpanFailure | undefined, span: SpanRecord): Sig
     span.status.code === 'ERROR' ? `status ERROR${f.message ? `: ${f.message.slice(0, 80)}` : ''}` : f.message ? f.message.slice(0, 80) : undefined,
   ].filter((p): p is string => p !== undefined);
   return { faultType: f.timeout ? 'timeout' : 'error', confidence: 0.95, evidence: parts.join(', '), source: 'metadata' };
+}
+
+/** The spans above `span`, nearest first (bounded: a malformed trace may have cycles). */
+export function ancestors(view: TraceView, span: SpanRecord): SpanRecord[] {
+  const out: SpanRecord[] = [];
+  let p = span.parentSpanId ? view.byId.get(span.parentSpanId) : undefined;
+  for (let depth = 0; p && depth < 64; depth++) {
+    out.push(p);
+    p = p.parentSpanId ? view.byId.get(p.parentSpanId) : undefined;
+  }
+  return out;
 }

@@ -20,13 +20,30 @@ export const LATENCY_MIN_CALLS = 3;
 export const LATENCY_OVERHEAD_TOKENS = 40;
 /** Characters per token when usage is unknown (OpenAI's rule of thumb for English). */
 export const CHARS_PER_TOKEN = 4;
-/** A slow call (a hint) is at least this much beyond what the trace's other calls predict, and this many times it. */
-export const DELAY_MIN_EXTRA_MS = 1500;
+/** Fewest characters a token of text stands for: OpenAI's tokenizers average about 4 on English and about 1 on CJK
+ * text, so an answer shorter than one character per token spent is not the whole answer the model produced. */
+export const MIN_CHARS_PER_TOKEN = 1;
+/** A slower call (a hint; a fault when it is also an outlier) is at least this much beyond what the trace's other
+ * calls predict, and this many times it. The margin is the one absolute floor of a call's duration (LLM calls here,
+ * calls whose duration stands for a message's transit in messages.ts): below a second, a slower call is within what a
+ * provider's queueing and a busy host add on their own (published time-to-first-token p99s are of that order). */
+export const DELAY_MIN_EXTRA_MS = 1000;
 export const DELAY_MIN_RATIO = 3;
-/** Extra latency that is a fault rather than variance: AgentChaos's slow response adds 5 s, its degraded API 3 s.
- * Still a fixed number (issue 27, class 9: to be judged against the trace's own spread per model; not done yet). */
-export const EXTREME_DELAY_MS = 3000;
-export const EXTREME_DELAY_RATIO = 3;
+/** A call is a latency outlier among the trace's calls of its model when its modified z-score, 0.6745·(x − median) /
+ * MAD, reaches 3.5: Iglewicz and Hoaglin's recommended cut-off for that score (robust to the outlier itself). */
+export const MAD_Z_SCALE = 0.6745;
+export const OUTLIER_Z = 3.5;
+/** The MAD is floored at this fraction of the median: on a short trace (three or four calls) the MAD can be near 0 by
+ * chance, and one model's per-token latency varies by tens of percent from call to call under steady load; with the
+ * cut-off above, an outlier is then at least about 2.3× the median, never a few percent above it. */
+export const LATENCY_MAD_FLOOR = 0.25;
+/** A short baseline: with fewer other calls than this, the median is one or two calls' latency and one call's own
+ * excursion (a provider's queueing, a cold cache: published p99 latencies run seconds above the median) is not told
+ * from a fault, so an outlier there is a fault only this far beyond what they predict (a hint otherwise). */
+export const SHORT_BASELINE_CALLS = 5;
+export const SHORT_BASELINE_EXTRA_MS = 3000;
+/** A call the client gave up on was held this many times longer than any answered call of the trace (gave-up.ts). */
+export const GAVE_UP_RATIO = 3;
 /** Confidence of a latency outlier beyond the fence, and of a slow call within the trace's spread (a hint). */
 export const DELAY_CONFIDENCE = 0.75;
 export const DELAY_HINT_CONFIDENCE = HINT_CONFIDENCE;
@@ -44,9 +61,8 @@ export const WAITED_MS = 250;
 /** Clock slack when comparing a message's own send time with the run's start (other hosts, other clocks). */
 export const CLOCK_SLACK_MS = 1000;
 /** A message whose transit is known only as its call's duration (no receiver-side time): the call includes the
- * receiver's own work, which varies by seconds, so only this much beyond the trace's other calls (and 3× them) is a
- * hint, and this much more (and 4×) a fault. */
-export const CALL_DELAY_EXTRA_MS = 1500;
+ * receiver's own work, which varies by seconds, so only DELAY_MIN_EXTRA_MS beyond the trace's other calls (and 3×
+ * them) is a hint, and this much more (and 4×) a fault. */
 export const CALL_DELAY_EXTREME_MS = 4000;
 
 // ---------------------------------------------------------------------------------------------- tool arguments

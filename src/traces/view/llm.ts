@@ -86,6 +86,8 @@ function faultlineFacts(a: Attributes): FaultlineFacts | undefined {
   set('done', bool(a, 'faultline.response.done'));
   set('aborted', bool(a, 'faultline.response.aborted'));
   set('malformedEvents', num(a, 'faultline.response.malformed_events'));
+  set('retryCount', num(a, 'faultline.request.retry_count'));
+  set('messageCount', num(a, 'faultline.request.message_count'));
   return Object.keys(f).length > 0 ? f : undefined;
 }
 

@@ -37,6 +37,9 @@ export interface FaultlineFacts {
   done?: boolean;
   aborted?: boolean;
   malformedEvents?: number;
+  /** The SDK's own count of this request's earlier attempts (`x-stainless-retry-count`), and its message count. */
+  retryCount?: number;
+  messageCount?: number;
 }
 
 /** A named unit of work that LLM calls and tools run under: an agent, a workflow, a task / chain node. */
