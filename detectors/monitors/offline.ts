@@ -14,6 +14,7 @@ import { monitorDetectors } from './index';
 import { isArcfFailure, isMastModeId } from './mast';
 import { readWorkflows, type WorkflowRun } from './read';
 import { offeredTools, toolOutsideRole } from './role';
+import { waitFindings } from './waits';
 import { workflowFindings, type WorkflowSnapshot } from './workflow';
 
 export interface MonitorFinding extends Finding {
@@ -117,6 +118,8 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
       if (f) add(f, step.span, extra);
     }
   });
+  // Run-level monitors over the recorded spans: what only the whole run shows.
+  for (const { finding, span } of waitFindings(run)) add(finding, span, extraOf.get(span.spanId));
   const host = run.root ?? run.trace.spans[0];
   if (host) {
     if (run.deadlineMs !== undefined && run.end - run.start > run.deadlineMs) {

@@ -44,8 +44,13 @@ export interface WorkflowStep {
   tool?: {
     name: string;
     agent?: string;
+    /** The agent turn (conversation) it ran in, as `ObservationScope.turn` names it. */
+    turn?: string;
     declaration?: AgentDeclaration;
     ok: boolean;
+    /** Its arguments and result as recorded (content capture), when they were. */
+    arguments?: string;
+    result?: string;
     /** Run inside another tool's execution (a tool that runs its own agent): not a call of the agent above. */
     nested?: boolean;
     /** How the span failed, when it did. */
@@ -157,7 +162,10 @@ export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
       const failure = view.failureOf(s);
       if (failure) step.failure = failure;
       if (scope.agent !== undefined) step.agent = scope.agent;
+      if (scope.turn !== undefined) step.turn = scope.turn;
       if (scope.declaration) step.declaration = scope.declaration;
+      if (tool?.arguments !== undefined) step.arguments = tool.arguments;
+      if (tool?.result !== undefined) step.result = tool.result;
       run.steps.push({ span: s, tool: step });
     }
     const call = view.llmOf(s.spanId);
