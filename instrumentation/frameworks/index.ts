@@ -1,8 +1,10 @@
 /**
  * The agent structure of the frameworks an app loads, for `register`: the OpenAI Agents SDK and LangChain/LangGraph
  * bridges wait (at no cost) until the app itself loads the framework — nothing is loaded or required eagerly, and no
- * module is patched; the Vercel AI SDK needs no bridge (its telemetry spans are OTel spans already: see ai-sdk.ts).
+ * module is patched; the Vercel AI SDK needs no bridge for its structure (its telemetry spans are OTel spans already),
+ * only the `ai:telemetry` channel's function id for the task (see ai-sdk.ts).
  */
+import { bindAiSdkChannel } from './ai-sdk';
 import { bridgeLangChain } from './langchain';
 import { bridgeOpenAIAgents } from './openai-agents';
 
@@ -21,6 +23,7 @@ export interface Frameworks {
 
 /** Bridge every supported framework the app loads from now on (or has loaded already). */
 export function enableFrameworks(options: FrameworkOptions): Frameworks {
+  bindAiSdkChannel();
   const removals = [bridgeOpenAIAgents(options), bridgeLangChain(options)];
   return {
     disable() {

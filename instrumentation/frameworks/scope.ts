@@ -9,7 +9,7 @@
 import { ROOT_CONTEXT, context, createContextKey, isSpanContextValid, SpanKind, trace, type Attributes, type Context, type Span, type TimeInput } from '@opentelemetry/api';
 import { logger } from '../../src/diag';
 import { PACKAGE_NAME, VERSION } from '../../src/version';
-import { aiSdkFunctionId } from './ai-sdk';
+import { aiSdkFunctionId, aiSdkOperationFunctionId } from './ai-sdk';
 
 const log = logger('frameworks');
 
@@ -65,11 +65,16 @@ export function frameworkContext(base: Context = context.active(), except?: Scop
 
 /**
  * The parent context of a call starting now (what the GenAI span layer starts its span under): `frameworkContext()`,
- * marked when it has no span, so the task of a call without a parent can be told apart later from the call's own
- * context (whose span is the call's).
+ * with the AI SDK operation's function id as its run when no framework run is set (ai 7 keeps it in the async scope,
+ * not on a span), and marked when it has no span, so the task of a call without a parent can be told apart later from
+ * the call's own context (whose span is the call's).
  */
 export function callContext(base: Context = context.active()): Context {
-  const ctx = frameworkContext(base);
+  let ctx = frameworkContext(base);
+  if (ctx.getValue(RUN_KEY) === undefined) {
+    const run = aiSdkOperationFunctionId();
+    if (run !== undefined) ctx = ctx.setValue(RUN_KEY, run);
+  }
   const sc = trace.getSpanContext(ctx);
   if (sc !== undefined && isSpanContextValid(sc)) return ctx;
   // The common case (a script's call, nothing in context) without a new context per call.
@@ -83,7 +88,8 @@ export function isRootCall(ctx: Context): boolean {
 
 /**
  * The framework run (a task) `ctx` is inside, if any: an Agents SDK trace or a LangChain root run (set on their
- * mirrors), else the function id of the AI SDK operation whose span is active.
+ * mirrors), an AI SDK 7 operation's function id (set by `callContext`), else the function id of the AI SDK 6
+ * operation whose span is active.
  */
 export function getFrameworkRun(ctx: Context): string | undefined {
   const v = ctx.getValue(RUN_KEY);

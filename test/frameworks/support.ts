@@ -43,10 +43,23 @@ interface ChatBody {
 }
 
 let live = 0;
-/** Served as a live provider would: the recorded body with a fresh `created` time and response id. */
+/**
+ * Tool-call ids as a live provider makes them: new in every answer (one recorded id keeps one new id within the
+ * answer). The Agents SDK (0.20 and later) refuses an id reused after its output was committed.
+ */
+function freshCallIds(text: string): string {
+  const ids = new Map<string, string>();
+  return text.replace(/"(id|call_id)":"(call_|fc_)([A-Za-z0-9]+)"/g, (_m, key: string, prefix: string, old: string) => {
+    const id = ids.get(prefix + old) ?? `${prefix}live${++live}`;
+    ids.set(prefix + old, id);
+    return `"${key}":"${id}"`;
+  });
+}
+
+/** Served as a live provider would: the recorded body with a fresh `created` time, response id and tool-call ids. */
 function fresh(text: string): string {
   const id = `chatcmpl-live${++live}`;
-  return text.replace(/"created":\s*\d+/g, `"created":${Math.floor(Date.now() / 1000)}`).replace(/"id":"chatcmpl-[A-Za-z0-9]+"/g, `"id":"${id}"`);
+  return freshCallIds(text.replace(/"created":\s*\d+/g, `"created":${Math.floor(Date.now() / 1000)}`).replace(/"id":"chatcmpl-[A-Za-z0-9]+"/g, `"id":"${id}"`));
 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
@@ -83,11 +96,11 @@ function responsesReply(body: ChatBody, tool: string | undefined): Reply {
   return { status: 200, headers: { 'content-type': 'application/json' }, body: freshResponse(rename(JSON.stringify((tool === undefined ? R_TEXT : R_TOOL_CALL).response))) };
 }
 
-/** A Responses API body as a live server would send it: fresh `created_at` / `completed_at` and response id. */
+/** A Responses API body as a live server would send it: fresh `created_at` / `completed_at`, response and call ids. */
 function freshResponse(text: string): string {
   const now = Math.floor(Date.now() / 1000);
   const id = `resp_live${++live}`;
-  return text.replace(/"(created_at|completed_at)":\s*\d+/g, `"$1":${now}`).replace(/"id":"resp_[A-Za-z0-9]+"/g, `"id":"${id}"`);
+  return freshCallIds(text.replace(/"(created_at|completed_at)":\s*\d+/g, `"$1":${now}`).replace(/"id":"resp_[A-Za-z0-9]+"/g, `"id":"${id}"`));
 }
 
 export function startScriptedServer(): Promise<LlmServer> {
