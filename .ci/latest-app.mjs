@@ -1,4 +1,5 @@
-// The app for .ci/latest: one chat completion with the newest openai SDK against a loopback server.
+// The app for .ci/latest: one chat completion with the openai SDK installed beside it (the newest, then the oldest
+// faultline admits) against a loopback server.
 import { createServer } from 'node:http';
 import OpenAI from 'openai';
 
