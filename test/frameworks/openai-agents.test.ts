@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { monitorTrace } from '../../detectors/monitors/offline';
 import { sortSpans, type SpanRecord, type TraceRecord } from '../../src/traces/model';
 import type { LlmServer } from '../support/llm-server';
-import { childrenOf, named, outline, parentOf, runApp, startScriptedServer, type AppRun } from './support';
+import { RESPONSES_STREAM_TEXT, STREAM_TEXT, childrenOf, named, outline, parentOf, runApp, startScriptedServer, type AppRun } from './support';
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
@@ -32,7 +32,7 @@ describe('OpenAI Agents SDK (chat-completions mode)', () => {
     expect(out.json.agent).toBe('worker');
     expect(out.json.output.length).toBeGreaterThan(100);
     expect(out.stream.agent).toBe('worker');
-    expect(out.stream.text).toBe('The capital of Mexico is Mexico City.');
+    expect(out.stream.text).toBe(STREAM_TEXT);
   });
 
   describe('--import faultline/register (ES module app)', () => {
@@ -134,7 +134,7 @@ describe('OpenAI Agents SDK (chat-completions mode)', () => {
     });
 
     it('the app’s output is byte-identical to the run without faultline', () => {
-      expect(plainResponses.out).toMatchObject({ json: { agent: 'worker' }, stream: { agent: 'worker', text: '4200 + 42 equals 4242.' } });
+      expect(plainResponses.out).toMatchObject({ json: { agent: 'worker' }, stream: { agent: 'worker', text: RESPONSES_STREAM_TEXT } });
       expect(r.stdout).toBe(plainResponses.stdout);
     });
 

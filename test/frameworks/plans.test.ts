@@ -11,9 +11,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isLlmSpan, type SpanRecord } from '../../src/traces/model';
 import { runNode } from '../support/child';
-import { loadCorpus } from '../support/corpus';
 import type { LlmServer } from '../support/llm-server';
-import { ROOT, named, parentOf, runApp, startScriptedServer, type AppRun } from './support';
+import { ANSWER_TEXT, ROOT, named, parentOf, runApp, startScriptedServer, type AppRun } from './support';
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
@@ -32,7 +31,7 @@ rules:
     match: { boundary: I4 }
 `;
 
-const TEXT = (loadCorpus('openai-chat.jsonl').find((r) => r.id === '55dae6f503a5')!.response as { choices: [{ message: { content: string } }] }).choices[0].message.content;
+const TEXT = ANSWER_TEXT;
 const CUT = TEXT.slice(0, Math.max(1, Math.floor(TEXT.length * 0.3)));
 
 let server: LlmServer;

@@ -1,8 +1,9 @@
 /**
  * What the framework tests share: a loopback OpenAI server (chat completions and the Responses API) that answers like
- * the model an agent app talks to (recorded corpus bodies: a get_weather tool call until the tool was called, then a
- * text answer; SSE when the request streams), the example apps in ./apps run in child processes with and without
- * faultline, and the spans they exported.
+ * the model an agent app talks to (answers the project writes in OpenAI's formats: a get_weather tool call until the
+ * tool was called, then a text answer; SSE when the request streams), the example apps in ./apps run in child
+ * processes with and without faultline, and the spans they exported. Nothing here reads the recorded corpus, so the
+ * framework tests run in a lone clone.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { readTraces } from '../../src/traces/read';
 import type { SpanRecord } from '../../src/traces/model';
 import { runNode, type ChildResult } from '../support/child';
-import { loadCorpus, sseEvents } from '../support/corpus';
+import { chatCompletion, chatCompletionStream, response, responseStream } from '../support/openai-wire';
 import { startLlmServer, type LlmServer, type Reply, type SeenRequest } from '../support/llm-server';
 
 export const ROOT = resolve(__dirname, '../..');
@@ -18,20 +19,23 @@ export const APPS = join(__dirname, 'apps');
 export const REGISTER_MJS = join(ROOT, 'dist/src/register.mjs');
 export const REGISTER_CJS = join(ROOT, 'dist/src/register.js');
 
-const chat = loadCorpus('openai-chat.jsonl');
-const streams = loadCorpus('openai-chat-stream.jsonl');
-const TOOL_CALL = chat.find((r) => r.id === '395b6ac2f196')!; // gpt-4o: get_weather({"location":"Paris"})
-const TOOL_CALL_SSE = streams.find((r) => r.id === 'aacd6b73cf57')!; // gpt-4o: get_weather({"location":"New York, NY"}), streamed
-const TEXT = chat.find((r) => r.id === '55dae6f503a5')!; // a long text answer
-const TEXT_SSE = streams.find((r) => r.id === '68715d67ef39')!; // a text answer in 12 events, usage chunk, [DONE]
-const responses = loadCorpus('openai-responses.jsonl');
-const R_TOOL_CALL = responses.find((r) => r.id === '9f0740aa164d')!; // gpt-4o-mini: get_weather({"location":"Tokyo"})
-const R_TOOL_CALL_SSE = responses.find((r) => r.id === 'fbfce628fe88')!; // the same, streamed (typed events)
-const R_TEXT = responses.find((r) => r.id === '182a460c8401')!; // gpt-4.1: a one-sentence weather answer
-const R_TEXT_SSE = responses.find((r) => r.id === '61b63d72ebea')!; // gpt-4o: "4200 + 42 equals 4242.", streamed
+/** The answers the loopback model gives (written by the project in OpenAI's formats: ../support/openai-wire.ts). */
+export const ANSWER_TEXT =
+  'Paris today: sunny skies and 21°C, with a light westerly breeze through the afternoon. Evenings stay mild, so a ' +
+  'light jacket is enough for a walk along the Seine; no rain is expected before the weekend.';
+/** The streamed text answer of chat completions (its first pieces: "The", " capital"). */
+export const STREAM_TEXT = 'The capital of France is Paris.';
+/** The streamed text answer of the Responses API. */
+export const RESPONSES_STREAM_TEXT = 'It is sunny and 21°C in Tokyo.';
+const RESPONSES_TEXT = 'The weather in Tokyo is sunny, 21°C.';
 
 /** The tools the server calls, in order, when a request offers them and has not called them yet. */
 export const SCRIPTED_TOOLS = ['get_weather', 'transfer_to_worker'] as const;
+/** The arguments each scripted tool is called with: JSON answers, streamed answers, the Responses API. */
+const ARGUMENTS: Record<(typeof SCRIPTED_TOOLS)[number], { json: string; stream: string; responses: string }> = {
+  get_weather: { json: '{"location":"Paris"}', stream: '{"location":"New York, NY"}', responses: '{"location":"Tokyo"}' },
+  transfer_to_worker: { json: '{}', stream: '{}', responses: '{}' },
+};
 
 interface ChatBody {
   stream?: boolean;
@@ -42,31 +46,13 @@ interface ChatBody {
   input?: unknown;
 }
 
-let live = 0;
-/**
- * Tool-call ids as a live provider makes them: new in every answer (one recorded id keeps one new id within the
- * answer). The Agents SDK (0.20 and later) refuses an id reused after its output was committed.
- */
-function freshCallIds(text: string): string {
-  const ids = new Map<string, string>();
-  return text.replace(/"(id|call_id)":"(call_|fc_)([A-Za-z0-9]+)"/g, (_m, key: string, prefix: string, old: string) => {
-    const id = ids.get(prefix + old) ?? `${prefix}live${++live}`;
-    ids.set(prefix + old, id);
-    return `"${key}":"${id}"`;
-  });
-}
-
-/** Served as a live provider would: the recorded body with a fresh `created` time, response id and tool-call ids. */
-function fresh(text: string): string {
-  const id = `chatcmpl-live${++live}`;
-  return freshCallIds(text.replace(/"created":\s*\d+/g, `"created":${Math.floor(Date.now() / 1000)}`).replace(/"id":"chatcmpl-[A-Za-z0-9]+"/g, `"id":"${id}"`));
-}
-
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
+const JSON_HEADERS = { 'content-type': 'application/json' };
 
 /**
  * The answer to one request: a call of the first scripted tool the request offers and has not called (a handoff is
- * a tool call too: the recorded get_weather call renamed), else the text answer.
+ * a tool call too), else the text answer; fresh ids in every answer, as a live provider makes them (the Agents SDK
+ * 0.20 and later refuses a tool-call id reused after its output was committed).
  */
 export function scriptedReply(req: SeenRequest): Reply {
   const body = JSON.parse(req.body.toString('utf8')) as ChatBody;
@@ -77,30 +63,16 @@ export function scriptedReply(req: SeenRequest): Reply {
       ? Array.isArray(body.input) && body.input.some((i: { type?: string; name?: string }) => i.type === 'function_call' && i.name === n)
       : (body.messages?.some((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.function?.name === n)) ?? false);
   const tool = SCRIPTED_TOOLS.find((n) => offered(n) && !called(n));
-  if (responsesApi) return responsesReply(body, tool);
+  if (responsesApi) {
+    const answer = tool === undefined ? { model: 'gpt-4o-2024-08-06', text: body.stream ? RESPONSES_STREAM_TEXT : RESPONSES_TEXT } : { model: 'gpt-4o-mini-2024-07-18', toolCalls: [{ name: tool, arguments: ARGUMENTS[tool].responses }], outputTokens: 15 };
+    return body.stream ? { status: 200, headers: SSE_HEADERS, chunks: responseStream(answer) } : { status: 200, headers: JSON_HEADERS, body: JSON.stringify(response(answer)) };
+  }
   if (body.stream) {
-    const sse = tool === undefined ? TEXT_SSE.sse! : TOOL_CALL_SSE.sse!.replaceAll('"name":"get_weather"', `"name":"${tool}"`);
-    return { status: 200, headers: SSE_HEADERS, chunks: sseEvents(fresh(sse)) };
+    const answer = tool === undefined ? { model: 'gpt-4o-2024-08-06', text: STREAM_TEXT } : { model: 'gpt-4o-2024-08-06', toolCalls: [{ name: tool, arguments: ARGUMENTS[tool].stream }] };
+    return { status: 200, headers: SSE_HEADERS, chunks: chatCompletionStream(answer) };
   }
-  let response = TEXT.response as Record<string, unknown>;
-  if (tool !== undefined) {
-    response = structuredClone(TOOL_CALL.response) as Record<string, unknown>;
-    (response as { choices: [{ message: { tool_calls: [{ function: { name: string } }] } }] }).choices[0].message.tool_calls[0].function.name = tool;
-  }
-  return { status: 200, headers: { 'content-type': 'application/json' }, body: fresh(JSON.stringify(response)) };
-}
-
-function responsesReply(body: ChatBody, tool: string | undefined): Reply {
-  const rename = (text: string) => (tool === undefined ? text : text.replaceAll('"name":"get_weather"', `"name":"${tool}"`));
-  if (body.stream) return { status: 200, headers: SSE_HEADERS, chunks: sseEvents(freshResponse(rename((tool === undefined ? R_TEXT_SSE : R_TOOL_CALL_SSE).sse!))) };
-  return { status: 200, headers: { 'content-type': 'application/json' }, body: freshResponse(rename(JSON.stringify((tool === undefined ? R_TEXT : R_TOOL_CALL).response))) };
-}
-
-/** A Responses API body as a live server would send it: fresh `created_at` / `completed_at`, response and call ids. */
-function freshResponse(text: string): string {
-  const now = Math.floor(Date.now() / 1000);
-  const id = `resp_live${++live}`;
-  return freshCallIds(text.replace(/"(created_at|completed_at)":\s*\d+/g, `"$1":${now}`).replace(/"id":"resp_[A-Za-z0-9]+"/g, `"id":"${id}"`));
+  const answer = tool === undefined ? { model: 'gpt-4.1-mini-2025-04-14', text: ANSWER_TEXT, inputTokens: 695 } : { model: 'gpt-4o-2024-08-06', toolCalls: [{ name: tool, arguments: ARGUMENTS[tool].json }], inputTokens: 61, outputTokens: 15 };
+  return { status: 200, headers: JSON_HEADERS, body: JSON.stringify(chatCompletion(answer)) };
 }
 
 export function startScriptedServer(): Promise<LlmServer> {

@@ -1,0 +1,196 @@
+/**
+ * OpenAI answers written by the project, in the wire formats of OpenAI's API reference: a chat completion and its
+ * `chat.completion.chunk` SSE stream, a Responses API `response` object and its typed SSE events. Built from what the
+ * answer says (text or tool calls, model, usage), so a test states the answer it needs instead of replaying a
+ * recorded one: the suites built on these run in a lone clone (the recorded corpus replays are the conformance tier).
+ *
+ *   chatCompletion / chatCompletionStream   POST /v1/chat/completions, JSON or `stream: true`
+ *   response / responseStream               POST /v1/responses, JSON or `stream: true`
+ *
+ * Each call makes fresh ids (`chatcmpl-…`, `call_…`, `resp_…`, `fc_…`, `msg_…`), as a live provider does.
+ */
+
+export interface ToolCallSpec {
+  name: string;
+  /** The arguments as the model writes them: a JSON text. */
+  arguments: string;
+}
+
+export interface AnswerSpec {
+  /** The model the answer names (the provider's dated snapshot, as OpenAI returns it). */
+  model: string;
+  /** The assistant's text; absent when it calls tools. */
+  text?: string;
+  toolCalls?: ToolCallSpec[];
+  inputTokens?: number;
+  outputTokens?: number;
+  /** Unix seconds (default: now). */
+  created?: number;
+}
+
+let serial = 0;
+/** A fresh id with OpenAI's prefix and a 24-character base-62 tail. */
+function freshId(prefix: string): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  let n = ++serial * 7919 + Date.now();
+  let tail = '';
+  for (let i = 0; i < 24; i++) {
+    tail += alphabet[n % 62];
+    n = Math.floor(n / 62) + (i + 1) * 131;
+  }
+  return `${prefix}${tail}`;
+}
+
+const now = () => Math.floor(Date.now() / 1000);
+const usageOf = (a: AnswerSpec) => ({ input: a.inputTokens ?? 40, output: a.outputTokens ?? Math.max(1, Math.ceil((a.text?.length ?? 20) / 4)) });
+
+/** Text cut where a tokenizer would roughly cut it: each piece a word with its leading space or punctuation. */
+export function textPieces(text: string): string[] {
+  return text.match(/\s*[^\s]+|\s+$/g) ?? [text];
+}
+
+const sse = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
+const typedSse = (data: { type: string }) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
+
+// --- chat completions -------------------------------------------------------------------------------------------
+
+/** A `chat.completion` object (the JSON body). */
+export function chatCompletion(a: AnswerSpec): Record<string, unknown> {
+  const u = usageOf(a);
+  const toolCalls = a.toolCalls?.map((c) => ({ id: freshId('call_'), type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  return {
+    id: freshId('chatcmpl-'),
+    object: 'chat.completion',
+    created: a.created ?? now(),
+    model: a.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: a.text ?? null, ...(toolCalls ? { tool_calls: toolCalls } : {}), refusal: null, annotations: [] },
+        logprobs: null,
+        finish_reason: toolCalls ? 'tool_calls' : 'stop',
+      },
+    ],
+    usage: {
+      prompt_tokens: u.input,
+      completion_tokens: u.output,
+      total_tokens: u.input + u.output,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    },
+    service_tier: 'default',
+    system_fingerprint: 'fp_project01',
+  };
+}
+
+/**
+ * The SSE events of a streamed chat completion, one string per event: a role chunk, the text or each tool call's
+ * name then its arguments in pieces, a finish chunk, the usage chunk (`stream_options.include_usage`), `[DONE]`.
+ */
+export function chatCompletionStream(a: AnswerSpec, options: { usage?: boolean } = {}): string[] {
+  const base = { id: freshId('chatcmpl-'), object: 'chat.completion.chunk', created: a.created ?? now(), model: a.model, service_tier: 'default', system_fingerprint: 'fp_project01' };
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => sse({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], usage: null });
+  const events: string[] = [];
+  if (a.toolCalls?.length) {
+    events.push(chunk({ role: 'assistant', content: null, refusal: null }));
+    a.toolCalls.forEach((c, index) => {
+      events.push(chunk({ tool_calls: [{ index, id: freshId('call_'), type: 'function', function: { name: c.name, arguments: '' } }] }));
+      for (const piece of c.arguments.match(/.{1,6}/gs) ?? []) events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+    });
+    events.push(chunk({}, 'tool_calls'));
+  } else {
+    events.push(chunk({ role: 'assistant', content: '', refusal: null }));
+    for (const piece of textPieces(a.text ?? '')) events.push(chunk({ content: piece }));
+    events.push(chunk({}, 'stop'));
+  }
+  if (options.usage !== false) {
+    const u = usageOf(a);
+    events.push(sse({ ...base, choices: [], usage: { prompt_tokens: u.input, completion_tokens: u.output, total_tokens: u.input + u.output } }));
+  }
+  events.push('data: [DONE]\n\n');
+  return events;
+}
+
+// --- the Responses API ------------------------------------------------------------------------------------------
+
+type OutputItem = Record<string, unknown> & { id: string; type: string };
+
+function outputItems(a: AnswerSpec): OutputItem[] {
+  if (a.toolCalls?.length) {
+    return a.toolCalls.map((c) => ({ id: freshId('fc_'), type: 'function_call', status: 'completed', arguments: c.arguments, call_id: freshId('call_'), name: c.name }));
+  }
+  return [{ id: freshId('msg_'), type: 'message', status: 'completed', content: [{ type: 'output_text', annotations: [], logprobs: [], text: a.text ?? '' }], role: 'assistant' }];
+}
+
+function responseObject(a: AnswerSpec, id: string, created: number, status: 'in_progress' | 'completed', output: OutputItem[]): Record<string, unknown> {
+  const u = usageOf(a);
+  return {
+    id,
+    object: 'response',
+    created_at: created,
+    status,
+    background: false,
+    completed_at: status === 'completed' ? created + 1 : null,
+    error: null,
+    incomplete_details: null,
+    instructions: null,
+    max_output_tokens: null,
+    model: a.model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: null,
+    reasoning: { effort: null, summary: null },
+    service_tier: 'default',
+    store: true,
+    temperature: 1,
+    text: { format: { type: 'text' }, verbosity: 'medium' },
+    tool_choice: 'auto',
+    tools: [],
+    top_p: 1,
+    truncation: 'disabled',
+    usage:
+      status === 'completed'
+        ? { input_tokens: u.input, input_tokens_details: { cached_tokens: 0 }, output_tokens: u.output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: u.input + u.output }
+        : null,
+    user: null,
+    metadata: {},
+  };
+}
+
+/** A Responses API `response` object (the JSON body). */
+export function response(a: AnswerSpec): Record<string, unknown> {
+  const created = a.created ?? now();
+  return responseObject(a, freshId('resp_'), created, 'completed', outputItems(a));
+}
+
+/**
+ * The typed SSE events of a streamed response, one string per event: `response.created`, `response.in_progress`,
+ * per output item `response.output_item.added`, its text (`response.content_part.added`, `response.output_text.delta`
+ * …, `.done`, `response.content_part.done`) or arguments (`response.function_call_arguments.delta` …, `.done`),
+ * `response.output_item.done`, then `response.completed` with the whole response.
+ */
+export function responseStream(a: AnswerSpec): string[] {
+  const created = a.created ?? now();
+  const id = freshId('resp_');
+  const items = outputItems(a);
+  let seq = 0;
+  const ev = (data: Record<string, unknown> & { type: string }) => typedSse({ ...data, sequence_number: seq++ } as { type: string });
+  const events = [ev({ type: 'response.created', response: responseObject(a, id, created, 'in_progress', []) }), ev({ type: 'response.in_progress', response: responseObject(a, id, created, 'in_progress', []) })];
+  items.forEach((item, output_index) => {
+    if (item.type === 'function_call') {
+      events.push(ev({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress', arguments: '' } }));
+      for (const delta of (item.arguments as string).match(/.{1,6}/gs) ?? []) events.push(ev({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index, delta }));
+      events.push(ev({ type: 'response.function_call_arguments.done', item_id: item.id, output_index, arguments: item.arguments }));
+    } else {
+      const text = (item.content as Array<{ text: string }>)[0].text;
+      events.push(ev({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress', content: [] } }));
+      events.push(ev({ type: 'response.content_part.added', item_id: item.id, output_index, content_index: 0, part: { type: 'output_text', annotations: [], logprobs: [], text: '' } }));
+      for (const delta of textPieces(text)) events.push(ev({ type: 'response.output_text.delta', item_id: item.id, output_index, content_index: 0, delta, logprobs: [] }));
+      events.push(ev({ type: 'response.output_text.done', item_id: item.id, output_index, content_index: 0, text, logprobs: [] }));
+      events.push(ev({ type: 'response.content_part.done', item_id: item.id, output_index, content_index: 0, part: { type: 'output_text', annotations: [], logprobs: [], text } }));
+    }
+    events.push(ev({ type: 'response.output_item.done', output_index, item }));
+  });
+  events.push(ev({ type: 'response.completed', response: responseObject(a, id, created, 'completed', items) }));
+  return events;
+}
