@@ -25,6 +25,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Without the shared folder the conformance tier is left out (test/conformance.test.ts reports it as skipped).
     exclude: ['**/node_modules/**', ...(SHARED_PRESENT || CONFORMANCE_REQUIRED ? [] : conformanceFiles())],
+    // Every process a test file starts is killed when its worker exits, even after a failure (test/support/reap.ts).
+    setupFiles: ['test/support/reap.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

@@ -1,5 +1,6 @@
 /** Run node in a child process (globals such as the undici dispatcher and OTel registrations stay isolated). */
 import { spawn } from 'node:child_process';
+import { reaped } from './reap';
 
 export interface ChildResult {
   code: number | null;
@@ -10,11 +11,11 @@ export interface ChildResult {
 
 export function runNode(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
+    const child = reaped(spawn(process.execPath, args, {
       cwd: options.cwd,
       env: { PATH: process.env.PATH, ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    }));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

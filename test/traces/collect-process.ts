@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { reaped } from '../support/reap';
 import { ROOT, built } from './dist';
 
 export interface CollectProcess {
@@ -20,11 +21,11 @@ export interface CollectProcess {
 
 export async function startCollect(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<CollectProcess> {
   built('src/cli/index');
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'faultline.js'), 'collect', ...args], {
+  const child = reaped(spawn(process.execPath, [join(ROOT, 'bin', 'faultline.js'), 'collect', ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  }));
   let out = '';
   let err = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
