@@ -1,6 +1,6 @@
 /**
  * LLM-based diagnoser: any OpenAI-compatible chat completions endpoint (FAULTLINE_LLM_BASE_URL,
- * FAULTLINE_LLM_API_KEY, FAULTLINE_LLM_MODEL), called with plain fetch.
+ * FAULTLINE_LLM_API_KEY, FAULTLINE_LLM_MODEL), asked through llm-endpoint.ts.
  *
  * The trace goes in as a compact rendering (render.ts), fenced by a random delimiter and declared untrusted data.
  * Whatever the trace says, the answer must parse against a zod schema (fault type from our enum, step within the
@@ -10,33 +10,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { FaultlineInputError } from '../errors';
 import { logger } from '../diag';
 import { FAULT_TYPES } from '../taxonomy';
 import type { TraceRecord } from '../traces/model';
 import { viewTrace } from '../traces/view';
+import { askJson, llmEndpoint, replyJson, type LlmEndpointOptions } from './llm-endpoint';
 import { renderTrace, type RenderOptions } from './render';
 import { DiagnoserError, type Diagnoser, type Diagnosis } from './types';
 
 const log = logger('diagnosers/llm');
 
-export interface LlmDiagnoserOptions extends RenderOptions {
-  /** Base URL of an OpenAI-compatible API, e.g. https://api.openai.com/v1. Default FAULTLINE_LLM_BASE_URL. */
-  baseUrl?: string;
-  /** Default FAULTLINE_LLM_API_KEY (optional for local servers). */
-  apiKey?: string;
-  /** Default FAULTLINE_LLM_MODEL, else gpt-4o-mini. */
-  model?: string;
-  /** Retries after the first attempt, on HTTP errors, network errors and invalid output. Default 2. */
-  retries?: number;
-  /** First backoff in ms (doubled each retry). Default 500. */
-  backoffMs?: number;
-  /** Per-request timeout in ms. Default 60000. */
-  timeoutMs?: number;
-  /** Ask for `response_format: json_schema` (some local servers reject it; validation happens regardless). Default true. */
-  jsonSchema?: boolean;
-  env?: NodeJS.ProcessEnv;
-}
+export interface LlmDiagnoserOptions extends RenderOptions, LlmEndpointOptions {}
 
 /** What the model must answer; `step` indexes the LLM call list or the message list, as `kind` says. */
 export const LlmAnswer = z.strictObject({
@@ -98,17 +82,13 @@ export function buildMessages(trace: TraceRecord, options: RenderOptions = {}): 
   return { system: SYSTEM_PROMPT, user, delimiter };
 }
 
-/** Extract the JSON object from a model reply (tolerating a ```json fence around it, nothing else). */
+/** The model's reply checked against the schema and the trace (a step within its range). */
 export function parseAnswer(content: string, trace: TraceRecord): { ok: true; answer: LlmAnswer } | { ok: false; error: string } {
-  let text = content.trim();
-  const fence = /^```(?:json)?\s*\n([\s\S]*?)\n?```$/.exec(text);
-  if (fence) text = fence[1]!.trim();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return { ok: false, error: `reply is not a JSON object: ${JSON.stringify(text.slice(0, 80))}` };
-  }
+  const json = replyJson(content);
+  return json.ok ? checkAnswer(json.value, trace) : json;
+}
+
+function checkAnswer(json: unknown, trace: TraceRecord): { ok: true; answer: LlmAnswer } | { ok: false; error: string } {
   const parsed = LlmAnswer.safeParse(json);
   if (!parsed.success) return { ok: false, error: `reply does not match the schema: ${z.prettifyError(parsed.error).replace(/\n/g, '; ').slice(0, 300)}` };
   const a = parsed.data;
@@ -120,100 +100,45 @@ export function parseAnswer(content: string, trace: TraceRecord): { ok: true; an
   return { ok: true, answer: a };
 }
 
-function config(options: LlmDiagnoserOptions): { url: string; apiKey: string | undefined; model: string } {
-  const env = options.env ?? process.env;
-  const base = options.baseUrl ?? env.FAULTLINE_LLM_BASE_URL;
-  if (!base) {
-    throw new FaultlineInputError('FAULTLINE_USAGE', 'the llm diagnoser needs an OpenAI-compatible endpoint: set FAULTLINE_LLM_BASE_URL (and FAULTLINE_LLM_API_KEY, FAULTLINE_LLM_MODEL)');
-  }
-  let url: URL;
-  try {
-    url = new URL(base.endsWith('/') ? base : `${base}/`);
-  } catch {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `FAULTLINE_LLM_BASE_URL is not a URL: ${JSON.stringify(base)}`);
-  }
-  return {
-    url: new URL('chat/completions', url).toString(),
-    apiKey: options.apiKey ?? env.FAULTLINE_LLM_API_KEY,
-    model: options.model ?? env.FAULTLINE_LLM_MODEL ?? 'gpt-4o-mini',
-  };
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 /** Throws FaultlineInputError at creation when no endpoint is configured (a usage error, not a per-trace failure). */
 export function createLlmDiagnoser(options: LlmDiagnoserOptions = {}): Diagnoser {
-  const cfg = config(options);
-  const retries = options.retries ?? 2;
-  const backoff = options.backoffMs ?? 500;
-  const timeoutMs = options.timeoutMs ?? 60_000;
-  const useSchema = options.jsonSchema ?? true;
-
-  async function attempt(trace: TraceRecord, system: string, user: string, previousError: string | undefined): Promise<{ ok: true; answer: LlmAnswer } | { ok: false; error: string }> {
-    const messages = [
-      { role: 'system', content: system },
-      { role: 'user', content: user },
-    ];
-    if (previousError !== undefined) {
-      messages.push({ role: 'user', content: `Your previous reply was rejected (${previousError}). Reply with the JSON object only.` });
-    }
-    const body: Record<string, unknown> = { model: cfg.model, messages, temperature: 0 };
-    if (useSchema) body.response_format = { type: 'json_schema', json_schema: { name: 'diagnosis', strict: true, schema: ANSWER_JSON_SCHEMA } };
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (cfg.apiKey) headers.authorization = `Bearer ${cfg.apiKey}`;
-    let res: Response;
-    try {
-      res = await fetch(cfg.url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
-    } catch (err) {
-      return { ok: false, error: `request failed: ${(err as Error).name}: ${(err as Error).message}`.slice(0, 200) };
-    }
-    const text = await res.text().catch(() => '');
-    if (!res.ok) return { ok: false, error: `HTTP ${res.status} from the endpoint` };
-    let content: unknown;
-    try {
-      const json = JSON.parse(text) as { choices?: { message?: { content?: unknown; refusal?: unknown } }[] };
-      content = json.choices?.[0]?.message?.content;
-    } catch {
-      return { ok: false, error: 'the endpoint did not return chat completions JSON' };
-    }
-    if (typeof content !== 'string') return { ok: false, error: 'the reply has no text content' };
-    return parseAnswer(content, trace);
-  }
-
+  const endpoint = llmEndpoint(options, 'the llm diagnoser');
   return {
     name: 'llm',
     async diagnose(trace: TraceRecord): Promise<Diagnosis> {
       const { system, user } = buildMessages(trace, options);
-      let lastError: string | undefined;
-      for (let i = 0; i <= retries; i++) {
-        if (i > 0) await sleep(backoff * 2 ** (i - 1));
-        const r = await attempt(trace, system, user, lastError);
-        if (r.ok) {
-          const a = r.answer;
-          const view = viewTrace(trace);
-          const list = a.kind === 'llm' ? view.llm : a.kind === 'message' ? view.messages : [];
-          const step = a.step !== null ? list[a.step - 1] : undefined;
-          const span = step?.span;
-          return {
-            traceId: trace.traceId,
-            faultType: a.faultType,
-            spanId: span?.spanId ?? null,
-            step: span ? a.step : null,
-            stepKind: span ? (a.kind as 'llm' | 'message') : null,
-            confidence: a.confidence,
-            evidence: [a.evidence.replace(/[\p{Cc}]/gu, ' ').slice(0, 300)],
-            diagnoser: 'llm',
-            agent: step?.agent?.name ?? null,
-            spanName: span?.name ?? null,
-            operation: step ? (step.kind === 'llm' ? step.operation : 'message') : null,
-            summary: a.evidence.replace(/[\p{Cc}]/gu, ' ').slice(0, 300),
-          };
-        }
-        lastError = r.error;
-        log.debug(`attempt ${i + 1} for trace ${trace.traceId} failed: ${r.error}`);
-      }
+      const question = {
+        system,
+        user,
+        schemaName: 'diagnosis',
+        jsonSchema: ANSWER_JSON_SCHEMA,
+        validate: (json: unknown) => {
+          const r = checkAnswer(json, trace);
+          return r.ok ? { ok: true as const, value: r.answer } : r;
+        },
+      };
+      const r = await askJson(endpoint, question, options, (n, error) => log.debug(`attempt ${n} for trace ${trace.traceId} failed: ${error}`));
       // Could not diagnose this trace: an error for this trace, never a `none` (that would claim the trace is clean).
-      throw new DiagnoserError(trace.traceId, 'llm', `llm diagnoser failed after ${retries + 1} attempts: ${lastError ?? 'unknown error'}`);
+      if (!r.ok) throw new DiagnoserError(trace.traceId, 'llm', `llm diagnoser ${r.error}`);
+      const a = r.value;
+      const view = viewTrace(trace);
+      const list = a.kind === 'llm' ? view.llm : a.kind === 'message' ? view.messages : [];
+      const step = a.step !== null ? list[a.step - 1] : undefined;
+      const span = step?.span;
+      return {
+        traceId: trace.traceId,
+        faultType: a.faultType,
+        spanId: span?.spanId ?? null,
+        step: span ? a.step : null,
+        stepKind: span ? (a.kind as 'llm' | 'message') : null,
+        confidence: a.confidence,
+        evidence: [a.evidence.replace(/[\p{Cc}]/gu, ' ').slice(0, 300)],
+        diagnoser: 'llm',
+        agent: step?.agent?.name ?? null,
+        spanName: span?.name ?? null,
+        operation: step ? (step.kind === 'llm' ? step.operation : 'message') : null,
+        summary: a.evidence.replace(/[\p{Cc}]/gu, ' ').slice(0, 300),
+      };
     },
   };
 }
