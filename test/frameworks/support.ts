@@ -27,7 +27,8 @@ export const ANSWER_TEXT =
 export const STREAM_TEXT = 'The capital of France is Paris.';
 /** The streamed text answer of the Responses API. */
 export const RESPONSES_STREAM_TEXT = 'It is sunny and 21°C in Tokyo.';
-const RESPONSES_TEXT = 'The weather in Tokyo is sunny, 21°C.';
+/** The JSON text answer of the Responses API. */
+export const RESPONSES_TEXT = 'The weather in Tokyo is sunny, 21°C.';
 
 /** The tools the server calls, in order, when a request offers them and has not called them yet. */
 export const SCRIPTED_TOOLS = ['get_weather', 'transfer_to_worker'] as const;

@@ -13,22 +13,15 @@ import { triggerReportFromSpans } from '../../src/inject/verify';
 import { readTraces } from '../../src/traces/read';
 import { isLlmSpan, type SpanRecord } from '../../src/traces/model';
 import { runNode } from '../support/child';
-import { loadCorpus } from '../support/corpus';
 import type { LlmServer } from '../support/llm-server';
-import { REGISTER_MJS, ROOT, startScriptedServer } from '../frameworks/support';
+import { REGISTER_MJS, RESPONSES_STREAM_TEXT, RESPONSES_TEXT, ROOT, startScriptedServer } from '../frameworks/support';
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 /** The plan block of README.md's "Inject: fault plans", as a user would copy it. */
 const README_PLAN = /```yaml\n(# plan\.yaml\n[\s\S]*?)```/.exec(readFileSync(join(ROOT, 'README.md'), 'utf8'))![1]!;
 
-const responses = loadCorpus('openai-responses.jsonl');
-type Item = { type: string; content?: Array<{ type: string; text?: string }> };
-const TEXT = (responses.find((r) => r.id === '182a460c8401')!.response as { output: Item[] }).output
-  .flatMap((i) => (i.type === 'message' ? (i.content ?? []) : []))
-  .filter((c) => c.type === 'output_text')
-  .map((c) => c.text)
-  .join('');
+const TEXT = RESPONSES_TEXT;
 const CUT = TEXT.slice(0, Math.max(1, Math.floor(TEXT.length * 0.3)));
 
 let server: LlmServer;
@@ -96,7 +89,7 @@ describe('the README plan on the Responses API', () => {
   it('openai responses.create: truncated JSON answer, a 429 the SDK retries past, a stream cut after 3 events', async () => {
     const [clean, r] = await Promise.all([run('responses-plan.mjs', false), run('responses-plan.mjs', true)]);
     const full = { text: TEXT, status: 'completed', reason: null };
-    expect(clean.out).toMatchObject({ first: full, second: full, stream: { text: '4200 + 42 equals 4242.' } });
+    expect(clean.out).toMatchObject({ first: full, second: full, stream: { text: RESPONSES_STREAM_TEXT } });
     expect((clean.out.stream as { types: string[] }).types.at(-1)).toBe('response.completed');
     expect(r.out).toEqual({
       first: { text: CUT, status: 'incomplete', reason: 'max_output_tokens' },
@@ -114,7 +107,7 @@ describe('the README plan on the Responses API', () => {
     expect(clean.out).toEqual({
       first: { text: TEXT, finish: 'stop' },
       second: { text: TEXT, finish: 'stop' },
-      stream: { text: '4200 + 42 equals 4242.', finish: 'stop', errors: [] },
+      stream: { text: RESPONSES_STREAM_TEXT, finish: 'stop', errors: [] },
     });
     // A Responses stream that ends before its terminal event: the AI SDK finishes it as `other`, with no text yet.
     expect(r.out).toEqual({ first: { text: CUT, finish: 'length' }, second: { text: TEXT, finish: 'stop' }, stream: { text: '', finish: 'other', errors: [] } });
