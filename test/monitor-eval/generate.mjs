@@ -481,8 +481,8 @@ function producerOf(run, m, tb) {
       return tb.open(`${workflow}.workflow`, 'internal', { 'traceloop.span.kind': 'workflow', 'traceloop.entity.name': workflow, 'traceloop.workflow.name': workflow });
     },
     agent(name, parent, workflow) {
-      if (semconv) return tb.open(`invoke_agent ${name}`, 'internal', { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.provider.name': m.provider, 'gen_ai.agent.name': name, 'gen_ai.request.model': m.model });
-      return tb.open(`${name}.agent`, 'internal', { 'traceloop.span.kind': 'agent', 'traceloop.entity.name': name, 'traceloop.workflow.name': workflow });
+      if (semconv) return tb.open(`invoke_agent ${name}`, 'internal', { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.provider.name': m.provider, 'gen_ai.agent.name': name, 'gen_ai.request.model': m.model }, parent);
+      return tb.open(`${name}.agent`, 'internal', { 'traceloop.span.kind': 'agent', 'traceloop.entity.name': name, 'traceloop.workflow.name': workflow }, parent);
     },
     chat(parent, call) {
       // call: { system, messages, tools, output: {text} | {toolCall}, finish, inputTokens, outputTokens }

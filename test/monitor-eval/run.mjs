@@ -1,8 +1,13 @@
 #!/usr/bin/env node
 /**
- * Prints the monitors' evaluation tables (docs/monitors.md): `npm run build && node test/monitor-eval/run.mjs
- * [--seed N] [--keep]` (--keep leaves the OTLP files in the temporary directory and prints its path).
+ * Prints the monitors' evaluation tables and, with --write, puts them in docs/monitors.md between the
+ * `<!-- monitor-eval:start … -->` and `<!-- monitor-eval:end -->` markers: `npm run build && node
+ * test/monitor-eval/run.mjs [--seed N] [--keep] [--write]` (--keep leaves the OTLP files in the temporary directory
+ * and prints its path). Without --write nothing is written (the tables were only ever printed: a run that "exited 0"
+ * left the docs as they were).
  */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { evaluate } from './evaluate.mjs';
 
 const args = process.argv.slice(2);
@@ -14,5 +19,21 @@ if (!Number.isInteger(seed)) {
 }
 const t0 = Date.now();
 const r = evaluate({ seed, keep: args.includes('--keep') });
-if (r.monitor.code !== 0) process.stderr.write(`faultline monitor exited ${r.monitor.code}: ${r.monitor.stderr.slice(0, 2000)}\n`);
+if (r.monitor.code !== 0) {
+  process.stderr.write(`faultline monitor exited ${r.monitor.code}: ${r.monitor.stderr.slice(0, 2000)}\n`);
+  process.exit(1);
+}
 process.stdout.write(`${r.tables}\n\n(${((Date.now() - t0) / 1000).toFixed(1)} s${args.includes('--keep') ? `; files in ${r.dir}` : ''})\n`);
+if (args.includes('--write')) {
+  const doc = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..', '..', 'docs', 'monitors.md');
+  const text = readFileSync(doc, 'utf8');
+  const start = /<!-- monitor-eval:start[^>]*-->\n/.exec(text);
+  const end = text.indexOf('<!-- monitor-eval:end -->');
+  if (!start || end < start.index) {
+    process.stderr.write(`run.mjs: no monitor-eval markers in ${doc}\n`);
+    process.exit(1);
+  }
+  const marker = `<!-- monitor-eval:start (npm run build && node test/monitor-eval/run.mjs --write) -->\n`;
+  writeFileSync(doc, `${text.slice(0, start.index)}${marker}${r.tables}\n${text.slice(end)}`);
+  process.stdout.write(`wrote the tables into ${doc}\n`);
+}
