@@ -14,8 +14,15 @@ import { monitorDetectors } from './index';
 import { isArcfFailure, isMastModeId } from './mast';
 import { readWorkflows, type WorkflowRun } from './read';
 import { offeredTools, toolOutsideRole } from './role';
+import { valueConflicts } from './conflict';
+import { historyResets } from './history-loss';
+import { noProgress } from './no-progress';
+import { outputCollapse } from './quality';
 import { waitFindings } from './waits';
-import { workflowFindings, type WorkflowSnapshot } from './workflow';
+import { earlyEnd, PREMATURE_TERMINATION, workflowFindings, type WorkflowSnapshot } from './workflow';
+
+/** The monitors that judge a whole recorded run at once, over any producer's spans (each module says what it reads). */
+const RUN_MONITORS = [waitFindings, historyResets, outputCollapse, noProgress, valueConflicts];
 
 export interface MonitorFinding extends Finding {
   /** The span the finding is about. */
@@ -119,7 +126,7 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     }
   });
   // Run-level monitors over the recorded spans: what only the whole run shows.
-  for (const { finding, span } of waitFindings(run)) add(finding, span, extraOf.get(span.spanId));
+  for (const monitor of RUN_MONITORS) for (const { finding, span } of monitor(run)) add(finding, span, extraOf.get(span.spanId));
   const host = run.root ?? run.trace.spans[0];
   if (host) {
     if (run.deadlineMs !== undefined && run.end - run.start > run.deadlineMs) {
@@ -127,6 +134,8 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     }
     for (const f of workflowFindings(snapshotAt(run, run.end, true), earlier)) add(f, host);
   }
+  // A run that stopped while its last step said more was to come, when its declaration did not already say so.
+  if (!findings.some((f) => f.detector === PREMATURE_TERMINATION)) for (const { finding, span } of earlyEnd(run)) add(finding, span, extraOf.get(span.spanId));
   return { run, findings };
 }
 

@@ -9,9 +9,17 @@
  *
  * One pure function over a snapshot, fed online from the live workflow state (online.ts, at the deadline and at the
  * end) and offline from the spans (offline.ts).
+ *
+ * Offline, without a declaration (`earlyEnd`, any producer's spans): the run stopped while its last step said more
+ * was to come — its last LLM call asked for a tool (finish reason, recorded tool calls) and nothing ran it, nothing
+ * came after, in a run that records its tool executions (a producer that records none says nothing by their absence); or its last answer (content captured) ends by announcing what the agent will do next (first person,
+ * future or hand-off: "I'll now …", "Next I will …", "handing over to …") and nothing did it. A run that ends on an
+ * answer that says the work is done, or that ends in an error (a crash, judged by its own finding), is not early.
  */
+import type { SpanRecord } from '../../src/traces/model';
 import type { Finding, LlmObservation, Observation } from '../types';
 import { answered, monitorFinding } from './common';
+import type { WorkflowRun } from './read';
 
 export const PREMATURE_TERMINATION = 'premature_termination';
 export const WORKFLOW_PROGRESS = 'workflow_progress';
@@ -121,4 +129,36 @@ export function workflowFindings(w: WorkflowSnapshot, earlier: readonly Observat
 function openText(w: WorkflowSnapshot): string {
   const open = (w.open ?? []).map((t) => t.name).filter((n) => n !== '');
   return open.length > 0 ? `; open agent turns: ${[...new Set(open)].join(', ')}` : '';
+}
+
+const TOOL_FINISH = /tool|function/i;
+/** A sentence announcing the speaker's own next action: first person with a future or "let me", or a hand-off. */
+const NEXT_ACTION = /\b(?:(?:I|we)(?:'ll| will| shall| am going to|'m going to| are going to)|let me|let's|next,? (?:I|we)|now (?:I|we) (?:will|can))\b(?![^.!?]*\b(?:not|never)\b)|\b(?:handing|passing|sending|forwarding) (?:it |this |that )?(?:off|over|on)\b|\bhand(?:ing)? (?:it |this )?(?:off|over) to\b/i;
+/** Closings that offer more rather than announce it ("let me know if …", "I'll be happy to …"). */
+const OFFER = /\b(?:let (?:me|us) know|if you(?:'d| would)? (?:like|want|need)|feel free|happy to|glad to)\b/i;
+/** The last sentences of a text (where an announcement of what comes next sits). */
+const lastSentences = (t: string, n = 2): string => (t.trim().match(/[^.!?]+[.!?]*/g) ?? []).slice(-n).join(' ');
+
+/** A run that ended while its last step said more was to come (no declaration needed). */
+export function earlyEnd(run: WorkflowRun): Array<{ finding: Finding; span: SpanRecord }> {
+  if (run.outcome === 'error') return [];
+  let at = -1;
+  for (let i = run.steps.length - 1; i >= 0 && at < 0; i--) if (run.steps[i]!.observation?.kind === 'llm') at = i;
+  if (at < 0) return [];
+  const step = run.steps[at]!;
+  const o = step.observation as LlmObservation;
+  if (!answered(o) || run.steps.slice(at + 1).some((s) => s.tool || s.observation)) return [];
+  const who = o.scope?.agent !== undefined ? ` (${o.scope.agent})` : '';
+  const asked = o.response.toolCalls.map((c) => c.name).filter((n) => n !== '');
+  // "Nothing ran it" is evidence only where the run records its tool executions at all.
+  const recordsTools = run.steps.some((s) => s.tool !== undefined);
+  if (recordsTools && (asked.length > 0 || (o.facts?.toolCallCount ?? 0) > 0 || o.response.finishReasons.some((f) => TOOL_FINISH.test(f)))) {
+    const what = asked.length > 0 ? `tool ${asked.join(', ')}` : 'a tool';
+    return [{ span: step.span, finding: monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'error', 0.75, `the run ended on its last call${who} asking for ${what}, which nothing ran`) }];
+  }
+  const tail = o.hasContent ? lastSentences(o.response.text) : '';
+  if (NEXT_ACTION.test(tail) && !OFFER.test(tail)) {
+    return [{ span: step.span, finding: monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'warning', 0.6, `the run ended on an answer${who} announcing a next step (${o.response.text.length} chars), and nothing came after`) }];
+  }
+  return [];
 }

@@ -16,6 +16,8 @@ export interface MonitorFindingJson {
   mast: MastModeId | null;
   mastName: string | null;
   failure: string | null;
+  /** The finding's fault type (src/taxonomy.ts): what kind of fault the mode shows as (a `timeout` deadlock, a `stale` no-progress). */
+  faultType: string;
   detector: string;
   severity: string;
   spanId: string;
@@ -45,6 +47,7 @@ export function monitoredTraceJson(traceId: string, workflows: readonly Monitore
         mast: f.mast ?? null,
         mastName: f.mast !== undefined ? mastMode(f.mast).name : null,
         failure: f.failure ?? null,
+        faultType: f.faultType,
         detector: f.detector,
         severity: f.severity,
         spanId: f.spanId,
