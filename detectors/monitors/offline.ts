@@ -17,6 +17,7 @@ import { offeredTools, toolOutsideRole } from './role';
 import { valueConflicts } from './conflict';
 import { historyResets } from './history-loss';
 import { noProgress } from './no-progress';
+import { notObservable, type NotObservable } from './observability';
 import { outputCollapse } from './quality';
 import { waitFindings } from './waits';
 import { earlyEnd, PREMATURE_TERMINATION, workflowFindings, type WorkflowSnapshot } from './workflow';
@@ -38,6 +39,8 @@ export interface MonitorFinding extends Finding {
 export interface MonitoredWorkflow {
   run: WorkflowRun;
   findings: MonitorFinding[];
+  /** Modes the run's spans cannot show (observability.ts): what its producer did not record. */
+  notObservable: NotObservable[];
 }
 
 /** A finding recorded online by a monitor, read back from its event. */
@@ -136,7 +139,7 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
   }
   // A run that stopped while its last step said more was to come, when its declaration did not already say so.
   if (!findings.some((f) => f.detector === PREMATURE_TERMINATION)) for (const { finding, span } of earlyEnd(run)) add(finding, span, extraOf.get(span.spanId));
-  return { run, findings };
+  return { run, findings, notObservable: notObservable(run) };
 }
 
 /** Whether a span is part of the run (under its root; everything when the trace has no workflow root). */

@@ -9,7 +9,7 @@ export interface Cell { content: boolean; mode: Mode; n: number; hits: number; n
 export interface Totals { content: boolean; faulted: number; accuracy?: number; hits: number; observable: number; observableAccuracy?: number; declaredNotObservable: number; accuracyOfDeclaredObservable?: number; clean: number; falsePositives: number; fpRate?: number; fpVariants: string[] }
 export interface Score { judged: Array<{ run: LabelledRun; read: boolean; findings: number; predicted: Set<Mode>; hit: boolean; notObservable: boolean }>; cells: Cell[]; totals: [Totals, Totals]; unread: number }
 export const MODE_TITLES: Record<Mode, string>;
-export function modesOf(f: { mast?: string | null; failure?: string | null; detector?: string | null }): Set<Mode>;
+export function modesOf(f: { mast?: string | null; failure?: string | null; detector?: string | null; faultType?: string | null }): Set<Mode>;
 export function notObservableOf(trace: unknown): Set<Mode>;
 export function writeRuns(runs: LabelledRun[], dir?: string): { dir: string; files: string[] };
 export function runMonitor(files: string[]): { code: number | null; stderr: string; traces: TraceOutput[] };
