@@ -13,7 +13,8 @@
  * by its finish reason, its recorded tool calls, or the tools the turn ran after it — is not an answer). When the
  * agent's last answers, at least TAIL of them and to the end of the run, are each under RATIO of the median of its
  * earlier ones (at least BASELINE_ANSWERS, their median not too short to compare), its output collapsed: one short
- * sign-off after long parts is a close, two or more in a row with nothing better after is a collapse.
+ * sign-off after long parts is a close, two or more in a row with nothing better after is a collapse. One earlier
+ * answer is not a baseline; with content, a brief answer to a question is not compared (it may be all that was asked).
  */
 import type { SpanRecord } from '../../src/traces/model';
 import type { Detector, Finding, LlmObservation } from '../types';
@@ -74,11 +75,18 @@ export const qualityDegradationDetector: Detector = {
 
 /** Collapsed answers in a row, at the end, that make a collapse; earlier answers needed for a baseline. */
 const TAIL = 2;
-const BASELINE_ANSWERS = 1;
+const BASELINE_ANSWERS = 2;
 /** Baselines below this many output tokens are too short to compare (MIN_BASELINE_CHARS in tokens, 4 chars each). */
 const MIN_BASELINE_TOKENS = MIN_BASELINE_CHARS / 4;
 
 const TOOL_FINISH = /tool|function/i;
+
+function asksQuestion(o: LlmObservation): boolean {
+  const users = (o.request?.messages ?? []).filter((m) => m.role === 'user');
+  const last = users[users.length - 1];
+  const text = last ? last.parts.map((p) => (p.type === 'text' && typeof p.content === 'string' ? p.content : '')).join(' ').trim() : '';
+  return text.endsWith('?');
+}
 
 /** An agent's answers collapsing at the end of the run, from characters or output tokens. */
 export function outputCollapse(run: WorkflowRun): Array<{ finding: Finding; span: SpanRecord }> {
@@ -88,6 +96,8 @@ export function outputCollapse(run: WorkflowRun): Array<{ finding: Finding; span
     if (o?.kind !== 'llm' || o.scope?.agent === undefined || !answered(o)) continue;
     if (o.response.finishReasons.some((f) => LIMITS.test(f) || TOOL_FINISH.test(f))) continue;
     if (o.response.toolCalls.length > 0 || (o.facts?.toolCallCount ?? 0) > 0 || (step.ranTools?.length ?? 0) > 0) continue;
+    // A brief answer to a question (the request's last user message asks one) may be all it needs: not compared.
+    if (o.hasContent && asksQuestion(o)) continue;
     const list = byAgent.get(o.scope.agent) ?? [];
     list.push({ obs: o, span: step.span });
     byAgent.set(o.scope.agent, list);

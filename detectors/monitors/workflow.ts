@@ -132,12 +132,17 @@ function openText(w: WorkflowSnapshot): string {
 }
 
 const TOOL_FINISH = /tool|function/i;
-/** A sentence announcing the speaker's own next action: first person with a future or "let me", or a hand-off. */
-const NEXT_ACTION = /\b(?:(?:I|we)(?:'ll| will| shall| am going to|'m going to| are going to)|let me|let's|next,? (?:I|we)|now (?:I|we) (?:will|can))\b(?![^.!?]*\b(?:not|never)\b)|\b(?:handing|passing|sending|forwarding) (?:it |this |that )?(?:off|over|on)\b|\bhand(?:ing)? (?:it |this )?(?:off|over) to\b/i;
-/** Closings that offer more rather than announce it ("let me know if …", "I'll be happy to …"). */
-const OFFER = /\b(?:let (?:me|us) know|if you(?:'d| would)? (?:like|want|need)|feel free|happy to|glad to)\b/i;
+/** First person about to act: a future, or "let me". */
+const WILL = /\b(?:(?:I|we)(?:'ll| will| shall| am going to|'m going to| are going to)|let me|let's)\b(?![^.!?]*\b(?:not|never)\b)/i;
+/** What says the task goes on (a next step, the rest of it, a hand-off) rather than something for after it. */
+const GOES_ON = /\b(?:now|next|continue|continuing|proceed|remaining|the rest|then|moving on)\b/i;
+const HANDOFF = /\b(?:hand(?:ing)?|pass(?:ing)?|send(?:ing)?|forward(?:ing)?) (?:it |this |that )?(?:off|over|on) to\b|\bhanding (?:it |this )?(?:off|over)\b/i;
+/** Said to the user about after the run ("I'll email you", "let me know if …"): a closing, not a next step. */
+const TO_USER = /\byou(?:r)?\b|\blet (?:me|us) know\b|\bfeel free\b|\bhappy to\b|\bglad to\b/i;
+/** Whether a sentence announces the speaker's own next step in the task. */
+const announcesNext = (sentence: string): boolean => !TO_USER.test(sentence) && (HANDOFF.test(sentence) || (WILL.test(sentence) && GOES_ON.test(sentence)));
 /** The last sentences of a text (where an announcement of what comes next sits). */
-const lastSentences = (t: string, n = 2): string => (t.trim().match(/[^.!?]+[.!?]*/g) ?? []).slice(-n).join(' ');
+const lastSentences = (t: string, n = 2): string[] => (t.trim().match(/[^.!?]+[.!?]*/g) ?? []).slice(-n);
 
 /** A run that ended while its last step said more was to come (no declaration needed). */
 export function earlyEnd(run: WorkflowRun): Array<{ finding: Finding; span: SpanRecord }> {
@@ -156,8 +161,7 @@ export function earlyEnd(run: WorkflowRun): Array<{ finding: Finding; span: Span
     const what = asked.length > 0 ? `tool ${asked.join(', ')}` : 'a tool';
     return [{ span: step.span, finding: monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'error', 0.75, `the run ended on its last call${who} asking for ${what}, which nothing ran`) }];
   }
-  const tail = o.hasContent ? lastSentences(o.response.text) : '';
-  if (NEXT_ACTION.test(tail) && !OFFER.test(tail)) {
+  if (o.hasContent && lastSentences(o.response.text).some(announcesNext)) {
     return [{ span: step.span, finding: monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'warning', 0.6, `the run ended on an answer${who} announcing a next step (${o.response.text.length} chars), and nothing came after`) }];
   }
   return [];
