@@ -11,8 +11,10 @@
  * Offline, any producer's spans (`historyResets`): a chat API is stateless, so a conversation's next request carries
  * the last one and its answer. A later call of the turn whose request did not grow past the last answered one — by
  * its input message count, or without messages by `gen_ai.usage.input_tokens` under the last request's plus half its
- * answer's output tokens — and that asks again for a tool the turn already ran, lost what it had done: back to the
- * opening request's size it was reset (2.1), else history was lost (1.4). A turn whose requests never grew (a
+ * answer's output tokens (reasoning tokens are not resent; a call where a prompt cache took part is compared by
+ * messages only) — and that asks again for a tool the turn already asked for (with the same arguments, when they
+ * were recorded), lost what it had done: back to the opening request's size it was reset (2.1), else history was
+ * lost (1.4). A turn whose requests never grew (a
  * stateful API sending only what is new) is not judged, and a re-read on the full history (grown) is not a loss.
  */
 import type { SpanRecord } from '../../src/traces/model';
@@ -54,12 +56,22 @@ const AT_OPENING = 0.05;
 interface TurnCall {
   obs: LlmObservation;
   span: SpanRecord;
-  /** Tools the call asked for: its recorded tool calls, else the tools the turn ran after it. */
+  /** Tools the call asked for: its recorded tool calls (name and arguments), else the tools the turn ran after it
+   * (name only). */
   tools: string[];
 }
 
-const inputTokens = (o: LlmObservation): number | undefined => o.response.usage?.inputTokens;
-const outputTokens = (o: LlmObservation): number => o.response.usage?.outputTokens ?? 0;
+/** A requested tool as compared: with its arguments when they were recorded (reading another file is not redoing). */
+const requestKey = (name: string, args: string | undefined): string => (args !== undefined ? `${name}\u0000${args.replace(/\s+/g, '')}` : name);
+
+/** Input tokens comparable across calls: not where a prompt cache took part (some providers count cached input
+ * apart from `input_tokens`, so the count can drop while the request grew). */
+const inputTokens = (o: LlmObservation): number | undefined => {
+  const u = o.response.usage;
+  return (u?.cacheReadInputTokens ?? 0) > 0 || (u?.cacheCreationInputTokens ?? 0) > 0 ? undefined : u?.inputTokens;
+};
+/** Output tokens the next request carries back: reasoning tokens are not resent. */
+const outputTokens = (o: LlmObservation): number => Math.max(0, (o.response.usage?.outputTokens ?? 0) - (o.response.usage?.reasoningOutputTokens ?? 0));
 const counted = (o: LlmObservation): number | undefined => {
   const n = messageCount(o);
   return n !== undefined && n > 0 ? n : undefined;
@@ -71,7 +83,7 @@ export function historyResets(run: WorkflowRun): Array<{ finding: Finding; span:
   for (const step of run.steps) {
     const o = step.observation;
     if (o?.kind !== 'llm' || o.scope?.turn === undefined) continue;
-    const named = o.response.toolCalls.map((c) => c.name).filter((n) => n !== '');
+    const named = o.response.toolCalls.filter((c) => c.name !== '').map((c) => requestKey(c.name, c.arguments));
     const calls = turns.get(o.scope.turn) ?? [];
     calls.push({ obs: o, span: step.span, tools: named.length > 0 ? named : (step.ranTools ?? []) });
     turns.set(o.scope.turn, calls);
@@ -95,8 +107,8 @@ export function historyResets(run: WorkflowRun): Array<{ finding: Finding; span:
           const agent = c.obs.scope?.agent ?? 'the agent';
           const size = byMessages ? `${nowN} input message(s) after ${lastN}` : `${nowT} input tokens after ${lastT} (+${outputTokens(last.obs)} answered)`;
           const finding = reset
-            ? { ...monitorFinding(HISTORY_LOSS, 'context_overflow', 'partial', 'warning', 0.7, `${agent}'s conversation was reset to its opening: ${size}, and it asked again for ${repeated[0]}, already run in this turn`), mast: '2.1' as const }
-            : monitorFinding(HISTORY_LOSS, 'context_overflow', 'partial', 'warning', 0.6, `${agent}'s request lost part of its history: ${size}, and it asked again for ${repeated[0]}, already run in this turn`);
+            ? { ...monitorFinding(HISTORY_LOSS, 'context_overflow', 'partial', 'warning', 0.7, `${agent}'s conversation was reset to its opening: ${size}, and it asked again for ${repeated[0]!.split('\u0000')[0]}, already run in this turn`), mast: '2.1' as const }
+            : monitorFinding(HISTORY_LOSS, 'context_overflow', 'partial', 'warning', 0.6, `${agent}'s request lost part of its history: ${size}, and it asked again for ${repeated[0]!.split('\u0000')[0]}, already run in this turn`);
           out.push({ finding, span: c.span });
           break;
         }

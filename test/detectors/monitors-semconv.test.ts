@@ -293,3 +293,29 @@ describe('output conflict: two agents holding different values of one identifier
     expect(run.findings().filter((x) => x.detector === 'output_conflict')).toEqual([]);
   });
 });
+
+describe('history near-misses a provider’s accounting makes', () => {
+  it('a prompt cache counting cached input apart; another file read with the same tool', () => {
+    const cached = new Run();
+    const a = cached.agent('coder');
+    cached.chat(a, usage(1200, 20, 'tool_calls'));
+    cached.tool(a, 'read_file');
+    cached.chat(a, usage(1500, 20, 'tool_calls'));
+    cached.tool(a, 'run_tests');
+    // Anthropic's input_tokens leaves out what was read from the cache: the count drops while the request grew.
+    cached.chat(a, { ...usage(300, 20, 'tool_calls'), 'gen_ai.usage.cache_read.input_tokens': 1400 });
+    cached.tool(a, 'read_file');
+    cached.chat(a, usage(1800, 40));
+    expect(cached.findings()).toEqual([]);
+
+    const other = new Run();
+    const b = other.agent('coder');
+    other.chat(b, { 'gen_ai.input.messages': msgs(1), ...asks('read_file', { path: 'a.ts' }), ...usage(140, 20, 'tool_calls') });
+    other.tool(b, 'read_file');
+    other.chat(b, { 'gen_ai.input.messages': msgs(3), ...asks('run_tests', {}), ...usage(220, 20, 'tool_calls') });
+    other.tool(b, 'run_tests');
+    other.chat(b, { 'gen_ai.input.messages': msgs(3), ...asks('read_file', { path: 'b.ts' }), ...usage(225, 20, 'tool_calls') });
+    other.tool(b, 'read_file');
+    expect(other.findings().filter((f) => f.detector === 'history_loss')).toEqual([]);
+  });
+});
