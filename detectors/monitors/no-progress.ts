@@ -6,8 +6,10 @@
  *
  * Read from tool executions of any producer (`gen_ai.tool.call.arguments` / `.result`, OpenLLMetry's
  * `traceloop.entity.input` / `.output`): ATTEMPTS or more executions of one tool by one agent, each with arguments
- * unlike the others, all returning one result (compared whitespace-insensitively). Pages of a listing, a re-read after
- * a change and a retry that then succeeds all return something new: not judged. Without captured arguments and
+ * unlike the others, all returning one result (compared whitespace-insensitively) that yields nothing — empty, an
+ * empty collection, a negative answer or an error. Pages of a listing, a re-read after a change and a retry that then
+ * succeeds return something new, and the same acknowledgement of actions on different targets is work done: not
+ * judged. Without captured arguments and
  * results (content capture off) the mode is not observable, and observability.ts says so.
  */
 import type { SpanRecord } from '../../src/traces/model';
@@ -21,6 +23,26 @@ export const NO_PROGRESS = 'no_progress';
 const ATTEMPTS = 3;
 
 const print = (s: string): string => s.replace(/\s+/g, ' ').trim();
+
+/** A result that yields nothing: empty, an empty collection or null, or a negative answer (not found, none, an error).
+ * The same acknowledgement of actions on different targets ("sent", "ok") is work done, not an attempt that failed. */
+const NEGATIVE = /\b(?:not found|no (?:results?|matches?)|nothing found|none found|unavailable|error|failed|404)\b/i;
+function yieldsNothing(result: string): boolean {
+  const t = result.trim();
+  if (t === '' || t === 'null' || t === '[]' || t === '{}') return true;
+  if (NEGATIVE.test(t)) return true;
+  try {
+    const v: unknown = JSON.parse(t);
+    if (Array.isArray(v)) return v.length === 0;
+    if (v && typeof v === 'object') {
+      const vals = Object.values(v as Record<string, unknown>);
+      return vals.some((x) => Array.isArray(x) && x.length === 0) && !vals.some((x) => Array.isArray(x) && x.length > 0);
+    }
+  } catch {
+    // not JSON: judged by its words
+  }
+  return false;
+}
 
 export function noProgress(run: WorkflowRun): Array<{ finding: Finding; span: SpanRecord }> {
   const groups = new Map<string, Array<{ span: SpanRecord; args: string; result: string }>>();
@@ -39,7 +61,7 @@ export function noProgress(run: WorkflowRun): Array<{ finding: Finding; span: Sp
     for (const x of g) byResult.set(x.result, [...(byResult.get(x.result) ?? []), x]);
     for (const same of byResult.values()) {
       const distinct = new Set(same.map((x) => x.args)).size;
-      if (same.length < ATTEMPTS || distinct < ATTEMPTS) continue;
+      if (same.length < ATTEMPTS || distinct < ATTEMPTS || !yieldsNothing(same[0]!.result)) continue;
       out.push({
         span: same[same.length - 1]!.span,
         finding: monitorFinding(NO_PROGRESS, 'workflow_deadlock', 'stale', 'warning', 0.7, `${agent !== '' ? `${agent} ran ` : ''}${tool} ${same.length} times with ${distinct} different arguments and got the same ${same[0]!.result.length}-char result every time`),

@@ -243,7 +243,7 @@ describe('no progress: one tool, varied arguments, one result', () => {
     expect(f[0]!.faultType).toBe('stale');
   });
 
-  it('near-misses: pages of a listing; a re-read after a change; the same arguments (a repetition, not this)', () => {
+  it('near-misses: pages of a listing; a re-read after a change; one acknowledgement for actions on different targets; the same arguments (a repetition, not this)', () => {
     const pages = new Run();
     const a = pages.agent('hotels');
     for (let i = 1; i <= 3; i++) pages.tool(a, 'search_hotels', ran({ city: 'Oslo', page: String(i) }, `{"page":${i},"hotels":["h${i}"]}`));
@@ -255,6 +255,11 @@ describe('no progress: one tool, varied arguments, one result', () => {
     reread.tool(b, 'write_file', ran({ path: 'a.ts', body: 'v2' }, 'ok'));
     reread.tool(b, 'read_file', ran({ path: 'a.ts' }, 'v2'));
     expect(reread.findings().filter((f) => f.detector === 'no_progress')).toEqual([]);
+
+    const batch = new Run();
+    const m = batch.agent('mailer');
+    for (const to of ['ana@example.com', 'li@example.com', 'sam@example.com']) batch.tool(m, 'send_email', ran({ to }, '{"status":"sent"}'));
+    expect(batch.findings().filter((f) => f.detector === 'no_progress')).toEqual([]);
 
     const same = new Run();
     const c = same.agent('hotels');
