@@ -1,9 +1,11 @@
 /**
  * The workflow monitors over exported traces: each workflow's calls and messages in start order, judged by the same
  * detectors as online with the workflow's earlier observations as history and the scope read from the spans; tool
- * executions against their agent's declared tools; and the workflow-level checks at its deadline and its end. The
- * findings recorded online (`faultline.detection` events that name a failure type) are merged in, so a trace judged
- * live is not judged twice.
+ * executions against their agent's declared tools (or the tools its own calls offered); the run-level monitors that
+ * need the whole recorded run (RUN_MONITORS: waits, history from request sizes, output collapse, no progress, values
+ * across agents); the workflow-level checks at its deadline and its end, and an early end without a declaration.
+ * The findings recorded online (`faultline.detection` events that name a failure type) are merged in, so a trace
+ * judged live is not judged twice. Each workflow also says which modes its spans cannot show (observability.ts).
  */
 import { ATTR_FL_DETECTION_FAILURE, ATTR_FL_DETECTION_MAST_MODE } from '../../instrumentation/semconv';
 import { str, type SpanRecord, type TraceRecord } from '../../src/traces/model';
