@@ -140,7 +140,8 @@ const HANDOFF = /\b(?:hand(?:ing)?|pass(?:ing)?|send(?:ing)?|forward(?:ing)?) (?
 /** Said to the user about after the run ("I'll email you", "let me know if …"): a closing, not a next step. */
 const TO_USER = /\byou(?:r)?\b|\blet (?:me|us) know\b|\bfeel free\b|\bhappy to\b|\bglad to\b/i;
 /** Whether a sentence announces the speaker's own next step in the task. */
-const announcesNext = (sentence: string): boolean => !TO_USER.test(sentence) && (HANDOFF.test(sentence) || (WILL.test(sentence) && GOES_ON.test(sentence)));
+const announcesNext = (sentence: string, others: readonly string[] = []): boolean =>
+  !TO_USER.test(sentence) && (HANDOFF.test(sentence) || (WILL.test(sentence) && (GOES_ON.test(sentence) || others.some((a) => sentence.toLowerCase().includes(a)))));
 /** The last sentences of a text (where an announcement of what comes next sits). */
 const lastSentences = (t: string, n = 2): string[] => (t.trim().match(/[^.!?]+[.!?]*/g) ?? []).slice(-n);
 
@@ -161,7 +162,9 @@ export function earlyEnd(run: WorkflowRun): Array<{ finding: Finding; span: Span
     const what = asked.length > 0 ? `tool ${asked.join(', ')}` : 'a tool';
     return [{ span: step.span, finding: monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'error', 0.75, `the run ended on its last call${who} asking for ${what}, which nothing ran`) }];
   }
-  if (o.hasContent && lastSentences(o.response.text).some(announcesNext)) {
+  // Another agent of the run named in the announcement ("I'll ask the reviewer agent …") is a next step too.
+  const others = [...new Set(run.turns.map((t) => t.name))].filter((a) => a !== o.scope?.agent && a.length >= 3).map((a) => a.toLowerCase().replace(/[_-]+/g, ' '));
+  if (o.hasContent && lastSentences(o.response.text).some((x) => announcesNext(x.replace(/[_-]+/g, ' '), others))) {
     return [{ span: step.span, finding: monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'warning', 0.6, `the run ended on an answer${who} announcing a next step (${o.response.text.length} chars), and nothing came after`) }];
   }
   return [];

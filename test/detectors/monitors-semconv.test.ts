@@ -202,6 +202,17 @@ describe('an early end: the last step said more was to come', () => {
     expect(modes(run.findings())).toEqual(['premature_termination/3.1']);
   });
 
+  it('an announcement that names another agent of the run, who never ran after', () => {
+    const run = new Run();
+    const r = run.agent('reviewer');
+    run.chat(r, usage(100, 10));
+    const a = run.agent('flights');
+    run.chat(a, usage(130, 20, 'tool_calls'));
+    run.tool(a, 'hold_fare');
+    run.chat(a, { ...said('Held FL-1234 at 300 EUR. I will ask the reviewer to check the fare rules.'), ...usage(200, 30) });
+    expect(modes(run.findings())).toEqual(['premature_termination/3.1']);
+  });
+
   it('near-misses: a final answer that says it is done; an offer of more help; a run that records no tool executions; a crash', () => {
     const done = (text: string) => {
       const run = new Run();
