@@ -40,6 +40,14 @@ function textChars(o: LlmObservation): number | undefined {
   return o.hasContent ? o.response.text.length : o.facts?.outputChars;
 }
 
+/** The request's last user message asks a question: a brief answer may be all it needs. */
+function asksQuestion(o: LlmObservation): boolean {
+  const users = (o.request?.messages ?? []).filter((m) => m.role === 'user');
+  const last = users[users.length - 1];
+  const text = last ? last.parts.map((p) => (p.type === 'text' && typeof p.content === 'string' ? p.content : '')).join(' ').trim() : '';
+  return text.endsWith('?');
+}
+
 /** The first call of each agent turn, in order. */
 function firstOfTurns(calls: readonly LlmObservation[]): LlmObservation[] {
   const seen = new Set<string | undefined>();
@@ -62,7 +70,7 @@ export const qualityDegradationDetector: Detector = {
     const mine = sameAgent(o, ctx.earlier);
     if (mine.some((e) => e.scope?.turn === o.scope?.turn)) return []; // not the turn's first answer
     const now = textChars(o);
-    if (now === undefined) return [];
+    if (now === undefined || (o.hasContent && asksQuestion(o))) return [];
     const baseline = firstOfTurns(mine)
       .map(textChars)
       .filter((n): n is number => n !== undefined && n > 0);
@@ -81,12 +89,6 @@ const MIN_BASELINE_TOKENS = MIN_BASELINE_CHARS / 4;
 
 const TOOL_FINISH = /tool|function/i;
 
-function asksQuestion(o: LlmObservation): boolean {
-  const users = (o.request?.messages ?? []).filter((m) => m.role === 'user');
-  const last = users[users.length - 1];
-  const text = last ? last.parts.map((p) => (p.type === 'text' && typeof p.content === 'string' ? p.content : '')).join(' ').trim() : '';
-  return text.endsWith('?');
-}
 
 /** An agent's answers collapsing at the end of the run, from characters or output tokens. */
 export function outputCollapse(run: WorkflowRun): Array<{ finding: Finding; span: SpanRecord }> {
