@@ -15,4 +15,4 @@ export function writeRuns(runs: LabelledRun[], dir?: string): { dir: string; fil
 export function runMonitor(files: string[]): { code: number | null; stderr: string; traces: TraceOutput[] };
 export function score(runs: LabelledRun[], traces: TraceOutput[]): Score;
 export function renderTables(s: Score, meta: { runs: number; producers: string[]; seed: number }): string;
-export function evaluate(options?: { seed?: number; keep?: boolean }): { runs: LabelledRun[]; files: string[]; monitor: ReturnType<typeof runMonitor>; score: Score; tables: string; dir: string };
+export function evaluate(options?: { seed?: number; keep?: boolean; clean?: number }): { runs: LabelledRun[]; files: string[]; monitor: ReturnType<typeof runMonitor>; score: Score; tables: string; dir: string };

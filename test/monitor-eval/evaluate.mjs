@@ -186,8 +186,8 @@ export function renderTables(s, meta) {
 }
 
 /** Generates, writes, monitors and scores: the whole evaluation. */
-export function evaluate({ seed = 28, keep = false } = {}) {
-  const runs = generateRuns({ seed });
+export function evaluate({ seed = 28, keep = false, clean } = {}) {
+  const runs = generateRuns({ seed, ...(clean !== undefined ? { clean } : {}) });
   const { dir, files } = writeRuns(runs);
   try {
     const monitor = runMonitor(files);
