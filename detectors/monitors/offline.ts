@@ -21,6 +21,7 @@ import { historyResets } from './history-loss';
 import { noProgress } from './no-progress';
 import { notObservable, type NotObservable } from './observability';
 import { outputCollapse } from './quality';
+import { retriesFailedTool } from './repetition';
 import { waitFindings } from './waits';
 import { earlyEnd, PREMATURE_TERMINATION, workflowFindings, type WorkflowSnapshot } from './workflow';
 
@@ -116,7 +117,7 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     if (step.observation) {
       const obs = step.observation;
       const ctx: DetectionContext = { earlier, now: step.span.end };
-      for (const f of runDetectors(obs, ctx, monitorDetectors)) add(f, step.span, extra);
+      for (const f of runDetectors(obs, ctx, monitorDetectors)) if (!retriesFailedTool(run.steps, i, f)) add(f, step.span, extra);
       earlier.push(obs);
     }
     if (step.tool && !step.tool.nested) {

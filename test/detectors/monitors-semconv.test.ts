@@ -335,3 +335,20 @@ describe('history near-misses a provider’s accounting makes', () => {
     expect(other.findings().filter((f) => f.detector === 'history_loss')).toEqual([]);
   });
 });
+
+describe('step repetition offline: a retry after failures is recovery', () => {
+  const three = (fail: boolean) => {
+    const run = new Run();
+    const a = run.agent('reviewer');
+    for (let i = 0; i < 3; i++) {
+      run.chat(a, { 'gen_ai.input.messages': msgs(1 + 2 * i), ...asks('run_linter', { path: 'a.ts' }), ...usage(100 + 50 * i, 20, 'tool_calls') });
+      run.tool(a, 'run_linter', fail ? {} : ran({ path: 'a.ts' }, '{"warnings":[]}'), fail ? { error: { type: 'TimeoutError', message: 'The operation was aborted due to timeout' } } : {});
+    }
+    run.chat(a, { 'gen_ai.input.messages': msgs(7), ...said('Lint is clean.'), ...usage(260, 10) });
+    return run.findings().filter((f) => f.detector === 'repetition');
+  };
+  it('the same tool call three times, each run succeeding, is a loop; each run timing out, a retry', () => {
+    expect(three(false).map((f) => f.mast)).toEqual(['1.3']);
+    expect(three(true)).toEqual([]);
+  });
+});
