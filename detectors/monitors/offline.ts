@@ -1,9 +1,11 @@
 /**
  * The workflow monitors over exported traces: each workflow's calls and messages in start order, judged by the same
  * detectors as online with the workflow's earlier observations as history and the scope read from the spans; tool
- * executions against their agent's declared tools; and the workflow-level checks at its deadline and its end. The
- * findings recorded online (`faultline.detection` events that name a failure type) are merged in, so a trace judged
- * live is not judged twice.
+ * executions against their agent's declared tools (or the tools its own calls offered); the run-level monitors that
+ * need the whole recorded run (RUN_MONITORS: waits, history from request sizes, output collapse, no progress, values
+ * across agents); the workflow-level checks at its deadline and its end, and an early end without a declaration.
+ * The findings recorded online (`faultline.detection` events that name a failure type) are merged in, so a trace
+ * judged live is not judged twice. Each workflow also says which modes its spans cannot show (observability.ts).
  */
 import { ATTR_FL_DETECTION_FAILURE, ATTR_FL_DETECTION_MAST_MODE } from '../../instrumentation/semconv';
 import { str, type SpanRecord, type TraceRecord } from '../../src/traces/model';
@@ -14,8 +16,17 @@ import { monitorDetectors } from './index';
 import { isArcfFailure, isMastModeId } from './mast';
 import { readWorkflows, type WorkflowRun } from './read';
 import { offeredTools, toolOutsideRole } from './role';
+import { valueConflicts } from './conflict';
+import { historyResets } from './history-loss';
+import { noProgress } from './no-progress';
+import { notObservable, type NotObservable } from './observability';
+import { outputCollapse } from './quality';
+import { retriesFailedTool } from './repetition';
 import { waitFindings } from './waits';
-import { workflowFindings, type WorkflowSnapshot } from './workflow';
+import { earlyEnd, PREMATURE_TERMINATION, workflowFindings, type WorkflowSnapshot } from './workflow';
+
+/** The monitors that judge a whole recorded run at once, over any producer's spans (each module says what it reads). */
+const RUN_MONITORS = [waitFindings, historyResets, outputCollapse, noProgress, valueConflicts];
 
 export interface MonitorFinding extends Finding {
   /** The span the finding is about. */
@@ -31,6 +42,8 @@ export interface MonitorFinding extends Finding {
 export interface MonitoredWorkflow {
   run: WorkflowRun;
   findings: MonitorFinding[];
+  /** Modes the run's spans cannot show (observability.ts): what its producer did not record. */
+  notObservable: NotObservable[];
 }
 
 /** A finding recorded online by a monitor, read back from its event. */
@@ -104,7 +117,7 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     if (step.observation) {
       const obs = step.observation;
       const ctx: DetectionContext = { earlier, now: step.span.end };
-      for (const f of runDetectors(obs, ctx, monitorDetectors)) add(f, step.span, extra);
+      for (const f of runDetectors(obs, ctx, monitorDetectors)) if (!retriesFailedTool(run.steps, i, f)) add(f, step.span, extra);
       earlier.push(obs);
     }
     if (step.tool && !step.tool.nested) {
@@ -119,7 +132,7 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     }
   });
   // Run-level monitors over the recorded spans: what only the whole run shows.
-  for (const { finding, span } of waitFindings(run)) add(finding, span, extraOf.get(span.spanId));
+  for (const monitor of RUN_MONITORS) for (const { finding, span } of monitor(run)) add(finding, span, extraOf.get(span.spanId));
   const host = run.root ?? run.trace.spans[0];
   if (host) {
     if (run.deadlineMs !== undefined && run.end - run.start > run.deadlineMs) {
@@ -127,7 +140,9 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     }
     for (const f of workflowFindings(snapshotAt(run, run.end, true), earlier)) add(f, host);
   }
-  return { run, findings };
+  // A run that stopped while its last step said more was to come, when its declaration did not already say so.
+  if (!findings.some((f) => f.detector === PREMATURE_TERMINATION)) for (const { finding, span } of earlyEnd(run)) add(finding, span, extraOf.get(span.spanId));
+  return { run, findings, notObservable: notObservable(run) };
 }
 
 /** Whether a span is part of the run (under its root; everything when the trace has no workflow root). */

@@ -7,9 +7,19 @@
  * answers are compared: within one turn an agent's answers change kind (a ReAct step, then a short final answer).
  * Length is the one quality signal every trace carries; ARCF's own evaluation found subtle quality drops the hardest
  * to see, and this catches only the gross ones.
+ *
+ * Offline, any producer's spans (`outputCollapse`): an agent's finished text answers across the run, sized by their
+ * characters when content is captured and by `gen_ai.usage.output_tokens` when not (a call that asked for a tool —
+ * by its finish reason, its recorded tool calls, or the tools the turn ran after it — is not an answer). When the
+ * agent's last answers, at least TAIL of them and to the end of the run, are each under RATIO of the median of its
+ * earlier ones (at least BASELINE_ANSWERS, their median not too short to compare), its output collapsed: one short
+ * sign-off after long parts is a close, two or more in a row with nothing better after is a collapse. One earlier
+ * answer is not a baseline; with content, a brief answer to a question is not compared (it may be all that was asked).
  */
+import type { SpanRecord } from '../../src/traces/model';
 import type { Detector, Finding, LlmObservation } from '../types';
 import { answered, median, monitorFinding, sameAgent } from './common';
+import type { WorkflowRun } from './read';
 
 export const QUALITY_DEGRADATION = 'quality_degradation';
 
@@ -28,6 +38,14 @@ function textChars(o: LlmObservation): number | undefined {
   if (calls > 0) return undefined;
   if (!answered(o) || o.response.finishReasons.some((f) => LIMITS.test(f))) return undefined;
   return o.hasContent ? o.response.text.length : o.facts?.outputChars;
+}
+
+/** The request's last user message asks a question: a brief answer may be all it needs. */
+function asksQuestion(o: LlmObservation): boolean {
+  const users = (o.request?.messages ?? []).filter((m) => m.role === 'user');
+  const last = users[users.length - 1];
+  const text = last ? last.parts.map((p) => (p.type === 'text' && typeof p.content === 'string' ? p.content : '')).join(' ').trim() : '';
+  return text.endsWith('?');
 }
 
 /** The first call of each agent turn, in order. */
@@ -52,7 +70,7 @@ export const qualityDegradationDetector: Detector = {
     const mine = sameAgent(o, ctx.earlier);
     if (mine.some((e) => e.scope?.turn === o.scope?.turn)) return []; // not the turn's first answer
     const now = textChars(o);
-    if (now === undefined) return [];
+    if (now === undefined || (o.hasContent && asksQuestion(o))) return [];
     const baseline = firstOfTurns(mine)
       .map(textChars)
       .filter((n): n is number => n !== undefined && n > 0);
@@ -62,3 +80,52 @@ export const qualityDegradationDetector: Detector = {
     return [monitorFinding(QUALITY_DEGRADATION, 'quality_degradation', 'semantic', 'warning', 0.6, `${o.scope?.agent}'s answer of ${now} chars against a median of ${Math.round(m)} over its ${baseline.length} earlier turns in the task`)];
   },
 };
+
+/** Collapsed answers in a row, at the end, that make a collapse; earlier answers needed for a baseline. */
+const TAIL = 2;
+const BASELINE_ANSWERS = 2;
+/** Baselines below this many output tokens are too short to compare (MIN_BASELINE_CHARS in tokens, 4 chars each). */
+const MIN_BASELINE_TOKENS = MIN_BASELINE_CHARS / 4;
+
+const TOOL_FINISH = /tool|function/i;
+
+
+/** An agent's answers collapsing at the end of the run, from characters or output tokens. */
+export function outputCollapse(run: WorkflowRun): Array<{ finding: Finding; span: SpanRecord }> {
+  const byAgent = new Map<string, Array<{ obs: LlmObservation; span: SpanRecord }>>();
+  for (const step of run.steps) {
+    const o = step.observation;
+    if (o?.kind !== 'llm' || o.scope?.agent === undefined || !answered(o)) continue;
+    if (o.response.finishReasons.some((f) => LIMITS.test(f) || TOOL_FINISH.test(f))) continue;
+    if (o.response.toolCalls.length > 0 || (o.facts?.toolCallCount ?? 0) > 0 || (step.ranTools?.length ?? 0) > 0) continue;
+    // A brief answer to a question (the request's last user message asks one) may be all it needs: not compared.
+    if (o.hasContent && asksQuestion(o)) continue;
+    const list = byAgent.get(o.scope.agent) ?? [];
+    list.push({ obs: o, span: step.span });
+    byAgent.set(o.scope.agent, list);
+  }
+  const out: Array<{ finding: Finding; span: SpanRecord }> = [];
+  for (const [agent, answers] of byAgent) {
+    const chars = answers.every((a) => a.obs.hasContent);
+    const size = (o: LlmObservation): number | undefined => (chars ? o.response.text.length : (o.response.usage?.outputTokens ?? o.facts?.outputChars));
+    const sizes = answers.map((a) => size(a.obs));
+    if (sizes.some((n) => n === undefined)) continue;
+    const xs = sizes as number[];
+    // The earliest point after which every answer is under RATIO of the median of the answers before it.
+    const floor = chars ? MIN_BASELINE_CHARS : MIN_BASELINE_TOKENS;
+    let cut = -1;
+    for (let k = BASELINE_ANSWERS; k <= xs.length - TAIL && cut < 0; k++) {
+      const m = median(xs.slice(0, k));
+      if (m >= floor && xs.slice(k).every((n) => n < RATIO * m)) cut = k;
+    }
+    if (cut < 0) continue;
+    const tail = xs.length - cut;
+    const m = median(xs.slice(0, cut));
+    const unit = chars ? 'chars' : 'output tokens';
+    out.push({
+      span: answers[cut]!.span,
+      finding: monitorFinding(QUALITY_DEGRADATION, 'quality_degradation', 'semantic', 'warning', 0.65, `${agent}'s last ${tail} answers collapsed to ${xs.slice(cut).join(', ')} ${unit} against a median of ${Math.round(m)} over its ${cut} earlier answers, with nothing better after`),
+    });
+  }
+  return out;
+}

@@ -40,6 +40,9 @@ export interface WorkflowStep {
   span: SpanRecord;
   /** An LLM call or a message, with its scope. */
   observation?: Observation;
+  /** For an LLM call in an agent turn: the tools the turn ran after it and before its next call, in order (what the
+   * call asked for, as the executions show it — read without content too). */
+  ranTools?: string[];
   /** A tool execution (framework tool spans, MCP tool calls): its name and the agent that ran it. */
   tool?: {
     name: string;
@@ -184,7 +187,24 @@ export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
     }
     run.steps.push({ span: s, observation: obs });
   }
-  return [...runs.values()].filter((r) => r.root !== undefined || r.steps.length > 0 || r.turns.length > 0);
+  const out = [...runs.values()].filter((r) => r.root !== undefined || r.steps.length > 0 || r.turns.length > 0);
+  for (const run of out) withRanTools(run.steps);
+  return out;
+}
+
+/** Each LLM call's `ranTools`: the same turn's tool executions between it and the turn's next call. */
+function withRanTools(steps: WorkflowStep[]): void {
+  steps.forEach((step, i) => {
+    const turn = step.observation?.kind === 'llm' ? step.observation.scope?.turn : undefined;
+    if (turn === undefined) return;
+    const ran: string[] = [];
+    for (let j = i + 1; j < steps.length; j++) {
+      const next = steps[j]!;
+      if (next.observation?.kind === 'llm' && next.observation.scope?.turn === turn) break;
+      if (next.tool && next.tool.turn === turn && !next.tool.nested) ran.push(next.tool.name);
+    }
+    step.ranTools = ran;
+  });
 }
 
 /**

@@ -7,11 +7,13 @@
  *  - the same message (same payload) handed along the same edge again, or a handoff cycle A → B → A → B with the same
  *    payloads.
  * Everything is compared by fingerprint (history.ts), so content-free traces are judged as well as live calls.
- * A step done twice is common and often fine (a re-ask, a check); REPEATS in a row is what counts.
+ * A step done twice is common and often fine (a re-ask, a check); REPEATS in a row is what counts. Offline, a tool
+ * call repeated after every earlier execution of it in the turn failed is a retry, not a loop (retriesFailedTool).
  */
 import type { Detector, Finding, LlmObservation, MessageObservation, Observation } from '../types';
 import { payloadPrint } from '../history';
 import { callFacts, monitorFinding, sameAgent } from './common';
+import type { WorkflowStep } from './read';
 
 export const REPETITION = 'repetition';
 
@@ -111,3 +113,18 @@ export const repetitionDetector: Detector = {
     return obs.kind === 'llm' ? llmRepetition(obs, ctx.earlier) : messageRepetition(obs, ctx.earlier);
   },
 };
+
+/**
+ * Offline, where the tool executions are recorded: a repeated tool call whose earlier executions in the turn all
+ * failed is a retry after a failure — recovery, not a loop (the same rule as for requests). `at` is the call's step.
+ */
+export function retriesFailedTool(steps: readonly WorkflowStep[], at: number, finding: Finding): boolean {
+  const field = /^tool_calls\[(\d+)\]$/.exec(finding.location?.field ?? '');
+  const o = steps[at]?.observation;
+  if (finding.detector !== REPETITION || !field || o?.kind !== 'llm') return false;
+  const name = o.response.toolCalls[Number(field[1])]?.name;
+  const turn = o.scope?.turn;
+  if (name === undefined || turn === undefined) return false;
+  const before = steps.slice(0, at).filter((s) => s.tool?.name === name && s.tool.turn === turn && !s.tool.nested);
+  return before.length > 0 && before.every((s) => s.tool?.ok === false);
+}

@@ -38,6 +38,8 @@ interface Wait {
   span: SpanRecord;
   /** What the span's own attributes and name say it waits on (lower case), to match against agent names. */
   text: string;
+  /** The span records what it waits on (a destination, a peer): a wait naming no agent waits on a third party. */
+  names: boolean;
 }
 
 const seconds = (ms: number): string => `${Math.round(ms / 1000)} s`;
@@ -60,7 +62,8 @@ export function waitFindings(run: WorkflowRun): Array<{ finding: Finding; span: 
     let found = false;
     for (let s = stack.pop(); s; s = stack.pop()) {
       if (isWaitSpan(s) && timedOut(s)) {
-        waits.push({ agent: turn.name, span: s, text: `${s.name} ${PEER_KEYS.map((k) => String(s.attributes[k] ?? '')).join(' ')}`.toLowerCase() });
+        const peers = PEER_KEYS.map((k) => s.attributes[k]).filter((v) => v !== undefined && v !== '');
+        waits.push({ agent: turn.name, span: s, text: `${s.name} ${peers.map(String).join(' ')}`.toLowerCase(), names: peers.length > 0 });
         found = true;
       }
       stack.push(...(children.get(s.spanId) ?? []));
@@ -68,12 +71,13 @@ export function waitFindings(run: WorkflowRun): Array<{ finding: Finding; span: 
     if (found || !timedOut(turn.span)) continue;
     const busy = (children.get(turn.span.spanId) ?? []).reduce((n, c) => n + Math.max(0, c.end - c.start), 0);
     const length = turn.span.end - turn.span.start;
-    if (length > 0 && busy < IDLE * length) waits.push({ agent: turn.name, span: turn.span, text: '' });
+    if (length > 0 && busy < IDLE * length) waits.push({ agent: turn.name, span: turn.span, text: '', names: false });
   }
   const agents = [...new Set(run.turns.map((t) => t.name))];
   const namesOther = (w: Wait, other: string): boolean | undefined => {
     const named = agents.filter((a) => a !== w.agent && a !== '' && w.text.includes(a.toLowerCase()));
-    return named.length === 0 ? undefined : named.includes(other);
+    if (named.length === 0) return w.names ? false : undefined;
+    return named.includes(other);
   };
   const overlap = (a: SpanRecord, b: SpanRecord): boolean => {
     const both = Math.min(a.end, b.end) - Math.max(a.start, b.start);

@@ -9,9 +9,17 @@
  *
  * One pure function over a snapshot, fed online from the live workflow state (online.ts, at the deadline and at the
  * end) and offline from the spans (offline.ts).
+ *
+ * Offline, without a declaration (`earlyEnd`, any producer's spans): the run stopped while its last step said more
+ * was to come — its last LLM call asked for a tool (finish reason, recorded tool calls) and nothing ran it, nothing
+ * came after, in a run that records its tool executions (a producer that records none says nothing by their absence); or its last answer (content captured) ends by announcing what the agent will do next (first person,
+ * future or hand-off: "I'll now …", "Next I will …", "handing over to …") and nothing did it. A run that ends on an
+ * answer that says the work is done, or that ends in an error (a crash, judged by its own finding), is not early.
  */
+import type { SpanRecord } from '../../src/traces/model';
 import type { Finding, LlmObservation, Observation } from '../types';
 import { answered, monitorFinding } from './common';
+import type { WorkflowRun } from './read';
 
 export const PREMATURE_TERMINATION = 'premature_termination';
 export const WORKFLOW_PROGRESS = 'workflow_progress';
@@ -121,4 +129,43 @@ export function workflowFindings(w: WorkflowSnapshot, earlier: readonly Observat
 function openText(w: WorkflowSnapshot): string {
   const open = (w.open ?? []).map((t) => t.name).filter((n) => n !== '');
   return open.length > 0 ? `; open agent turns: ${[...new Set(open)].join(', ')}` : '';
+}
+
+const TOOL_FINISH = /tool|function/i;
+/** First person about to act: a future, or "let me". */
+const WILL = /\b(?:(?:I|we)(?:'ll| will| shall| am going to|'m going to| are going to)|let me|let's)\b(?![^.!?]*\b(?:not|never)\b)/i;
+/** What says the task goes on (a next step, the rest of it, a hand-off) rather than something for after it. */
+const GOES_ON = /\b(?:now|next|continue|continuing|proceed|remaining|the rest|then|moving on)\b/i;
+const HANDOFF = /\b(?:hand(?:ing)?|pass(?:ing)?|send(?:ing)?|forward(?:ing)?) (?:it |this |that )?(?:off|over|on) to\b|\bhanding (?:it |this )?(?:off|over)\b/i;
+/** Said to the user about after the run ("I'll email you", "let me know if …"): a closing, not a next step. */
+const TO_USER = /\byou(?:r)?\b|\blet (?:me|us) know\b|\bfeel free\b|\bhappy to\b|\bglad to\b/i;
+/** Whether a sentence announces the speaker's own next step in the task. */
+const announcesNext = (sentence: string, others: readonly string[] = []): boolean =>
+  !TO_USER.test(sentence) && (HANDOFF.test(sentence) || (WILL.test(sentence) && (GOES_ON.test(sentence) || others.some((a) => sentence.toLowerCase().includes(a)))));
+/** The last sentences of a text (where an announcement of what comes next sits). */
+const lastSentences = (t: string, n = 2): string[] => (t.trim().match(/[^.!?]+[.!?]*/g) ?? []).slice(-n);
+
+/** A run that ended while its last step said more was to come (no declaration needed). */
+export function earlyEnd(run: WorkflowRun): Array<{ finding: Finding; span: SpanRecord }> {
+  if (run.outcome === 'error') return [];
+  let at = -1;
+  for (let i = run.steps.length - 1; i >= 0 && at < 0; i--) if (run.steps[i]!.observation?.kind === 'llm') at = i;
+  if (at < 0) return [];
+  const step = run.steps[at]!;
+  const o = step.observation as LlmObservation;
+  if (!answered(o) || run.steps.slice(at + 1).some((s) => s.tool || s.observation)) return [];
+  const who = o.scope?.agent !== undefined ? ` (${o.scope.agent})` : '';
+  const asked = o.response.toolCalls.map((c) => c.name).filter((n) => n !== '');
+  // "Nothing ran it" is evidence only where the run records its tool executions at all.
+  const recordsTools = run.steps.some((s) => s.tool !== undefined);
+  if (recordsTools && (asked.length > 0 || (o.facts?.toolCallCount ?? 0) > 0 || o.response.finishReasons.some((f) => TOOL_FINISH.test(f)))) {
+    const what = asked.length > 0 ? `tool ${asked.join(', ')}` : 'a tool';
+    return [{ span: step.span, finding: monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'error', 0.75, `the run ended on its last call${who} asking for ${what}, which nothing ran`) }];
+  }
+  // Another agent of the run named in the announcement ("I'll ask the reviewer agent …") is a next step too.
+  const others = [...new Set(run.turns.map((t) => t.name))].filter((a) => a !== o.scope?.agent && a.length >= 3).map((a) => a.toLowerCase().replace(/[_-]+/g, ' '));
+  if (o.hasContent && lastSentences(o.response.text).some((x) => announcesNext(x.replace(/[_-]+/g, ' '), others))) {
+    return [{ span: step.span, finding: monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'warning', 0.6, `the run ended on an answer${who} announcing a next step (${o.response.text.length} chars), and nothing came after`) }];
+  }
+  return [];
 }

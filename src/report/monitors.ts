@@ -16,6 +16,8 @@ export interface MonitorFindingJson {
   mast: MastModeId | null;
   mastName: string | null;
   failure: string | null;
+  /** The finding's fault type (src/taxonomy.ts): what kind of fault the mode shows as (a `timeout` deadlock, a `stale` no-progress). */
+  faultType: string;
   detector: string;
   severity: string;
   spanId: string;
@@ -28,10 +30,34 @@ export interface MonitorFindingJson {
   online: boolean;
 }
 
+/** A mode the trace's spans cannot show (detectors/monitors/observability.ts), once per trace. */
+export interface NotObservableJson {
+  mast: MastModeId;
+  mastName: string;
+  failure: string;
+  faultType: string | null;
+  detector: string;
+  /** What the spans lack. */
+  reason: string;
+}
+
 export interface MonitoredTraceJson {
   traceId: string;
   workflows: string[];
   findings: MonitorFindingJson[];
+  /** Modes not observable in this trace: no finding of these means nothing could be seen, not nothing went wrong. */
+  notObservable: NotObservableJson[];
+}
+
+function notObservableOf(workflows: readonly MonitoredWorkflow[]): NotObservableJson[] {
+  const out = new Map<string, NotObservableJson>();
+  for (const w of workflows) {
+    for (const n of w.notObservable) {
+      const key = `${n.detector}|${n.mast}`;
+      if (!out.has(key)) out.set(key, { mast: n.mast, mastName: mastMode(n.mast).name, failure: n.failure, faultType: n.faultType ?? null, detector: n.detector, reason: n.reason });
+    }
+  }
+  return [...out.values()];
 }
 
 export function monitoredTraceJson(traceId: string, workflows: readonly MonitoredWorkflow[]): MonitoredTraceJson {
@@ -45,6 +71,7 @@ export function monitoredTraceJson(traceId: string, workflows: readonly Monitore
         mast: f.mast ?? null,
         mastName: f.mast !== undefined ? mastMode(f.mast).name : null,
         failure: f.failure ?? null,
+        faultType: f.faultType,
         detector: f.detector,
         severity: f.severity,
         spanId: f.spanId,
@@ -56,6 +83,7 @@ export function monitoredTraceJson(traceId: string, workflows: readonly Monitore
         online: f.online === true,
       }));
     }),
+    notObservable: notObservableOf(workflows),
   };
 }
 
@@ -65,6 +93,8 @@ export interface MonitorSummary {
   findings: number;
   /** Findings per MAST mode id (`none` for a finding that names no mode), in MAST's order. */
   byMast: Record<string, number>;
+  /** Traces in which each mode (monitor and MAST id, `no_progress 1.5`) was not observable. */
+  notObservable: Record<string, number>;
 }
 
 export function monitorSummary(traces: readonly MonitoredTraceJson[]): MonitorSummary {
@@ -77,7 +107,28 @@ export function monitorSummary(traces: readonly MonitoredTraceJson[]): MonitorSu
     tracesWithFindings: traces.filter((t) => t.findings.length > 0).length,
     findings: traces.reduce((n, t) => n + t.findings.length, 0),
     byMast: Object.fromEntries(keys.map((k) => [k, counts.get(k)!])),
+    notObservable: notObservableCounts(traces),
   };
+}
+
+function notObservableCounts(traces: readonly MonitoredTraceJson[]): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const t of traces) for (const n of t.notObservable) counts.set(`${n.detector} ${n.mast}`, (counts.get(`${n.detector} ${n.mast}`) ?? 0) + 1);
+  return Object.fromEntries(counts);
+}
+
+/** `not observable: role_violation 1.2 Disobey role specification in 3 of 4 traces (no tool definitions …); …` */
+export function notObservableLines(traces: readonly MonitoredTraceJson[]): string[] {
+  const byKey = new Map<string, { n: NotObservableJson; traces: number }>();
+  for (const t of traces) {
+    for (const n of t.notObservable) {
+      const key = `${n.detector} ${n.mast}`;
+      const e = byKey.get(key) ?? { n, traces: 0 };
+      e.traces++;
+      byKey.set(key, e);
+    }
+  }
+  return [...byKey.values()].map(({ n, traces: k }) => `not observable: ${n.detector} (${n.mast} ${n.mastName}) in ${k} of ${traces.length} trace${traces.length === 1 ? '' : 's'}: ${n.reason}`);
 }
 
 /** `3 traces: 2 with findings, 1 clean; 2 findings: 1.2 Disobey role specification 1, 3.1 Premature termination 1` */
@@ -113,5 +164,6 @@ export function monitorsTable(traces: readonly MonitoredTraceJson[], color = fal
         `${f.online ? '(online) ' : ''}${f.evidence}`.slice(0, 110),
       ]);
   }
-  return table(['trace', 'workflow', 'MAST mode', 'ARCF type', 'step', 'agent', 'span', 'conf', 'evidence'], rows, new Set([4, 7])) + '\n\n' + monitorSummaryLine(monitorSummary(traces), color) + '\n';
+  const blind = notObservableLines(traces);
+  return table(['trace', 'workflow', 'MAST mode', 'ARCF type', 'step', 'agent', 'span', 'conf', 'evidence'], rows, new Set([4, 7])) + '\n\n' + monitorSummaryLine(monitorSummary(traces), color) + '\n' + (blind.length > 0 ? `${c.dim(blind.join('\n'))}\n` : '');
 }

@@ -98,8 +98,8 @@ afterAll(async () => {
 });
 
 interface Out {
-  summary: { traces: number; tracesWithFindings: number; findings: number; byMast: Record<string, number> };
-  traces: Array<{ traceId: string; workflows: string[]; findings: Array<Record<string, unknown>> }>;
+  summary: { traces: number; tracesWithFindings: number; findings: number; byMast: Record<string, number>; notObservable: Record<string, number> };
+  traces: Array<{ traceId: string; workflows: string[]; findings: Array<Record<string, unknown>>; notObservable: Array<Record<string, unknown>> }>;
 }
 
 describe('faultline monitor', () => {
@@ -115,7 +115,12 @@ describe('faultline monitor', () => {
     expect(row(ids.handoff)).toHaveLength(1);
     expect(row(ids.handoff)[0]).toMatch(/ handoff\s+1\.2 Disobey role specification\s+role_violation\s+1\s+Planner\s+[0-9a-f]{16}\s+0\.90\s+\(online\) agent Planner \(planner\) sent to Executor, outside its declared targets: Worker$/);
     expect(row(ids.complete)).toEqual([expect.stringMatching(/ complete\s+none(\s+-){6}$/)]);
-    expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('3 traces: 2 with findings, 1 clean; 2 findings: 1.2 Disobey role specification 1, 3.1 Premature termination 1');
+    const tail = r.stdout.trimEnd().split('\n');
+    const at = tail.indexOf('3 traces: 2 with findings, 1 clean; 2 findings: 1.2 Disobey role specification 1, 3.1 Premature termination 1');
+    expect(at).toBeGreaterThan(0);
+    // Then what the spans could not show: content capture is off and no tool ran, so no tool results to compare.
+    expect(tail.slice(at + 1)).toContain('not observable: no_progress (1.5 Unaware of termination conditions) in 3 of 3 traces: no tool arguments or results recorded');
+    expect(tail.slice(at + 1).every((l) => l.startsWith('not observable: '))).toBe(true);
   });
 
   it('judges the spans afresh when the online findings are not in the file, and names the same modes', async () => {
@@ -123,14 +128,16 @@ describe('faultline monitor', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as Out;
-    expect(out.summary).toEqual({ traces: 3, tracesWithFindings: 2, findings: 2, byMast: { '1.2': 1, '3.1': 1 } });
+    expect(out.summary).toMatchObject({ traces: 3, tracesWithFindings: 2, findings: 2, byMast: { '1.2': 1, '3.1': 1 } });
+    expect(out.summary.notObservable['no_progress 1.5']).toBe(3);
     const by = new Map(out.traces.map((t) => [t.traceId, t]));
     expect(by.get(ids.early)!.findings).toEqual([
       expect.objectContaining({ workflow: 'early', mast: '3.1', mastName: 'Premature termination', failure: 'premature_termination', detector: 'premature_termination', online: false, evidence: 'the workflow ended after 2 of 3 required steps; missing: Verifier', spanName: 'invoke_workflow early' }),
     ]);
     const [role] = by.get(ids.handoff)!.findings;
     expect(role).toMatchObject({ workflow: 'handoff', mast: '1.2', failure: 'role_violation', agent: 'Planner', step: 1, spanName: 'handoff Executor', confidence: 0.9, online: false });
-    expect(by.get(ids.complete)).toEqual({ traceId: ids.complete, workflows: ['complete'], findings: [] });
+    expect(by.get(ids.complete)).toMatchObject({ traceId: ids.complete, workflows: ['complete'], findings: [] });
+    expect(by.get(ids.complete)!.notObservable).toContainEqual({ mast: '1.5', mastName: 'Unaware of termination conditions', failure: 'workflow_deadlock', faultType: 'stale', detector: 'no_progress', reason: 'no tool arguments or results recorded' });
   });
 
   it('jsonl: one object per trace per line; --fail-on-finding exits 1 on findings and 0 on a clean trace', async () => {

@@ -7,8 +7,10 @@
  *  step repetition ← ARCF infinite_loop or MAST 1.3;  premature termination ← premature_termination or 3.1;
  *  quality degradation ← quality_degradation;  context overflow ← context_overflow (not from a history detector);
  *  history loss ← MAST 2.1, 1.4 other than context_overflow, or a history detector;  role violation ← role_violation
- *  or 1.2;  output conflict ← output_conflict;  timeout / deadlock ← timeout or workflow_deadlock;  no progress ←
- *  workflow_deadlock or infinite_loop (ARCF's "deadlock / no progress" and the loop that gets nowhere).
+ *  or 1.2;  output conflict ← output_conflict;  timeout / deadlock ← timeout, or workflow_deadlock of fault type
+ *  `timeout` (agents waiting until a deadline);  no progress ← workflow_deadlock of any other fault type (ARCF's
+ *  "deadlock / no progress" without a wait: work that goes on and gets nowhere). A loop (infinite_loop, 1.3) names
+ *  step repetition only: MAST keeps repeating a step (1.3) apart from not knowing when to stop (1.5).
  * A run is a hit when its labelled mode is among the modes its findings name; any other mode named is a false
  * prediction of that mode (precision). A clean run with any finding at all is a false positive. When the monitor's
  * output says a mode is not observable for a trace (any field of the trace's JSON whose name mentions "observ"),
@@ -48,8 +50,9 @@ export function modesOf(f) {
   if (mast === '2.1' || (mast === '1.4' && failure !== 'context_overflow') || historyDetector) out.add('history_loss');
   if (failure === 'role_violation' || mast === '1.2') out.add('role_violation');
   if (failure === 'output_conflict') out.add('output_conflict');
-  if (failure === 'timeout' || failure === 'workflow_deadlock') out.add('timeout_deadlock');
-  if (failure === 'workflow_deadlock' || failure === 'infinite_loop') out.add('no_progress');
+  const waited = f.faultType === undefined || f.faultType === null || f.faultType === 'timeout';
+  if (failure === 'timeout' || (failure === 'workflow_deadlock' && waited)) out.add('timeout_deadlock');
+  if (failure === 'workflow_deadlock' && !waited) out.add('no_progress');
   return out;
 }
 
@@ -64,7 +67,7 @@ export function notObservableOf(traceJson) {
     else if (Array.isArray(v)) v.forEach(read);
     else if (v && typeof v === 'object') {
       if ('mast' in v || 'failure' in v || 'mode' in v || 'detector' in v) {
-        for (const m of modesOf({ mast: v.mast ?? (/^\d\.\d$/.test(String(v.mode)) ? v.mode : undefined), failure: v.failure ?? v.mode, detector: v.detector })) out.add(m);
+        for (const m of modesOf({ mast: v.mast ?? (/^\d\.\d$/.test(String(v.mode)) ? v.mode : undefined), failure: v.failure ?? v.mode, detector: v.detector, faultType: v.faultType })) out.add(m);
       } else Object.values(v).forEach(read);
     }
   };
@@ -183,8 +186,8 @@ export function renderTables(s, meta) {
 }
 
 /** Generates, writes, monitors and scores: the whole evaluation. */
-export function evaluate({ seed = 28, keep = false } = {}) {
-  const runs = generateRuns({ seed });
+export function evaluate({ seed = 28, keep = false, clean } = {}) {
+  const runs = generateRuns({ seed, ...(clean !== undefined ? { clean } : {}) });
   const { dir, files } = writeRuns(runs);
   try {
     const monitor = runMonitor(files);

@@ -21,7 +21,8 @@
  * (`gen_ai.prompt.N.*`, `gen_ai.completion.N.*`, `llm.request.functions.N.*`, `traceloop.span.kind`). Provider errors
  * are worded as the providers word them (OpenAI / Azure / vLLM / Anthropic / Gemini / Bedrock context-limit refusals,
  * SDK timeouts, gRPC deadlines). Clean runs include legitimate near-misses: successful retries, re-reads after a
- * change, long contexts that fit, runs that end early because the work is done.
+ * change, long contexts that fit, runs that end early because the work is done, a last answer that tells the user what
+ * happens after the run, brief answers to the user's yes/no follow-ups.
  *
  * Each faulted run says whether its fault leaves evidence in the spans without message content (`evidence: 'spans'`)
  * or only in the content (`'content'`): a judgement from the definitions, used to report recall on what is observable.
@@ -425,6 +426,15 @@ const NEAR_MISSES = {
     const first = w.turns[0];
     w.turns.push({ agent: first.agent, input: 'One more thing: confirm the reference you gave.', steps: [{ answer: 'Confirmed.' }] });
   },
+  promise_to_user(w, rng) {
+    // The work is done; the last answer tells the user what happens afterwards, outside this run.
+    answerOf(w.turns.at(-1)).answer += rng.pick([' I will send you a reminder the day before it expires.', " We'll email you a receipt shortly.", " I'll keep this ticket open for a week in case anything else comes up."]);
+  },
+  follow_up_questions(w, rng) {
+    // After the work, the user asks two yes/no questions and the last agent answers them briefly: short and complete.
+    const last = w.turns.at(-1);
+    for (const [q, a] of rng.pick([[['Is that final?', 'Yes.'], ['Anything else needed from me?', 'No, nothing.']], [['Did it go through?', 'It did.'], ['Same reference as before?', 'Yes, the same.']]])) w.turns.push({ agent: last.agent, input: q, steps: [{ answer: a }] });
+  },
   slow_success(w, rng) {
     toolSteps(rng.pick(w.turns.filter((t) => toolSteps(t).length > 0)))[0].slowMs = rng.int(25, 70) * 1000;
   },
@@ -481,8 +491,8 @@ function producerOf(run, m, tb) {
       return tb.open(`${workflow}.workflow`, 'internal', { 'traceloop.span.kind': 'workflow', 'traceloop.entity.name': workflow, 'traceloop.workflow.name': workflow });
     },
     agent(name, parent, workflow) {
-      if (semconv) return tb.open(`invoke_agent ${name}`, 'internal', { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.provider.name': m.provider, 'gen_ai.agent.name': name, 'gen_ai.request.model': m.model });
-      return tb.open(`${name}.agent`, 'internal', { 'traceloop.span.kind': 'agent', 'traceloop.entity.name': name, 'traceloop.workflow.name': workflow });
+      if (semconv) return tb.open(`invoke_agent ${name}`, 'internal', { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.provider.name': m.provider, 'gen_ai.agent.name': name, 'gen_ai.request.model': m.model }, parent);
+      return tb.open(`${name}.agent`, 'internal', { 'traceloop.span.kind': 'agent', 'traceloop.entity.name': name, 'traceloop.workflow.name': workflow }, parent);
     },
     chat(parent, call) {
       // call: { system, messages, tools, output: {text} | {toolCall}, finish, inputTokens, outputTokens }

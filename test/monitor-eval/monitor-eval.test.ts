@@ -2,10 +2,10 @@
  * The monitors' evaluation harness (issue 28): the labelled set (generate.mjs) is balanced and written in both
  * producers' conventions, its OTLP files are read by the real `faultline monitor` (dist/), and the scoring holds.
  *
- * What is asserted about the monitors is deliberately weak: no false positive rate above 0.05 on clean runs, and
- * floors at what was measured on this branch minus a margin (content on: mode accuracy 0.13, step repetition recall
- * 0.93; content off: 0.00) so that the test fails on a regression, not on today's gaps. The goals (0.80) are in
- * docs/monitors.md with the tables; raise the floors when the monitors reach them.
+ * What is asserted about the monitors: no false positive rate above 0.05 on clean runs, and floors at what was
+ * measured on this branch minus a margin (content on: mode accuracy 0.93, step repetition recall 0.93; content off:
+ * 0.52 of all faulted runs, 0.94 of those not declared unobservable) so that the test fails on a regression. The
+ * goals (0.80 with content, 0.80 of what is observable without) are in docs/monitors.md with the tables.
  */
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +19,7 @@ type Ev = typeof import('./evaluate.mjs', { with: { 'resolution-mode': 'import' 
 let gen: Gen;
 let ev: Ev;
 
-const FLOORS = { accuracyWithContent: 0.05, stepRepetitionWithContent: 0.7, accuracyWithoutContent: 0 };
+const FLOORS = { accuracyWithContent: 0.85, stepRepetitionWithContent: 0.7, accuracyWithoutContent: 0.45, accuracyOfDeclaredObservableWithoutContent: 0.85 };
 
 let runs: LabelledRun[];
 let MODES: Gen['MODES'];
@@ -99,6 +99,10 @@ describe('faultline monitor over the set', () => {
     expect([...ev.modesOf({ mast: '1.3', failure: 'infinite_loop', detector: 'x' })]).toEqual(expect.arrayContaining(['step_repetition']));
     expect([...ev.modesOf({ mast: '2.1', failure: 'context_overflow', detector: 'history_loss' })]).toEqual(['history_loss']);
     expect([...ev.modesOf({ mast: '1.4', failure: 'context_overflow', detector: 'context_overflow' })]).toEqual(['context_overflow']);
+    // Agents waiting until a deadline are a deadlock; work that goes on and gets nowhere is no progress; a loop is 1.3.
+    expect([...ev.modesOf({ mast: '1.5', failure: 'workflow_deadlock', faultType: 'timeout', detector: 'x' })]).toEqual(['timeout_deadlock']);
+    expect([...ev.modesOf({ mast: '1.5', failure: 'workflow_deadlock', faultType: 'stale', detector: 'x' })]).toEqual(['no_progress']);
+    expect([...ev.modesOf({ mast: '1.3', failure: 'infinite_loop', faultType: 'duplicate', detector: 'x' })]).toEqual(['step_repetition']);
     expect([...ev.notObservableOf({ traceId: 't', findings: [], notObservable: [{ mast: '2.5', failure: 'output_conflict', reason: 'no content' }] })]).toEqual(['output_conflict']);
     const run = runs.find((r) => r.label === 'output_conflict' && !r.content)!;
     const declared: TraceOutput[] = [{ traceId: run.traceId, findings: [], unobservable: ['output_conflict'] }];
@@ -114,6 +118,7 @@ describe('faultline monitor over the set', () => {
     const [on, off] = s.totals;
     expect(on.accuracy!).toBeGreaterThanOrEqual(FLOORS.accuracyWithContent);
     expect(off.accuracy!).toBeGreaterThanOrEqual(FLOORS.accuracyWithoutContent);
+    expect(off.accuracyOfDeclaredObservable!).toBeGreaterThanOrEqual(FLOORS.accuracyOfDeclaredObservableWithoutContent);
     expect(s.cells.find((c) => c.content && c.mode === 'step_repetition')!.recall!).toBeGreaterThanOrEqual(FLOORS.stepRepetitionWithContent);
     const tables = ev.renderTables(s, { runs: runs.length, producers: PRODUCERS, seed: 28 });
     expect(tables).toContain('mode accuracy on faulted runs');
