@@ -14,7 +14,8 @@ import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHt
 import { syncBuiltinESMExports } from 'node:module';
 import { logger, safely } from '../src/diag';
 import type { GenAiLayer } from './interceptor';
-import { bottom, NodeHttpCall, TAKEN, type DispatchFn } from './node-http';
+import { Readable } from 'node:stream';
+import { bottom, NodeHttpCall, TAKEN, type DispatchFn, type Presenter } from './node-http';
 
 const log = logger('node-http2');
 
@@ -88,5 +89,55 @@ function take(stream: ClientHttp2Stream, origin: string, headers: OutgoingHttpHe
     const h = (args[0] ?? {}) as IncomingHttpHeaders & { ':status'?: number };
     const head = Object.fromEntries(Object.entries(h).filter(([k]) => !k.startsWith(':'))) as IncomingHttpHeaders;
     return { status: Number(h[':status'] ?? 0), headers: head, message: '', body: stream, trailers: () => ({}) };
-  }).hook();
+  }, streamPresenter(stream)).hook();
+}
+
+/**
+ * node:http2's Presenter: the stream is the application's request and response at once, so a response of the layer's
+ * making is emitted on it (`response` with its head) and pushed into it, the real chunks going to the layer only.
+ * Stopping the real request cancels the stream (RST_STREAM CANCEL) once the application has read its answer.
+ */
+function streamPresenter(stream: ClientHttp2Stream): Presenter {
+  const push = Readable.prototype.push;
+  const { close } = stream;
+  let silenced = false;
+  const cancel = (): void => {
+    if (!stream.closed && !stream.destroyed) close.call(stream, http2.constants.NGHTTP2_CANCEL);
+  };
+  return {
+    ownsClose: false,
+    start(emit, status, headers) {
+      const head: Record<string, unknown> = { ':status': status };
+      for (const [k, v] of Object.entries(headers)) if (v !== undefined) head[k.toLowerCase()] = v;
+      emit('response', head, http2.constants.NGHTTP2_FLAG_END_HEADERS);
+      let ended = false;
+      stream.once('end', () => (ended = true));
+      return {
+        push: (chunk) => {
+          push.call(stream, chunk);
+          // The session's flow control is the real stream's: no pause of ours to undo.
+          return true;
+        },
+        destroy: (err) => stream.destroy(err),
+        onRead() {},
+        onDone(fn) {
+          stream.once('end', () => fn(true));
+          stream.once('close', () => {
+            if (!ended) fn(false);
+          });
+        },
+      };
+    },
+    fail(emit, err) {
+      emit('error', err);
+      silenced = true;
+      cancel();
+    },
+    silence() {
+      if (silenced) return;
+      silenced = true;
+      if (stream.readableEnded) cancel();
+      else stream.once('end', cancel);
+    },
+  };
 }

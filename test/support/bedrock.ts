@@ -8,6 +8,8 @@
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { EventStreamCodec } from '@smithy/core/event-streams';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { createServer as createH2Server } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import type { Reply } from './llm-server';
 
 /** Static fake credentials: the SDK signs with them, a test checks none of them reaches a span. */
@@ -125,4 +127,43 @@ export function toolStream(): Buffer[] {
 
 export function streamReply(frames: Buffer[]): Reply {
   return { status: 200, headers: { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': '3d0c6a9e-5b1f-4f7a-8e2d-9c4b7a1e6f20' }, chunks: frames };
+}
+
+/** A loopback HTTP/2 (h2c) server answering each request with `reply()`, chunk by chunk, once its body has arrived. */
+export interface BedrockH2Server {
+  url: string;
+  /** Request bodies that arrived whole (a request cancelled before its body was sent is not one). */
+  bodies: Buffer[];
+  respond(fn: () => Reply): void;
+  close(): Promise<void>;
+}
+
+export async function startBedrockH2Server(reply: () => Reply): Promise<BedrockH2Server> {
+  let current = reply;
+  const bodies: Buffer[] = [];
+  const server = createH2Server((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      bodies.push(Buffer.concat(chunks));
+      const r = current();
+      void (async () => {
+        res.writeHead(r.status ?? 200, r.headers ?? {});
+        for (const c of r.chunks ?? [r.body ?? '']) {
+          if (res.destroyed) return;
+          res.write(c);
+          await new Promise((done) => setImmediate(done));
+        }
+        res.end();
+      })();
+    });
+    req.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bodies,
+    respond: (fn) => (current = fn),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
