@@ -6,6 +6,7 @@
  * transport fault on embeddings — is not applied there: the fault step reports it not applicable, and a plan whose
  * rules can meet such a format says so once at start-up (`planGaps`).
  */
+import { encodeMessage, isEventStream, stringHeaders, type EventStreamMessage } from '../../instrumentation/providers/eventstream';
 import { SseParser, type SseEvent } from '../../instrumentation/providers/sse';
 import type { Protocol } from '../../instrumentation/types';
 import { compileSelector, HANDOFF_OPERATION } from '../plan/select';
@@ -16,8 +17,11 @@ import type { FaultDefinition, StreamEvent } from './types';
 /** The provider family whose error bodies a transport fault sends. */
 export type ErrorShape = 'openai' | 'anthropic' | 'gemini' | 'ollama' | 'bedrock';
 
-/** How a streamed answer is framed: SSE events, NDJSON lines, or the elements of one JSON array. */
+/** How a streamed answer in text is framed: SSE events, NDJSON lines, or the elements of one JSON array. */
 export type StreamFraming = 'sse' | 'ndjson' | 'json-array';
+
+/** Any streamed answer's framing: a text one, or AWS event-stream binary messages (Bedrock's, `eventStreamEvent`). */
+export type AnyStreamFraming = StreamFraming | 'eventstream';
 
 export interface WireFormat {
   readonly protocol: Protocol;
@@ -119,8 +123,12 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     providers: ['aws.bedrock'],
     url: 'https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse',
     streams: 'AWS event-stream (ConverseStream)',
-    terminal: 'the `metadata` event',
-    bodiesNotFaulted: 'faultline does not rewrite Converse answers yet (transport faults apply)',
+    terminal: 'the `messageStop` event (the stop reason) and the `metadata` event after it',
+    content: {
+      text: 'the `text` blocks of `output.message.content` (joined; written back as one)',
+      toolCalls: '`toolUse` blocks (`input`)',
+      finish: '`stopReason` (length ↔ max_tokens, content_filter ↔ content_filtered)',
+    },
   },
   {
     protocol: 'bedrock.invoke',
@@ -129,7 +137,8 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     operation: 'chat',
     providers: ['aws.bedrock'],
     url: 'https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/invoke',
-    bodiesNotFaulted: 'faultline does not rewrite InvokeModel answers yet (transport faults apply)',
+    // Bedrock returns Anthropic's own answer body.
+    content: { text: '`text` blocks (joined; written back as one)', toolCalls: '`tool_use` blocks (`input`)', finish: '`stop_reason` (length ↔ max_tokens, content_filter ↔ refusal)' },
   },
   { protocol: 'openai.embeddings', label: 'OpenAI-compatible embeddings', errors: 'openai', operation: 'embeddings', url: 'https://api.openai.com/v1/embeddings' },
   {
@@ -156,10 +165,11 @@ export function errorShapeOf(protocol: Protocol): ErrorShape {
 
 /**
  * How a streamed answer of `protocol` is framed, from its content type: SSE whenever the server says
- * text/event-stream; else Ollama's NDJSON, or Gemini's JSON array. Undefined: not a stream we can read.
+ * text/event-stream; Bedrock's event-stream; else Ollama's NDJSON, or Gemini's JSON array. Undefined: not a stream we can read.
  */
-export function streamFraming(protocol: Protocol, contentType: string): StreamFraming | undefined {
+export function streamFraming(protocol: Protocol, contentType: string): AnyStreamFraming | undefined {
   if (contentType.includes('text/event-stream')) return 'sse';
+  if (protocol === 'bedrock.converse' && isEventStream(contentType)) return 'eventstream';
   if (protocol === 'ollama.chat' || protocol === 'ollama.generate') return 'ndjson';
   if (protocol === 'gemini.generate_content' && contentType.includes('json')) return 'json-array';
   return undefined;
@@ -308,6 +318,44 @@ export function streamEvent(protocol: Protocol, framing: StreamFraming, raw: str
       return raw.slice(0, at) + half(data) + raw.slice(at + data.length);
     },
   };
+}
+
+/** ConverseStream's events that end an answer: its stop reason, then its usage. */
+const CONVERSE_TERMINAL = new Set(['messageStop', 'metadata']);
+
+/**
+ * One event-stream message of a Bedrock stream as a stream event: `raw` is its frame, one latin1 character a byte;
+ * `frame` undefined when its CRC or headers are wrong (it passes as it came, a data event no more). Garbling it
+ * rewrites the whole frame with valid CRCs, as a server that sent a broken delta would: the delta's text (or a tool
+ * input fragment) cut in half and followed by U+FFFD, the JSON kept valid; any other event's JSON cut in half.
+ */
+export function eventStreamEvent(protocol: Protocol, frame: Buffer, m: EventStreamMessage | undefined): StreamEvent {
+  const raw = frame.toString('latin1');
+  const kind = m?.headers[':message-type'];
+  const isData = kind === 'event' || kind === 'exception';
+  const type = m?.headers[':event-type'];
+  return {
+    raw,
+    isData,
+    isTerminal: isData && protocol === 'bedrock.converse' && typeof type === 'string' && CONVERSE_TERMINAL.has(type),
+    corrupt() {
+      if (m === undefined || !isData) return raw;
+      return encodeMessage(stringHeaders(m), Buffer.from(garbledPayload(m.payload.toString('utf8')), 'utf8')).toString('latin1');
+    },
+  };
+}
+
+function garbledPayload(json: string): string {
+  try {
+    const data = JSON.parse(json) as { delta?: { text?: unknown; toolUse?: { input?: unknown } } };
+    const d = data.delta;
+    if (typeof d?.text === 'string') d.text = half(d.text);
+    else if (typeof d?.toolUse?.input === 'string') d.toolUse.input = half(d.toolUse.input);
+    else return half(json);
+    return JSON.stringify(data);
+  } catch {
+    return half(json);
+  }
 }
 
 /** A stream event from the text of one SSE block (read with the span layer's parser). */

@@ -5,7 +5,7 @@
  * what it delivers as a real answer (a 429 is a ThrottlingException with Bedrock's message, the request never sent).
  * With no plan the application reads its own IncomingMessage, the bytes the server sent.
  */
-import { BedrockRuntimeClient, ConverseCommand, ServiceUnavailableException, ThrottlingException, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, ServiceUnavailableException, ThrottlingException, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import { trace } from '@opentelemetry/api';
 import { NodeHttp2Handler, NodeHttpHandler } from '@smithy/node-http-handler';
 import http, { IncomingMessage } from 'node:http';
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ATTR_FL_FAULT_MODE, ATTR_HTTP_RESPONSE_STATUS_CODE } from '../../instrumentation/semconv';
 import { diagnoseByRules, stripGroundTruth } from '../../src/diagnosers';
 import { triggerReportFromSpans } from '../../src/inject/verify';
-import { bedrockClient, CONVERSE_TEXT, FAKE_CREDENTIALS, jsonReply, MODEL, startBedrockH2Server, type BedrockH2Server } from '../support/bedrock';
+import { bedrockClient, CONVERSE_TEXT, FAKE_CREDENTIALS, jsonReply, MODEL, startBedrockH2Server, streamReply, textStream, type BedrockH2Server } from '../support/bedrock';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { toTraces } from '../support/to-traces';
 import { callSpans, faultName, setupHarness, type Harness } from './harness';
@@ -133,6 +133,18 @@ describe('faults on Bedrock through node:http (AWS SDK, NodeHttpHandler)', () =>
     expect(server.requests).toHaveLength(0);
   });
 
+  it('llm_truncate_single: the SDK reads the Converse answer cut to 30 %, stopReason max_tokens, usage kept', async () => {
+    const { result } = await h.task(plan('llm_truncate_single'), () => bedrockClient(server.url).send(new ConverseCommand(INPUT)));
+    const full = 'The capital of France is Paris.';
+    expect(result.output?.message?.content?.[0]?.text).toBe(full.slice(0, Math.max(1, Math.floor(full.length * 0.3))));
+    expect(result.stopReason).toBe('max_tokens');
+    expect(result.usage).toEqual(CONVERSE_TEXT.usage);
+    expect(result.$metadata.requestId).toBe('7c3b1a52-6f0e-4a7e-9a3e-0d2f5b1e9c11');
+    const [span] = await spansOf(1);
+    expect(faultName(span!)).toBe('llm_truncate_single');
+    expect(span!.attributes['gen_ai.response.finish_reasons']).toEqual(['length']);
+  });
+
   it('verify and diagnose on the trace: the 429 on the 2nd Bedrock call is the triggered rule, diagnosed as an error at step 2', async () => {
     const rules = [{ fault: 'http_429', match: { provider: 'aws.bedrock', position: 2 }, params: { retryAfterS: 0 } }];
     const { result } = await h.task({ rules }, () =>
@@ -166,6 +178,18 @@ describe('faults on Bedrock through node:http2 (AWS SDK, NodeHttp2Handler)', () 
     }
   });
 
+  it('llm_truncate_single: the SDK reads the Converse answer cut to 30 %', async () => {
+    const handler = new NodeHttp2Handler({ disableConcurrentStreams: true });
+    try {
+      const { result } = await h.task(plan('llm_truncate_single'), () => bedrockClient(h2.url, handler as never).send(new ConverseCommand(INPUT)));
+      expect(result.output?.message?.content?.[0]?.text).toBe('The capital of France is Paris.'.slice(0, 9));
+      expect(result.stopReason).toBe('max_tokens');
+      expect(h2.bodies).toHaveLength(1);
+    } finally {
+      handler.destroy();
+    }
+  });
+
   it('http_429 reaches the SDK as ThrottlingException; the request body was never sent', async () => {
     const handler = new NodeHttp2Handler({ disableConcurrentStreams: true });
     try {
@@ -180,4 +204,116 @@ describe('faults on Bedrock through node:http2 (AWS SDK, NodeHttp2Handler)', () 
       handler.destroy();
     }
   });
+});
+
+/** A ConverseStream read to its end: the text, the stop reason, and how it ended. */
+async function readStream(client: ReturnType<typeof bedrockClient>, opts: { abortSignal?: AbortSignal } = {}): Promise<{ text: string; stop?: string; events: string[]; error?: string }> {
+  const out = await client.send(new ConverseStreamCommand(INPUT), opts);
+  const r: { text: string; stop?: string; events: string[]; error?: string } = { text: '', events: [] };
+  try {
+    for await (const e of out.stream ?? []) {
+      r.events.push(Object.keys(e)[0]!);
+      r.text += e.contentBlockDelta?.delta?.text ?? '';
+      r.stop ??= e.messageStop?.stopReason;
+    }
+  } catch (err) {
+    r.error = (err as Error).name;
+  }
+  return r;
+}
+
+const DELTAS = ['Paris', ' is the', ' capital.'];
+
+describe('stream faults on ConverseStream: whole event-stream frames rewritten, valid CRCs', () => {
+  const transports = [
+    { name: 'NodeHttpHandler', client: () => ({ client: bedrockClient(server.url), done: () => {} }) },
+    {
+      name: 'NodeHttp2Handler',
+      client: () => {
+        const handler = new NodeHttp2Handler({ disableConcurrentStreams: true });
+        return { client: bedrockClient(h2.url, handler as never), done: () => handler.destroy() };
+      },
+    },
+  ];
+  beforeAll(() => {
+    server.respond(() => streamReply(textStream(DELTAS)));
+    h2.respond(() => streamReply(textStream(DELTAS)));
+  });
+  afterAll(() => {
+    server.respond(() => jsonReply(CONVERSE_TEXT));
+    h2.respond(() => jsonReply(CONVERSE_TEXT));
+  });
+
+  for (const t of transports) {
+    it(`${t.name}: no plan, every event as sent`, async () => {
+      const { client, done } = t.client();
+      try {
+        const { result } = await h.task(undefined, () => readStream(client));
+        expect(result).toEqual({ text: DELTAS.join(''), stop: 'end_turn', events: ['messageStart', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockStop', 'messageStop', 'metadata'] });
+      } finally {
+        done();
+      }
+    });
+
+    it(`${t.name}: stream_cut after 2 events — the SDK’s stream ends cleanly with one delta and no stop; verify names it`, async () => {
+      const { client, done } = t.client();
+      try {
+        const { result, taskId } = await h.task(plan('stream_cut', { afterEvents: 2 }), () => readStream(client));
+        expect(result).toEqual({ text: 'Paris', events: ['messageStart', 'contentBlockDelta'] });
+        expect(h.injector.triggerReport(taskId).tasks[0]!.rules[0]).toMatchObject({ rule: 'stream_cut', fires: 1, triggered: true });
+        const [span] = await spansOf(1);
+        expect(faultName(span!)).toBe('stream_cut');
+        expect(span!.attributes).toMatchObject({ 'faultline.response.done': false, 'faultline.response.output_chars': 'Paris'.length });
+        expect(span!.attributes['gen_ai.response.finish_reasons']).toBeUndefined();
+      } finally {
+        done();
+      }
+    });
+
+    it(`${t.name}: stream_cut with reset — the SDK’s stream fails mid-answer`, async () => {
+      const { client, done } = t.client();
+      try {
+        const { result } = await h.task(plan('stream_cut', { afterEvents: 2, reset: true }), () => readStream(client).catch((e: unknown) => ({ text: '', events: [], error: (e as Error).name })));
+        expect(result.text).toBe('Paris');
+        expect(result.error).toBeDefined();
+      } finally {
+        done();
+      }
+    });
+
+    it(`${t.name}: stream_corrupt_chunk — the 2nd event’s delta garbled in a frame the SDK accepts`, async () => {
+      const { client, done } = t.client();
+      try {
+        const { result } = await h.task(plan('stream_corrupt_chunk', { eventIndex: 2 }), () => readStream(client));
+        expect(result.text).toBe(`Pa\uFFFD${DELTAS.slice(1).join('')}`);
+        expect(result.stop).toBe('end_turn');
+      } finally {
+        done();
+      }
+    });
+
+    it(`${t.name}: stream_drop_done — no messageStop, no metadata: the answer ends without its stop reason`, async () => {
+      const { client, done } = t.client();
+      try {
+        const { result } = await h.task(plan('stream_drop_done'), () => readStream(client));
+        expect(result).toEqual({ text: DELTAS.join(''), events: ['messageStart', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockStop'] });
+        const [span] = await spansOf(1);
+        expect(span!.attributes['faultline.response.done']).toBe(false);
+      } finally {
+        done();
+      }
+    });
+
+    it(`${t.name}: stream_stall held until the application aborts`, async () => {
+      const { client, done } = t.client();
+      try {
+        const t0 = Date.now();
+        const { result } = await h.task(plan('stream_stall', { afterEvents: 2 }), () => readStream(client, { abortSignal: AbortSignal.timeout(300) }).catch((e: unknown) => ({ text: '', events: [], error: (e as Error).name })));
+        expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
+        expect(result.error).toBeDefined();
+      } finally {
+        done();
+      }
+    });
+  }
 });
