@@ -501,7 +501,7 @@ export function clientRequestPresenter(req: ClientRequest): Presenter {
       res.headers = headerRecord(headers);
       let onRead: (() => void) | undefined;
       res._read = () => onRead?.();
-      (req as { res?: IncomingMessage }).res = res;
+      // Not `req.res`: that stays the real response, which destroying the real request dumps.
       (res as { req?: ClientRequest }).req = req;
       emit('response', res);
       let ended = false;

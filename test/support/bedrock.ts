@@ -129,16 +129,16 @@ export function streamReply(frames: Buffer[]): Reply {
   return { status: 200, headers: { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': '3d0c6a9e-5b1f-4f7a-8e2d-9c4b7a1e6f20' }, chunks: frames };
 }
 
-/** A loopback HTTP/2 (h2c) server answering each request with `reply()`, chunk by chunk, once its body has arrived. */
+/** A loopback HTTP/2 (h2c) server answering each request with `reply(path)`, chunk by chunk, once its body has arrived. */
 export interface BedrockH2Server {
   url: string;
   /** Request bodies that arrived whole (a request cancelled before its body was sent is not one). */
   bodies: Buffer[];
-  respond(fn: () => Reply): void;
+  respond(fn: (path: string) => Reply): void;
   close(): Promise<void>;
 }
 
-export async function startBedrockH2Server(reply: () => Reply): Promise<BedrockH2Server> {
+export async function startBedrockH2Server(reply: (path: string) => Reply): Promise<BedrockH2Server> {
   let current = reply;
   const bodies: Buffer[] = [];
   const server = createH2Server((req, res) => {
@@ -146,7 +146,7 @@ export async function startBedrockH2Server(reply: () => Reply): Promise<BedrockH
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       bodies.push(Buffer.concat(chunks));
-      const r = current();
+      const r = current(req.url);
       void (async () => {
         res.writeHead(r.status ?? 200, r.headers ?? {});
         for (const c of r.chunks ?? [r.body ?? '']) {
