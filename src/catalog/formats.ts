@@ -132,13 +132,20 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
   },
   {
     protocol: 'bedrock.invoke',
-    label: 'Amazon Bedrock InvokeModel (Anthropic messages body)',
+    label: 'Amazon Bedrock InvokeModel',
     errors: 'bedrock',
     operation: 'chat',
     providers: ['aws.bedrock'],
     url: 'https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/invoke',
-    // Bedrock returns Anthropic's own answer body.
-    content: { text: '`text` blocks (joined; written back as one)', toolCalls: '`tool_use` blocks (`input`)', finish: '`stop_reason` (length ↔ max_tokens, content_filter ↔ refusal)' },
+    streams: 'AWS event-stream (InvokeModelWithResponseStream: `chunk` frames, each the base64 JSON of one event of the family\'s stream)',
+    terminal: 'the last `chunk` (it carries `amazon-bedrock-invocationMetrics`)',
+    // Bedrock returns Anthropic's own answer body, and Converse's shape for Nova; the other families' bodies (Llama,
+    // Mistral, Titan, Cohere) have no view yet: content faults are reported not applicable on them.
+    content: {
+      text: 'Anthropic body: `text` blocks; Nova body: the `text` blocks of `output.message.content` (joined; written back as one)',
+      toolCalls: '`tool_use` blocks (Anthropic), `toolUse` blocks (Nova)',
+      finish: '`stop_reason` (Anthropic) / `stopReason` (Nova)',
+    },
   },
   { protocol: 'openai.embeddings', label: 'OpenAI-compatible embeddings', errors: 'openai', operation: 'embeddings', url: 'https://api.openai.com/v1/embeddings' },
   {
@@ -169,7 +176,7 @@ export function errorShapeOf(protocol: Protocol): ErrorShape {
  */
 export function streamFraming(protocol: Protocol, contentType: string): AnyStreamFraming | undefined {
   if (contentType.includes('text/event-stream')) return 'sse';
-  if (protocol === 'bedrock.converse' && isEventStream(contentType)) return 'eventstream';
+  if ((protocol === 'bedrock.converse' || protocol === 'bedrock.invoke') && isEventStream(contentType)) return 'eventstream';
   if (protocol === 'ollama.chat' || protocol === 'ollama.generate') return 'ndjson';
   if (protocol === 'gemini.generate_content' && contentType.includes('json')) return 'json-array';
   return undefined;
@@ -334,24 +341,61 @@ export function eventStreamEvent(protocol: Protocol, frame: Buffer, m: EventStre
   const kind = m?.headers[':message-type'];
   const isData = kind === 'event' || kind === 'exception';
   const type = m?.headers[':event-type'];
+  const chunk = m !== undefined && protocol === 'bedrock.invoke' && type === 'chunk' ? invokeChunk(m.payload) : undefined;
   return {
     raw,
     isData,
-    isTerminal: isData && protocol === 'bedrock.converse' && typeof type === 'string' && CONVERSE_TERMINAL.has(type),
+    isTerminal:
+      isData && (protocol === 'bedrock.converse' ? typeof type === 'string' && CONVERSE_TERMINAL.has(type) : chunk !== undefined && typeof chunk.inner['amazon-bedrock-invocationMetrics'] === 'object'),
     corrupt() {
       if (m === undefined || !isData) return raw;
-      return encodeMessage(stringHeaders(m), Buffer.from(garbledPayload(m.payload.toString('utf8')), 'utf8')).toString('latin1');
+      let payload: string;
+      if (chunk !== undefined) {
+        // The family's event is garbled; it goes back into `bytes` as base64, the frame's other fields kept.
+        const inner = garbledEvent(JSON.stringify(chunk.inner));
+        payload = JSON.stringify({ ...chunk.outer, bytes: Buffer.from(inner, 'utf8').toString('base64') });
+      } else payload = garbledEvent(m.payload.toString('utf8'));
+      return encodeMessage(stringHeaders(m), Buffer.from(payload, 'utf8')).toString('latin1');
     },
   };
 }
 
-function garbledPayload(json: string): string {
+/** An InvokeModelWithResponseStream `chunk` payload: its outer JSON and the family event its `bytes` carry. */
+function invokeChunk(payload: Buffer): { outer: Record<string, unknown>; inner: Record<string, unknown> } | undefined {
   try {
-    const data = JSON.parse(json) as { delta?: { text?: unknown; toolUse?: { input?: unknown } } };
-    const d = data.delta;
+    const outer = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
+    if (typeof outer.bytes !== 'string') return undefined;
+    const inner: unknown = JSON.parse(Buffer.from(outer.bytes, 'base64').toString('utf8'));
+    return inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? { outer, inner: inner as Record<string, unknown> } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+type Garbled = Record<string, unknown> & {
+  delta?: { text?: unknown; toolUse?: { input?: unknown } };
+  contentBlockDelta?: { delta?: { text?: unknown } };
+  outputs?: Array<{ text?: unknown }>;
+};
+
+/**
+ * One stream event's JSON with its text garbled (half of it, then U+FFFD), the JSON kept valid: a Converse or
+ * Anthropic delta, a Nova `contentBlockDelta`, a Llama `generation`, a Mistral output, a Titan `outputText`, a Cohere
+ * `text`. An event with no text has its JSON cut in half.
+ */
+function garbledEvent(json: string): string {
+  try {
+    const data = JSON.parse(json) as Garbled;
+    const d = data.delta ?? data.contentBlockDelta?.delta;
+    const output = Array.isArray(data.outputs) ? data.outputs[0] : undefined;
     if (typeof d?.text === 'string') d.text = half(d.text);
-    else if (typeof d?.toolUse?.input === 'string') d.toolUse.input = half(d.toolUse.input);
-    else return half(json);
+    else if (typeof data.delta?.toolUse?.input === 'string') data.delta.toolUse.input = half(data.delta.toolUse.input);
+    else if (typeof output?.text === 'string') output.text = half(output.text);
+    else {
+      const key = ['generation', 'outputText', 'text'].find((k) => typeof data[k] === 'string');
+      if (key === undefined) return half(json);
+      data[key] = half(data[key] as string);
+    }
     return JSON.stringify(data);
   } catch {
     return half(json);

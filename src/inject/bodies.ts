@@ -10,7 +10,7 @@
  *  - Gemini: candidates[0]'s non-thought text parts ↔ content, functionCall parts ↔ tool_calls, finishReason;
  *  - Ollama: message.content (chat) or response (generate) ↔ content, message.tool_calls, done_reason;
  *  - Bedrock Converse: the text blocks of output.message.content ↔ content, toolUse blocks ↔ tool_calls, stopReason
- *    ↔ finish_reason; InvokeModel with an Anthropic body is Anthropic's.
+ *    ↔ finish_reason; InvokeModel with an Anthropic body is Anthropic's, with a Nova body Converse's.
  *
  * What no fault touched (thinking, reasoning items, built-in tool items, thought signatures, usage) is kept.
  */
@@ -296,8 +296,8 @@ function ollama(chat: boolean): Codec {
 
 const CODECS: Partial<Record<Protocol, Codec>> = {
   'anthropic.messages': anthropic,
-  // InvokeModel with an Anthropic messages body: Bedrock answers with Anthropic's own body.
-  'bedrock.invoke': anthropic,
+  // InvokeModel: Bedrock answers an Anthropic body with Anthropic's own, a Nova body in Converse's shape.
+  'bedrock.invoke': { view: (b) => anthropic.view(b) ?? converse.view(b), write: (b, c) => (Array.isArray(b.content) ? anthropic : converse).write(b, c) },
   'bedrock.converse': converse,
   'openai.responses': responses,
   'gemini.generate_content': gemini,

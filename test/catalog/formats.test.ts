@@ -39,7 +39,7 @@ describe('planGaps', () => {
       'Anthropic messages',
       'Ollama /api/chat',
       'Amazon Bedrock Converse',
-      'Amazon Bedrock InvokeModel (Anthropic messages body)',
+      'Amazon Bedrock InvokeModel',
     ]);
     expect(gaps([{ fault: 'duplicate', match: { operation: 'generate_content' } }])[0]!.gaps.map((g) => g.format)).toEqual(['Gemini generateContent']);
     // Where they can also meet streams / agent messages, they act there: nothing to say.

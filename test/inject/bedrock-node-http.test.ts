@@ -5,7 +5,7 @@
  * what it delivers as a real answer (a 429 is a ThrottlingException with Bedrock's message, the request never sent).
  * With no plan the application reads its own IncomingMessage, the bytes the server sent.
  */
-import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, ServiceUnavailableException, ThrottlingException, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, InvokeModelCommand, InvokeModelWithResponseStreamCommand, ServiceUnavailableException, ThrottlingException, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
 import { trace } from '@opentelemetry/api';
 import { NodeHttp2Handler, NodeHttpHandler } from '@smithy/node-http-handler';
 import http, { IncomingMessage } from 'node:http';
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ATTR_FL_FAULT_MODE, ATTR_HTTP_RESPONSE_STATUS_CODE } from '../../instrumentation/semconv';
 import { diagnoseByRules, stripGroundTruth } from '../../src/diagnosers';
 import { triggerReportFromSpans } from '../../src/inject/verify';
-import { bedrockClient, CONVERSE_TEXT, FAKE_CREDENTIALS, jsonReply, MODEL, startBedrockH2Server, streamReply, textStream, type BedrockH2Server } from '../support/bedrock';
+import { bedrockClient, chunkFrame, CONVERSE_TEXT, FAKE_CREDENTIALS, INVOKE_FIXTURES, jsonReply, MODEL, startBedrockH2Server, streamReply, textStream, type BedrockH2Server, type InvokeFixture } from '../support/bedrock';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { toTraces } from '../support/to-traces';
 import { callSpans, faultName, setupHarness, type Harness } from './harness';
@@ -316,4 +316,49 @@ describe('stream faults on ConverseStream: whole event-stream frames rewritten, 
       }
     });
   }
+});
+
+describe('faults on InvokeModel and InvokeModelWithResponseStream (NodeHttpHandler)', () => {
+  const llama = INVOKE_FIXTURES.find((f) => f.family === 'Meta Llama')!;
+  const nova = INVOKE_FIXTURES.find((f) => f.family === 'Amazon Nova')!;
+  const streamOf = async (f: InvokeFixture): Promise<Array<Record<string, unknown>>> => {
+    const out = await bedrockClient(server.url).send(new InvokeModelWithResponseStreamCommand({ modelId: f.model, contentType: 'application/json', body: JSON.stringify(f.request) }));
+    const got: Array<Record<string, unknown>> = [];
+    for await (const e of out.body ?? []) if (e.chunk?.bytes) got.push(JSON.parse(Buffer.from(e.chunk.bytes).toString()) as Record<string, unknown>);
+    return got;
+  };
+  afterAll(() => server.respond(() => jsonReply(CONVERSE_TEXT)));
+
+  it('llm_truncate_single on a Nova InvokeModel answer: the body the SDK returns is cut to 30 %, stopReason max_tokens', async () => {
+    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(nova.answer) }));
+    const { result } = await h.task(plan('llm_truncate_single'), () => bedrockClient(server.url).send(new InvokeModelCommand({ modelId: nova.model, contentType: 'application/json', body: JSON.stringify(nova.request) })));
+    const body = JSON.parse(Buffer.from(result.body).toString()) as { output: { message: { content: Array<{ text: string }> } }; stopReason: string; usage: unknown };
+    expect(body.output.message.content[0]!.text).toBe(nova.text.slice(0, Math.max(1, Math.floor(nova.text.length * 0.3))));
+    expect(body.stopReason).toBe('max_tokens');
+    expect(body.usage).toEqual(nova.answer.usage);
+  });
+
+  it('stream_cut after 2 chunks of a Llama stream: the SDK gets the first two, no stop_reason', async () => {
+    server.respond(() => streamReply(llama.events.map(chunkFrame)));
+    const { result } = await h.task(plan('stream_cut', { afterEvents: 2 }), () => streamOf(llama));
+    expect(result).toEqual(llama.events.slice(0, 2));
+    const [span] = await spansOf(1);
+    expect(faultName(span!)).toBe('stream_cut');
+    expect(span!.attributes['faultline.response.done']).toBe(false);
+  });
+
+  it('stream_corrupt_chunk: the 2nd chunk’s generation garbled inside a valid frame and valid base64 JSON', async () => {
+    server.respond(() => streamReply(llama.events.map(chunkFrame)));
+    const { result } = await h.task(plan('stream_corrupt_chunk', { eventIndex: 2 }), () => streamOf(llama));
+    expect(result).toHaveLength(llama.events.length);
+    const g = llama.events[1]!.generation as string;
+    expect(result[1]).toEqual({ ...llama.events[1], generation: `${g.slice(0, Math.floor(g.length / 2))}\uFFFD` });
+    expect(result[2]).toEqual(llama.events[2]);
+  });
+
+  it('stream_drop_done: the last chunk (with the invocation metrics) never arrives', async () => {
+    server.respond(() => streamReply(llama.events.map(chunkFrame)));
+    const { result } = await h.task(plan('stream_drop_done'), () => streamOf(llama));
+    expect(result).toEqual(llama.events.slice(0, -1));
+  });
 });
