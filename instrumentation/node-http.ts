@@ -472,6 +472,8 @@ function rawHeadersOf(headers: Headers): string[] {
   return raw;
 }
 
+const HOP_BY_HOP = new Set(['transfer-encoding', 'connection', 'keep-alive']);
+
 /** The `headers` of an IncomingMessage: lower-case names, repeated values joined (set-cookie kept a list). */
 function headerRecord(headers: Headers): IncomingMessage['headers'] {
   const out: IncomingMessage['headers'] = {};
@@ -497,8 +499,11 @@ export function clientRequestPresenter(req: ClientRequest): Presenter {
       res.httpVersionMajor = 1;
       res.httpVersionMinor = 1;
       res.httpVersion = '1.1';
-      res.rawHeaders = rawHeadersOf(headers);
-      res.headers = headerRecord(headers);
+      // Not the real message's framing: its hop-by-hop headers (a chunked transfer coding, the connection's) belong to
+      // the socket, which a client may inspect when they are there (node-fetch 2 checks it still reads a chunked body).
+      const head = Object.fromEntries(Object.entries(headers).filter(([k]) => !HOP_BY_HOP.has(k.toLowerCase())));
+      res.rawHeaders = rawHeadersOf(head);
+      res.headers = headerRecord(head);
       let onRead: (() => void) | undefined;
       res._read = () => onRead?.();
       // Not `req.res`: that stays the real response, which destroying the real request dumps.
