@@ -7,7 +7,9 @@
  * layer may take (its `:method` and `:path` on the session's origin, the same route cache, so gRPC exports and other
  * traffic are left alone) is followed by the same NodeHttpCall, which copies its body as it is written and taps its
  * response where the session pushes it into the stream. The stream, its bytes and their timing stay the
- * application's. A stream is taken once (node-http.ts's TAKEN), and undici's own HTTP/2 sessions (fetch to an h2
+ * application's unless the fault step acts on the call: then the stream's head and body are the step's
+ * (`streamPresenter`), its real chunks go to the layer only, and a request answered before its body is sent is
+ * cancelled once the application has read that answer. A stream is taken once (node-http.ts's TAKEN), and undici's own HTTP/2 sessions (fetch to an h2
  * origin) are left to the dispatcher layer: no call gets two spans.
  */
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
