@@ -16,7 +16,7 @@ import { Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from './undici-g
 import { logger } from '../src/diag';
 import { toLegacyHandler } from './handler-api';
 import { createGenAiInterceptor, createGenAiLayer, type GenAiInterceptorOptions } from './interceptor';
-import { installNodeHttp } from './node-http';
+import { clientRequestSteps, installNodeHttp } from './node-http';
 import { installNodeHttp2 } from './node-http2';
 import type { Interceptor } from './types';
 
@@ -247,8 +247,9 @@ export function installInstrumentation(options: GenAiInterceptorOptions & { otlp
   watchUndiciLoads();
   if (!mine) subscribe(REQUEST_CREATE, noticeReplacement);
   log.debug('installed the GenAI span layer on the global undici dispatcher');
-  // The same layer in front of node:http / node:https client requests (the AWS SDK, node-fetch): spans, no steps.
-  const clientLayer = createGenAiLayer({ ...layerOptions, steps: [], otlpExports: exports });
+  // The same layer in front of node:http / node:https client requests (the AWS SDK, node-fetch): spans and the fault
+  // step (node-http.ts: a step that sends a call again, a guard's retry, cannot act on a request already on its way).
+  const clientLayer = createGenAiLayer({ ...layerOptions, steps: clientRequestSteps(layerOptions.steps), otlpExports: exports });
   const uninstallNodeHttp = installNodeHttp(clientLayer);
   // And in front of node:http2 client sessions (the AWS SDK's NodeHttp2Handler).
   const uninstallNodeHttp2 = installNodeHttp2(clientLayer);

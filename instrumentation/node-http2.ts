@@ -7,14 +7,17 @@
  * layer may take (its `:method` and `:path` on the session's origin, the same route cache, so gRPC exports and other
  * traffic are left alone) is followed by the same NodeHttpCall, which copies its body as it is written and taps its
  * response where the session pushes it into the stream. The stream, its bytes and their timing stay the
- * application's. A stream is taken once (node-http.ts's TAKEN), and undici's own HTTP/2 sessions (fetch to an h2
+ * application's unless the fault step acts on the call: then the stream's head and body are the step's
+ * (`streamPresenter`), its real chunks go to the layer only, and a request answered before its body is sent is
+ * cancelled once the application has read that answer. A stream is taken once (node-http.ts's TAKEN), and undici's own HTTP/2 sessions (fetch to an h2
  * origin) are left to the dispatcher layer: no call gets two spans.
  */
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import { syncBuiltinESMExports } from 'node:module';
 import { logger, safely } from '../src/diag';
 import type { GenAiLayer } from './interceptor';
-import { bottom, NodeHttpCall, TAKEN, type DispatchFn } from './node-http';
+import { Readable } from 'node:stream';
+import { bottom, NodeHttpCall, TAKEN, type DispatchFn, type Presenter } from './node-http';
 
 const log = logger('node-http2');
 
@@ -88,5 +91,55 @@ function take(stream: ClientHttp2Stream, origin: string, headers: OutgoingHttpHe
     const h = (args[0] ?? {}) as IncomingHttpHeaders & { ':status'?: number };
     const head = Object.fromEntries(Object.entries(h).filter(([k]) => !k.startsWith(':'))) as IncomingHttpHeaders;
     return { status: Number(h[':status'] ?? 0), headers: head, message: '', body: stream, trailers: () => ({}) };
-  }).hook();
+  }, streamPresenter(stream)).hook();
+}
+
+/**
+ * node:http2's Presenter: the stream is the application's request and response at once, so a response of the layer's
+ * making is emitted on it (`response` with its head) and pushed into it, the real chunks going to the layer only.
+ * Stopping the real request cancels the stream (RST_STREAM CANCEL) once the application has read its answer.
+ */
+function streamPresenter(stream: ClientHttp2Stream): Presenter {
+  const push = Readable.prototype.push;
+  const { close } = stream;
+  let silenced = false;
+  const cancel = (): void => {
+    if (!stream.closed && !stream.destroyed) close.call(stream, http2.constants.NGHTTP2_CANCEL);
+  };
+  return {
+    ownsClose: false,
+    start(emit, status, headers) {
+      const head: Record<string, unknown> = { ':status': status };
+      for (const [k, v] of Object.entries(headers)) if (v !== undefined) head[k.toLowerCase()] = v;
+      emit('response', head, http2.constants.NGHTTP2_FLAG_END_HEADERS);
+      let ended = false;
+      stream.once('end', () => (ended = true));
+      return {
+        push: (chunk) => {
+          push.call(stream, chunk);
+          // The session's flow control is the real stream's: no pause of ours to undo.
+          return true;
+        },
+        destroy: (err) => stream.destroy(err),
+        onRead() {},
+        onDone(fn) {
+          stream.once('end', () => fn(true));
+          stream.once('close', () => {
+            if (!ended) fn(false);
+          });
+        },
+      };
+    },
+    fail(emit, err) {
+      emit('error', err);
+      silenced = true;
+      cancel();
+    },
+    silence() {
+      if (silenced) return;
+      silenced = true;
+      if (stream.readableEnded) cancel();
+      else stream.once('end', cancel);
+    },
+  };
 }

@@ -71,7 +71,14 @@ export class EventStreamParser {
   #length = 0;
   #broken = false;
 
-  constructor(private readonly onMessage: (m: EventStreamMessage) => void) {}
+  /**
+   * `onMessage` gets each whole message with its frame's bytes; `onMalformed`, a frame whose message CRC or headers are
+   * wrong (its length was right).
+   */
+  constructor(
+    private readonly onMessage: (m: EventStreamMessage, frame: Buffer) => void,
+    private readonly onMalformed?: (frame: Buffer) => void,
+  ) {}
 
   push(chunk: Buffer): void {
     if (this.#broken || chunk.length === 0) return;
@@ -83,18 +90,32 @@ export class EventStreamParser {
       if (crc32(head.subarray(0, 8)) !== head.readUInt32BE(8) || total < PRELUDE + TRAILER || total > MAX_MESSAGE) {
         this.malformed++;
         this.#broken = true;
-        this.#chunks = [];
         return;
       }
       if (this.#length < total) return;
       const frame = this.#take(total);
       const message = decodeFrame(frame);
-      if (message === undefined) this.malformed++;
-      else {
+      if (message === undefined) {
+        this.malformed++;
+        this.onMalformed?.(frame);
+      } else {
         this.messages++;
-        this.onMessage(message);
+        this.onMessage(message, frame);
       }
     }
+  }
+
+  /** The prelude of the next message was broken: nothing more is read (`takePending` has what was held). */
+  get broken(): boolean {
+    return this.#broken;
+  }
+
+  /** The bytes held (a message begun but not finished, or all since a broken prelude), handed over and forgotten. */
+  takePending(): Buffer {
+    const out = Buffer.concat(this.#chunks);
+    this.#chunks = [];
+    this.#length = 0;
+    return out;
   }
 
   /** Bytes of a message begun but not finished (a stream cut mid-frame ends with some). */

@@ -6,6 +6,7 @@
  * transport fault on embeddings — is not applied there: the fault step reports it not applicable, and a plan whose
  * rules can meet such a format says so once at start-up (`planGaps`).
  */
+import { encodeMessage, isEventStream, stringHeaders, type EventStreamMessage } from '../../instrumentation/providers/eventstream';
 import { SseParser, type SseEvent } from '../../instrumentation/providers/sse';
 import type { Protocol } from '../../instrumentation/types';
 import { compileSelector, HANDOFF_OPERATION } from '../plan/select';
@@ -16,8 +17,11 @@ import type { FaultDefinition, StreamEvent } from './types';
 /** The provider family whose error bodies a transport fault sends. */
 export type ErrorShape = 'openai' | 'anthropic' | 'gemini' | 'ollama' | 'bedrock';
 
-/** How a streamed answer is framed: SSE events, NDJSON lines, or the elements of one JSON array. */
+/** How a streamed answer in text is framed: SSE events, NDJSON lines, or the elements of one JSON array. */
 export type StreamFraming = 'sse' | 'ndjson' | 'json-array';
+
+/** Any streamed answer's framing: a text one, or AWS event-stream binary messages (Bedrock's, `eventStreamEvent`). */
+export type AnyStreamFraming = StreamFraming | 'eventstream';
 
 export interface WireFormat {
   readonly protocol: Protocol;
@@ -119,17 +123,29 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     providers: ['aws.bedrock'],
     url: 'https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse',
     streams: 'AWS event-stream (ConverseStream)',
-    terminal: 'the `metadata` event',
-    bodiesNotFaulted: 'faultline does not rewrite Converse answers yet (transport faults apply)',
+    terminal: 'the `messageStop` event (the stop reason) and the `metadata` event after it',
+    content: {
+      text: 'the `text` blocks of `output.message.content` (joined; written back as one)',
+      toolCalls: '`toolUse` blocks (`input`)',
+      finish: '`stopReason` (length ↔ max_tokens, content_filter ↔ content_filtered)',
+    },
   },
   {
     protocol: 'bedrock.invoke',
-    label: 'Amazon Bedrock InvokeModel (Anthropic messages body)',
+    label: 'Amazon Bedrock InvokeModel',
     errors: 'bedrock',
     operation: 'chat',
     providers: ['aws.bedrock'],
     url: 'https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/invoke',
-    bodiesNotFaulted: 'faultline does not rewrite InvokeModel answers yet (transport faults apply)',
+    streams: 'AWS event-stream (InvokeModelWithResponseStream: `chunk` frames, each the base64 JSON of one event of the family\'s stream)',
+    terminal: 'the last `chunk` (it carries `amazon-bedrock-invocationMetrics`)',
+    // Bedrock returns Anthropic's own answer body, and Converse's shape for Nova; the other families' bodies (Llama,
+    // Mistral, Titan, Cohere) have no view yet: content faults are reported not applicable on them.
+    content: {
+      text: 'Anthropic body: `text` blocks; Nova body: the `text` blocks of `output.message.content` (joined; written back as one)',
+      toolCalls: '`tool_use` blocks (Anthropic), `toolUse` blocks (Nova)',
+      finish: '`stop_reason` (Anthropic) / `stopReason` (Nova)',
+    },
   },
   { protocol: 'openai.embeddings', label: 'OpenAI-compatible embeddings', errors: 'openai', operation: 'embeddings', url: 'https://api.openai.com/v1/embeddings' },
   {
@@ -156,10 +172,11 @@ export function errorShapeOf(protocol: Protocol): ErrorShape {
 
 /**
  * How a streamed answer of `protocol` is framed, from its content type: SSE whenever the server says
- * text/event-stream; else Ollama's NDJSON, or Gemini's JSON array. Undefined: not a stream we can read.
+ * text/event-stream; Bedrock's event-stream; else Ollama's NDJSON, or Gemini's JSON array. Undefined: not a stream we can read.
  */
-export function streamFraming(protocol: Protocol, contentType: string): StreamFraming | undefined {
+export function streamFraming(protocol: Protocol, contentType: string): AnyStreamFraming | undefined {
   if (contentType.includes('text/event-stream')) return 'sse';
+  if ((protocol === 'bedrock.converse' || protocol === 'bedrock.invoke') && isEventStream(contentType)) return 'eventstream';
   if (protocol === 'ollama.chat' || protocol === 'ollama.generate') return 'ndjson';
   if (protocol === 'gemini.generate_content' && contentType.includes('json')) return 'json-array';
   return undefined;
@@ -308,6 +325,81 @@ export function streamEvent(protocol: Protocol, framing: StreamFraming, raw: str
       return raw.slice(0, at) + half(data) + raw.slice(at + data.length);
     },
   };
+}
+
+/** ConverseStream's events that end an answer: its stop reason, then its usage. */
+const CONVERSE_TERMINAL = new Set(['messageStop', 'metadata']);
+
+/**
+ * One event-stream message of a Bedrock stream as a stream event: `raw` is its frame, one latin1 character a byte;
+ * `frame` undefined when its CRC or headers are wrong (it passes as it came, a data event no more). Garbling it
+ * rewrites the whole frame with valid CRCs, as a server that sent a broken delta would: the delta's text (or a tool
+ * input fragment) cut in half and followed by U+FFFD, the JSON kept valid; any other event's JSON cut in half.
+ */
+export function eventStreamEvent(protocol: Protocol, frame: Buffer, m: EventStreamMessage | undefined): StreamEvent {
+  const raw = frame.toString('latin1');
+  const kind = m?.headers[':message-type'];
+  const isData = kind === 'event' || kind === 'exception';
+  const type = m?.headers[':event-type'];
+  const chunk = m !== undefined && protocol === 'bedrock.invoke' && type === 'chunk' ? invokeChunk(m.payload) : undefined;
+  return {
+    raw,
+    isData,
+    isTerminal:
+      isData && (protocol === 'bedrock.converse' ? typeof type === 'string' && CONVERSE_TERMINAL.has(type) : chunk !== undefined && typeof chunk.inner['amazon-bedrock-invocationMetrics'] === 'object'),
+    corrupt() {
+      if (m === undefined || !isData) return raw;
+      let payload: string;
+      if (chunk !== undefined) {
+        // The family's event is garbled; it goes back into `bytes` as base64, the frame's other fields kept.
+        const inner = garbledEvent(JSON.stringify(chunk.inner));
+        payload = JSON.stringify({ ...chunk.outer, bytes: Buffer.from(inner, 'utf8').toString('base64') });
+      } else payload = garbledEvent(m.payload.toString('utf8'));
+      return encodeMessage(stringHeaders(m), Buffer.from(payload, 'utf8')).toString('latin1');
+    },
+  };
+}
+
+/** An InvokeModelWithResponseStream `chunk` payload: its outer JSON and the family event its `bytes` carry. */
+function invokeChunk(payload: Buffer): { outer: Record<string, unknown>; inner: Record<string, unknown> } | undefined {
+  try {
+    const outer = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
+    if (typeof outer.bytes !== 'string') return undefined;
+    const inner: unknown = JSON.parse(Buffer.from(outer.bytes, 'base64').toString('utf8'));
+    return inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? { outer, inner: inner as Record<string, unknown> } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+type Garbled = Record<string, unknown> & {
+  delta?: { text?: unknown; toolUse?: { input?: unknown } };
+  contentBlockDelta?: { delta?: { text?: unknown } };
+  outputs?: Array<{ text?: unknown }>;
+};
+
+/**
+ * One stream event's JSON with its text garbled (half of it, then U+FFFD), the JSON kept valid: a Converse or
+ * Anthropic delta, a Nova `contentBlockDelta`, a Llama `generation`, a Mistral output, a Titan `outputText`, a Cohere
+ * `text`. An event with no text has its JSON cut in half.
+ */
+function garbledEvent(json: string): string {
+  try {
+    const data = JSON.parse(json) as Garbled;
+    const d = data.delta ?? data.contentBlockDelta?.delta;
+    const output = Array.isArray(data.outputs) ? data.outputs[0] : undefined;
+    if (typeof d?.text === 'string') d.text = half(d.text);
+    else if (typeof data.delta?.toolUse?.input === 'string') data.delta.toolUse.input = half(data.delta.toolUse.input);
+    else if (typeof output?.text === 'string') output.text = half(output.text);
+    else {
+      const key = ['generation', 'outputText', 'text'].find((k) => typeof data[k] === 'string');
+      if (key === undefined) return half(json);
+      data[key] = half(data[key] as string);
+    }
+    return JSON.stringify(data);
+  } catch {
+    return half(json);
+  }
 }
 
 /** A stream event from the text of one SSE block (read with the span layer's parser). */

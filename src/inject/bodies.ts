@@ -8,7 +8,9 @@
  *  - Responses: the output_text of message items ↔ content, function_call items ↔ tool_calls,
  *    status/incomplete_details ↔ finish_reason;
  *  - Gemini: candidates[0]'s non-thought text parts ↔ content, functionCall parts ↔ tool_calls, finishReason;
- *  - Ollama: message.content (chat) or response (generate) ↔ content, message.tool_calls, done_reason.
+ *  - Ollama: message.content (chat) or response (generate) ↔ content, message.tool_calls, done_reason;
+ *  - Bedrock Converse: the text blocks of output.message.content ↔ content, toolUse blocks ↔ tool_calls, stopReason
+ *    ↔ finish_reason; InvokeModel with an Anthropic body is Anthropic's, with a Nova body Converse's.
  *
  * What no fault touched (thinking, reasoning items, built-in tool items, thought signatures, usage) is kept.
  */
@@ -79,6 +81,55 @@ const anthropic: Codec = {
       out.content = [...others, ...text, ...tools];
     }
     if (change.finish !== undefined) out.stop_reason = FINISH_TO_STOP[change.finish] ?? change.finish;
+    return out;
+  },
+};
+
+// ------------------------------------------------------------------------------------------------ Bedrock Converse
+
+/** Converse `stopReason`s (Bedrock's API reference) in the view's terms, and back. */
+const CONVERSE_TO_FINISH: Record<string, string> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  tool_use: 'tool_calls',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  guardrail_intervened: 'content_filter',
+  content_filtered: 'content_filter',
+};
+const FINISH_TO_CONVERSE: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', content_filter: 'content_filtered' };
+
+function converseMessage(body: Obj): Obj | undefined {
+  return isObj(body.output) && isObj(body.output.message) && Array.isArray(body.output.message.content) ? body.output.message : undefined;
+}
+
+const converse: Codec = {
+  view(body) {
+    const m = converseMessage(body);
+    if (!m) return undefined;
+    const blocks = (m.content as unknown[]).filter(isObj);
+    const texts = blocks.filter((b) => typeof b.text === 'string').map((b) => b.text as string);
+    const tools = blocks
+      .filter((b) => isObj(b.toolUse))
+      .map((b) => {
+        const t = b.toolUse as Obj;
+        return { id: t.toolUseId, type: 'function' as const, function: { name: t.name, arguments: pyDumps(t.input ?? {}) } };
+      });
+    const stop = typeof body.stopReason === 'string' ? body.stopReason : undefined;
+    return { content: texts.length > 0 ? texts.join('') : null, tools, finish: stop ? (CONVERSE_TO_FINISH[stop] ?? stop) : null };
+  },
+  write(body, change) {
+    const out: Obj = { ...body };
+    const m = converseMessage(body) as Obj;
+    if (change.content !== undefined || change.tools !== undefined) {
+      const blocks = (m.content as unknown[]).filter(isObj);
+      const others = blocks.filter((b) => typeof b.text !== 'string' && !isObj(b.toolUse));
+      const text = change.content !== undefined ? (typeof change.content === 'string' ? [{ text: change.content }] : []) : blocks.filter((b) => typeof b.text === 'string');
+      const tools =
+        change.tools !== undefined ? calls(change.tools).map((t) => ({ toolUse: { toolUseId: t.id, name: t.name, input: argsObject(t.arguments) } })) : blocks.filter((b) => isObj(b.toolUse));
+      out.output = { ...(body.output as Obj), message: { ...m, content: [...others, ...text, ...tools] } };
+    }
+    if (change.finish !== undefined) out.stopReason = FINISH_TO_CONVERSE[change.finish] ?? change.finish;
     return out;
   },
 };
@@ -245,6 +296,9 @@ function ollama(chat: boolean): Codec {
 
 const CODECS: Partial<Record<Protocol, Codec>> = {
   'anthropic.messages': anthropic,
+  // InvokeModel: Bedrock answers an Anthropic body with Anthropic's own, a Nova body in Converse's shape.
+  'bedrock.invoke': { view: (b) => anthropic.view(b) ?? converse.view(b), write: (b, c) => (Array.isArray(b.content) ? anthropic : converse).write(b, c) },
+  'bedrock.converse': converse,
   'openai.responses': responses,
   'gemini.generate_content': gemini,
   'ollama.chat': ollama(true),

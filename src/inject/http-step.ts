@@ -16,6 +16,7 @@ import { flushExchanges } from '../../instrumentation/interceptor';
 // The one controller proxy of the steps, and the one content-length rewrite (the span layer's).
 import { ForwardingController } from '../../instrumentation/forwarding-controller';
 import { withContentLength } from '../../instrumentation/request-body';
+import { CLIENT_REQUEST_STEP } from '../../instrumentation/node-http';
 import {
   ATTR_FL_MESSAGE_BOUNDARY,
   ATTR_FL_MESSAGE_ID,
@@ -52,7 +53,7 @@ export interface FaultStepOptions {
 /** Create the fault step for `engine`. */
 export function createFaultStep(engine: FaultEngine, options: FaultStepOptions = {}): Interceptor {
   const capture = options.captureContent ?? (() => false);
-  return (dispatch: DispatchFn): DispatchFn =>
+  const step = (dispatch: DispatchFn): DispatchFn =>
     function faultStep(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
       const ex = getExchange(opts);
       if (ex === undefined) return dispatch(opts, handler);
@@ -62,6 +63,8 @@ export function createFaultStep(engine: FaultEngine, options: FaultStepOptions =
       const call = new FaultedCall(engine, ex, decision, opts, handler, dispatch, capture());
       return safely(log, 'fault step', () => call.start(), undefined) ?? dispatch(opts, handler);
     };
+  // It sends a call at most once (a duplicated A2A / MCP message aside): node:http calls get it too.
+  return Object.assign(step, { [CLIENT_REQUEST_STEP]: true as const });
 }
 
 /** Start attributes of an exchange, for a span the processor did not see (not sampled). */

@@ -1,8 +1,9 @@
 /**
  * The response side of the fault step, in each call's own wire format:
  *  - stream faults act event by event on SSE (any LLM API, A2A), Ollama's NDJSON and Gemini's JSON-array streams,
- *    read with the span layer's readers (providers/sse.ts, providers/json-stream.ts); the stream is never buffered,
- *    and every event before and after the fault passes as it was;
+ *    and on whole frames of Bedrock's AWS event-stream (a garbled frame is re-encoded with valid CRCs), read with the
+ *    span layer's readers (providers/sse.ts, providers/json-stream.ts, providers/eventstream.ts); the stream is never
+ *    buffered, and every event before and after the fault passes as it was;
  *  - content faults (AgentChaos) rewrite a JSON answer through its chat-completion view (bodies.ts).
  * A compressed body is decoded with the one decompressor (instrumentation/decompress.ts: streaming, bounded,
  * asynchronous) and reaches the application decoded, its Content-Encoding removed; a coding we cannot decode, or a
@@ -17,7 +18,8 @@ import { JsonStreamSplitter } from '../../instrumentation/providers/json-stream'
 import { SseParser } from '../../instrumentation/providers/sse';
 import type { Exchange, Protocol } from '../../instrumentation/types';
 import { applySpecs } from '../catalog/agentchaos/spec';
-import { notApplicableReason, streamEvent, streamFraming, type StreamFraming } from '../catalog/formats';
+import { EventStreamParser } from '../../instrumentation/providers/eventstream';
+import { eventStreamEvent, notApplicableReason, streamEvent, streamFraming, type AnyStreamFraming } from '../catalog/formats';
 import type { StreamEvent, StreamTransform } from '../catalog/types';
 import { logger, safely } from '../diag';
 import type { CompiledRule } from '../plan/select';
@@ -244,6 +246,8 @@ class StreamFaults {
   private readonly decoder: BodyDecoder | undefined;
   private readonly push: (bytes: Buffer) => void;
   private readonly takePending: () => string;
+  /** How an event's text is its bytes: utf8, or latin1 for binary frames (one character a byte). */
+  private readonly encoding: BufferEncoding;
   private dataIndex = 0;
   private stalled = false;
   private recorded = false;
@@ -259,12 +263,27 @@ class StreamFaults {
   constructor(
     private readonly rf: ResponseFaults,
     protocol: Protocol,
-    framing: StreamFraming,
+    framing: AnyStreamFraming,
     private readonly transforms: Array<{ hit: Hit; t: StreamTransform }>,
     encoding: string | undefined,
   ) {
     this.decoder = BodyDecoder.create(encoding, (b) => this.plain(b));
-    if (framing === 'sse') {
+    this.encoding = framing === 'eventstream' ? 'latin1' : 'utf8';
+    if (framing === 'eventstream') {
+      // Whole frames only: a frame with a wrong CRC passes as it came; after a broken prelude, the rest of the bytes.
+      const parser = new EventStreamParser(
+        (m, frame) => this.event(eventStreamEvent(protocol, frame, m)),
+        (frame) => this.event(eventStreamEvent(protocol, frame, undefined)),
+      );
+      this.push = (b) => {
+        parser.push(b);
+        if (parser.broken && !this.broken) {
+          this.broken = true;
+          this.emit(parser.takePending().toString('latin1'));
+        }
+      };
+      this.takePending = () => parser.takePending().toString('latin1');
+    } else if (framing === 'sse') {
       const parser = new SseParser(() => {}, { onBlock: (b) => this.event(streamEvent(protocol, 'sse', b.raw, b.event?.data, b.event?.event)) });
       this.push = (b) => parser.push(b);
       this.takePending = () => parser.takePending();
@@ -314,14 +333,14 @@ class StreamFaults {
       return;
     }
     if (this.broken) {
-      this.emit(bytes.toString('utf8'));
+      this.emit(bytes.toString(this.encoding));
       return;
     }
     this.push(bytes);
   }
 
   private emit(text: string): void {
-    if (text.length > 0 && !this.rf.finished && !this.ctl.aborted) this.call.h.onResponseData?.(this.ctl, Buffer.from(text, 'utf8'));
+    if (text.length > 0 && !this.rf.finished && !this.ctl.aborted) this.call.h.onResponseData?.(this.ctl, Buffer.from(text, this.encoding));
   }
 
   private event(e: StreamEvent): void {

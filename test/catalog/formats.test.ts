@@ -33,7 +33,14 @@ describe('planGaps', () => {
   it('a rule that can act nowhere it may match is named, even where the fault is merely of another kind', () => {
     // A stream fault that can meet only embeddings calls, a message fault that can meet only LLM calls.
     expect(gaps([{ fault: 'stream_cut', match: { operation: 'embeddings' } }])[0]!.gaps.map((g) => g.reason)).toEqual(['it never streams', 'it never streams', 'it never streams']);
-    expect(gaps([{ fault: 'non_delivery', match: { operation: 'chat' } }])[0]!.gaps.map((g) => g.format)).toEqual(['OpenAI chat completions', 'OpenAI Responses', 'Anthropic messages', 'Ollama /api/chat']);
+    expect(gaps([{ fault: 'non_delivery', match: { operation: 'chat' } }])[0]!.gaps.map((g) => g.format)).toEqual([
+      'OpenAI chat completions',
+      'OpenAI Responses',
+      'Anthropic messages',
+      'Ollama /api/chat',
+      'Amazon Bedrock Converse',
+      'Amazon Bedrock InvokeModel',
+    ]);
     expect(gaps([{ fault: 'duplicate', match: { operation: 'generate_content' } }])[0]!.gaps.map((g) => g.format)).toEqual(['Gemini generateContent']);
     // Where they can also meet streams / agent messages, they act there: nothing to say.
     expect(gaps([{ fault: 'stream_cut' }, { fault: 'non_delivery' }, { fault: 'duplicate', match: { operation: 'invoke_agent' } }, { fault: 'delay', match: { provider: 'mcp' } }])).toEqual([]);

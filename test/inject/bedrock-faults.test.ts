@@ -1,8 +1,8 @@
 /**
- * Transport faults on Amazon Bedrock, in Bedrock's own error shape (the type in `x-amzn-errortype`, `{"message"}` as
- * the body), through the real AWS SDK. The fault step sits in the undici layer, so these calls go through the SDK's
- * FetchHttpHandler (fetch); the SDK's default NodeHttpHandler (node:http) is seen but not faulted yet
- * (docs/compatibility.md). A content or stream fault meeting a Converse call is reported not applicable. On the
+ * Faults on Amazon Bedrock through the real AWS SDK's FetchHttpHandler (fetch, the undici layer): transport faults in
+ * Bedrock's own error shape (the type in `x-amzn-errortype`, `{"message"}` as the body), a content fault rewriting a
+ * Converse answer, a stream fault on a ConverseStream's frames; test/inject/bedrock-node-http.test.ts has the same
+ * through the SDK's NodeHttpHandler and NodeHttp2Handler. On the
  * trace, the trigger report (what `faultline verify` prints) and the rule diagnoser (`faultline diagnose`) name the
  * fault's rule, its type and its step.
  */
@@ -72,28 +72,38 @@ describe('transport faults on Bedrock Converse (AWS SDK, FetchHttpHandler)', () 
     expect((err as ServiceUnavailableException).$metadata.httpStatusCode).toBe(503);
   });
 
-  it('a content fault meets a Converse call: not applied, the answer untouched, and named at start-up', async () => {
+  it('llm_truncate_single on a Converse answer: the SDK reads the text cut to 30 % and stopReason max_tokens', async () => {
     const { result, taskId } = await h.task(plan('llm_truncate_single'), () => client().send(new ConverseCommand(INPUT)));
-    expect(result.output?.message?.content?.[0]?.text).toBe('The capital of France is Paris.');
-    expect(h.injector.triggerReport(taskId).tasks[0]!.rules[0]).toMatchObject({ fires: 0, notApplicable: 1 });
-    expect(server.requests).toHaveLength(1);
-    const [gaps] = planGaps(parsePlan({ rules: [{ fault: 'llm_truncate_single', match: { provider: 'aws.bedrock' } }] }));
-    expect(gaps!.gaps).toContainEqual({ format: 'Amazon Bedrock Converse', reason: 'faultline does not rewrite Converse answers yet (transport faults apply)' });
+    const full = 'The capital of France is Paris.';
+    expect(result.output?.message?.content?.[0]?.text).toBe(full.slice(0, Math.max(1, Math.floor(full.length * 0.3))));
+    expect(result.stopReason).toBe('max_tokens');
+    expect(result.usage).toEqual(CONVERSE_TEXT.usage);
+    expect(h.injector.triggerReport(taskId).tasks[0]!.rules[0]).toMatchObject({ fires: 1, notApplicable: 0 });
+    const [span] = await spansOf(1);
+    expect(faultName(span!)).toBe('llm_truncate_single');
+    expect(span!.attributes['gen_ai.response.finish_reasons']).toEqual(['length']);
+    const gaps = planGaps(parsePlan({ rules: [{ fault: 'llm_truncate_single', match: { provider: 'aws.bedrock' } }] })).flatMap((g) => g.gaps.map((x) => x.format));
+    expect(gaps.filter((f) => f.includes('Bedrock'))).toEqual([]);
   });
 
-  it('stream_cut meets a ConverseStream over fetch: not applied, every event reaches the SDK, the span reads the frames', async () => {
+  it('stream_cut on a ConverseStream over fetch: the SDK’s stream ends after the 2nd event, no stop reason', async () => {
     server.respond(() => streamReply(textStream(['Paris', ' it is.'])));
     try {
-      const { result, taskId } = await h.task(plan('stream_cut', { afterEvents: 1 }), async () => {
+      const { result, taskId } = await h.task(plan('stream_cut', { afterEvents: 2 }), async () => {
         const out = await client().send(new ConverseStreamCommand(INPUT));
         let text = '';
-        for await (const e of out.stream ?? []) text += e.contentBlockDelta?.delta?.text ?? '';
-        return text;
+        let stop: string | undefined;
+        for await (const e of out.stream ?? []) {
+          text += e.contentBlockDelta?.delta?.text ?? '';
+          stop ??= e.messageStop?.stopReason;
+        }
+        return { text, stop };
       });
-      expect(result).toBe('Paris it is.');
-      expect(h.injector.triggerReport(taskId).tasks[0]!.rules[0]).toMatchObject({ fires: 0, notApplicable: 1 });
+      expect(result).toEqual({ text: 'Paris', stop: undefined });
+      expect(h.injector.triggerReport(taskId).tasks[0]!.rules[0]).toMatchObject({ fires: 1, notApplicable: 0 });
       const [span] = await spansOf(1);
-      expect(span!.attributes).toMatchObject({ 'faultline.response.done': true, 'gen_ai.response.finish_reasons': ['stop'], 'faultline.response.output_chars': 'Paris it is.'.length });
+      expect(faultName(span!)).toBe('stream_cut');
+      expect(span!.attributes['faultline.response.done']).toBe(false);
     } finally {
       server.respond(() => jsonReply(CONVERSE_TEXT));
     }

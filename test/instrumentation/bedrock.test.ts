@@ -1,5 +1,6 @@
 /**
- * Amazon Bedrock Converse, ConverseStream and InvokeModel (an Anthropic messages body) through the real AWS SDK (@aws-sdk/client-bedrock-runtime, NodeHttpHandler: node:http),
+ * Amazon Bedrock Converse, ConverseStream and InvokeModel (an Anthropic messages body; the other families:
+ * bedrock-invoke.test.ts) through the real AWS SDK (@aws-sdk/client-bedrock-runtime, NodeHttpHandler: node:http),
  * against a loopback server answering in Bedrock's wire format (test/support/bedrock.ts): one chat span per call with
  * the GenAI attributes, no credential or signature on it, and what the application gets the same as without faultline.
  */
@@ -250,10 +251,12 @@ describe('Bedrock InvokeModel (AWS SDK, NodeHttpHandler)', () => {
     noCredentials(spans[0]!.attributes);
   });
 
-  it('another family’s body (Meta Llama) is not read: no span, the answer untouched', async () => {
-    const served = JSON.stringify({ generation: 'Paris.', prompt_token_count: 12, generation_token_count: 3, stop_reason: 'stop' });
+  it('a body of no family read (a Stability image request) is not ours: no span, the answer untouched', async () => {
+    const served = JSON.stringify({ result: 'success', artifacts: [{ seed: 1, base64: 'iVBORw0KGgo=', finishReason: 'SUCCESS' }] });
     layer.server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: served }));
-    const out = await invoke({ prompt: 'Name the capital of France.', max_gen_len: 64 });
+    const out = await bedrockClient(layer.server.url).send(
+      new InvokeModelCommand({ modelId: 'stability.stable-diffusion-xl-v1', contentType: 'application/json', body: JSON.stringify({ text_prompts: [{ text: 'a lighthouse' }], cfg_scale: 10 }) }),
+    );
     expect(Buffer.from(out.body).toString()).toBe(served);
     await new Promise((r) => setTimeout(r, 50));
     expect(ours(layer.otel.spans())).toHaveLength(0);

@@ -8,6 +8,8 @@
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { EventStreamCodec } from '@smithy/core/event-streams';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { createServer as createH2Server } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import type { Reply } from './llm-server';
 
 /** Static fake credentials: the SDK signs with them, a test checks none of them reaches a span. */
@@ -125,4 +127,155 @@ export function toolStream(): Buffer[] {
 
 export function streamReply(frames: Buffer[]): Reply {
   return { status: 200, headers: { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': '3d0c6a9e-5b1f-4f7a-8e2d-9c4b7a1e6f20' }, chunks: frames };
+}
+
+/** A loopback HTTP/2 (h2c) server answering each request with `reply(path)`, chunk by chunk, once its body has arrived. */
+export interface BedrockH2Server {
+  url: string;
+  /** Request bodies that arrived whole (a request cancelled before its body was sent is not one). */
+  bodies: Buffer[];
+  respond(fn: (path: string) => Reply): void;
+  close(): Promise<void>;
+}
+
+export async function startBedrockH2Server(reply: (path: string) => Reply): Promise<BedrockH2Server> {
+  let current = reply;
+  const bodies: Buffer[] = [];
+  const server = createH2Server((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      bodies.push(Buffer.concat(chunks));
+      const r = current(req.url);
+      void (async () => {
+        res.writeHead(r.status ?? 200, r.headers ?? {});
+        for (const c of r.chunks ?? [r.body ?? '']) {
+          if (res.destroyed) return;
+          res.write(c);
+          await new Promise((done) => setImmediate(done));
+        }
+        res.end();
+      })();
+    });
+    req.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    bodies,
+    respond: (fn) => (current = fn),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ InvokeModel families
+
+/**
+ * InvokeModel request and answer bodies of each model family, in the shapes of the Bedrock user guide's model
+ * parameter pages (Meta Llama, Mistral AI text completion, Amazon Titan Text, Amazon Nova, Cohere Command R), with
+ * each family's stream events for InvokeModelWithResponseStream (the last one carrying
+ * `amazon-bedrock-invocationMetrics`). Written by the project: no Bedrock traffic is recorded in the shared corpus.
+ */
+export interface InvokeFixture {
+  family: string;
+  model: string;
+  request: Record<string, unknown>;
+  answer: Record<string, unknown>;
+  /** The events of the same answer streamed. */
+  events: Array<Record<string, unknown>>;
+  text: string;
+  finish: string;
+  usage: { input: number; output: number };
+  operation: 'chat' | 'text_completion';
+}
+
+const metrics = (input: number, output: number) => ({ 'amazon-bedrock-invocationMetrics': { inputTokenCount: input, outputTokenCount: output, invocationLatency: 412, firstByteLatency: 130 } });
+
+export const INVOKE_FIXTURES: InvokeFixture[] = [
+  {
+    family: 'Meta Llama',
+    model: 'meta.llama3-1-70b-instruct-v1:0',
+    request: { prompt: '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\nName the capital of France.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n', max_gen_len: 128, temperature: 0.5, top_p: 0.9 },
+    answer: { generation: 'The capital of France is Paris.', prompt_token_count: 24, generation_token_count: 8, stop_reason: 'stop' },
+    events: [
+      { generation: 'The capital', prompt_token_count: 24, generation_token_count: 2, stop_reason: null },
+      { generation: ' of France is', prompt_token_count: null, generation_token_count: 5, stop_reason: null },
+      { generation: ' Paris.', prompt_token_count: null, generation_token_count: 8, stop_reason: 'stop', ...metrics(24, 8) },
+    ],
+    text: 'The capital of France is Paris.',
+    finish: 'stop',
+    usage: { input: 24, output: 8 },
+    operation: 'text_completion',
+  },
+  {
+    family: 'Mistral',
+    model: 'mistral.mistral-7b-instruct-v0:2',
+    request: { prompt: '<s>[INST] Name the capital of France. [/INST]', max_tokens: 200, temperature: 0.5, top_p: 0.9, top_k: 50 },
+    answer: { outputs: [{ text: ' The capital of France is Paris.', stop_reason: 'stop' }] },
+    events: [{ outputs: [{ text: ' The capital', stop_reason: null }] }, { outputs: [{ text: ' of France is Paris.', stop_reason: 'stop' }], ...metrics(19, 9) }],
+    text: ' The capital of France is Paris.',
+    finish: 'stop',
+    usage: { input: 19, output: 9 },
+    operation: 'text_completion',
+  },
+  {
+    family: 'Amazon Titan Text',
+    model: 'amazon.titan-text-express-v1',
+    request: { inputText: 'Name the capital of France.', textGenerationConfig: { maxTokenCount: 512, temperature: 0, topP: 0.9, stopSequences: [] } },
+    answer: { inputTextTokenCount: 7, results: [{ tokenCount: 8, outputText: '\nThe capital of France is Paris.', completionReason: 'FINISH' }] },
+    events: [
+      { outputText: '\nThe capital of France', index: 0, totalOutputTextTokenCount: 5, completionReason: null, inputTextTokenCount: 7 },
+      { outputText: ' is Paris.', index: 0, totalOutputTextTokenCount: 8, completionReason: 'FINISH', inputTextTokenCount: null, ...metrics(7, 8) },
+    ],
+    text: '\nThe capital of France is Paris.',
+    finish: 'stop',
+    usage: { input: 7, output: 8 },
+    operation: 'text_completion',
+  },
+  {
+    family: 'Amazon Nova',
+    model: 'us.amazon.nova-lite-v1:0',
+    request: { schemaVersion: 'messages-v1', system: [{ text: 'Answer briefly.' }], messages: [{ role: 'user', content: [{ text: 'Name the capital of France.' }] }], inferenceConfig: { maxTokens: 300, temperature: 0.3, topP: 0.9 } },
+    answer: { output: { message: { role: 'assistant', content: [{ text: 'The capital of France is Paris.' }] } }, stopReason: 'end_turn', usage: { inputTokens: 12, outputTokens: 8, totalTokens: 20 } },
+    events: [
+      { messageStart: { role: 'assistant' } },
+      { contentBlockDelta: { delta: { text: 'The capital of France' }, contentBlockIndex: 0 } },
+      { contentBlockDelta: { delta: { text: ' is Paris.' }, contentBlockIndex: 0 } },
+      { contentBlockStop: { contentBlockIndex: 0 } },
+      { messageStop: { stopReason: 'end_turn' } },
+      { metadata: { usage: { inputTokens: 12, outputTokens: 8 }, metrics: {}, trace: {} }, ...metrics(12, 8) },
+    ],
+    text: 'The capital of France is Paris.',
+    finish: 'stop',
+    usage: { input: 12, output: 8 },
+    operation: 'chat',
+  },
+  {
+    family: 'Cohere Command R',
+    model: 'cohere.command-r-plus-v1:0',
+    request: { message: 'Name the capital of France.', chat_history: [{ role: 'USER', message: 'Hello' }, { role: 'CHATBOT', message: 'Hi! How can I help?' }], max_tokens: 200, temperature: 0.3, p: 0.75 },
+    answer: {
+      response_id: '5f3b1c0e-9c43-4a8e-8d1e-2b9f0c6a7d21',
+      text: 'The capital of France is Paris.',
+      generation_id: 'c2a6e5f0-1b7d-4f4e-9a3c-7e8d9f0a1b2c',
+      chat_history: [],
+      finish_reason: 'COMPLETE',
+      meta: { billed_units: { input_tokens: 14, output_tokens: 8 } },
+    },
+    events: [
+      { is_finished: false, event_type: 'stream-start', generation_id: 'c2a6e5f0-1b7d-4f4e-9a3c-7e8d9f0a1b2c' },
+      { is_finished: false, event_type: 'text-generation', text: 'The capital of France' },
+      { is_finished: false, event_type: 'text-generation', text: ' is Paris.' },
+      { is_finished: true, event_type: 'stream-end', response: { text: 'The capital of France is Paris.', finish_reason: 'COMPLETE' }, finish_reason: 'COMPLETE', ...metrics(14, 8) },
+    ],
+    text: 'The capital of France is Paris.',
+    finish: 'stop',
+    usage: { input: 14, output: 8 },
+    operation: 'chat',
+  },
+];
+
+/** One InvokeModelWithResponseStream event: a `chunk` frame whose `bytes` are the family event's JSON, base64. */
+export function chunkFrame(event: Record<string, unknown>): Buffer {
+  return eventFrame('chunk', { bytes: Buffer.from(JSON.stringify(event)).toString('base64') });
 }
