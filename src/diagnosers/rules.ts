@@ -119,7 +119,7 @@ function rejectedArguments(t: ToolStep): boolean {
  * invalid — a broken contract (`schema`), which the producer's missing tool definitions would otherwise hide.
  */
 function toolArgumentSignals(call: LlmCall, view: TraceView): Signal[] {
-  if (!call.hasContent || call.toolCalls.length === 0) return [];
+  if (!call.hasContent || call.toolCalls.length === 0) return rejectedWithoutContent(call, view);
   const out: Signal[] = [];
   const runs = executionsOf(call, view);
   call.toolCalls.forEach((tc, i) => {
@@ -140,6 +140,26 @@ function toolArgumentSignals(call: LlmCall, view: TraceView): Signal[] {
     }
   });
   return out;
+}
+
+/**
+ * Without the call's content (capture off, or a producer that records no tool calls), the tools its answer ran say
+ * what the arguments were worth: a tool execution in the call's agent between its end and that agent's next LLM call
+ * that rejected its arguments, and was not run again successfully, rejected what this call produced. Only for a call
+ * that may have asked for tools — its finish reason, when recorded, is a tool-call one, and its recorded tool-call
+ * count, if any, is not zero.
+ */
+function rejectedWithoutContent(call: LlmCall, view: TraceView): Signal[] {
+  if ((call.hasContent && call.toolCalls.length === 0) || call.toolCallCount === 0) return [];
+  const reasons = call.finishReasons.map((r) => r.toLowerCase());
+  if (reasons.length > 0 && !reasons.some((r) => TOOL_REASONS.has(r))) return [];
+  const agent = call.agent?.span.spanId;
+  const next = view.llm.find((c) => c.step > call.step && c.agent?.span.spanId === agent);
+  const ran = view.tools.filter((t) => t.span.start >= call.span.end - 1 && (next === undefined || t.span.start <= next.span.start) && t.agent?.span.spanId === agent);
+  const rejected = ran.find((t) => rejectedArguments(t) && !view.tools.some((o) => o !== t && o.name === t.name && !o.failure && o.span.start >= t.span.end - 1));
+  if (!rejected) return [];
+  const f = rejected.failure!;
+  return [sig('schema', 0.8, `tool ${rejected.name} rejected the arguments this call produced (${f.errorType ?? 'error'}: ${(f.message ?? '').slice(0, 100)}); the arguments themselves were not recorded`)];
 }
 
 /** Characters that end a token of the conversation (a value the model would copy ends before one of these). */
@@ -218,8 +238,9 @@ function runFailed(view: TraceView): boolean {
 
 /**
  * A length stop the application asked for: the request set its own max_tokens (the usage, when recorded, reached it),
- * and the run completed from there — a later step ran, and nothing after the call failed. A cut the app did not ask
- * for (no limit, fewer tokens than the limit) or one the run did not survive stays a truncation.
+ * and the run completed from there — nothing after the call failed and the run did not end failed, whether or not a
+ * later step ran (a title or a subject line capped by the app is often the run's last call). A cut the app did not
+ * ask for (no limit, fewer tokens than the limit) or one the run did not survive stays a truncation.
  */
 function ownLimit(call: LlmCall, view: TraceView): boolean {
   const max = call.maxTokens;
@@ -228,7 +249,7 @@ function ownLimit(call: LlmCall, view: TraceView): boolean {
   if (call.outputChars !== undefined && call.outputChars < max * MIN_CHARS_PER_TOKEN) return false;
   if (runFailed(view)) return false;
   const after = view.trace.spans.filter((s) => s.start >= call.span.end - 1);
-  return view.steps.some((st) => st.span.start >= call.span.end - 1) && !after.some((s) => view.failureOf(s) !== undefined);
+  return !after.some((s) => view.failureOf(s) !== undefined);
 }
 
 function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): Signal[] {
@@ -254,7 +275,7 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
   const truncReason = reasons.find((r) => TRUNCATE_REASONS.has(r));
   if (truncReason && ownLimit(call, view)) {
     // The app capped the answer itself and the run went on from it: the stop it asked for, not a fault (a hint).
-    out.push(sig('truncate', HINT_CONFIDENCE, `finish_reason=${truncReason} at the request's own max_tokens ${call.maxTokens}, and the run went on and completed`));
+    out.push(sig('truncate', HINT_CONFIDENCE, `finish_reason=${truncReason} at the request's own max_tokens ${call.maxTokens}, and the run completed without a failure after it`));
   } else if (truncReason) out.push(sig('truncate', 0.95, `finish_reason=${truncReason}`));
   const filterReason = reasons.find((r) => FILTER_REASONS.has(r));
   if (filterReason) out.push(sig('empty', 0.92, `finish_reason=${filterReason}`));
