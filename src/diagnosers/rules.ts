@@ -252,6 +252,16 @@ function ownLimit(call: LlmCall, view: TraceView): boolean {
   return !after.some((s) => view.failureOf(s) !== undefined);
 }
 
+/**
+ * The call stopped at its token limit: a length finish reason, or — where the producer records no finish reason —
+ * a successful call whose recorded output tokens reached the request's max_tokens.
+ */
+function atOwnLimit(call: LlmCall): boolean {
+  if (call.finishReasons.some((r) => TRUNCATE_REASONS.has(r.toLowerCase()))) return true;
+  const out = call.usage.outputTokens;
+  return call.finishReasons.length === 0 && !call.failure && call.maxTokens !== undefined && out !== undefined && out >= call.maxTokens;
+}
+
 function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): Signal[] {
   const out: Signal[] = [];
   const fl = call.faultline;
@@ -294,6 +304,10 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     if (chars === 0 && (toolCount ?? 0) === 0 && (call.hasContent || fl?.outputChars !== undefined)) {
       const tokens = call.usage.outputTokens;
       out.push(sig('empty', 0.9, `no text and no tool calls in the response${tokens ? ` (usage reports ${tokens} output tokens)` : ''}`));
+    } else if (!call.hasContent && chars === undefined && call.usage.outputTokens === 0 && !(toolCount && toolCount > 0)) {
+      // Content not captured: the provider's own count says the answer had nothing in it (a text or a tool call
+      // costs at least one output token).
+      out.push(sig('empty', 0.88, 'the response carried 0 output tokens (usage): no text and no tool call came back; the content itself was not recorded'));
     } else if (toolReason && toolCount === 0) {
       // Weaker: the text that replaced the tool calls may say more (a detector names it).
       out.push(sig('empty', 0.6, `finish_reason=${toolReason} but no tool calls`));
@@ -433,7 +447,7 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     signals.push(...findings);
     if (step?.kind === 'llm') yieldRejection(signals);
     if (step !== null) yieldToGarbling(signals);
-    if (step?.kind === 'llm' && step.finishReasons.some((r) => TRUNCATE_REASONS.has(r.toLowerCase())) && ownLimit(step, view)) {
+    if (step?.kind === 'llm' && atOwnLimit(step) && ownLimit(step, view)) {
       // A length stop at the app's own max_tokens (ownLimit): a detector's reading of the cut answer is that stop too.
       for (const s of signals) if (s.faultType === 'truncate') s.confidence = Math.min(s.confidence, HINT_CONFIDENCE);
     }
@@ -472,11 +486,13 @@ function unspannedCall(span: SpanRecord, view: TraceView): number | null {
 /**
  * Whether a failure is a model API call's, by the SDKs' documented error classes and messages: openai-node's
  * `APIConnectionTimeoutError` ("Request timed out."), `APIConnectionError` ("Connection error."), `RateLimitError`,
- * `InternalServerError` and the `APIError` message form "<status> <provider message>"; the Anthropic SDK's error
- * types (`overloaded_error`, `rate_limit_error`, `api_error`). Not any HTTP status: a tool's own HTTP call fails too.
+ * `InternalServerError`, the 4xx classes (`BadRequestError`, `NotFoundError`, …) and the `APIError` message form
+ * "<status> <provider message>"; OpenAI's error codes as producers record them in `error.type`
+ * (`context_length_exceeded`, `insufficient_quota`, …); the Anthropic SDK's error types (`overloaded_error`,
+ * `rate_limit_error`, `api_error`). Not any HTTP status: a tool's own HTTP call fails too.
  */
 const PROVIDER_ERROR =
-  /\b(APIConnectionTimeoutError|APIConnectionError|APIUserAbortError|RateLimitError|InternalServerError|APIError|AuthenticationError|PermissionDeniedError|overloaded_error|rate_limit_error|api_error)\b|^Request timed out\.?$|^Connection error\.?$|^(408|409|429|5\d\d)\b/;
+  /\b(APIConnectionTimeoutError|APIConnectionError|APIUserAbortError|RateLimitError|InternalServerError|APIError|AuthenticationError|PermissionDeniedError|BadRequestError|NotFoundError|UnprocessableEntityError|ConflictError|overloaded_error|rate_limit_error|api_error|invalid_request_error|context_length_exceeded|insufficient_quota|rate_limit_exceeded)\b|^Request timed out\.?$|^Connection error\.?$|^(408|409|429|5\d\d)\b/;
 
 export function providerCallError(f: SpanFailure): boolean {
   return [f.errorType, f.message].some((t) => t !== undefined && PROVIDER_ERROR.test(t.trim()));
