@@ -37,7 +37,7 @@ import {
   SHORT_BASELINE_CALLS,
   SHORT_BASELINE_EXTRA_MS,
 } from './thresholds';
-import { noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
+import { NOT_OBSERVABLE, noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
 
 export type { Signal } from './signals';
 
@@ -572,6 +572,46 @@ function isAncestor(view: TraceView, a: SpanRecord, b: SpanRecord): boolean {
   return false;
 }
 
+/**
+ * Whether the run's failure lies in content the trace does not hold: the application's own code (an agent, a
+ * workflow, not a tool and not the provider's API) failed after LLM calls whose output was not recorded (content
+ * capture off), so what the model returned — cut, garbled, in the wrong shape, empty — cannot be told from the app's
+ * bug. Answers the LLM call the failure followed, or undefined when the trace can name the fault.
+ */
+function hiddenCause(view: TraceView, v: SpanVerdict): LlmCall | undefined {
+  const f = view.failureOf(v.span);
+  if (f === undefined || f.timeout || providerCallError(f) || isCancel(f)) return undefined;
+  if (view.tools.some((t) => t.span === v.span)) return undefined;
+  const failedAt = v.span.events.find((e) => e.name === 'exception')?.time ?? v.span.end;
+  const before = view.llm.filter((c) => c.span.end <= failedAt + 1 && (isAncestor(view, v.span, c.span) || c.agent?.span === v.span));
+  const calls = before.length > 0 ? before : view.llm.filter((c) => c.span.end <= failedAt + 1);
+  if (calls.length === 0 || calls.some((c) => c.hasContent)) return undefined;
+  return calls[calls.length - 1];
+}
+
+function notObservable(view: TraceView, v: SpanVerdict, after: LlmCall, name: string, recovered: RecoveredFault[]): Diagnosis {
+  const f = view.failureOf(v.span)!;
+  const failed = `${f.errorType ?? 'error'}${f.message ? `: ${f.message.slice(0, 100)}` : ''}`;
+  const evidence = `${v.span.name} failed (${failed}) after LLM call ${after.step} "${after.span.name}", whose output was not recorded (content capture off): whether the model's answer caused it, and how, is not in the trace`;
+  const agent = view.agentOf(v.span)?.name ?? (view.agents.find((a) => a.span === v.span)?.name);
+  const d: Diagnosis = {
+    traceId: view.trace.traceId,
+    faultType: NOT_OBSERVABLE,
+    spanId: v.span.spanId,
+    step: null,
+    stepKind: null,
+    confidence: 0.5,
+    evidence: [evidence],
+    diagnoser: name,
+    agent: agent ?? null,
+    spanName: v.span.name,
+    operation: str(v.span.attributes, 'gen_ai.operation.name') ?? null,
+    recovered,
+  };
+  d.summary = describeFault(d, evidence);
+  return d;
+}
+
 function toDiagnosis(view: TraceView, v: SpanVerdict, best: Signal, name: string, recovered: RecoveredFault[]): Diagnosis {
   const evidence = [best.evidence, ...v.signals.filter((s) => s !== best).sort((a, b) => b.confidence - a.confidence).map((s) => `${s.faultType}: ${s.evidence}`)]
     .filter((e) => e !== '')
@@ -617,6 +657,8 @@ export function diagnoseByRules(trace: TraceRecord, options: RuleDiagnoserOption
   // 2. Otherwise the earliest failed span the run did not recover from that has no failed descendant.
   if (unrecovered.length > 0) {
     const leaf = unrecovered.find((v) => !unrecovered.some((o) => o !== v && isAncestor(view, v.span, o.span))) ?? unrecovered[0]!;
+    const hidden = hiddenCause(view, leaf);
+    if (hidden !== undefined) return notObservable(view, leaf, hidden, name, recovered);
     return toDiagnosis(view, leaf, strongest(leaf.signals)!, name, recovered);
   }
   const weak: string[] = [];
