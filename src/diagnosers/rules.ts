@@ -34,6 +34,8 @@ import {
   MIN_CHARS_PER_TOKEN,
   MIN_CONFIDENCE,
   OUTLIER_Z,
+  REPLAY_OTHER_AGENT_MIN_CHARS,
+  REPLAY_SAME_AGENT_MIN_CHARS,
   SHORT_BASELINE_CALLS,
   SHORT_BASELINE_EXTRA_MS,
 } from './thresholds';
@@ -230,6 +232,31 @@ function cutArguments(call: LlmCall): Signal | undefined {
   return undefined;
 }
 
+/** A call's input as one text, to tell a call asked anew from a resend of the same request. */
+function inputText(call: LlmCall): string {
+  return [call.system ?? '', ...(call.input ?? []).map((m) => `${m.role}:${m.parts.map(partText).join(' ')}`)].join('\n');
+}
+
+/**
+ * An answer that is an earlier output replayed: its text is, verbatim, what an earlier call of the trace answered —
+ * another agent's (whose role is another), or the same agent's own to a different input and long enough that a
+ * model does not write it twice (thresholds.ts). A resend of the same request answered the same is not one.
+ */
+function replayedAnswer(call: LlmCall, view: TraceView): Signal | undefined {
+  if (!call.hasContent || call.toolCalls.length > 0) return undefined;
+  const text = call.text.trim();
+  if (text.length < REPLAY_OTHER_AGENT_MIN_CHARS) return undefined;
+  const input = inputText(call);
+  for (const c of view.llm) {
+    if (c.step >= call.step) break;
+    if (!c.hasContent || c.span.end > call.span.start + 1 || c.text.trim() !== text) continue;
+    const other = c.agent !== undefined && call.agent !== undefined && c.agent.name !== call.agent.name;
+    if (other) return sig('stale', 0.8, `the answer is, verbatim, what agent ${c.agent!.name} answered at LLM call ${c.step} (${text.length} characters), not an answer of agent ${call.agent!.name}'s own`);
+    if (text.length >= REPLAY_SAME_AGENT_MIN_CHARS && inputText(c) !== input) return sig('stale', 0.8, `the answer repeats, verbatim, the answer of LLM call ${c.step} (${text.length} characters) though the call was asked something else`);
+  }
+  return undefined;
+}
+
 /** Whether the run ended failed: its root span (the span without a parent in the trace) records a failure. */
 function runFailed(view: TraceView): boolean {
   const root = view.trace.spans.find((s) => s.parentSpanId === undefined || !view.byId.has(s.parentSpanId));
@@ -317,6 +344,8 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     if (cut) out.push(cut);
     const garbled = garbledArguments(call);
     if (garbled) out.push(garbled);
+    const replayed = replayedAnswer(call, view);
+    if (replayed) out.push(replayed);
   }
   if (delay) out.push(delay);
   return out;
@@ -456,7 +485,16 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
       const extreme = (delays.get(step)?.confidence ?? 0) >= DELAY_CONFIDENCE;
       for (const s of signals) if (s.faultType === 'delay' && !extreme) s.confidence = Math.min(s.confidence, DELAY_HINT_CONFIDENCE);
     }
-    const unspanned = step === null ? unspannedCall(span, view) : null;
+    let unspanned = step === null ? unspannedCall(span, view) : null;
+    if (step === null && unspanned === null && view.failureOf(span) === undefined) {
+      // The app handled a response body that broke off (its span is fine, its event says why) and kept what came.
+      const broken = brokenBody(span);
+      const at = broken ? unspannedPosition(view, span, broken.time) : null;
+      if (broken && at !== null) {
+        unspanned = at;
+        signals.push(sig('truncate', 0.85, `the connection dropped while the answer of LLM call ${at} was arriving ("${broken.message.slice(0, 60)}", recorded on ${span.name}); the producer exported no span for that call, and the app went on with what had arrived`));
+      }
+    }
     out.push({ span, step, stepKind: step?.kind ?? (unspanned !== null ? 'llm' : null), stepIndex: step?.step ?? unspanned, signals });
   }
   reviewMessages(trace, out);
@@ -471,7 +509,27 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
 function unspannedCall(span: SpanRecord, view: TraceView): number | null {
   const f = view.failureOf(span);
   if (f === undefined || !providerCallError(f) || isCancel(f)) return null; // a cancel is the app's decision
-  const failedAt = span.events.find((e) => e.name === 'exception')?.time ?? span.end;
+  return unspannedPosition(view, span, span.events.find((e) => e.name === 'exception')?.time ?? span.end);
+}
+
+/**
+ * An HTTP response body that broke off mid-way, as the runtime reports it — undici's "terminated" (its fetch body
+ * stream cut), `ECONNRESET`, "other side closed", "socket hang up", "premature close" — recorded by the application
+ * on one of its own spans as an event carrying `exception.message` (OTel's exception attributes, whatever the
+ * event's name) rather than as the span's failure: the app caught it and went on.
+ */
+const BODY_BROKE = /^terminated$|\bECONNRESET\b|other side closed|socket hang up|premature close|UND_ERR_SOCKET/i;
+
+function brokenBody(span: SpanRecord): { message: string; time: number } | undefined {
+  for (const e of span.events) {
+    const m = str(e.attributes, 'exception.message');
+    if (m !== undefined && BODY_BROKE.test(m.trim())) return { message: m, time: e.time };
+  }
+  return undefined;
+}
+
+/** The LLM step an unspanned call under `span` that failed at `failedAt` stands at, or null when it has a span. */
+function unspannedPosition(view: TraceView, span: SpanRecord, failedAt: number): number | null {
   let before = 0;
   for (const c of view.llm) {
     if (c.span.start > failedAt) continue;

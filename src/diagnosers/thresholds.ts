@@ -71,3 +71,12 @@ export const CALL_DELAY_EXTREME_MS = 4000;
 export const CUT_VALUE_MAX_CHARS = 300;
 /** An identifier-like argument (where symbol characters cannot belong) is at most this long and has no spaces. */
 export const ID_MAX_CHARS = 60;
+
+// ---------------------------------------------------------------------------------------------- repeated answers
+
+/** An answer that is, byte for byte, another agent's earlier output is a replay (a cache, a mixed-up handoff) when it
+ * is at least this long: below it, short verdicts ("OK", `{"approved":true}`) coincide between agents on their own. */
+export const REPLAY_OTHER_AGENT_MIN_CHARS = 20;
+/** The same agent's own earlier output, asked anew with another input, is a replay only past this length: an agent
+ * legitimately repeats a short verdict or an objection it still holds, not a paragraph of prose. */
+export const REPLAY_SAME_AGENT_MIN_CHARS = 80;
