@@ -25,6 +25,7 @@ import {
   DELAY_HINT_CONFIDENCE,
   DELAY_MIN_EXTRA_MS,
   DELAY_MIN_RATIO,
+  DOUBLED_MIN_CHARS,
   HINT_CONFIDENCE,
   ID_MAX_CHARS,
   LATENCY_MAD_FLOOR,
@@ -257,6 +258,32 @@ function replayedAnswer(call: LlmCall, view: TraceView): Signal | undefined {
   return undefined;
 }
 
+/**
+ * The number of copies when `text` is one passage two to four times end to end (joined directly or by whitespace),
+ * the passage at least DOUBLED_MIN_CHARS long; 1 otherwise.
+ */
+function copiesOf(text: string): number {
+  const t = text.trim();
+  if (t.length < 2 * DOUBLED_MIN_CHARS || t.length > 1_000_000) return 1;
+  for (let k = 2; k <= 4; k++) {
+    for (const sep of ['', ' ', '\n', '\n\n']) {
+      const unit = (t.length - sep.length * (k - 1)) / k;
+      if (!Number.isInteger(unit) || unit < DOUBLED_MIN_CHARS) continue;
+      const passage = t.slice(0, unit);
+      if (Array.from({ length: k }, () => passage).join(sep) === t) return k;
+    }
+  }
+  return 1;
+}
+
+/** An answer delivered more than once into one response (a retrying proxy replaying the stream): the same passage twice. */
+function deliveredTwice(call: LlmCall): Signal | undefined {
+  if (!call.hasContent) return undefined;
+  const k = copiesOf(call.text);
+  if (k < 2) return undefined;
+  return sig('duplicate', 0.85, `the answer is one ${Math.round(call.text.trim().length / k)}-character passage ${k} times end to end: it was delivered ${k === 2 ? 'twice' : `${k} times`}`);
+}
+
 /** Whether the run ended failed: its root span (the span without a parent in the trace) records a failure. */
 function runFailed(view: TraceView): boolean {
   const root = view.trace.spans.find((s) => s.parentSpanId === undefined || !view.byId.has(s.parentSpanId));
@@ -346,6 +373,8 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     if (garbled) out.push(garbled);
     const replayed = replayedAnswer(call, view);
     if (replayed) out.push(replayed);
+    const twice = deliveredTwice(call);
+    if (twice) out.push(twice);
   }
   if (delay) out.push(delay);
   return out;

@@ -80,3 +80,6 @@ export const REPLAY_OTHER_AGENT_MIN_CHARS = 20;
 /** The same agent's own earlier output, asked anew with another input, is a replay only past this length: an agent
  * legitimately repeats a short verdict or an objection it still holds, not a paragraph of prose. */
 export const REPLAY_SAME_AGENT_MIN_CHARS = 80;
+/** An answer that is one passage twice or more end to end was delivered more than once when the passage is at least this
+ * long: a model does not restate a sentence-length passage word for word at once; short tokens ("ha ha") it does. */
+export const DOUBLED_MIN_CHARS = 20;
