@@ -23,7 +23,8 @@ import {
   CUT_VALUE_MAX_CHARS,
   DELAY_CONFIDENCE,
   DELAY_HINT_CONFIDENCE,
-  DELAY_MIN_EXTRA_MS,
+  LLM_DELAY_NOISE_MS,
+  DELAY_FAULT_RATIO,
   DELAY_MIN_RATIO,
   DOUBLED_MIN_CHARS,
   HINT_CONFIDENCE,
@@ -37,8 +38,6 @@ import {
   OUTLIER_Z,
   REPLAY_OTHER_AGENT_MIN_CHARS,
   REPLAY_SAME_AGENT_MIN_CHARS,
-  SHORT_BASELINE_CALLS,
-  SHORT_BASELINE_EXTRA_MS,
 } from './thresholds';
 import { NOT_OBSERVABLE, noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
 
@@ -52,7 +51,7 @@ export interface RuleDiagnoserOptions {
   findings?: SpanFindings;
   /** A span counts as faulty when its strongest signal reaches this confidence. Default 0.55 (thresholds.ts). */
   minConfidence?: number;
-  /** A slow call is at least this many ms beyond what the trace's other calls predict... Default 1000 (thresholds.ts). */
+  /** A slow call is at least this many ms beyond what the trace's other calls predict... Default 250, a host's noise (thresholds.ts LLM_DELAY_NOISE_MS). */
   delayExtraMs?: number;
   /** ...and at least this many times it. Default 3 (thresholds.ts). */
   delayRatio?: number;
@@ -385,8 +384,9 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
  * naturally, so each call's cost (its duration per output token plus a first-token overhead, or its duration when
  * usage is unknown) is compared with the other calls of the same model (of the trace when the model has too few): a
  * call is a delay when it is a robust outlier among them — modified z-score (median and MAD, the MAD floored for
- * short traces) beyond the fence — and also beyond and a multiple of what they predict, by a wider margin on a short
- * baseline (thresholds.ts). A slower call that is not an outlier stays a weak hint.
+ * short traces) beyond the fence — and also a multiple of what they predict and beyond a host's noise (thresholds.ts):
+ * every margin relative to the run's own latency, none a fixed number of seconds. A slower call that is not an
+ * outlier stays a weak hint.
  */
 function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio: number }): Map<LlmCall, Signal> {
   const out = new Map<LlmCall, Signal>();
@@ -415,8 +415,7 @@ function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio:
     const deviations = pool.filter((_, i) => i !== self).map((y) => Math.abs(y - m)).sort((a, b) => a - b);
     const mad = Math.max(deviations[deviations.length >> 1] ?? 0, LATENCY_MAD_FLOOR * m);
     const z = mad > 0 ? (MAD_Z_SCALE * (x - m)) / mad : Infinity;
-    const short = pool.length - 1 < SHORT_BASELINE_CALLS;
-    const extreme = z >= OUTLIER_Z && (!short || d >= expected + SHORT_BASELINE_EXTRA_MS);
+    const extreme = z >= OUTLIER_Z && d >= DELAY_FAULT_RATIO * base;
     const of = pool === own && byModel.size > 1 ? `the trace's other ${model(c) || 'unnamed-model'} calls` : `the trace's other calls`;
     const what = withTokens ? `what ${of} take for ${Math.round(tokens(c)!)} output tokens` : `the median of ${of}`;
     out.set(c, { faultType: 'delay', confidence: extreme ? DELAY_CONFIDENCE : DELAY_HINT_CONFIDENCE, evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms; modified z ${Number.isFinite(z) ? z.toFixed(1) : '∞'})`, source: 'metadata' });
@@ -456,7 +455,7 @@ export interface SpanVerdict {
 
 /** Every signal of every span, in start order (what the rules and the LLM rendering both read). */
 export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions = {}): SpanVerdict[] {
-  const opts = { delayExtraMs: options.delayExtraMs ?? DELAY_MIN_EXTRA_MS, delayRatio: options.delayRatio ?? DELAY_MIN_RATIO };
+  const opts = { delayExtraMs: options.delayExtraMs ?? LLM_DELAY_NOISE_MS, delayRatio: options.delayRatio ?? DELAY_MIN_RATIO };
   const view = viewTrace(trace);
   let offline: Map<string, Finding[]> | undefined;
   try {
