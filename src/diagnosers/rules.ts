@@ -8,6 +8,7 @@
  * when none of those is faulty, and only when the run did not recover: a failed tool the agent retried or handled
  * and went on from is reported under `recovered`, not as the run's fault.
  */
+import { validateJsonSchema } from '../../detectors/json-schema';
 import { argumentsValue, wholePrefix } from '../../detectors/text';
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
@@ -283,6 +284,26 @@ function deliveredTwice(call: LlmCall): Signal | undefined {
   return sig('duplicate', 0.85, `the answer is one ${Math.round(call.text.trim().length / k)}-character passage ${k} times end to end: it was delivered ${k === 2 ? 'twice' : `${k} times`}`);
 }
 
+/**
+ * A structured answer (the request's `response_format` JSON Schema) that is JSON and breaks that schema: a broken
+ * contract, named by the first JSON-Schema keyword and path. Text that is not JSON at all is left to the detectors
+ * (a cut document, prose instead of JSON).
+ */
+function structuredOutput(call: LlmCall): Signal | undefined {
+  if (call.responseSchema === undefined || !call.hasContent || call.toolCalls.length > 0) return undefined;
+  const t = call.text.trim();
+  if (!t.startsWith('{') && !t.startsWith('[')) return undefined;
+  let doc: unknown;
+  try {
+    doc = JSON.parse(t);
+  } catch {
+    return undefined;
+  }
+  const issue = validateJsonSchema(call.responseSchema, doc)[0];
+  if (!issue) return undefined;
+  return sig('schema', 0.85, `the structured answer breaks the request's response_format schema: ${issue.keyword} at ${issue.path} (${issue.message})`);
+}
+
 /** Whether the run ended failed: its root span (the span without a parent in the trace) records a failure. */
 function runFailed(view: TraceView): boolean {
   const root = view.trace.spans.find((s) => s.parentSpanId === undefined || !view.byId.has(s.parentSpanId));
@@ -374,6 +395,8 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     if (replayed) out.push(replayed);
     const twice = deliveredTwice(call);
     if (twice) out.push(twice);
+    const shape = structuredOutput(call);
+    if (shape) out.push(shape);
   }
   if (delay) out.push(delay);
   return out;

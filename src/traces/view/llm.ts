@@ -214,6 +214,8 @@ export function readLlmCall(span: SpanRecord, operation: string, step: number): 
   if (maxTokens !== undefined) call.maxTokens = maxTokens;
   const temperature = num(a, 'gen_ai.request.temperature') ?? num(a, 'llm.request.temperature') ?? pickNumber(oiParams ?? oiIn, 'temperature');
   if (temperature !== undefined) call.temperature = temperature;
+  const responseSchema = jsonSchemaFormat(oiParams) ?? jsonSchemaFormat(oiIn);
+  if (responseSchema !== undefined) call.responseSchema = responseSchema;
   if (input !== undefined) call.input = input;
   if (system !== undefined && system !== '') call.system = system;
   if (output !== undefined) call.output = output;
@@ -245,6 +247,13 @@ function rawFinishReasons(a: Attributes, parsed: Record<string, unknown> | undef
   const v = a['output.value'];
   if (typeof v !== 'string' || !v.trimStart().startsWith('[') || v.length > 4_000_000) return [];
   return (messagesValue(v, 'assistant') ?? []).map((m) => m.finish_reason ?? '').filter((f) => f !== '');
+}
+
+/** The schema of a request's `response_format: {type: 'json_schema', json_schema: {schema}}` (OpenAI's structured outputs). */
+function jsonSchemaFormat(o: Record<string, unknown> | undefined): unknown {
+  const rf = o?.response_format;
+  if (!isObj(rf) || rf.type !== 'json_schema' || !isObj(rf.json_schema)) return undefined;
+  return isObj(rf.json_schema.schema) ? rf.json_schema.schema : undefined;
 }
 
 function pickNumber(o: Record<string, unknown> | undefined, ...keys: string[]): number | undefined {

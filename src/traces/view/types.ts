@@ -77,6 +77,9 @@ export interface LlmCall {
   outputChars?: number;
   toolCallCount?: number;
   tools: ToolDefinition[];
+  /** The JSON Schema the request asked the answer to follow (`response_format: {type: 'json_schema'}`), when the
+   * producer kept the request's parameters. */
+  responseSchema?: unknown;
   /** Finish reasons as recorded (provider vocabulary, original case). */
   finishReasons: string[];
   /** The producer recorded finish reasons for this call (an empty list counts): a missing one then means none came. */
