@@ -304,6 +304,29 @@ function structuredOutput(call: LlmCall): Signal | undefined {
   return sig('schema', 0.85, `the structured answer breaks the request's response_format schema: ${issue.keyword} at ${issue.path} (${issue.message})`);
 }
 
+/**
+ * faultline's own capture-time verdicts on the answer (instrumentation/providers/verdicts.ts), which need no content:
+ * garbled characters (corrupt), tool-call arguments that are not JSON, break the declared schema or call a tool the
+ * request did not declare (schema), a structured answer against its schema (schema), a blank text (empty).
+ */
+function verdictSignals(call: LlmCall): Signal[] {
+  const fl = call.faultline;
+  if (!fl) return [];
+  const out: Signal[] = [];
+  if (fl.garbled && fl.garbled.length > 0) out.push(sig('corrupt', 0.88, `the answer carries garbled characters (${fl.garbled.join(', ')}), as faultline's layer saw it`));
+  const parse = fl.argumentsParse ?? [];
+  const schema = fl.toolSchema ?? [];
+  const failed = parse.indexOf('failed');
+  if (failed >= 0) out.push(sig('schema', 0.85, `the arguments of tool call ${failed + 1} are not JSON, as faultline's layer saw them`));
+  const invalid = schema.indexOf('invalid');
+  if (invalid >= 0) out.push(sig('schema', 0.85, `the arguments of tool call ${invalid + 1} break the tool's declared schema: ${fl.toolSchemaIssue?.[invalid] || 'a breach'}`));
+  const undeclared = schema.indexOf('undeclared');
+  if (undeclared >= 0) out.push(sig('schema', 0.8, `tool call ${undeclared + 1} names a tool the request did not declare`));
+  if (fl.responseSchema === 'invalid') out.push(sig('schema', 0.85, `the structured answer breaks the request's response_format schema: ${fl.responseSchemaIssue ?? 'a breach'}`));
+  if (fl.blank === true && (fl.outputChars ?? 0) > 0 && (call.toolCallCount ?? 0) === 0 && !call.failure) out.push(sig('empty', 0.9, 'the answer was blank (whitespace only) and carried no tool call'));
+  return out;
+}
+
 /** Whether the run ended failed: its root span (the span without a parent in the trace) records a failure. */
 function runFailed(view: TraceView): boolean {
   const root = view.trace.spans.find((s) => s.parentSpanId === undefined || !view.byId.has(s.parentSpanId));
@@ -397,6 +420,7 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     if (twice) out.push(twice);
     const shape = structuredOutput(call);
     if (shape) out.push(shape);
+    out.push(...verdictSignals(call));
   }
   if (delay) out.push(delay);
   return out;
@@ -629,7 +653,7 @@ function yieldRejection(signals: Signal[]): void {
  * declared schema and gets rejected: the garbling names the fault (`corrupt`), the schema breach is its consequence.
  */
 function yieldToGarbling(signals: Signal[]): void {
-  const garbled = signals.some((s) => s.faultType === 'corrupt' && s.confidence >= MIN_CONFIDENCE && ((s.source === 'detector' && s.evidence.startsWith('encoding:')) || (s.source === 'metadata' && s.evidence.includes('symbol characters'))));
+  const garbled = signals.some((s) => s.faultType === 'corrupt' && s.confidence >= MIN_CONFIDENCE && ((s.source === 'detector' && s.evidence.startsWith('encoding:')) || (s.source === 'metadata' && (s.evidence.includes('symbol characters') || s.evidence.includes('garbled characters')))));
   if (!garbled) return;
   for (let i = signals.length - 1; i >= 0; i--) if (signals[i]!.faultType === 'schema') signals.splice(i, 1);
 }

@@ -71,6 +71,11 @@ export function spanFailure(span: SpanRecord): SpanFailure | undefined {
   return f;
 }
 
+/** A string-list attribute (an array, or a JSON-array string as some exporters flatten it). */
+function strings(v: AttrValue | undefined): string[] | undefined {
+  return v === undefined ? undefined : list(v);
+}
+
 function faultlineFacts(a: Attributes): FaultlineFacts | undefined {
   const f: FaultlineFacts = {};
   const set = <K extends keyof FaultlineFacts>(k: K, v: FaultlineFacts[K] | undefined): void => {
@@ -88,6 +93,13 @@ function faultlineFacts(a: Attributes): FaultlineFacts | undefined {
   set('malformedEvents', num(a, 'faultline.response.malformed_events'));
   set('retryCount', num(a, 'faultline.request.retry_count'));
   set('messageCount', num(a, 'faultline.request.message_count'));
+  set('argumentsParse', strings(a['faultline.tool_call.arguments_parse']));
+  set('toolSchema', strings(a['faultline.tool_call.schema']));
+  set('toolSchemaIssue', strings(a['faultline.tool_call.schema_issue']));
+  set('garbled', strings(a['faultline.response.garbled']));
+  set('blank', bool(a, 'faultline.response.blank'));
+  set('responseSchema', str(a, 'faultline.response.schema'));
+  set('responseSchemaIssue', str(a, 'faultline.response.schema_issue'));
   return Object.keys(f).length > 0 ? f : undefined;
 }
 
