@@ -564,7 +564,7 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     if (step === null && unspanned === null && view.failureOf(span) === undefined) {
       // The app handled a response body that broke off (its span is fine, its event says why) and kept what came.
       const broken = brokenBody(span);
-      const at = broken ? unspannedPosition(view, span, broken.time) : null;
+      const at = broken ? unspannedPosition(view, span, broken.time, true) : null;
       if (broken && at !== null) {
         unspanned = at;
         signals.push(sig('truncate', 0.85, `the connection dropped while the answer of LLM call ${at} was arriving ("${broken.message.slice(0, 60)}", recorded on ${span.name}); the producer exported no span for that call, and the app went on with what had arrived`));
@@ -604,10 +604,13 @@ function brokenBody(span: SpanRecord): { message: string; time: number } | undef
 }
 
 /** The LLM step an unspanned call under `span` that failed at `failedAt` stands at, or null when it has a span. */
-function unspannedPosition(view: TraceView, span: SpanRecord, failedAt: number): number | null {
+function unspannedPosition(view: TraceView, span: SpanRecord, failedAt: number, settled = false): number | null {
   let before = 0;
   for (const c of view.llm) {
     if (c.span.start > failedAt) continue;
+    // `settled`: the failure is known only as a moment the app recorded after the fact (an event): a call outside
+    // the span still running then is another agent's that started after it (start times are often whole ms).
+    if (settled && c.span.end > failedAt && !isAncestor(view, span, c.span)) continue;
     // The failed call has its own span (instrumentation-openai ends one; faultline's records the abort of a call the
     // client gave up on): that span is the step, not this one.
     if ((c.failure !== undefined || c.faultline?.aborted === true) && c.span.start >= span.start) return null;
