@@ -623,15 +623,22 @@ function unspannedPosition(view: TraceView, span: SpanRecord, failedAt: number, 
  * Whether a failure is a model API call's, by the SDKs' documented error classes and messages: openai-node's
  * `APIConnectionTimeoutError` ("Request timed out."), `APIConnectionError` ("Connection error."), `RateLimitError`,
  * `InternalServerError`, the 4xx classes (`BadRequestError`, `NotFoundError`, …) and the `APIError` message form
- * "<status> <provider message>"; OpenAI's error codes as producers record them in `error.type`
- * (`context_length_exceeded`, `insufficient_quota`, …); the Anthropic SDK's error types (`overloaded_error`,
+ * "<status> <provider message>" — for a 4xx, with the provider's snake_case error code as the type, as producers
+ * record it from the exception's `code`; the Anthropic SDK's error types (`overloaded_error`,
  * `rate_limit_error`, `api_error`). Not any HTTP status: a tool's own HTTP call fails too.
  */
 const PROVIDER_ERROR =
-  /\b(APIConnectionTimeoutError|APIConnectionError|APIUserAbortError|RateLimitError|InternalServerError|APIError|AuthenticationError|PermissionDeniedError|BadRequestError|NotFoundError|UnprocessableEntityError|ConflictError|overloaded_error|rate_limit_error|api_error|invalid_request_error|context_length_exceeded|insufficient_quota|rate_limit_exceeded)\b|^Request timed out\.?$|^Connection error\.?$|^(408|409|429|5\d\d)\b/;
+  /\b(APIConnectionTimeoutError|APIConnectionError|APIUserAbortError|RateLimitError|InternalServerError|APIError|AuthenticationError|PermissionDeniedError|BadRequestError|NotFoundError|UnprocessableEntityError|ConflictError|overloaded_error|rate_limit_error|api_error)\b|^Request timed out\.?$|^Connection error\.?$|^(408|409|429|5\d\d)\b/;
+/** openai-node's APIError message, "<status> <provider message>", for a 4xx of the API. */
+const API_ERROR_MESSAGE = /^4\d\d [A-Z]/;
+/** A provider's error code as an SDK's exception carries it (`exception.type` / `error.type` from `err.code`):
+ * a snake_case identifier. */
+const ERROR_CODE = /^[a-z]+(_[a-z]+)+$/;
 
 export function providerCallError(f: SpanFailure): boolean {
-  return [f.errorType, f.message].some((t) => t !== undefined && PROVIDER_ERROR.test(t.trim()));
+  if ([f.errorType, f.message].some((t) => t !== undefined && PROVIDER_ERROR.test(t.trim()))) return true;
+  // A 4xx of the API: the SDK's message form together with the provider's error code as the type.
+  return f.errorType !== undefined && ERROR_CODE.test(f.errorType) && f.message !== undefined && API_ERROR_MESSAGE.test(f.message.trim());
 }
 
 function detectionSignals(span: SpanRecord, signals: Signal[]): void {
