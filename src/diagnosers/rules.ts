@@ -13,7 +13,7 @@ import { argumentsValue, wholePrefix } from '../../detectors/text';
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
 import { str, type SpanRecord, type TraceRecord } from '../traces/model';
-import { viewTrace, type LlmCall, type SpanFailure, type Step, type ToolStep, type TraceView } from '../traces/view';
+import { looksLikeTimeout, viewTrace, type LlmCall, type SpanFailure, type Step, type ToolStep, type TraceView } from '../traces/view';
 import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
 import { abortedBelow, gaveUpOn, isCancel } from './gave-up';
@@ -567,7 +567,8 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
       const at = broken ? unspannedPosition(view, span, broken.time, true) : null;
       if (broken && at !== null) {
         unspanned = at;
-        signals.push(sig('truncate', 0.85, `the connection dropped while the answer of LLM call ${at} was arriving ("${broken.message.slice(0, 60)}", recorded on ${span.name}); the producer exported no span for that call, and the app went on with what had arrived`));
+        if (broken.kind === 'body') signals.push(sig('truncate', 0.85, `the connection dropped while the answer of LLM call ${at} was arriving ("${broken.message.slice(0, 60)}", recorded on ${span.name}); the producer exported no span for that call, and the app went on with what had arrived`));
+        else signals.push(sig(broken.kind, 0.9, `LLM call ${at} failed ("${broken.message.slice(0, 100)}", recorded on ${span.name}, which handled it); the producer exported no span for that call`));
       }
     }
     out.push({ span, step, stepKind: step?.kind ?? (unspanned !== null ? 'llm' : null), stepIndex: step?.step ?? unspanned, signals });
@@ -588,17 +589,22 @@ function unspannedCall(span: SpanRecord, view: TraceView): number | null {
 }
 
 /**
- * An HTTP response body that broke off mid-way, as the runtime reports it — undici's "terminated" (its fetch body
+ * An HTTP response body that broke off mid-way (or a provider call's error), as the runtime reports it — undici's "terminated" (its fetch body
  * stream cut), `ECONNRESET`, "other side closed", "socket hang up", "premature close" — recorded by the application
  * on one of its own spans as an event carrying `exception.message` (OTel's exception attributes, whatever the
  * event's name) rather than as the span's failure: the app caught it and went on.
  */
 const BODY_BROKE = /^terminated$|\bECONNRESET\b|other side closed|socket hang up|premature close|UND_ERR_SOCKET/i;
 
-function brokenBody(span: SpanRecord): { message: string; time: number } | undefined {
+function brokenBody(span: SpanRecord): { kind: 'body' | 'error' | 'timeout'; message: string; time: number } | undefined {
   for (const e of span.events) {
     const m = str(e.attributes, 'exception.message');
-    if (m !== undefined && BODY_BROKE.test(m.trim())) return { message: m, time: e.time };
+    if (m === undefined) continue;
+    if (BODY_BROKE.test(m.trim())) return { kind: 'body', message: m, time: e.time };
+    // A provider call's error the app caught (the same reading as a failed span's: providerCallError).
+    const type = str(e.attributes, 'exception.type');
+    const f: SpanFailure = { message: m, timeout: looksLikeTimeout(type, m), ...(type !== undefined ? { errorType: type } : {}) };
+    if (providerCallError(f) && !isCancel(f)) return { kind: f.timeout ? 'timeout' : 'error', message: m, time: e.time };
   }
   return undefined;
 }
