@@ -585,6 +585,12 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
 function unspannedCall(span: SpanRecord, view: TraceView): number | null {
   const f = view.failureOf(span);
   if (f === undefined || !providerCallError(f) || isCancel(f)) return null; // a cancel is the app's decision
+  // The error rose from a span below that failed with it (an agent under the workflow): that one places the call.
+  const below = view.trace.spans.some((o) => o !== span && o.start >= span.start && isAncestor(view, span, o) && !view.llmOf(o.spanId) && (() => {
+    const g = view.failureOf(o);
+    return g !== undefined && providerCallError(g);
+  })());
+  if (below) return null;
   return unspannedPosition(view, span, span.events.find((e) => e.name === 'exception')?.time ?? span.end);
 }
 
@@ -611,9 +617,15 @@ function brokenBody(span: SpanRecord): { kind: 'body' | 'error' | 'timeout'; mes
 
 /** The LLM step an unspanned call under `span` that failed at `failedAt` stands at, or null when it has a span. */
 function unspannedPosition(view: TraceView, span: SpanRecord, failedAt: number, settled = false): number | null {
+  // When the call started: after the last LLM call or tool below the span that had ended by then (else the span's
+  // start); the calls that started before it come before it (other agents' calls running in parallel included).
+  let startedAt = span.start;
+  for (const c of view.llm) if (c.span.end <= failedAt && c.span.end > startedAt && isAncestor(view, span, c.span)) startedAt = c.span.end;
+  for (const t of view.tools) if (t.span.end <= failedAt && t.span.end > startedAt && isAncestor(view, span, t.span)) startedAt = t.span.end;
   let before = 0;
   for (const c of view.llm) {
     if (c.span.start > failedAt) continue;
+    if (c.span.start >= startedAt && !isAncestor(view, span, c.span)) continue; // started after the failed call
     // `settled`: the failure is known only as a moment the app recorded after the fact (an event): a call outside
     // the span still running then is another agent's that started after it (start times are often whole ms).
     if (settled && c.span.end > failedAt && !isAncestor(view, span, c.span)) continue;
