@@ -9,6 +9,7 @@ import { trace as otel } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
@@ -28,7 +29,7 @@ const completion = (message: object, finish: string, tokens: number) =>
 const text = (t: string) => ({ content: t });
 const call = (name: string, args: string) => ({ tool_calls: [{ id: `call_${Math.random().toString(36).slice(2, 12)}`, type: 'function', function: { name, arguments: args } }] });
 
-const LOOKUP = { type: 'function' as const, function: { name: 'lookup_order', description: 'Look up an order', parameters: { type: 'object', properties: { order_id: { type: 'string', pattern: '^A-[0-9]{5}$' }, quantity: { type: 'integer' } }, required: ['order_id'], additionalProperties: false } } };
+const LOOKUP = { type: 'function' as const, function: { name: 'lookup_order', description: 'Look up an order', parameters: { type: 'object' as const, properties: { order_id: { type: 'string', pattern: '^A-[0-9]{5}$' }, quantity: { type: 'integer' } }, required: ['order_id'], additionalProperties: false } } };
 const HANDOFF = { type: 'json_schema' as const, json_schema: { name: 'handoff', strict: true, schema: { type: 'object', properties: { queue: { type: 'string' }, summary: { type: 'string' } }, required: ['queue', 'summary'], additionalProperties: false } } };
 
 beforeAll(async () => {
@@ -36,7 +37,8 @@ beforeAll(async () => {
   provider.register({ contextManager: new AsyncLocalStorageContextManager() });
   inst = new FaultlineInstrumentation({ captureMessageContent: false });
   inst.enable();
-  server = await startLlmServer(() => {
+  server = await startLlmServer((req) => {
+    if (req.url.includes('/v1/messages')) return anthropicReply();
     const m = script.shift() ?? text('Done.');
     const tools = 'tool_calls' in m;
     return { status: 200, headers: { 'content-type': 'application/json' }, body: completion(m, tools ? 'tool_calls' : 'stop', tools ? 18 : 9) };
@@ -66,7 +68,30 @@ async function run(faulty: object, structured = false) {
   return { d: diagnoseByRules(t!), chat: spans.filter((x) => x.name.startsWith('chat')).sort((a, b) => a.startTime[1] - b.startTime[1] + (a.startTime[0] - b.startTime[0]) * 1e9) };
 }
 
+/** Anthropic Messages answers (its documented shape): a text, then a tool_use block whose input breaks the schema. */
+let anthropicScript: object[] = [];
+function anthropicReply() {
+  const block = anthropicScript.shift() ?? { type: 'text', text: 'Done.' };
+  const stop = (block as { type: string }).type === 'tool_use' ? 'tool_use' : 'end_turn';
+  return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: `msg_${Math.random().toString(36).slice(2)}`, type: 'message', role: 'assistant', model: 'claude-3-5-haiku-20241022', content: [block], stop_reason: stop, stop_sequence: null, usage: { input_tokens: 30, output_tokens: 12 } }) };
+}
+
 describe('content-free verdicts from faultline’s own layer (content off)', () => {
+  it('Anthropic Messages: a tool_use input breaking the declared input_schema is schema at that call', async () => {
+    exporter.reset();
+    anthropicScript = [{ type: 'text', text: 'Let me look.' }, { type: 'tool_use', id: 'toolu_01', name: 'lookup_order', input: { quantity: 2 } }, { type: 'text', text: 'It ships Tuesday.' }];
+    const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: server.url, maxRetries: 0 });
+    const tool = { name: 'lookup_order', description: 'Look up an order', input_schema: LOOKUP.function.parameters };
+    await otel.getTracer('app').startActiveSpan('invoke_agent support', async (span) => {
+      for (let i = 0; i < 3; i++) await client.messages.create({ model: 'claude-3-5-haiku-20241022', max_tokens: 200, messages: [{ role: 'user', content: 'Where is order A-10293?' }], tools: [tool] });
+      span.end();
+    });
+    const spans = await pollSpans(exporter, (x) => x.filter((y) => y.name.startsWith('chat')).length >= 3, 5000);
+    const d = diagnoseByRules(toTraces(spans)[0]!);
+    expect({ type: d.faultType, step: d.step }).toEqual({ type: 'schema', step: 2 });
+    expect(d.evidence[0]).toContain('required $.order_id');
+  }, 30_000);
+
   it('arguments that do not parse, break the schema or call an undeclared tool are schema at that call; no content on the span', async () => {
     const cases: Array<[object, string]> = [
       [call('lookup_order', "{'order_id': 'A-10293'}"), 'not JSON'],
