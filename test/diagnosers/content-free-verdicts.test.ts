@@ -39,6 +39,7 @@ beforeAll(async () => {
   inst.enable();
   server = await startLlmServer((req) => {
     if (req.url.includes('/v1/messages')) return anthropicReply();
+    if (req.url.endsWith('/responses')) return responsesReply();
     const m = script.shift() ?? text('Done.');
     const tools = 'tool_calls' in m;
     return { status: 200, headers: { 'content-type': 'application/json' }, body: completion(m, tools ? 'tool_calls' : 'stop', tools ? 18 : 9) };
@@ -76,7 +77,30 @@ function anthropicReply() {
   return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: `msg_${Math.random().toString(36).slice(2)}`, type: 'message', role: 'assistant', model: 'claude-3-5-haiku-20241022', content: [block], stop_reason: stop, stop_sequence: null, usage: { input_tokens: 30, output_tokens: 12 } }) };
 }
 
+/** OpenAI Responses answers (the documented `response` object): an output item each. */
+let responsesScript: object[] = [];
+function responsesReply() {
+  const item = responsesScript.shift() ?? { type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Done.', annotations: [] }] };
+  return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: `resp_${Math.random().toString(36).slice(2)}`, object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'completed', model: 'gpt-4o-mini-2024-07-18', output: [item], usage: { input_tokens: 30, output_tokens: 12, total_tokens: 42 } }) };
+}
+
 describe('content-free verdicts from faultline’s own layer (content off)', () => {
+  it('OpenAI Responses: function_call arguments that do not parse are schema at that call', async () => {
+    exporter.reset();
+    const say = (t: string) => ({ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: t, annotations: [] }] });
+    responsesScript = [say('Let me look.'), { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'lookup_order', arguments: '{"order_id": "A-10293",', status: 'completed' }, say('It ships Tuesday.')];
+    const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
+    const tool = { type: 'function' as const, name: 'lookup_order', description: 'Look up an order', parameters: LOOKUP.function.parameters, strict: false };
+    await otel.getTracer('app').startActiveSpan('invoke_agent support', async (span) => {
+      for (let i = 0; i < 3; i++) await client.responses.create({ model: 'gpt-4o-mini', input: 'Where is order A-10293?', tools: [tool] });
+      span.end();
+    });
+    const spans = await pollSpans(exporter, (x) => x.filter((y) => y.name.startsWith('chat')).length >= 3, 5000);
+    const d = diagnoseByRules(toTraces(spans)[0]!);
+    expect({ type: d.faultType, step: d.step }).toEqual({ type: 'schema', step: 2 });
+    expect(d.evidence[0]).toContain('not JSON');
+  }, 30_000);
+
   it('Anthropic Messages: a tool_use input breaking the declared input_schema is schema at that call', async () => {
     exporter.reset();
     anthropicScript = [{ type: 'text', text: 'Let me look.' }, { type: 'tool_use', id: 'toolu_01', name: 'lookup_order', input: { quantity: 2 } }, { type: 'text', text: 'It ships Tuesday.' }];
