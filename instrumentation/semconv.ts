@@ -111,6 +111,20 @@ export const ATTR_FL_RESPONSE_MALFORMED_EVENTS = 'faultline.response.malformed_e
 export const ATTR_FL_REQUEST_MESSAGE_COUNT = 'faultline.request.message_count' as const;
 export const ATTR_FL_REQUEST_TOOL_NAMES = 'faultline.request.tool_names' as const;
 export const ATTR_FL_REQUEST_RETRY_COUNT = 'faultline.request.retry_count' as const;
+// Content-free verdicts on the answer, made at capture time from the content passing through (never recorded
+// itself): per tool call, in the response's order, whether its arguments parse as JSON (`ok` / `failed`); against the
+// request's declaration of that tool (`valid`, `invalid`, `undeclared` when the request declared no tool of that name,
+// `no_schema`, `unparsed`) and the first breach's JSON-Schema keyword and path (`required $.query`; '' when none);
+// whether the answer's text or arguments carry garbled characters (`replacement_char`, `mojibake`); whether the
+// text is blank (empty or whitespace only) with no tool call; and a structured answer against the request's
+// `response_format` schema, with its first breach.
+export const ATTR_FL_TOOL_CALL_ARGUMENTS_PARSE = 'faultline.tool_call.arguments_parse' as const;
+export const ATTR_FL_TOOL_CALL_SCHEMA = 'faultline.tool_call.schema' as const;
+export const ATTR_FL_TOOL_CALL_SCHEMA_ISSUE = 'faultline.tool_call.schema_issue' as const;
+export const ATTR_FL_RESPONSE_GARBLED = 'faultline.response.garbled' as const;
+export const ATTR_FL_RESPONSE_BLANK = 'faultline.response.blank' as const;
+export const ATTR_FL_RESPONSE_SCHEMA = 'faultline.response.schema' as const;
+export const ATTR_FL_RESPONSE_SCHEMA_ISSUE = 'faultline.response.schema_issue' as const;
 // OpenAI Responses API: the response a request continues (no semconv name; gen_ai.conversation.id is `conversation`).
 export const ATTR_FL_REQUEST_PREVIOUS_RESPONSE_ID = 'faultline.request.previous_response_id' as const;
 // Embeddings: how many inputs a request embeds, and how many vectors came back.

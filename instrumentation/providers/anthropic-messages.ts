@@ -70,9 +70,13 @@ class AnthropicMessagesReader extends BodyReader implements ResponseReader {
   #stopReason: string | undefined;
   #jsonContent: unknown;
 
-  constructor(capture: boolean) {
+  /** The exchange whose request declared the tools the answer is judged against (verdicts.ts), when known. */
+  readonly #exchange: Exchange | undefined;
+
+  constructor(capture: boolean, exchange?: Exchange) {
     super();
     this.#capture = capture;
+    this.#exchange = exchange;
   }
 
   protected override onEvent(e: SseEvent): void {
@@ -186,7 +190,8 @@ class AnthropicMessagesReader extends BodyReader implements ResponseReader {
     if (this.#stopReason !== undefined) this.#acc.finishReasons = [this.#stopReason];
     const usage = toUsage(this.#usage);
     if (usage) this.#acc.usage = usage;
-    return finishLlm(body, this.#acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs);
+    const request = this.#exchange?.request;
+    return finishLlm(body, this.#acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs, isObject(request) ? { declared: { tools: anthropicTools(request) } } : {});
   }
 }
 
@@ -218,14 +223,14 @@ export const anthropicMessages: ProtocolModule = {
     return anthropicStart(url, body, headers, captureContent, model, providerName(url.hostname, 'anthropic'));
   },
 
-  reader(_exchange: Exchange, captureContent: boolean): ResponseReader {
-    return anthropicReader(captureContent);
+  reader(exchange: Exchange, captureContent: boolean): ResponseReader {
+    return anthropicReader(captureContent, exchange);
   },
 };
 
 /** A reader of an Anthropic messages answer (JSON or SSE). */
-export function anthropicReader(captureContent: boolean): ResponseReader {
-  return new AnthropicMessagesReader(captureContent);
+export function anthropicReader(captureContent: boolean, exchange?: Exchange): ResponseReader {
+  return new AnthropicMessagesReader(captureContent, exchange);
 }
 
 /**

@@ -32,6 +32,7 @@ import {
 import type { ExchangeOutcome, GenAiMessage, LlmResponseSummary, ToolCallSummary, UsageSummary } from '../types';
 import { contentHash } from './content';
 import type { ResponseBody } from './response-body';
+import { answerVerdicts, type Declared } from './verdicts';
 
 export interface LlmAccumulated {
   id?: string;
@@ -57,6 +58,8 @@ export interface LlmAccumulated {
 export interface FinishOptions {
   /** The body is a stream whatever its content type (Ollama NDJSON, Gemini's JSON-array stream). Default: SSE. */
   stream?: boolean;
+  /** What the request declared (tools, response schema): the answer's content-free verdicts are judged against it. */
+  declared?: Declared;
 }
 
 export type Failure = { errorType?: string; aborted?: boolean } | undefined;
@@ -97,6 +100,8 @@ export function finishLlm(
     if (acc.malformedEvents) a[ATTR_FL_RESPONSE_MALFORMED_EVENTS] = acc.malformedEvents;
   }
   if (failure?.aborted) a[ATTR_FL_RESPONSE_ABORTED] = true;
+  // Verdicts on what came back (never the content itself): an answer, not an error body.
+  if (status === undefined || status < 400) Object.assign(a, answerVerdicts(acc.text, acc.toolCalls, options.declared));
 
   let errorType: string | undefined;
   let error: string | undefined;

@@ -22,6 +22,7 @@ import { providerName } from './provider-name';
 import { lazyLlmStart, llmStartAttributes, num, setNumber, setStopSequences } from './request-attributes';
 import { BodyReader, eventJson, jsonStringAt } from './response-body';
 import type { SseEvent } from './sse';
+import type { Declared } from './verdicts';
 
 type Json = Record<string, unknown>;
 
@@ -141,9 +142,13 @@ class OpenAiChatReader extends BodyReader implements ResponseReader {
   /** JSON response choices (kept for output messages). */
   #jsonChoices: unknown[] | undefined;
 
-  constructor(capture: boolean) {
+  /** The exchange's request, read when the answer is judged (a streamed request body is complete by then). */
+  readonly #exchange: Exchange;
+
+  constructor(capture: boolean, exchange: Exchange) {
     super();
     this.#capture = capture;
+    this.#exchange = exchange;
   }
 
   // One `data:` event of the stream: a chat.completion.chunk, `[DONE]`, or an error object.
@@ -274,7 +279,7 @@ class OpenAiChatReader extends BodyReader implements ResponseReader {
         this.#fromJson(value, preview);
       }
     }
-    return finishLlm(body, this.#acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs);
+    return finishLlm(body, this.#acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs, { declared: declaredBy(this.#exchange.request) });
   }
 }
 
@@ -305,6 +310,15 @@ function streamToolCalls(st: ChoiceState): ToolCallSummary[] {
   return [...st.tools.entries()]
     .sort((x, y) => x[0] - y[0])
     .map(([, t]) => (t.id !== undefined ? { id: t.id, name: t.name, arguments: t.args } : { name: t.name, arguments: t.args }));
+}
+
+/** The tools and the `response_format` JSON Schema a chat request declared, to judge the answer against. */
+function declaredBy(body: unknown): Declared {
+  if (!isObject(body)) return {};
+  const out: Declared = { tools: openAiTools(body) };
+  const rf = body.response_format;
+  if (isObject(rf) && rf.type === 'json_schema' && isObject(rf.json_schema) && isObject(rf.json_schema.schema)) out.responseSchema = rf.json_schema.schema;
+  return out;
 }
 
 export const openaiChat: ProtocolModule = {
@@ -354,7 +368,7 @@ export const openaiChat: ProtocolModule = {
     return lazyLlmStart(GEN_AI_OPERATION_CHAT, provider, model, attributes, stream, summarise);
   },
 
-  reader(_exchange: Exchange, captureContent: boolean): ResponseReader {
-    return new OpenAiChatReader(captureContent);
+  reader(exchange: Exchange, captureContent: boolean): ResponseReader {
+    return new OpenAiChatReader(captureContent, exchange);
   },
 };

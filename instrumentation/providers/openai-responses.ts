@@ -25,6 +25,7 @@ import { providerName } from './provider-name';
 import { lazyLlmStart, llmStartAttributes, num, setNumber } from './request-attributes';
 import { BodyReader, eventJson } from './response-body';
 import type { SseEvent } from './sse';
+import type { Declared } from './verdicts';
 
 type Json = Record<string, unknown>;
 
@@ -146,6 +147,15 @@ function errorCode(e: unknown): string | undefined {
   return str(e.code) ?? str(e.type);
 }
 
+/** The tools and the `text.format` JSON Schema (structured outputs) a Responses request declared. */
+function declaredBy(body: unknown): Declared {
+  if (!isObject(body)) return {};
+  const out: Declared = { tools: openAiTools(body) };
+  const format = isObject(body.text) ? body.text.format : undefined;
+  if (isObject(format) && format.type === 'json_schema' && isObject(format.schema)) out.responseSchema = format.schema;
+  return out;
+}
+
 class OpenAiResponsesReader extends BodyReader implements ResponseReader {
   readonly #capture: boolean;
   readonly #acc: LlmAccumulated = { finishReasons: [], text: '', toolCalls: [], done: false };
@@ -156,9 +166,13 @@ class OpenAiResponsesReader extends BodyReader implements ResponseReader {
   /** The terminal event's (or the JSON body's) output list, which replaces the rebuilt items. */
   #final: OutItem[] | undefined;
 
-  constructor(capture: boolean) {
+  /** The exchange whose request declared what the answer is judged against (verdicts.ts). */
+  readonly #exchange: Exchange;
+
+  constructor(capture: boolean, exchange: Exchange) {
     super();
     this.#capture = capture;
+    this.#exchange = exchange;
   }
 
   protected override onEvent(e: SseEvent): void {
@@ -293,7 +307,7 @@ class OpenAiResponsesReader extends BodyReader implements ResponseReader {
     acc.toolCalls = items.filter(isToolCall).map(toolCall);
     const finishReason = this.#response ? responsesFinishReason(this.#response, acc.toolCalls.length > 0) : undefined;
     if (finishReason !== undefined) acc.finishReasons = [finishReason];
-    return finishLlm(body, acc, this.#capture ? () => this.#outputMessages(items, finishReason) : undefined, failure, durationMs);
+    return finishLlm(body, acc, this.#capture ? () => this.#outputMessages(items, finishReason) : undefined, failure, durationMs, { declared: declaredBy(this.#exchange.request) });
   }
 }
 
@@ -474,7 +488,7 @@ export const openaiResponses: ProtocolModule = {
     return lazyLlmStart(GEN_AI_OPERATION_CHAT, provider, model, attributes, stream, summarise);
   },
 
-  reader(_exchange: Exchange, captureContent: boolean): ResponseReader {
-    return new OpenAiResponsesReader(captureContent);
+  reader(exchange: Exchange, captureContent: boolean): ResponseReader {
+    return new OpenAiResponsesReader(captureContent, exchange);
   },
 };

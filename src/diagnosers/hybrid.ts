@@ -21,7 +21,7 @@ export interface HybridDiagnoserOptions extends RuleDiagnoserOptions {
 }
 
 export function routesToRules(d: Diagnosis, trustAt: number): boolean {
-  return d.faultType !== 'none' && STRUCTURAL.has(d.faultType) && d.confidence >= trustAt;
+  return d.faultType !== 'none' && d.faultType !== 'not_observable' && STRUCTURAL.has(d.faultType) && d.confidence >= trustAt;
 }
 
 export function createHybridDiagnoser(options: HybridDiagnoserOptions = {}): Diagnoser {

@@ -8,11 +8,12 @@
  * when none of those is faulty, and only when the run did not recover: a failed tool the agent retried or handled
  * and went on from is reported under `recovered`, not as the run's fault.
  */
+import { validateJsonSchema } from '../../detectors/json-schema';
 import { argumentsValue, wholePrefix } from '../../detectors/text';
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
 import { str, type SpanRecord, type TraceRecord } from '../traces/model';
-import { viewTrace, type LlmCall, type SpanFailure, type Step, type ToolStep, type TraceView } from '../traces/view';
+import { looksLikeTimeout, viewTrace, type LlmCall, type SpanFailure, type Step, type ToolStep, type TraceView } from '../traces/view';
 import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
 import { abortedBelow, gaveUpOn, isCancel } from './gave-up';
@@ -23,8 +24,10 @@ import {
   CUT_VALUE_MAX_CHARS,
   DELAY_CONFIDENCE,
   DELAY_HINT_CONFIDENCE,
-  DELAY_MIN_EXTRA_MS,
+  LLM_DELAY_NOISE_MS,
+  DELAY_FAULT_RATIO,
   DELAY_MIN_RATIO,
+  DOUBLED_MIN_CHARS,
   HINT_CONFIDENCE,
   ID_MAX_CHARS,
   LATENCY_MAD_FLOOR,
@@ -34,10 +37,10 @@ import {
   MIN_CHARS_PER_TOKEN,
   MIN_CONFIDENCE,
   OUTLIER_Z,
-  SHORT_BASELINE_CALLS,
-  SHORT_BASELINE_EXTRA_MS,
+  REPLAY_OTHER_AGENT_MIN_CHARS,
+  REPLAY_SAME_AGENT_MIN_CHARS,
 } from './thresholds';
-import { noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
+import { NOT_OBSERVABLE, noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
 
 export type { Signal } from './signals';
 
@@ -49,7 +52,7 @@ export interface RuleDiagnoserOptions {
   findings?: SpanFindings;
   /** A span counts as faulty when its strongest signal reaches this confidence. Default 0.55 (thresholds.ts). */
   minConfidence?: number;
-  /** A slow call is at least this many ms beyond what the trace's other calls predict... Default 1000 (thresholds.ts). */
+  /** A slow call is at least this many ms beyond what the trace's other calls predict... Default 250, a host's noise (thresholds.ts LLM_DELAY_NOISE_MS). */
   delayExtraMs?: number;
   /** ...and at least this many times it. Default 3 (thresholds.ts). */
   delayRatio?: number;
@@ -119,7 +122,7 @@ function rejectedArguments(t: ToolStep): boolean {
  * invalid — a broken contract (`schema`), which the producer's missing tool definitions would otherwise hide.
  */
 function toolArgumentSignals(call: LlmCall, view: TraceView): Signal[] {
-  if (!call.hasContent || call.toolCalls.length === 0) return [];
+  if (!call.hasContent || call.toolCalls.length === 0) return rejectedWithoutContent(call, view);
   const out: Signal[] = [];
   const runs = executionsOf(call, view);
   call.toolCalls.forEach((tc, i) => {
@@ -140,6 +143,26 @@ function toolArgumentSignals(call: LlmCall, view: TraceView): Signal[] {
     }
   });
   return out;
+}
+
+/**
+ * Without the call's content (capture off, or a producer that records no tool calls), the tools its answer ran say
+ * what the arguments were worth: a tool execution in the call's agent between its end and that agent's next LLM call
+ * that rejected its arguments, and was not run again successfully, rejected what this call produced. Only for a call
+ * that may have asked for tools — its finish reason, when recorded, is a tool-call one, and its recorded tool-call
+ * count, if any, is not zero.
+ */
+function rejectedWithoutContent(call: LlmCall, view: TraceView): Signal[] {
+  if ((call.hasContent && call.toolCalls.length === 0) || call.toolCallCount === 0) return [];
+  const reasons = call.finishReasons.map((r) => r.toLowerCase());
+  if (reasons.length > 0 && !reasons.some((r) => TOOL_REASONS.has(r))) return [];
+  const agent = call.agent?.span.spanId;
+  const next = view.llm.find((c) => c.step > call.step && c.agent?.span.spanId === agent);
+  const ran = view.tools.filter((t) => t.span.start >= call.span.end - 1 && (next === undefined || t.span.start <= next.span.start) && t.agent?.span.spanId === agent);
+  const rejected = ran.find((t) => rejectedArguments(t) && !view.tools.some((o) => o !== t && o.name === t.name && !o.failure && o.span.start >= t.span.end - 1));
+  if (!rejected) return [];
+  const f = rejected.failure!;
+  return [sig('schema', 0.8, `tool ${rejected.name} rejected the arguments this call produced (${f.errorType ?? 'error'}: ${(f.message ?? '').slice(0, 100)}); the arguments themselves were not recorded`)];
 }
 
 /** Characters that end a token of the conversation (a value the model would copy ends before one of these). */
@@ -210,6 +233,100 @@ function cutArguments(call: LlmCall): Signal | undefined {
   return undefined;
 }
 
+/** A call's input as one text, to tell a call asked anew from a resend of the same request. */
+function inputText(call: LlmCall): string {
+  return [call.system ?? '', ...(call.input ?? []).map((m) => `${m.role}:${m.parts.map(partText).join(' ')}`)].join('\n');
+}
+
+/**
+ * An answer that is an earlier output replayed: its text is, verbatim, what an earlier call of the trace answered —
+ * another agent's (whose role is another), or the same agent's own to a different input and long enough that a
+ * model does not write it twice (thresholds.ts). A resend of the same request answered the same is not one.
+ */
+function replayedAnswer(call: LlmCall, view: TraceView): Signal | undefined {
+  if (!call.hasContent || call.toolCalls.length > 0) return undefined;
+  const text = call.text.trim();
+  if (text.length < REPLAY_OTHER_AGENT_MIN_CHARS) return undefined;
+  const input = inputText(call);
+  for (const c of view.llm) {
+    if (c.step >= call.step) break;
+    if (!c.hasContent || c.span.end > call.span.start + 1 || c.text.trim() !== text) continue;
+    const other = c.agent !== undefined && call.agent !== undefined && c.agent.name !== call.agent.name;
+    if (other) return sig('stale', 0.8, `the answer is, verbatim, what agent ${c.agent!.name} answered at LLM call ${c.step} (${text.length} characters), not an answer of agent ${call.agent!.name}'s own`);
+    if (text.length >= REPLAY_SAME_AGENT_MIN_CHARS && inputText(c) !== input) return sig('stale', 0.8, `the answer repeats, verbatim, the answer of LLM call ${c.step} (${text.length} characters) though the call was asked something else`);
+  }
+  return undefined;
+}
+
+/**
+ * The number of copies when `text` is one passage two to four times end to end (joined directly or by whitespace),
+ * the passage at least DOUBLED_MIN_CHARS long; 1 otherwise.
+ */
+function copiesOf(text: string): number {
+  const t = text.trim();
+  if (t.length < 2 * DOUBLED_MIN_CHARS || t.length > 1_000_000) return 1;
+  for (let k = 2; k <= 4; k++) {
+    for (const sep of ['', ' ', '\n', '\n\n']) {
+      const unit = (t.length - sep.length * (k - 1)) / k;
+      if (!Number.isInteger(unit) || unit < DOUBLED_MIN_CHARS) continue;
+      const passage = t.slice(0, unit);
+      if (Array.from({ length: k }, () => passage).join(sep) === t) return k;
+    }
+  }
+  return 1;
+}
+
+/** An answer delivered more than once into one response (a retrying proxy replaying the stream): the same passage twice. */
+function deliveredTwice(call: LlmCall): Signal | undefined {
+  if (!call.hasContent) return undefined;
+  const k = copiesOf(call.text);
+  if (k < 2) return undefined;
+  return sig('duplicate', 0.85, `the answer is one ${Math.round(call.text.trim().length / k)}-character passage ${k} times end to end: it was delivered ${k === 2 ? 'twice' : `${k} times`}`);
+}
+
+/**
+ * A structured answer (the request's `response_format` JSON Schema) that is JSON and breaks that schema: a broken
+ * contract, named by the first JSON-Schema keyword and path. Text that is not JSON at all is left to the detectors
+ * (a cut document, prose instead of JSON).
+ */
+function structuredOutput(call: LlmCall): Signal | undefined {
+  if (call.responseSchema === undefined || !call.hasContent || call.toolCalls.length > 0) return undefined;
+  const t = call.text.trim();
+  if (!t.startsWith('{') && !t.startsWith('[')) return undefined;
+  let doc: unknown;
+  try {
+    doc = JSON.parse(t);
+  } catch {
+    return undefined;
+  }
+  const issue = validateJsonSchema(call.responseSchema, doc)[0];
+  if (!issue) return undefined;
+  return sig('schema', 0.85, `the structured answer breaks the request's response_format schema: ${issue.keyword} at ${issue.path} (${issue.message})`);
+}
+
+/**
+ * faultline's own capture-time verdicts on the answer (instrumentation/providers/verdicts.ts), which need no content:
+ * garbled characters (corrupt), tool-call arguments that are not JSON, break the declared schema or call a tool the
+ * request did not declare (schema), a structured answer against its schema (schema), a blank text (empty).
+ */
+function verdictSignals(call: LlmCall): Signal[] {
+  const fl = call.faultline;
+  if (!fl) return [];
+  const out: Signal[] = [];
+  if (fl.garbled && fl.garbled.length > 0) out.push(sig('corrupt', 0.88, `the answer carries garbled characters (${fl.garbled.join(', ')}), as faultline's layer saw it`));
+  const parse = fl.argumentsParse ?? [];
+  const schema = fl.toolSchema ?? [];
+  const failed = parse.indexOf('failed');
+  if (failed >= 0) out.push(sig('schema', 0.85, `the arguments of tool call ${failed + 1} are not JSON, as faultline's layer saw them`));
+  const invalid = schema.indexOf('invalid');
+  if (invalid >= 0) out.push(sig('schema', 0.85, `the arguments of tool call ${invalid + 1} break the tool's declared schema: ${fl.toolSchemaIssue?.[invalid] || 'a breach'}`));
+  const undeclared = schema.indexOf('undeclared');
+  if (undeclared >= 0) out.push(sig('schema', 0.8, `tool call ${undeclared + 1} names a tool the request did not declare`));
+  if (fl.responseSchema === 'invalid') out.push(sig('schema', 0.85, `the structured answer breaks the request's response_format schema: ${fl.responseSchemaIssue ?? 'a breach'}`));
+  if (fl.blank === true && (fl.outputChars ?? 0) > 0 && (call.toolCallCount ?? 0) === 0 && !call.failure) out.push(sig('empty', 0.9, 'the answer was blank (whitespace only) and carried no tool call'));
+  return out;
+}
+
 /** Whether the run ended failed: its root span (the span without a parent in the trace) records a failure. */
 function runFailed(view: TraceView): boolean {
   const root = view.trace.spans.find((s) => s.parentSpanId === undefined || !view.byId.has(s.parentSpanId));
@@ -218,8 +335,9 @@ function runFailed(view: TraceView): boolean {
 
 /**
  * A length stop the application asked for: the request set its own max_tokens (the usage, when recorded, reached it),
- * and the run completed from there — a later step ran, and nothing after the call failed. A cut the app did not ask
- * for (no limit, fewer tokens than the limit) or one the run did not survive stays a truncation.
+ * and the run completed from there — nothing after the call failed and the run did not end failed, whether or not a
+ * later step ran (a title or a subject line capped by the app is often the run's last call). A cut the app did not
+ * ask for (no limit, fewer tokens than the limit) or one the run did not survive stays a truncation.
  */
 function ownLimit(call: LlmCall, view: TraceView): boolean {
   const max = call.maxTokens;
@@ -228,7 +346,17 @@ function ownLimit(call: LlmCall, view: TraceView): boolean {
   if (call.outputChars !== undefined && call.outputChars < max * MIN_CHARS_PER_TOKEN) return false;
   if (runFailed(view)) return false;
   const after = view.trace.spans.filter((s) => s.start >= call.span.end - 1);
-  return view.steps.some((st) => st.span.start >= call.span.end - 1) && !after.some((s) => view.failureOf(s) !== undefined);
+  return !after.some((s) => view.failureOf(s) !== undefined);
+}
+
+/**
+ * The call stopped at its token limit: a length finish reason, or — where the producer records no finish reason —
+ * a successful call whose recorded output tokens reached the request's max_tokens.
+ */
+function atOwnLimit(call: LlmCall): boolean {
+  if (call.finishReasons.some((r) => TRUNCATE_REASONS.has(r.toLowerCase()))) return true;
+  const out = call.usage.outputTokens;
+  return call.finishReasons.length === 0 && !call.failure && call.maxTokens !== undefined && out !== undefined && out >= call.maxTokens;
 }
 
 function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): Signal[] {
@@ -254,7 +382,7 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
   const truncReason = reasons.find((r) => TRUNCATE_REASONS.has(r));
   if (truncReason && ownLimit(call, view)) {
     // The app capped the answer itself and the run went on from it: the stop it asked for, not a fault (a hint).
-    out.push(sig('truncate', HINT_CONFIDENCE, `finish_reason=${truncReason} at the request's own max_tokens ${call.maxTokens}, and the run went on and completed`));
+    out.push(sig('truncate', HINT_CONFIDENCE, `finish_reason=${truncReason} at the request's own max_tokens ${call.maxTokens}, and the run completed without a failure after it`));
   } else if (truncReason) out.push(sig('truncate', 0.95, `finish_reason=${truncReason}`));
   const filterReason = reasons.find((r) => FILTER_REASONS.has(r));
   if (filterReason) out.push(sig('empty', 0.92, `finish_reason=${filterReason}`));
@@ -273,6 +401,10 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     if (chars === 0 && (toolCount ?? 0) === 0 && (call.hasContent || fl?.outputChars !== undefined)) {
       const tokens = call.usage.outputTokens;
       out.push(sig('empty', 0.9, `no text and no tool calls in the response${tokens ? ` (usage reports ${tokens} output tokens)` : ''}`));
+    } else if (!call.hasContent && chars === undefined && call.usage.outputTokens === 0 && !(toolCount && toolCount > 0)) {
+      // Content not captured: the provider's own count says the answer had nothing in it (a text or a tool call
+      // costs at least one output token).
+      out.push(sig('empty', 0.88, 'the response carried 0 output tokens (usage): no text and no tool call came back; the content itself was not recorded'));
     } else if (toolReason && toolCount === 0) {
       // Weaker: the text that replaced the tool calls may say more (a detector names it).
       out.push(sig('empty', 0.6, `finish_reason=${toolReason} but no tool calls`));
@@ -282,6 +414,13 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     if (cut) out.push(cut);
     const garbled = garbledArguments(call);
     if (garbled) out.push(garbled);
+    const replayed = replayedAnswer(call, view);
+    if (replayed) out.push(replayed);
+    const twice = deliveredTwice(call);
+    if (twice) out.push(twice);
+    const shape = structuredOutput(call);
+    if (shape) out.push(shape);
+    out.push(...verdictSignals(call));
   }
   if (delay) out.push(delay);
   return out;
@@ -292,8 +431,9 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
  * naturally, so each call's cost (its duration per output token plus a first-token overhead, or its duration when
  * usage is unknown) is compared with the other calls of the same model (of the trace when the model has too few): a
  * call is a delay when it is a robust outlier among them — modified z-score (median and MAD, the MAD floored for
- * short traces) beyond the fence — and also beyond and a multiple of what they predict, by a wider margin on a short
- * baseline (thresholds.ts). A slower call that is not an outlier stays a weak hint.
+ * short traces) beyond the fence — and also a multiple of what they predict and beyond a host's noise (thresholds.ts):
+ * every margin relative to the run's own latency, none a fixed number of seconds. A slower call that is not an
+ * outlier stays a weak hint.
  */
 function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio: number }): Map<LlmCall, Signal> {
   const out = new Map<LlmCall, Signal>();
@@ -322,8 +462,7 @@ function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio:
     const deviations = pool.filter((_, i) => i !== self).map((y) => Math.abs(y - m)).sort((a, b) => a - b);
     const mad = Math.max(deviations[deviations.length >> 1] ?? 0, LATENCY_MAD_FLOOR * m);
     const z = mad > 0 ? (MAD_Z_SCALE * (x - m)) / mad : Infinity;
-    const short = pool.length - 1 < SHORT_BASELINE_CALLS;
-    const extreme = z >= OUTLIER_Z && (!short || d >= expected + SHORT_BASELINE_EXTRA_MS);
+    const extreme = z >= OUTLIER_Z && d >= DELAY_FAULT_RATIO * base;
     const of = pool === own && byModel.size > 1 ? `the trace's other ${model(c) || 'unnamed-model'} calls` : `the trace's other calls`;
     const what = withTokens ? `what ${of} take for ${Math.round(tokens(c)!)} output tokens` : `the median of ${of}`;
     out.set(c, { faultType: 'delay', confidence: extreme ? DELAY_CONFIDENCE : DELAY_HINT_CONFIDENCE, evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms; modified z ${Number.isFinite(z) ? z.toFixed(1) : '∞'})`, source: 'metadata' });
@@ -363,7 +502,7 @@ export interface SpanVerdict {
 
 /** Every signal of every span, in start order (what the rules and the LLM rendering both read). */
 export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions = {}): SpanVerdict[] {
-  const opts = { delayExtraMs: options.delayExtraMs ?? DELAY_MIN_EXTRA_MS, delayRatio: options.delayRatio ?? DELAY_MIN_RATIO };
+  const opts = { delayExtraMs: options.delayExtraMs ?? LLM_DELAY_NOISE_MS, delayRatio: options.delayRatio ?? DELAY_MIN_RATIO };
   const view = viewTrace(trace);
   let offline: Map<string, Finding[]> | undefined;
   try {
@@ -412,7 +551,7 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     signals.push(...findings);
     if (step?.kind === 'llm') yieldRejection(signals);
     if (step !== null) yieldToGarbling(signals);
-    if (step?.kind === 'llm' && step.finishReasons.some((r) => TRUNCATE_REASONS.has(r.toLowerCase())) && ownLimit(step, view)) {
+    if (step?.kind === 'llm' && atOwnLimit(step) && ownLimit(step, view)) {
       // A length stop at the app's own max_tokens (ownLimit): a detector's reading of the cut answer is that stop too.
       for (const s of signals) if (s.faultType === 'truncate') s.confidence = Math.min(s.confidence, HINT_CONFIDENCE);
     }
@@ -421,7 +560,17 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
       const extreme = (delays.get(step)?.confidence ?? 0) >= DELAY_CONFIDENCE;
       for (const s of signals) if (s.faultType === 'delay' && !extreme) s.confidence = Math.min(s.confidence, DELAY_HINT_CONFIDENCE);
     }
-    const unspanned = step === null ? unspannedCall(span, view) : null;
+    let unspanned = step === null ? unspannedCall(span, view) : null;
+    if (step === null && unspanned === null && view.failureOf(span) === undefined) {
+      // The app handled a response body that broke off (its span is fine, its event says why) and kept what came.
+      const broken = brokenBody(span);
+      const at = broken ? unspannedPosition(view, span, broken.time, true) : null;
+      if (broken && at !== null) {
+        unspanned = at;
+        if (broken.kind === 'body') signals.push(sig('truncate', 0.85, `the connection dropped while the answer of LLM call ${at} was arriving ("${broken.message.slice(0, 60)}", recorded on ${span.name}); the producer exported no span for that call, and the app went on with what had arrived`));
+        else signals.push(sig(broken.kind, 0.9, `LLM call ${at} failed ("${broken.message.slice(0, 100)}", recorded on ${span.name}, which handled it); the producer exported no span for that call`));
+      }
+    }
     out.push({ span, step, stepKind: step?.kind ?? (unspanned !== null ? 'llm' : null), stepIndex: step?.step ?? unspanned, signals });
   }
   reviewMessages(trace, out);
@@ -436,10 +585,50 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
 function unspannedCall(span: SpanRecord, view: TraceView): number | null {
   const f = view.failureOf(span);
   if (f === undefined || !providerCallError(f) || isCancel(f)) return null; // a cancel is the app's decision
-  const failedAt = span.events.find((e) => e.name === 'exception')?.time ?? span.end;
+  // The error rose from a span below that failed with it (an agent under the workflow): that one places the call.
+  const below = view.trace.spans.some((o) => o !== span && o.start >= span.start && isAncestor(view, span, o) && !view.llmOf(o.spanId) && (() => {
+    const g = view.failureOf(o);
+    return g !== undefined && providerCallError(g);
+  })());
+  if (below) return null;
+  return unspannedPosition(view, span, span.events.find((e) => e.name === 'exception')?.time ?? span.end);
+}
+
+/**
+ * An HTTP response body that broke off mid-way (or a provider call's error), as the runtime reports it — undici's "terminated" (its fetch body
+ * stream cut), `ECONNRESET`, "other side closed", "socket hang up", "premature close" — recorded by the application
+ * on one of its own spans as an event carrying `exception.message` (OTel's exception attributes, whatever the
+ * event's name) rather than as the span's failure: the app caught it and went on.
+ */
+const BODY_BROKE = /^terminated$|\bECONNRESET\b|other side closed|socket hang up|premature close|UND_ERR_SOCKET/i;
+
+function brokenBody(span: SpanRecord): { kind: 'body' | 'error' | 'timeout'; message: string; time: number } | undefined {
+  for (const e of span.events) {
+    const m = str(e.attributes, 'exception.message');
+    if (m === undefined) continue;
+    if (BODY_BROKE.test(m.trim())) return { kind: 'body', message: m, time: e.time };
+    // A provider call's error the app caught (the same reading as a failed span's: providerCallError).
+    const type = str(e.attributes, 'exception.type');
+    const f: SpanFailure = { message: m, timeout: looksLikeTimeout(type, m), ...(type !== undefined ? { errorType: type } : {}) };
+    if (providerCallError(f) && !isCancel(f)) return { kind: f.timeout ? 'timeout' : 'error', message: m, time: e.time };
+  }
+  return undefined;
+}
+
+/** The LLM step an unspanned call under `span` that failed at `failedAt` stands at, or null when it has a span. */
+function unspannedPosition(view: TraceView, span: SpanRecord, failedAt: number, settled = false): number | null {
+  // When the call started: after the last LLM call or tool below the span that had ended by then (else the span's
+  // start); the calls that started before it come before it (other agents' calls running in parallel included).
+  let startedAt = span.start;
+  for (const c of view.llm) if (c.span.end <= failedAt && c.span.end > startedAt && isAncestor(view, span, c.span)) startedAt = c.span.end;
+  for (const t of view.tools) if (t.span.end <= failedAt && t.span.end > startedAt && isAncestor(view, span, t.span)) startedAt = t.span.end;
   let before = 0;
   for (const c of view.llm) {
     if (c.span.start > failedAt) continue;
+    if (c.span.start >= startedAt && !isAncestor(view, span, c.span)) continue; // started after the failed call
+    // `settled`: the failure is known only as a moment the app recorded after the fact (an event): a call outside
+    // the span still running then is another agent's that started after it (start times are often whole ms).
+    if (settled && c.span.end > failedAt && !isAncestor(view, span, c.span)) continue;
     // The failed call has its own span (instrumentation-openai ends one; faultline's records the abort of a call the
     // client gave up on): that span is the step, not this one.
     if ((c.failure !== undefined || c.faultline?.aborted === true) && c.span.start >= span.start) return null;
@@ -451,14 +640,23 @@ function unspannedCall(span: SpanRecord, view: TraceView): number | null {
 /**
  * Whether a failure is a model API call's, by the SDKs' documented error classes and messages: openai-node's
  * `APIConnectionTimeoutError` ("Request timed out."), `APIConnectionError` ("Connection error."), `RateLimitError`,
- * `InternalServerError` and the `APIError` message form "<status> <provider message>"; the Anthropic SDK's error
- * types (`overloaded_error`, `rate_limit_error`, `api_error`). Not any HTTP status: a tool's own HTTP call fails too.
+ * `InternalServerError`, the 4xx classes (`BadRequestError`, `NotFoundError`, …) and the `APIError` message form
+ * "<status> <provider message>" — for a 4xx, with the provider's snake_case error code as the type, as producers
+ * record it from the exception's `code`; the Anthropic SDK's error types (`overloaded_error`,
+ * `rate_limit_error`, `api_error`). Not any HTTP status: a tool's own HTTP call fails too.
  */
 const PROVIDER_ERROR =
-  /\b(APIConnectionTimeoutError|APIConnectionError|APIUserAbortError|RateLimitError|InternalServerError|APIError|AuthenticationError|PermissionDeniedError|overloaded_error|rate_limit_error|api_error)\b|^Request timed out\.?$|^Connection error\.?$|^(408|409|429|5\d\d)\b/;
+  /\b(APIConnectionTimeoutError|APIConnectionError|APIUserAbortError|RateLimitError|InternalServerError|APIError|AuthenticationError|PermissionDeniedError|BadRequestError|NotFoundError|UnprocessableEntityError|ConflictError|overloaded_error|rate_limit_error|api_error)\b|^Request timed out\.?$|^Connection error\.?$|^(408|409|429|5\d\d)\b/;
+/** openai-node's APIError message, "<status> <provider message>", for a 4xx of the API. */
+const API_ERROR_MESSAGE = /^4\d\d [A-Z]/;
+/** A provider's error code as an SDK's exception carries it (`exception.type` / `error.type` from `err.code`):
+ * a snake_case identifier. */
+const ERROR_CODE = /^[a-z]+(_[a-z]+)+$/;
 
 export function providerCallError(f: SpanFailure): boolean {
-  return [f.errorType, f.message].some((t) => t !== undefined && PROVIDER_ERROR.test(t.trim()));
+  if ([f.errorType, f.message].some((t) => t !== undefined && PROVIDER_ERROR.test(t.trim()))) return true;
+  // A 4xx of the API: the SDK's message form together with the provider's error code as the type.
+  return f.errorType !== undefined && ERROR_CODE.test(f.errorType) && f.message !== undefined && API_ERROR_MESSAGE.test(f.message.trim());
 }
 
 function detectionSignals(span: SpanRecord, signals: Signal[]): void {
@@ -483,7 +681,7 @@ function yieldRejection(signals: Signal[]): void {
  * declared schema and gets rejected: the garbling names the fault (`corrupt`), the schema breach is its consequence.
  */
 function yieldToGarbling(signals: Signal[]): void {
-  const garbled = signals.some((s) => s.faultType === 'corrupt' && s.confidence >= MIN_CONFIDENCE && ((s.source === 'detector' && s.evidence.startsWith('encoding:')) || (s.source === 'metadata' && s.evidence.includes('symbol characters'))));
+  const garbled = signals.some((s) => s.faultType === 'corrupt' && s.confidence >= MIN_CONFIDENCE && ((s.source === 'detector' && s.evidence.startsWith('encoding:')) || (s.source === 'metadata' && (s.evidence.includes('symbol characters') || s.evidence.includes('garbled characters')))));
   if (!garbled) return;
   for (let i = signals.length - 1; i >= 0; i--) if (signals[i]!.faultType === 'schema') signals.splice(i, 1);
 }
@@ -535,6 +733,46 @@ function isAncestor(view: TraceView, a: SpanRecord, b: SpanRecord): boolean {
   return false;
 }
 
+/**
+ * Whether the run's failure lies in content the trace does not hold: the application's own code (an agent, a
+ * workflow, not a tool and not the provider's API) failed after LLM calls whose output was not recorded (content
+ * capture off), so what the model returned — cut, garbled, in the wrong shape, empty — cannot be told from the app's
+ * bug. Answers the LLM call the failure followed, or undefined when the trace can name the fault.
+ */
+function hiddenCause(view: TraceView, v: SpanVerdict): LlmCall | undefined {
+  const f = view.failureOf(v.span);
+  if (f === undefined || f.timeout || providerCallError(f) || isCancel(f)) return undefined;
+  if (view.tools.some((t) => t.span === v.span)) return undefined;
+  const failedAt = v.span.events.find((e) => e.name === 'exception')?.time ?? v.span.end;
+  const before = view.llm.filter((c) => c.span.end <= failedAt + 1 && (isAncestor(view, v.span, c.span) || c.agent?.span === v.span));
+  const calls = before.length > 0 ? before : view.llm.filter((c) => c.span.end <= failedAt + 1);
+  if (calls.length === 0 || calls.some((c) => c.hasContent)) return undefined;
+  return calls[calls.length - 1];
+}
+
+function notObservable(view: TraceView, v: SpanVerdict, after: LlmCall, name: string, recovered: RecoveredFault[]): Diagnosis {
+  const f = view.failureOf(v.span)!;
+  const failed = `${f.errorType ?? 'error'}${f.message ? `: ${f.message.slice(0, 100)}` : ''}`;
+  const evidence = `${v.span.name} failed (${failed}) after LLM call ${after.step} "${after.span.name}", whose output was not recorded (content capture off): whether the model's answer caused it, and how, is not in the trace`;
+  const agent = view.agentOf(v.span)?.name ?? (view.agents.find((a) => a.span === v.span)?.name);
+  const d: Diagnosis = {
+    traceId: view.trace.traceId,
+    faultType: NOT_OBSERVABLE,
+    spanId: v.span.spanId,
+    step: null,
+    stepKind: null,
+    confidence: 0.5,
+    evidence: [evidence],
+    diagnoser: name,
+    agent: agent ?? null,
+    spanName: v.span.name,
+    operation: str(v.span.attributes, 'gen_ai.operation.name') ?? null,
+    recovered,
+  };
+  d.summary = describeFault(d, evidence);
+  return d;
+}
+
 function toDiagnosis(view: TraceView, v: SpanVerdict, best: Signal, name: string, recovered: RecoveredFault[]): Diagnosis {
   const evidence = [best.evidence, ...v.signals.filter((s) => s !== best).sort((a, b) => b.confidence - a.confidence).map((s) => `${s.faultType}: ${s.evidence}`)]
     .filter((e) => e !== '')
@@ -580,6 +818,8 @@ export function diagnoseByRules(trace: TraceRecord, options: RuleDiagnoserOption
   // 2. Otherwise the earliest failed span the run did not recover from that has no failed descendant.
   if (unrecovered.length > 0) {
     const leaf = unrecovered.find((v) => !unrecovered.some((o) => o !== v && isAncestor(view, v.span, o.span))) ?? unrecovered[0]!;
+    const hidden = hiddenCause(view, leaf);
+    if (hidden !== undefined) return notObservable(view, leaf, hidden, name, recovered);
     return toDiagnosis(view, leaf, strongest(leaf.signals)!, name, recovered);
   }
   const weak: string[] = [];

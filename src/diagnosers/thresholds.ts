@@ -23,11 +23,12 @@ export const CHARS_PER_TOKEN = 4;
 /** Fewest characters a token of text stands for: OpenAI's tokenizers average about 4 on English and about 1 on CJK
  * text, so an answer shorter than one character per token spent is not the whole answer the model produced. */
 export const MIN_CHARS_PER_TOKEN = 1;
-/** A slower call (a hint; a fault when it is also an outlier) is at least this much beyond what the trace's other
- * calls predict, and this many times it. The margin is the one absolute floor of a call's duration (LLM calls here,
- * calls whose duration stands for a message's transit in messages.ts): below a second, a slower call is within what a
- * provider's queueing and a busy host add on their own (published time-to-first-token p99s are of that order). */
+/** A call whose duration stands for a message's transit (messages.ts) is slower (a hint) at least this much beyond
+ * the trace's other calls: that duration includes the receiver's own work, and below a second a slower one is within
+ * what a provider's queueing and a busy host add on their own (published time-to-first-token p99s are of that order). */
 export const DELAY_MIN_EXTRA_MS = 1000;
+/** A slower LLM call (a hint; a fault when it is also an outlier, DELAY_FAULT_RATIO) is at least this many times what
+ * the trace's other calls predict (and LLM_DELAY_NOISE_MS beyond it). */
 export const DELAY_MIN_RATIO = 3;
 /** A call is a latency outlier among the trace's calls of its model when its modified z-score, 0.6745·(x − median) /
  * MAD, reaches 3.5: Iglewicz and Hoaglin's recommended cut-off for that score (robust to the outlier itself). */
@@ -37,11 +38,15 @@ export const OUTLIER_Z = 3.5;
  * chance, and one model's per-token latency varies by tens of percent from call to call under steady load; with the
  * cut-off above, an outlier is then at least about 2.3× the median, never a few percent above it. */
 export const LATENCY_MAD_FLOOR = 0.25;
-/** A short baseline: with fewer other calls than this, the median is one or two calls' latency and one call's own
- * excursion (a provider's queueing, a cold cache: published p99 latencies run seconds above the median) is not told
- * from a fault, so an outlier there is a fault only this far beyond what they predict (a hint otherwise). */
-export const SHORT_BASELINE_CALLS = 5;
-export const SHORT_BASELINE_EXTRA_MS = 3000;
+/** A latency outlier is a fault (a hint otherwise) only at this many times what the other calls predict: relative to
+ * the run's own latency, not a fixed number of seconds, so that a fast model or a fast clock is judged as a slow one
+ * is. A provider's p99 is a few times its median; 3.5× on top of the outlier fence is past what the log-normal spread
+ * of normal calls gives once in hundreds of calls, and past one call's excursion against a short baseline of two or
+ * three calls. */
+export const DELAY_FAULT_RATIO = 3.5;
+/** Below this much beyond what the other LLM calls predict, a slower call is a busy host's scheduling and garbage
+ * collection (tens to a couple of hundred ms), whatever the ratio: the one absolute floor of LLM-call latency. */
+export const LLM_DELAY_NOISE_MS = 250;
 /** A call the client gave up on was held this many times longer than any answered call of the trace (gave-up.ts). */
 export const GAVE_UP_RATIO = 3;
 /** Confidence of a latency outlier beyond the fence, and of a slow call within the trace's spread (a hint). */
@@ -71,3 +76,15 @@ export const CALL_DELAY_EXTREME_MS = 4000;
 export const CUT_VALUE_MAX_CHARS = 300;
 /** An identifier-like argument (where symbol characters cannot belong) is at most this long and has no spaces. */
 export const ID_MAX_CHARS = 60;
+
+// ---------------------------------------------------------------------------------------------- repeated answers
+
+/** An answer that is, byte for byte, another agent's earlier output is a replay (a cache, a mixed-up handoff) when it
+ * is at least this long: below it, short verdicts ("OK", `{"approved":true}`) coincide between agents on their own. */
+export const REPLAY_OTHER_AGENT_MIN_CHARS = 20;
+/** The same agent's own earlier output, asked anew with another input, is a replay only past this length: an agent
+ * legitimately repeats a short verdict or an objection it still holds, not a paragraph of prose. */
+export const REPLAY_SAME_AGENT_MIN_CHARS = 80;
+/** An answer that is one passage twice or more end to end was delivered more than once when the passage is at least this
+ * long: a model does not restate a sentence-length passage word for word at once; short tokens ("ha ha") it does. */
+export const DOUBLED_MIN_CHARS = 20;

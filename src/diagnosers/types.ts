@@ -10,6 +10,14 @@
 import type { FaultType } from '../taxonomy';
 import type { TraceRecord } from '../traces/model';
 
+/**
+ * What a diagnosis names: a fault type of the taxonomy, `none`, or `not_observable` — the trace shows that something
+ * went wrong but not what: the evidence lies in message content the producer did not record (capture off). Counted
+ * apart from the fault types: neither a wrong type nor a false positive.
+ */
+export type DiagnosedType = FaultType | 'not_observable';
+export const NOT_OBSERVABLE = 'not_observable' as const;
+
 /** Which list `step` indexes: the trace's LLM call spans or its message spans (see src/traces/model.ts). */
 export type StepKind = 'llm' | 'message';
 
@@ -26,8 +34,8 @@ export interface RecoveredFault {
 
 export interface Diagnosis {
   traceId: string;
-  /** The fault type of the first faulty span, or `none`. */
-  faultType: FaultType;
+  /** The fault type of the first faulty span, `none`, or `not_observable` (see DiagnosedType). */
+  faultType: DiagnosedType;
   /** The faulty span, or null when nothing is faulty (or the fault could not be placed on a span). */
   spanId: string | null;
   /** 1-based index of the faulty span among the trace's LLM call spans (or message spans, see stepKind). */

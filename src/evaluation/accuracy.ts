@@ -4,7 +4,7 @@
  * same kind).
  */
 import type { GroundTruth } from '../diagnosers/ground-truth';
-import type { Diagnosis } from '../diagnosers/types';
+import { NOT_OBSERVABLE, type Diagnosis } from '../diagnosers/types';
 import type { FaultType } from '../taxonomy';
 
 /** One evaluated trace: its truth and each diagnoser's diagnosis (by diagnoser name). */
@@ -26,6 +26,8 @@ export interface TypeRow {
 export interface Accuracy {
   /** Faulty (triggered) traces scored. */
   n: number;
+  /** Of those, the ones the diagnoser answered `not_observable` (counted apart: not a right type, not a wrong one). */
+  notObservable: number;
   typeCorrect: number;
   stepCorrect: number;
   typeAccuracy: number;
@@ -50,8 +52,10 @@ export function accuracy(rows: readonly EvalRow[], diagnoser: string): Accuracy 
   const byType = new Map<FaultType, { n: number; t: number; s: number }>();
   let t = 0;
   let s = 0;
+  let hidden = 0;
   for (const r of faulty) {
     const d = r.predictions[diagnoser];
+    if (d?.faultType === NOT_OBSERVABLE) hidden++;
     const tc = typeCorrect(r.truth, d);
     const sc = stepCorrect(r.truth, d);
     if (tc) t++;
@@ -65,7 +69,7 @@ export function accuracy(rows: readonly EvalRow[], diagnoser: string): Accuracy 
   const perType = [...byType.entries()]
     .map(([faultType, e]) => ({ faultType, n: e.n, typeCorrect: e.t, stepCorrect: e.s, typeAccuracy: pct(e.t, e.n), stepAccuracy: pct(e.s, e.n) }))
     .sort((a, b) => b.n - a.n || a.faultType.localeCompare(b.faultType));
-  return { n: faulty.length, typeCorrect: t, stepCorrect: s, typeAccuracy: pct(t, faulty.length), stepAccuracy: pct(s, faulty.length), perType };
+  return { n: faulty.length, notObservable: hidden, typeCorrect: t, stepCorrect: s, typeAccuracy: pct(t, faulty.length), stepAccuracy: pct(s, faulty.length), perType };
 }
 
 export interface FalsePositives {
@@ -75,7 +79,7 @@ export interface FalsePositives {
   rate: number;
 }
 
-/** A diagnosis other than `none` on a clean trace is a false positive. */
+/** A diagnosis other than `none` on a clean trace is a false positive (`not_observable` too: it says something broke). */
 export function falsePositives(rows: readonly EvalRow[], diagnoser: string): FalsePositives {
   const clean = rows.filter((r) => r.truth.status === 'clean');
   const fp = clean.filter((r) => (r.predictions[diagnoser]?.faultType ?? 'none') !== 'none').length;

@@ -64,14 +64,15 @@ export function diagnosesTable(all: ReadonlyArray<Diagnosis | DiagnosisFailure>,
       ? [d.traceId, c.yellow('not diagnosed'), '-', '-', '-', d.error.slice(0, 90)]
       : [
           d.traceId,
-          d.faultType === 'none' ? c.green('none') : c.red(d.faultType),
+          d.faultType === 'none' ? c.green('none') : d.faultType === 'not_observable' ? c.yellow('not observable') : c.red(d.faultType),
           d.step === null ? '-' : `${d.stepKind === 'message' ? 'msg ' : ''}${d.step}`,
           d.spanId ?? '-',
           d.confidence.toFixed(2),
           (d.evidence[0] ?? '').slice(0, 90),
         ],
   );
-  const faulty = ds.filter((d) => d.faultType !== 'none').length;
-  const summary = `\n${c.bold(`${all.length} trace${all.length === 1 ? '' : 's'}`)}: ${faulty > 0 ? c.red(`${faulty} faulty`) : '0 faulty'}, ${c.green(`${ds.length - faulty} clean`)}${failed > 0 ? `, ${c.yellow(`${failed} not diagnosed`)}` : ''}`;
+  const hidden = ds.filter((d) => d.faultType === 'not_observable').length;
+  const faulty = ds.filter((d) => d.faultType !== 'none').length - hidden;
+  const summary = `\n${c.bold(`${all.length} trace${all.length === 1 ? '' : 's'}`)}: ${faulty > 0 ? c.red(`${faulty} faulty`) : '0 faulty'}, ${c.green(`${ds.length - faulty - hidden} clean`)}${hidden > 0 ? `, ${c.yellow(`${hidden} not observable without content`)}` : ''}${failed > 0 ? `, ${c.yellow(`${failed} not diagnosed`)}` : ''}`;
   return table(['trace', 'fault', 'step', 'span', 'conf', 'evidence'], rows, new Set([2, 4])) + '\n' + summary + '\n';
 }

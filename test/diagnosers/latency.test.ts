@@ -55,10 +55,11 @@ describe('delay against the trace’s own latency', () => {
     expect(await run([[M, 150], [M, 150], [M, 150], [M, 1800], [M, 150], [M, 150]])).toEqual({ type: 'delay', step: 4 });
   });
 
-  it('a short trace: a stall of seconds is a delay, a natural spread or a shorter excursion is none', async () => {
+  it('a short trace: a call many times what the others take is a delay (judged relative to them, not by seconds), a natural spread is none', async () => {
     expect(await run([[M, 150], [M, 150], [M, 3600]])).toEqual({ type: 'delay', step: 3 });
-    expect(await run([[M, 150], [M, 150], [M, 1800]])).toEqual({ type: 'none', step: null });
+    expect(await run([[M, 150], [M, 150], [M, 1800]])).toEqual({ type: 'delay', step: 3 });
     expect(await run([[M, 150], [M, 400], [M, 900]])).toEqual({ type: 'none', step: null });
+    expect(await run([[M, 150], [M, 170], [M, 480]])).toEqual({ type: 'none', step: null });
     expect(await run([[M, 150], [M, 900]])).toEqual({ type: 'none', step: null });
   });
 

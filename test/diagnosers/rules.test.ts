@@ -109,7 +109,7 @@ describe('rule diagnoser: span metadata, causal order', () => {
   });
 
   it('natural latency variance is a weak hint, not a fault', () => {
-    const t = b.trace((w) => w.agent('a', (a) => { a.chat({ durationMs: 400 }); a.chat({ durationMs: 2600 }); a.chat({ durationMs: 380 }); }));
+    const t = b.trace((w) => w.agent('a', (a) => { a.chat({ durationMs: 400 }); a.chat({ durationMs: 1250 }); a.chat({ durationMs: 380 }); }));
     const d = diagnoseByRules(t);
     expect(d.faultType).toBe('none');
     expect(d.evidence[0]).toContain('weak delay');

@@ -387,7 +387,7 @@ function toolDefinition(raw: unknown): ToolDefinition | undefined {
 
 /**
  * Tool definitions from `gen_ai.tool.definitions`, OpenInference's `llm.tools.N.tool.json_schema`, OpenLLMetry's
- * `llm.request.functions.N.{name,description,parameters}`, or the request body's `tools` when the producer kept it.
+ * `llm.request.functions.N.{name,description,parameters}` (0.22: the schema under `.arguments`), or the request body's `tools` when the producer kept it.
  */
 export function toolDefinitions(attrs: Attributes, requestBody?: Loose): ToolDefinition[] {
   const out: ToolDefinition[] = [];
@@ -396,7 +396,9 @@ export function toolDefinitions(attrs: Attributes, requestBody?: Loose): ToolDef
   for (const i of indices(attrs, 'llm.request.functions')) {
     const name = s(attrs, `llm.request.functions.${i}.name`);
     if (name === undefined) continue;
-    pushDef(out, toolDefinition({ name, description: s(attrs, `llm.request.functions.${i}.description`), parameters: attrs[`llm.request.functions.${i}.parameters`] }));
+    // OpenLLMetry writes the JSON Schema as `.parameters`; its 0.22 line as `.arguments`.
+    const parameters = attrs[`llm.request.functions.${i}.parameters`] ?? attrs[`llm.request.functions.${i}.arguments`];
+    pushDef(out, toolDefinition({ name, description: s(attrs, `llm.request.functions.${i}.description`), parameters }));
   }
   if (out.length === 0 && requestBody && Array.isArray(requestBody.tools)) for (const r of requestBody.tools) pushDef(out, toolDefinition(r));
   return out;

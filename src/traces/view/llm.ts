@@ -71,6 +71,11 @@ export function spanFailure(span: SpanRecord): SpanFailure | undefined {
   return f;
 }
 
+/** A string-list attribute (an array, or a JSON-array string as some exporters flatten it). */
+function strings(v: AttrValue | undefined): string[] | undefined {
+  return v === undefined ? undefined : list(v);
+}
+
 function faultlineFacts(a: Attributes): FaultlineFacts | undefined {
   const f: FaultlineFacts = {};
   const set = <K extends keyof FaultlineFacts>(k: K, v: FaultlineFacts[K] | undefined): void => {
@@ -88,6 +93,13 @@ function faultlineFacts(a: Attributes): FaultlineFacts | undefined {
   set('malformedEvents', num(a, 'faultline.response.malformed_events'));
   set('retryCount', num(a, 'faultline.request.retry_count'));
   set('messageCount', num(a, 'faultline.request.message_count'));
+  set('argumentsParse', strings(a['faultline.tool_call.arguments_parse']));
+  set('toolSchema', strings(a['faultline.tool_call.schema']));
+  set('toolSchemaIssue', strings(a['faultline.tool_call.schema_issue']));
+  set('garbled', strings(a['faultline.response.garbled']));
+  set('blank', bool(a, 'faultline.response.blank'));
+  set('responseSchema', str(a, 'faultline.response.schema'));
+  set('responseSchemaIssue', str(a, 'faultline.response.schema_issue'));
   return Object.keys(f).length > 0 ? f : undefined;
 }
 
@@ -214,6 +226,8 @@ export function readLlmCall(span: SpanRecord, operation: string, step: number): 
   if (maxTokens !== undefined) call.maxTokens = maxTokens;
   const temperature = num(a, 'gen_ai.request.temperature') ?? num(a, 'llm.request.temperature') ?? pickNumber(oiParams ?? oiIn, 'temperature');
   if (temperature !== undefined) call.temperature = temperature;
+  const responseSchema = jsonSchemaFormat(oiParams) ?? jsonSchemaFormat(oiIn);
+  if (responseSchema !== undefined) call.responseSchema = responseSchema;
   if (input !== undefined) call.input = input;
   if (system !== undefined && system !== '') call.system = system;
   if (output !== undefined) call.output = output;
@@ -245,6 +259,13 @@ function rawFinishReasons(a: Attributes, parsed: Record<string, unknown> | undef
   const v = a['output.value'];
   if (typeof v !== 'string' || !v.trimStart().startsWith('[') || v.length > 4_000_000) return [];
   return (messagesValue(v, 'assistant') ?? []).map((m) => m.finish_reason ?? '').filter((f) => f !== '');
+}
+
+/** The schema of a request's `response_format: {type: 'json_schema', json_schema: {schema}}` (OpenAI's structured outputs). */
+function jsonSchemaFormat(o: Record<string, unknown> | undefined): unknown {
+  const rf = o?.response_format;
+  if (!isObj(rf) || rf.type !== 'json_schema' || !isObj(rf.json_schema)) return undefined;
+  return isObj(rf.json_schema.schema) ? rf.json_schema.schema : undefined;
 }
 
 function pickNumber(o: Record<string, unknown> | undefined, ...keys: string[]): number | undefined {

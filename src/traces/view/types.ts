@@ -40,6 +40,20 @@ export interface FaultlineFacts {
   /** The SDK's own count of this request's earlier attempts (`x-stainless-retry-count`), and its message count. */
   retryCount?: number;
   messageCount?: number;
+  /** Verdicts made at capture time, without the content (instrumentation/providers/verdicts.ts): per tool call, in
+   * order, `ok` / `failed` (arguments parse as JSON), `valid` / `invalid` / `undeclared` / `no_schema` / `unparsed`
+   * against the request's declaration, and the first breach as `keyword path` ('' when none). */
+  argumentsParse?: string[];
+  toolSchema?: string[];
+  toolSchemaIssue?: string[];
+  /** Garbled characters in the text or arguments: `replacement_char`, `mojibake`. */
+  garbled?: string[];
+  /** The text was blank (empty or whitespace only) and no tool call came. */
+  blank?: boolean;
+  /** A structured answer against the request's response_format schema: `valid` / `invalid` / `unparsed`, and the
+   * first breach. */
+  responseSchema?: string;
+  responseSchemaIssue?: string;
 }
 
 /** A named unit of work that LLM calls and tools run under: an agent, a workflow, a task / chain node. */
@@ -77,6 +91,9 @@ export interface LlmCall {
   outputChars?: number;
   toolCallCount?: number;
   tools: ToolDefinition[];
+  /** The JSON Schema the request asked the answer to follow (`response_format: {type: 'json_schema'}`), when the
+   * producer kept the request's parameters. */
+  responseSchema?: unknown;
   /** Finish reasons as recorded (provider vocabulary, original case). */
   finishReasons: string[];
   /** The producer recorded finish reasons for this call (an empty list counts): a missing one then means none came. */
