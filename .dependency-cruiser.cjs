@@ -12,7 +12,7 @@ const layers = [
     name: 'base',
     comment: 'diag, errors, version, taxonomy, attribute names, context keys, JSON Schema, hashing, statistics, env',
     paths: [
-      '^src/(diag|errors|version|taxonomy|duration|env|hash|stats)\\.ts$',
+      '^src/(diag|errors|version|taxonomy|failure-modes|duration|env|hash|stats)\\.ts$',
       '^src/report/output\\.ts$',
       '^src/plan/rng\\.ts$',
       '^instrumentation/semconv\\.ts$',
@@ -29,7 +29,6 @@ const layers = [
       '^instrumentation/providers/',
       '^instrumentation/agents/shape\\.ts$',
       '^detectors/(types|wire)\\.ts$',
-      '^detectors/monitors/mast-types\\.ts$',
     ],
   },
   {
