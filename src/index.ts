@@ -118,9 +118,13 @@ export { evaluate, groundTruth, cohenKappa, type EvalReport } from './evaluation
 export type { CampaignOptions, CampaignResult } from './campaign/runner';
 export type { MockModel, MockModelOptions } from './mock-model/server';
 
-/** Run a campaign (see docs/campaigns.md). The example workflows need the `openai` package installed. */
-export async function runCampaign(options: import('./campaign/runner').CampaignOptions): Promise<import('./campaign/runner').CampaignResult> {
-  return parts.campaign().runCampaign(options);
+/** Run a campaign (see docs/campaigns.md). Without `workloads` it runs the example workflows (examples/), which need the
+ * `openai` package installed. */
+export async function runCampaign(
+  options: Omit<import('./campaign/runner').CampaignOptions, 'workloads'> & { workloads?: import('./campaign/types').CampaignWorkloads },
+): Promise<import('./campaign/runner').CampaignResult> {
+  const workloads = options.workloads ?? (await import('../examples/index.js'));
+  return parts.campaign().runCampaign({ ...options, workloads });
 }
 
 /** Start the embedded mock model (an OpenAI-compatible server on loopback). */

@@ -22,13 +22,16 @@ import { checkWritable, ensureDir, writeFailed } from '../report/output';
 import { analyse, type CampaignSummary, type RunRecord } from './analysis';
 import { arcfEnv, arcfRuns, arcfSummary, arcfTraceFacts, bareRun, renderArcf } from './arcf';
 import { fillCommand, shellQuote, splitCommand, type CommandTemplate } from './command-line';
-import { loadMatrix, planOf, type PlanCondition, type ResolvedMatrix } from './command-matrix';
+import { loadMatrix, planOf, type ResolvedMatrix } from './command-matrix';
 import { ATTR_CAMPAIGN_ID, ATTR_CAMPAIGN_PAIR, ATTR_CAMPAIGN_REP, ATTR_CAMPAIGN_TASK, ATTR_TASK_SUCCESS, runTaskId } from './labels';
 import { loadOracle, type Oracle } from './oracle';
 import { runProcess, stopAll } from './process-run';
 import { buildRunTrace, runFacts } from './run-trace';
 import { renderHtml, renderText, type ReportMeta } from './report';
 import { loadTasks, type CampaignTask } from './tasks';
+import type { PlannedRun } from './types';
+
+export type { PlannedRun } from './types';
 
 export interface CommandCampaignOptions {
   cmd: string;
@@ -59,20 +62,6 @@ export interface CommandCampaignOptions {
   arms?: Array<'none' | 'arcf'>;
   /** The `arcf` arm's fallback model, if the program's endpoint serves another. */
   fallbackModel?: string;
-}
-
-export interface PlannedRun {
-  key: string;
-  pair: number;
-  task: CampaignTask;
-  condition: PlanCondition;
-  rep: number;
-  seed: number;
-  faulted: boolean;
-  argv: string[];
-  /** The protection arm (default none); `bare`: the program without faultline, for the observability overhead. */
-  arm?: 'none' | 'arcf';
-  bare?: boolean;
 }
 
 export interface CommandPlan {

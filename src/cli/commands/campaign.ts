@@ -63,6 +63,8 @@ export async function executeCampaign(run: CampaignRun, io: { stdout: NodeJS.Wri
   const { resolveSpec } = (require('../../campaign/matrix') as typeof import('../../campaign/matrix'));
   const spec = resolveSpec(run.preset, run.overrides);
   const { runCampaign } = (require('../../campaign/runner') as typeof import('../../campaign/runner'));
+  // The CLI wires the example workflows in: the campaign layer never imports an application.
+  const workloads = require('../../../examples/index') as typeof import('../../../examples/index');
   const { createProgress } = (require('../../report/progress') as typeof import('../../report/progress'));
   const controller = new AbortController();
   const onSigint = (): void => {
@@ -76,6 +78,7 @@ export async function executeCampaign(run: CampaignRun, io: { stdout: NodeJS.Wri
   let failures = 0;
   try {
     const result = await runCampaign({
+      workloads,
       spec,
       out: run.out,
       ...(run.concurrency !== undefined ? { concurrency: run.concurrency } : {}),
