@@ -12,7 +12,7 @@ const layers = [
     name: 'base',
     comment: 'diag, errors, version, taxonomy, attribute names, context keys, JSON Schema, hashing, statistics, env',
     paths: [
-      '^src/(diag|errors|version|taxonomy|failure-modes|duration|env|hash|stats)\\.ts$',
+      '^src/(diag|errors|version|taxonomy|failure-modes|duration|env|otlp-endpoint|hash|stats)\\.ts$',
       '^src/report/output\\.ts$',
       '^src/plan/rng\\.ts$',
       '^instrumentation/semconv\\.ts$',
@@ -58,7 +58,7 @@ const layers = [
     name: 'edge',
     comment: 'the runtime edge: configuration, start, the OTel SDK and exporters, register',
     paths: [
-      '^src/(config|config-schema|otlp-endpoint|start|sdk|register|exit-hooks|announce|parts)\\.m?ts$',
+      '^src/(config|config-schema|start|sdk|register|exit-hooks|announce|parts)\\.m?ts$',
       '^src/exporters/',
     ],
   },

@@ -16,7 +16,7 @@ import { appendFileSync, existsSync, readFileSync, renameSync, rmSync, writeFile
 import { join } from 'node:path';
 import { ATTR_FL_FAULT_CONDITION, ATTR_FL_TASK_ID, GEN_AI_OPERATION_INVOKE_WORKFLOW } from '../../instrumentation/semconv';
 import { FaultlineError, FaultlineInputError } from '../errors';
-import { isProduction } from '../env';
+import { isProduction, processEnv } from '../env';
 import { checkProduction, injectionDisabled } from '../plan/load';
 import { checkWritable, ensureDir, writeFailed } from '../report/output';
 import { analyse, type CampaignSummary, type RunRecord } from './analysis';
@@ -183,7 +183,7 @@ function compactTraces(file: string, keep: ReadonlySet<string>): void {
 export async function runCommandCampaign(o: CommandCampaignOptions): Promise<CommandCampaignResult> {
   const started = Date.now();
   const plan = planCommandCampaign(o);
-  const env = o.env ?? process.env;
+  const env = o.env ?? processEnv();
   // What would make every faulted run an untriggered one, said before the first run rather than after the last.
   if (injectionDisabled(env)) throw new FaultlineInputError('FAULTLINE_USAGE', 'FAULTLINE_DISABLE is set: no fault would be injected in any run; unset it for the campaign');
   for (const c of plan.matrix.conditions) checkProduction(planOf(c, 0), `--matrix ${o.matrix} (condition "${c.id}")`, isProduction(env));

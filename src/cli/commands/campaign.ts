@@ -7,6 +7,7 @@
  */
 import { FaultlineInputError } from '../../errors';
 import type { Command } from '../types';
+import { processEnv } from '../../env';
 
 type Opts = Record<string, string | boolean | string[] | undefined>;
 
@@ -127,7 +128,7 @@ async function commandCampaign(options: Opts): Promise<number> {
   if (options['dry-run'] === true) {
     const plan = planCommandCampaign({ cmd, tasks, matrix, ...(oracle !== undefined ? { oracle } : {}), ...armOptions });
     const { loadOracle } = require('../../campaign/oracle') as typeof import('../../campaign/oracle');
-    const o = await loadOracle(oracle, process.env);
+    const o = await loadOracle(oracle, processEnv());
     process.stdout.write(`faultline campaign (dry run, nothing is run)\n${describePlan(plan)}\n\nsuccess: ${o.describe}\n`);
     return 0;
   }
