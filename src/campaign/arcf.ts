@@ -30,7 +30,7 @@ import { classifyFinding, isArcfFailure, isMastModeId, type ArcfFailure, type Ma
 import { createOnlineDetection } from '../../detectors/online';
 import { FaultlineInstrumentation } from '../../instrumentation/instrumentation';
 import { isFaultType, type FaultType } from '../taxonomy';
-import { bootstrap, quantile, wilson, type Interval, type Proportion } from '../reliability/stats';
+import { bootstrap, quantile, wilson, type Interval, type Proportion } from '../stats';
 import { table } from '../report/colors';
 import type { SpanRecord, TraceRecord } from '../traces/model';
 import type { ArcfRunFacts, ArcfTally, CampaignSpec, Cell, Condition, PlannedRun, RunRecord, Topology } from './types';
