@@ -25,7 +25,7 @@ const layers = [
     comment: 'provider codecs, SSE, JSON streams, decompression, request bodies, forwarding, exchange and step types',
     paths: [
       '^src/wire/',
-      '^instrumentation/(types|internal-types|exchange|decompress|request-body|json-body|forwarding-controller|redact-url)\\.ts$',
+      '^instrumentation/(types|internal-types|exchange|request-body|json-body|forwarding-controller|deliver|redact-url)\\.ts$',
       '^instrumentation/providers/',
       '^instrumentation/agents/shape\\.ts$',
       '^detectors/(types|wire)\\.ts$',

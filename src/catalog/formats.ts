@@ -6,7 +6,7 @@
  * transport fault on embeddings — is not applied there: the fault step reports it not applicable, and a plan whose
  * rules can meet such a format says so once at start-up (`planGaps`).
  */
-import { SseParser, type SseEvent } from '../../instrumentation/providers/sse';
+import { SseParser, type SseEvent } from '../wire/sse';
 import type { Protocol } from '../../instrumentation/types';
 import { compileSelector, HANDOFF_OPERATION } from '../plan/select';
 import type { FaultPlan } from '../plan/schema';
