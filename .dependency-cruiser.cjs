@@ -1,7 +1,8 @@
 /**
  * The layers of faultline (docs/architecture.md), bottom to top, and the rule that keeps them: a module imports only
  * from its own layer or the layers below, and no import cycle exists anywhere. `npm run lint:deps` (part of
- * `npm run lint`) checks it; a violation names the importing file, the imported one and the two layers.
+ * `npm run lint`) checks it; a violation names its rule (`upward-from-<layer>`, `no-circular`), the importing file
+ * and the imported one (`-T err-long` adds the rule's reason).
  *
  * A file's layer is the first entry below whose pattern matches its path (most specific first inside a layer). The
  * patterns name folders where a folder is one layer, and single files where a folder still holds several.
