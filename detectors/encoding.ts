@@ -8,48 +8,11 @@
  * - an HTML error page where text or JSON was expected (a proxy's 502 page), reported as an error.
  */
 import type { Detector, Finding, LlmObservation, MessageObservation, Observation } from './types';
+import { byteOf, mojibakeRuns } from '../src/wire/mojibake';
 import { argumentsValue, failedCall, forEachString } from './text';
 
-// Windows-1252 0x80–0x9F: the characters a cp1252 decoder produces for those bytes.
-const CP1252 = '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
-const CP1252_BYTE = new Map<number, number>();
-for (let i = 0; i < 32; i++) CP1252_BYTE.set(CP1252.charCodeAt(i), 0x80 + i);
+export { mojibakeRuns } from '../src/wire/mojibake';
 
-/** Byte a char stands for when text was decoded as Latin-1 / cp1252, or -1. */
-function byteOf(code: number): number {
-  if (code >= 0x80 && code <= 0xff) return code;
-  return CP1252_BYTE.get(code) ?? -1;
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** Runs of high single-byte chars that decode as strict UTF-8 into fewer characters: confirmed mojibake runs. */
-export function mojibakeRuns(text: string): string[] {
-  const found: string[] = [];
-  let start = -1;
-  const flush = (end: number) => {
-    if (start >= 0 && end - start >= 2) {
-      const run = text.slice(start, end);
-      const bytes = new Uint8Array(run.length);
-      for (let i = 0; i < run.length; i++) bytes[i] = byteOf(run.charCodeAt(i));
-      try {
-        const decoded = utf8.decode(bytes);
-        if (decoded.length < run.length) found.push(run);
-      } catch {
-        /* not UTF-8: legitimate accented text */
-      }
-    }
-    start = -1;
-  };
-  for (let i = 0; i < text.length; i++) {
-    const b = byteOf(text.charCodeAt(i));
-    if (b >= 0) {
-      if (start < 0) start = i;
-    } else flush(i);
-  }
-  flush(text.length);
-  return found;
-}
 
 function isSymbolNoise(code: number): boolean {
   // Miscellaneous Symbols and Dingbats (what AgentChaos splices in), private use, specials.

@@ -3,6 +3,7 @@
  * and an LLM call far slower than the route's baseline (median + 5 robust deviations, at least 2× the median and
  * 1 s more). The baseline comes from the context, or from the earlier calls of the task when there are enough.
  */
+import { median } from '../src/stats';
 import type { DetectionContext, Detector, Finding, LlmObservation, MessageObservation, Observation } from './types';
 
 const MAD_SCALE = 1.4826;
@@ -12,14 +13,8 @@ function baseline(ctx: DetectionContext): { medianMs: number; madMs: number } | 
   const d: number[] = [];
   for (const e of ctx.earlier) if (e.kind === 'llm' && e.response.durationMs > 0 && e.response.status !== undefined && e.response.status < 400) d.push(e.response.durationMs);
   if (d.length < 4) return undefined;
-  const median = quantile(d);
-  return { medianMs: median, madMs: quantile(d.map((x) => Math.abs(x - median))) };
-}
-
-function quantile(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+  const m = median(d);
+  return { medianMs: m, madMs: median(d.map((x) => Math.abs(x - m))) };
 }
 
 export const latencyDetector: Detector = {

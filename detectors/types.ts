@@ -10,7 +10,7 @@ import type {
 } from '../instrumentation/types';
 import type { ObservationScope } from '../instrumentation/agents/declarations';
 import type { FaultType } from '../src/taxonomy';
-import type { ArcfFailure, MastModeId } from './monitors/mast';
+import type { ArcfFailure, MastModeId } from '../src/failure-modes';
 
 export type Severity = 'info' | 'warning' | 'error' | 'critical';
 
@@ -33,7 +33,7 @@ export interface Finding {
    * findings are recorded on spans, where content appears only when capture is on. */
   evidence: string;
   location?: FindingLocation;
-  /** Workflow monitors: the ARCF failure type and the MAST mode the finding names (detectors/monitors/mast.ts). */
+  /** Workflow monitors: the ARCF failure type and the MAST mode the finding names (src/failure-modes.ts). */
   failure?: ArcfFailure;
   mast?: MastModeId;
 }

@@ -4,5 +4,5 @@ export { createGenAiInterceptor, flushExchanges, settleExchanges, type GenAiInte
 export { installInstrumentation, type InstalledInstrumentation } from './install';
 export { EXCHANGE, getExchange } from './exchange';
 export { providerName } from './providers/provider-name';
-export { SseParser, type SseEvent } from './providers/sse';
+export { SseParser, type SseEvent } from '../src/wire/sse';
 export type * from './types';

@@ -14,6 +14,8 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import Module from 'node:module';
 import { Dispatcher, getGlobalDispatcher, setGlobalDispatcher } from './undici-global';
 import { logger } from '../src/diag';
+import { processEnv } from '../src/env';
+import { otlpUrlsFromEnv } from '../src/otlp-endpoint';
 import { toLegacyHandler } from './handler-api';
 import { createGenAiInterceptor, createGenAiLayer, type GenAiInterceptorOptions } from './interceptor';
 import { clientRequestSteps, installNodeHttp } from './node-http';
@@ -107,29 +109,21 @@ function withLayer(base: Dispatcher, layer: Interceptor): Dispatcher {
   return view;
 }
 
-const SIGNAL_PATHS = ['v1/traces', 'v1/metrics', 'v1/logs'];
-
 /**
  * The OTLP export requests, as `host:port/path`, of the endpoints in the environment and of `urls` (per-signal URLs,
  * e.g. from the configuration file): never intercepted. OTEL_EXPORTER_OTLP_ENDPOINT is a base (each signal's path is
  * appended, as the exporters do); a per-signal variable or URL is used as it is.
  */
-export function otlpExports(env: NodeJS.ProcessEnv = process.env, urls: readonly string[] = []): string[] {
+export function otlpExports(env: NodeJS.ProcessEnv = processEnv(), urls: readonly string[] = []): string[] {
   const out: string[] = [];
-  const add = (v: string | undefined, paths?: string[]): void => {
-    if (!v) return;
+  for (const v of [...otlpUrlsFromEnv(env), ...urls]) {
     try {
       const url = new URL(v);
-      const host = url.host.toLowerCase();
-      if (!paths) out.push(`${host}${url.pathname}`);
-      else for (const p of paths) out.push(`${host}${url.pathname.replace(/\/+$/, '')}/${p}`);
+      out.push(`${url.host.toLowerCase()}${url.pathname}`);
     } catch {
       // a bad endpoint is the exporter's to report
     }
-  };
-  add(env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim(), SIGNAL_PATHS);
-  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT', 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT']) add(env[name]?.trim());
-  for (const u of urls) add(u);
+  }
   return out;
 }
 
@@ -239,7 +233,7 @@ export function installInstrumentation(options: GenAiInterceptorOptions & { otlp
   const mine = slot[INSTALLED];
   const previous = mine && current === mine.dispatcher ? mine.previous : current;
   const { otlpEndpoints, ...layerOptions } = options;
-  const exports = otlpExports(process.env, otlpEndpoints);
+  const exports = otlpExports(processEnv(), otlpEndpoints);
   const layer = createGenAiInterceptor({ ...layerOptions, otlpExports: exports });
   const installed: Installed = { dispatcher: withLayer(baseOf(previous), layer), previous, layer, reported: false };
   setGlobalDispatcher(installed.dispatcher);

@@ -15,7 +15,7 @@
  * is our span's child and the steps see our span active. Our handler wraps the application's handler *outside* the
  * steps, so it sees exactly the chunks the application gets (after any fault or guard), and speaks the handler API
  * the application's handler speaks (legacy for Node 20/22's fetch) unless a step needs undici 7's. An encoded response
- * is decoded for the reader by the one bounded, streaming decoder (decompress.ts): the span ends when it has drained,
+ * is decoded for the reader by the one bounded, streaming decoder (src/wire/decompress.ts): the span ends when it has drained,
  * the application never waits for it. A redirect is a hop of the call, not a call: the span waits for the follow-up
  * request and reads its answer. Anything not recognised, and anything that goes wrong inside faultline, falls back
  * to the untouched call.
@@ -25,7 +25,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { logger, safely } from '../src/diag';
-import { BodyDecoder, isIdentity } from './decompress';
+import { BodyDecoder, isIdentity } from '../src/wire/decompress';
 import { EXCHANGE } from './exchange';
 import { callContext } from './frameworks/scope';
 import { isLegacyHandler, SPEAKS_LEGACY, toUndici7Handler, type LegacyHandler } from './handler-api';
@@ -48,11 +48,10 @@ import {
   ATTR_SERVER_PORT,
   ATTR_URL_FULL,
 } from './semconv';
-import type { AgentMessage, Exchange, ExchangeOutcome, Interceptor, LlmRequestSummary, Protocol } from './types';
+import type { AgentMessage, DispatchFn, Exchange, ExchangeOutcome, Interceptor, LlmRequestSummary, Protocol } from './types';
 
 const log = logger('interceptor');
 
-type DispatchFn = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean;
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 

@@ -35,7 +35,7 @@ export interface ProtocolStart {
 
 /**
  * Incremental response reader. Called with what the application receives, decoded: when the response has a
- * `Content-Encoding`, the span layer undoes it (streaming and bounded, instrumentation/decompress.ts) and hands the
+ * `Content-Encoding`, the span layer undoes it (streaming and bounded, src/wire/decompress.ts) and hands the
  * reader the decoded bytes and headers without `content-encoding`. It must never hold back or modify a chunk, and
  * must be cheap (it runs on every chunk). `finish` runs once the decoded body has been handed over in full.
  */

@@ -30,12 +30,12 @@ import { Socket } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { logger, safely } from '../src/diag';
 import type { GenAiLayer } from './interceptor';
-import type { Interceptor } from './types';
+import type { DispatchFn, Interceptor } from './types';
 import { BodyCopy } from './request-body';
 
 const log = logger('node-http');
 
-export type DispatchFn = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean;
+export type { DispatchFn } from './types';
 type RequestFn = typeof http.request;
 
 /**

@@ -178,6 +178,9 @@ export interface ExchangeOutcome {
 
 export type Interceptor = Dispatcher.DispatcherComposeInterceptor;
 
+/** An undici dispatch function, as an interceptor receives and returns it. */
+export type DispatchFn = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean;
+
 // ------------------------------------------------------------------------------------------------ channel
 
 export interface DeliveryContext {

@@ -20,13 +20,13 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { diag } from '@opentelemetry/api';
 import type { GuardConfig, GuardConfigInput } from '../detectors/guards/config';
 import type { OnlineDetectionOptions } from '../detectors/online';
-import { captureContentFromEnv, isProduction, readList as list, readSwitch } from './env';
+import { captureContentFromEnv, guardsFileFromEnv, isProduction, METRIC_EXPORT_INTERVAL_MS, metricExportIntervalFromEnv, planFileFromEnv, readList as list, readSwitch } from './env';
 import { FaultlineInputError } from './errors';
 import { parts } from './parts';
 import type { FaultPlan, FaultPlanInput } from './plan/schema';
 import type { ConfigFile } from './config-schema';
 import { redactUrl } from '../instrumentation/redact-url';
-import { OTLP_ENDPOINT, OTLP_ENDPOINT_EXPECTED } from './otlp-endpoint';
+import { OTLP_ENDPOINT, OTLP_ENDPOINT_EXPECTED, signalUrl } from './otlp-endpoint';
 
 export type TraceExporterName = 'otlp' | 'console' | 'file';
 export type MetricExporterName = 'otlp' | 'console';
@@ -119,7 +119,7 @@ export const DEFAULTS = {
   detect: false,
   httpSpans: false,
   tracesFile: 'faultline-traces.jsonl',
-  metricIntervalMs: 60_000,
+  metricIntervalMs: METRIC_EXPORT_INTERVAL_MS,
   resourceDetectors: ['env'] as readonly ResourceDetectorName[],
 } as const;
 
@@ -163,7 +163,7 @@ export function resolveConfig(options: ResolveOptions = {}): FaultlineConfig {
   const injectionDisabled = readSwitch('FAULTLINE_DISABLE', env.FAULTLINE_DISABLE) ?? file.disable ?? false;
 
   // The plan: start({ plan }) > FAULTLINE_PLAN > the file's `plan`.
-  const envPlan = env.FAULTLINE_PLAN?.trim() || undefined;
+  const envPlan = planFileFromEnv(env);
   let plan: FaultlineConfig['plan'];
   let disabledPlan: string | undefined;
   const planGiven = o.plan ?? envPlan ?? file.plan;
@@ -184,7 +184,7 @@ export function resolveConfig(options: ResolveOptions = {}): FaultlineConfig {
   }
 
   // Guards: start({ guards }) > FAULTLINE_GUARDS > the file's `guards`.
-  const envGuards = env.FAULTLINE_GUARDS?.trim() || undefined;
+  const envGuards = guardsFileFromEnv(env);
   let guards: FaultlineConfig['guards'];
   if (o.guards !== undefined || envGuards !== undefined || file.guards !== undefined) {
     const g = parts.guardConfig();
@@ -229,11 +229,6 @@ function instrumentationSwitch(env: NodeJS.ProcessEnv, name: string): boolean | 
   return undefined;
 }
 
-/** The traces/metrics URL for a base endpoint, as OTEL_EXPORTER_OTLP_ENDPOINT is turned into one. */
-function signalUrl(base: string, path: string): string {
-  return base.endsWith('/') ? `${base}${path}` : `${base}/${path}`;
-}
-
 const TRACE_EXPORTERS = new Set(['otlp', 'console', 'file', 'none']);
 const METRIC_EXPORTERS = new Set(['otlp', 'console', 'none']);
 const DETECTORS = new Set<string>(['env', 'host', 'os', 'process', 'serviceinstance']);
@@ -258,8 +253,8 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
   const envMetrics = endpointVar('OTEL_EXPORTER_OTLP_METRICS_ENDPOINT');
   const envBase = endpointVar('OTEL_EXPORTER_OTLP_ENDPOINT');
   const fileBase = f.otlp?.endpoint;
-  const tracesUrl = !envTraces && !envBase && fileBase ? signalUrl(fileBase, 'v1/traces') : undefined;
-  const metricsUrl = !envMetrics && !envBase && fileBase ? signalUrl(fileBase, 'v1/metrics') : undefined;
+  const tracesUrl = !envTraces && !envBase && fileBase ? signalUrl(fileBase, 'traces') : undefined;
+  const metricsUrl = !envMetrics && !envBase && fileBase ? signalUrl(fileBase, 'metrics') : undefined;
   const rawProtocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || f.otlp?.protocol || 'http/protobuf').toLowerCase();
   let protocol: OtlpProtocol = 'http/protobuf';
   if (rawProtocol === 'http/json') protocol = 'http/json';
@@ -286,7 +281,6 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
 
   const metricNames = list(env.OTEL_METRICS_EXPORTER) ?? f.metrics?.map((n) => n.toLowerCase()) ?? [];
   for (const n of metricNames) if (!METRIC_EXPORTERS.has(n)) notice(`metric exporter ${JSON.stringify(n)} is not supported (otlp, console, none): ignored`);
-  const interval = Number(env.OTEL_METRIC_EXPORT_INTERVAL?.trim() || NaN);
 
   let resourceDetectors: ResourceDetectorName[] = [...DEFAULTS.resourceDetectors];
   const detectorNames = list(env.OTEL_NODE_RESOURCE_DETECTORS);
@@ -318,7 +312,7 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
     file: tracesFile,
     otlp,
     metrics: [...new Set(metricNames.filter((n) => METRIC_EXPORTERS.has(n) && n !== 'none'))] as MetricExporterName[],
-    metricIntervalMs: Number.isFinite(interval) && interval > 0 ? interval : DEFAULTS.metricIntervalMs,
+    metricIntervalMs: metricExportIntervalFromEnv(env),
     resourceDetectors,
     ...(propagators ? { propagators } : {}),
     ...(logLevel ? { logLevel } : {}),

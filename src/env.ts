@@ -1,6 +1,9 @@
 /**
- * Reading environment variables as users write them. Only the configuration's edge calls these (src/config.ts, and
- * the env helpers of the public API in src/plan/load.ts): nothing below `start()` reads the environment.
+ * The environment, read in one place: besides src/config.ts (which resolves the whole configuration from it), this
+ * is the only module that reaches for `process.env` (eslint's no-restricted-properties rule keeps it so). Every other
+ * module takes an `env` from its caller, defaulting to `processEnv()`, and reads a variable that several places need
+ * through the one reader below that names it. Variables are read as users write them (switches, lists, numbers).
+ * At the base of the layers (docs/architecture.md): anything may import it.
  */
 import { diag } from '@opentelemetry/api';
 import { FaultlineInputError } from './errors';
@@ -18,6 +21,35 @@ export function readSwitch(name: string, raw: string | undefined): boolean | und
   if (TRUE.has(v)) return true;
   if (FALSE.has(v)) return false;
   throw new FaultlineInputError('FAULTLINE_CONFIG_INVALID', `${name}=${JSON.stringify(raw)} is not a switch: use 1, true, yes or on (or 0, false, no, off)`);
+}
+
+/** The process environment: the default of every `env` parameter. */
+export function processEnv(): NodeJS.ProcessEnv {
+  return process.env;
+}
+
+/** FAULTLINE_PLAN: the fault plan file the environment names (trimmed); undefined when unset or blank. */
+export function planFileFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.FAULTLINE_PLAN?.trim() || undefined;
+}
+
+/** FAULTLINE_GUARDS: the guard configuration file the environment names (trimmed); undefined when unset or blank. */
+export function guardsFileFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.FAULTLINE_GUARDS?.trim() || undefined;
+}
+
+/** The metric export interval when OTEL_METRIC_EXPORT_INTERVAL gives none: the OTel specification's default. */
+export const METRIC_EXPORT_INTERVAL_MS = 60_000;
+
+/** OTEL_METRIC_EXPORT_INTERVAL, ms: a positive number, else the default (unset, blank or not a positive number). */
+export function metricExportIntervalFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const v = Number(env.OTEL_METRIC_EXPORT_INTERVAL?.trim() || NaN);
+  return Number.isFinite(v) && v > 0 ? v : METRIC_EXPORT_INTERVAL_MS;
+}
+
+/** FAULTLINE_DEBUG: the CLI prints stacks (`1` or `true`). */
+export function debugFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.FAULTLINE_DEBUG === '1' || env.FAULTLINE_DEBUG === 'true';
 }
 
 /** NODE_ENV says production, as people write it (`production`, `Production`, `"production "`). */

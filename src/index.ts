@@ -1,6 +1,9 @@
 /**
- * faultline's public API. Everything a user imports comes from here (`import { … } from 'faultline'`);
- * `faultline/register` is the one-line entry point that calls `start()`.
+ * faultline's public API for an application (`import { … } from 'faultline'`): start the runtime, declare workflows,
+ * agents and channels, plan faults, guard calls, run campaigns. `faultline/register` is the one-line entry point that
+ * calls `start()`. Reading traces afterwards (readers, detectors, diagnosers, evaluation) is `faultline/analysis`;
+ * the contracts for code that plugs in (a custom detector, fault or protocol module) are `faultline/extend`.
+ * docs/api.md lists every export of the three.
  *
  * Data flows one way: instrument → spans → detectors → diagnosers → reports.
  */
@@ -8,13 +11,13 @@
 import { parts } from './parts';
 
 // ---------------------------------------------------------------- runtime (instrument + inject + guard, wired)
-export { start, startRuntime, shutdown, type StartOptions, type FaultlineRuntime } from './start';
+export { start, shutdown, type StartOptions, type FaultlineRuntime } from './start';
 export { resolveConfig, type FaultlineConfig, type ExportConfig, type ConfigOverrides } from './config';
 export type { ConfigFileInput as FaultlineConfigFile } from './config-schema';
 export { FileSpanExporter, DEFAULT_TRACES_FILE, type FileSpanExporterOptions } from './exporters/file-exporter';
 
 // ---------------------------------------------------------------- instrument
-export { FaultlineInstrumentation, installInstrumentation, getExchange } from '../instrumentation';
+export { FaultlineInstrumentation } from '../instrumentation';
 export {
   runAgent,
   runWorkflow,
@@ -39,46 +42,17 @@ export {
   type WorkflowDeclaration,
   type CheckpointOptions,
 } from '../instrumentation/agents';
-export { resolveTaskId, type TaskScope } from '../instrumentation/agents/task';
 export { frameworkContext, registerLangChain, langChainHandler, type LangChainContextModule } from '../instrumentation/frameworks';
-export type {
-  AgentMessage,
-  DeliverStep,
-  DeliveryContext,
-  Exchange,
-  ExchangeOutcome,
-  FaultlineInstrumentationConfig,
-  GenAiMessage,
-  LlmRequestSummary,
-  LlmResponseSummary,
-} from '../instrumentation/types';
+export type { AgentMessage, ExchangeOutcome, FaultlineInstrumentationConfig } from '../instrumentation/types';
 
 // ---------------------------------------------------------------- inject
 export { definePlan, FaultPlan, type FaultPlanInput, type FaultRule, type FaultSelector } from './plan/schema';
-export { loadPlan, parsePlan, planFromEnv } from './plan/load';
+export { loadPlan, parsePlan } from './plan/load';
 export { FAULT_NAMES, listFaults, getFault } from './catalog';
-export {
-  createInjector,
-  injectorFromEnv,
-  FaultInjectionSpanProcessor,
-  triggerReportFromSpans,
-  formatTriggerReport,
-  type Injector,
-  type TriggerReport,
-} from './inject';
+export { createInjector, FaultInjectionSpanProcessor, type Injector } from './inject';
 
 // ---------------------------------------------------------------- detect and guard
-export {
-  runDetectors,
-  defaultDetectors,
-  registerDetector,
-  detectSpans,
-  createOnlineDetection,
-  type Detector,
-  type Finding,
-  type Observation,
-  type MessageContract,
-} from '../detectors';
+export { createOnlineDetection, type MessageContract } from '../detectors';
 export {
   createGuards,
   guard,
@@ -97,30 +71,26 @@ export {
   type Verifier,
   type VerificationOptions,
 } from '../detectors/guards';
-export { monitorTrace, type MonitorFinding, type MonitoredWorkflow } from '../detectors/monitors/offline';
-export { MAST_MODES, ARCF_FAILURES, classifyFinding, type MastModeId, type ArcfFailure } from '../detectors/monitors/index';
 
-// ---------------------------------------------------------------- traces, diagnosis, evaluation
-export { readTraces, readSpans, startCollector, type TraceRecord, type SpanRecord } from './traces';
-export {
-  createDiagnoser,
-  diagnoseTrace,
-  diagnoseAll,
-  stripGroundTruth,
-  type Diagnoser,
-  type Diagnosis,
-} from './diagnosers';
-export { evaluate, groundTruth, cohenKappa, type EvalReport } from './evaluation';
+// ---------------------------------------------------------------- kept here for code written before faultline/analysis
+export { readTraces } from './traces';
+export { runDetectors } from '../detectors';
+export { monitorTrace } from '../detectors/monitors/offline';
 
 // ---------------------------------------------------------------- campaigns and the embedded mock model
 // Loaded when first called: the campaign runner brings the example workflows and the openai SDK (about 750 modules),
 // which an application importing faultline for its runtime never needs.
 export type { CampaignOptions, CampaignResult } from './campaign/runner';
+export type { CampaignWorkloads } from './campaign/types';
 export type { MockModel, MockModelOptions } from './mock-model/server';
 
-/** Run a campaign (see docs/campaigns.md). The example workflows need the `openai` package installed. */
-export async function runCampaign(options: import('./campaign/runner').CampaignOptions): Promise<import('./campaign/runner').CampaignResult> {
-  return parts.campaign().runCampaign(options);
+/** Run a campaign (see docs/campaigns.md). Without `workloads` it runs the example workflows (examples/), which need the
+ * `openai` package installed. */
+export async function runCampaign(
+  options: Omit<import('./campaign/runner').CampaignOptions, 'workloads'> & { workloads?: import('./campaign/types').CampaignWorkloads },
+): Promise<import('./campaign/runner').CampaignResult> {
+  const workloads = options.workloads ?? (await import('../examples/index.js'));
+  return parts.campaign().runCampaign({ ...options, workloads });
 }
 
 /** Start the embedded mock model (an OpenAI-compatible server on loopback). */
@@ -128,6 +98,6 @@ export async function startMockModel(options?: import('./mock-model/server').Moc
   return parts.mockModel().startMockModel(options);
 }
 
-export { FAULT_TYPES, type FaultType, type FaultCategory, type FaultMode } from './taxonomy';
+// ---------------------------------------------------------------- errors and the version
 export { FaultlineError, FaultlineInputError, type FaultlineErrorCode } from './errors';
 export { VERSION } from './version';

@@ -26,6 +26,7 @@ import { installExitHooks } from './exit-hooks';
 import type { Injector } from './inject';
 import { parts } from './parts';
 import { setupSdk, type SdkHandle } from './sdk';
+import { processEnv } from './env';
 
 export interface StartOptions extends ConfigOverrides {
   /** Environment to resolve the configuration from. Default: process.env. */
@@ -96,7 +97,7 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     ...(options.resourceAttributes ? { resourceAttributes: options.resourceAttributes } : {}),
   });
   // One GenAI span per Anthropic call under our provider (the SDK's own spans are off unless the app set them).
-  if (!sdk.external && (options.env?.ANTHROPIC_OPEN_TELEMETRY ?? process.env.ANTHROPIC_OPEN_TELEMETRY) === undefined) oneSpanPerAnthropicCall(process.env);
+  if (!sdk.external && (options.env?.ANTHROPIC_OPEN_TELEMETRY ?? processEnv().ANTHROPIC_OPEN_TELEMETRY) === undefined) oneSpanPerAnthropicCall(processEnv());
 
   // HTTP client spans under each GenAI span (the default; core may change it after measuring).
   const undici = config.httpSpans ? httpSpans() : undefined;

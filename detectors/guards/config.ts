@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { timerMs } from '../../src/duration';
+import { guardsFileFromEnv, processEnv } from '../../src/env';
 import { FaultlineInputError } from '../../src/errors';
 import { FAULT_TYPES } from '../../src/taxonomy';
 
@@ -156,7 +157,7 @@ export function loadGuardConfig(path: string): GuardConfig {
 }
 
 /** The guard config named by FAULTLINE_GUARDS, if any (for the API; `start()` gets its guards through src/config.ts). */
-export function guardConfigFromEnv(env: NodeJS.ProcessEnv = process.env): GuardConfig | undefined {
-  const p = env.FAULTLINE_GUARDS?.trim();
+export function guardConfigFromEnv(env: NodeJS.ProcessEnv = processEnv()): GuardConfig | undefined {
+  const p = guardsFileFromEnv(env);
   return p ? loadGuardConfig(p) : undefined;
 }

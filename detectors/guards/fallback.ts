@@ -4,7 +4,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { Exchange } from '../../instrumentation/types';
-import { withContentLength } from '../../instrumentation/request-body';
+import { withContentLength, withHeaders } from '../../instrumentation/request-body';
 import type { Circuits } from './circuit';
 import type { FallbackRoute } from './config';
 import type { RouteHealth } from './health';
@@ -40,24 +40,6 @@ export function fallbackOptions(opts: Dispatcher.DispatchOptions, exchange: Exch
     out.body = body;
     out.headers = withContentLength(opts.headers, body.length);
   }
-  if (fb.origin) out.headers = withHeader(out.headers, 'host', new URL(fb.origin).host);
-  return out;
-}
-
-function withHeader(headers: Dispatcher.DispatchOptions['headers'], name: string, value: string): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  const put = (k: string, v: unknown) => {
-    if (k.toLowerCase() === name || v == null) return;
-    out[k] = Array.isArray(v) ? v.map(String) : String(v);
-  };
-  if (Array.isArray(headers)) {
-    if (headers.length > 0 && Array.isArray(headers[0])) for (const [k, v] of headers as unknown as [string, string][]) put(k, v);
-    else for (let i = 0; i + 1 < headers.length; i += 2) put(String(headers[i]), headers[i + 1]);
-  } else if (headers && typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
-    for (const [k, v] of headers as Iterable<[string, string]>) put(k, v);
-  } else if (headers) {
-    for (const [k, v] of Object.entries(headers)) put(k, v);
-  }
-  out[name] = value;
+  if (fb.origin) out.headers = withHeaders(out.headers, { host: new URL(fb.origin).host }, 'replace');
   return out;
 }

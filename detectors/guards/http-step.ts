@@ -12,11 +12,12 @@
 import { context as otelContext } from '@opentelemetry/api';
 import type { Dispatcher } from 'undici';
 import { getTaskId } from '../../instrumentation/agents/task';
-import { canDecode, decodeAll, isIdentity } from '../../instrumentation/decompress';
+import { canDecode, decodeAll, isIdentity } from '../../src/wire/decompress';
 import { getExchange } from '../../instrumentation/exchange';
 import { headerValue, MAX_PARSE_BYTES } from '../../instrumentation/providers/response-body';
+import { deliverResponse } from '../../instrumentation/deliver';
 import { ForwardingController } from '../../instrumentation/forwarding-controller';
-import type { Exchange, Interceptor } from '../../instrumentation/types';
+import type { DispatchFn, Exchange, Interceptor } from '../../instrumentation/types';
 import { safely } from '../../src/diag';
 import type { LlmObservation } from '../types';
 import { isLlmProtocol, summarizeLlmResponse, type LlmProtocol } from '../wire';
@@ -29,7 +30,6 @@ import { describe, log, type GuardRuntime } from './runtime';
 import { findRoute, routeLabel, type RouteFacts } from './routes';
 import type { Finding } from '../types';
 
-type DispatchFn = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean;
 type Handler = Dispatcher.DispatchHandler;
 
 function factsOf(exchange: Exchange): RouteFacts {
@@ -310,9 +310,6 @@ class GuardedCall {
     if (this.#finished) return;
     this.#finished = true;
     this.#startApp();
-    const h = this.handler;
-    h.onResponseStart?.(this.#proxy, status, headers, statusMessage);
-    if (body.length > 0) h.onResponseData?.(this.#proxy, body);
-    h.onResponseEnd?.(this.#proxy, trailers ?? {});
+    deliverResponse(this.handler, this.#proxy, { status, headers, statusMessage, body, trailers });
   }
 }

@@ -70,8 +70,4 @@ export function sameAgent(o: LlmObservation, earlier: readonly Observation[]): L
   return earlier.filter((e): e is LlmObservation => e.kind === 'llm' && e.scope?.agent === agent);
 }
 
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const n = s.length;
-  return n === 0 ? NaN : n % 2 ? s[n >> 1]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
-}
+export { median } from '../../src/stats';

@@ -24,7 +24,7 @@ import {
 import { ATTR_ERROR_TYPE, ATTR_FL_TASK_ID, ATTR_MCP_METHOD_NAME } from '../../instrumentation/semconv';
 import { num, str, strList, type SpanRecord, type TraceRecord } from '../../src/traces/model';
 import { DETECTION_CHILD, messageObservation, viewTrace, type AgentSpan, type SpanFailure } from '../../src/traces/view';
-import { llmObservation } from '../from-span';
+import { llmObservation } from '../observations';
 import type { MessageObservation, Observation } from '../types';
 
 export interface AgentTurnRecord {

@@ -14,7 +14,7 @@ import {
   ATTR_SERVER_PORT,
   ERROR_TYPE_OTHER,
 } from '../semconv';
-import { SseParser } from '../providers/sse';
+import { SseParser } from '../../src/wire/sse';
 import { header } from './message';
 
 export type JsonRpcId = string | number;

@@ -3,7 +3,7 @@
  * task/session, version, top-level keys, payload size and hash), plus the payload itself only when content capture
  * is on. Shared by the in-process channel and the A2A / MCP modules, so a message looks the same wherever it went.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Attributes } from '@opentelemetry/api';
 import {
   ATTR_FL_MESSAGE_BOUNDARY,
@@ -33,6 +33,7 @@ import {
 } from '../semconv';
 import type { AgentMessage } from '../types';
 import { payloadShape } from './shape';
+import { sha256Hex16 } from '../../src/hash';
 
 export function newMessageId(): string {
   return randomUUID();
@@ -72,11 +73,7 @@ function sortKeys(value: unknown, seen: Set<object>): unknown {
 /** sha256 hex of the canonical JSON, first 16 characters: enough to tell payloads apart, short on a span. */
 export function payloadHash(payload: unknown): string | undefined {
   const json = canonicalJson(payload);
-  return json === undefined ? undefined : hashText(json);
-}
-
-function hashText(text: string): string {
-  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+  return json === undefined ? undefined : sha256Hex16(json);
 }
 
 /** Top-level keys of an object payload, sorted; empty for anything else. */
@@ -106,7 +103,7 @@ export function messageAttributes(message: AgentMessage, captureContent: boolean
   const json = canonicalJson(message.payload);
   if (json !== undefined) {
     attrs[ATTR_FL_MESSAGE_PAYLOAD_BYTES] = Buffer.byteLength(json);
-    attrs[ATTR_FL_MESSAGE_PAYLOAD_HASH] = hashText(json);
+    attrs[ATTR_FL_MESSAGE_PAYLOAD_HASH] = sha256Hex16(json);
     if (captureContent) attrs[ATTR_FL_MESSAGE_PAYLOAD] = json;
   }
   return attrs;

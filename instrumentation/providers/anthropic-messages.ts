@@ -17,7 +17,8 @@ import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { llmStartAttributes, num, setNumber } from './request-attributes';
 import { BodyReader, eventJson } from './response-body';
-import type { SseEvent } from './sse';
+import type { SseEvent } from '../../src/wire/sse';
+import { processEnv } from '../../src/env';
 
 type Json = Record<string, unknown>;
 
@@ -281,6 +282,6 @@ export function anthropicStart(url: URL, b: Json, headers: Record<string, string
  * SDK reads when a client is constructed) unless the application set the variable itself. An application that
  * registered its own provider keeps the SDK's spans, as it has them without faultline.
  */
-export function oneSpanPerAnthropicCall(env: NodeJS.ProcessEnv = process.env): void {
+export function oneSpanPerAnthropicCall(env: NodeJS.ProcessEnv = processEnv()): void {
   if (env.ANTHROPIC_OPEN_TELEMETRY === undefined) env.ANTHROPIC_OPEN_TELEMETRY = 'false';
 }

@@ -27,12 +27,12 @@ import {
 import type { ProtocolModule, ProtocolStart, ResponseReader } from '../internal-types';
 import type { Exchange, GenAiMessage, GenAiPart, LlmRequestSummary, ToolCallSummary, ToolDefinition, UsageSummary } from '../types';
 import { dataUriPart, isObject, str } from './content';
-import { jsonStreamElements } from './json-stream';
+import { jsonStreamElements } from '../../src/wire/json-stream';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { llmStartAttributes, num, setNumber } from './request-attributes';
 import { BodyReader, eventJson } from './response-body';
-import type { SseEvent } from './sse';
+import type { SseEvent } from '../../src/wire/sse';
 
 type Json = Record<string, unknown>;
 

@@ -16,7 +16,7 @@ import {
 import type { ProtocolModule, ProtocolStart, ResponseReader } from '../internal-types';
 import type { Exchange, GenAiMessage, GenAiPart, LlmRequestSummary, Protocol, ToolCallSummary, UsageSummary } from '../types';
 import { isObject, openAiTools, parseArguments, str } from './content';
-import { jsonStreamElements } from './json-stream';
+import { jsonStreamElements } from '../../src/wire/json-stream';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { llmStartAttributes, num, setNumber, setStopSequences } from './request-attributes';

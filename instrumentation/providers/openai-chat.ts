@@ -21,7 +21,7 @@ import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { lazyLlmStart, llmStartAttributes, num, setNumber, setStopSequences } from './request-attributes';
 import { BodyReader, eventJson, jsonStringAt } from './response-body';
-import type { SseEvent } from './sse';
+import type { SseEvent } from '../../src/wire/sse';
 import type { Declared } from './verdicts';
 
 type Json = Record<string, unknown>;

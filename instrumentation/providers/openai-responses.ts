@@ -24,7 +24,7 @@ import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
 import { providerName } from './provider-name';
 import { lazyLlmStart, llmStartAttributes, num, setNumber } from './request-attributes';
 import { BodyReader, eventJson } from './response-body';
-import type { SseEvent } from './sse';
+import type { SseEvent } from '../../src/wire/sse';
 import type { Declared } from './verdicts';
 
 type Json = Record<string, unknown>;

@@ -9,6 +9,8 @@
  * caller tells); only Amazon serves Bedrock's runtime API (`model/{id}/converse`), so any host speaking it is in front
  * of Bedrock (`aws.bedrock`); and Ollama's native API (`/api/chat`) is Ollama (`ollama`, not a semconv well-known value).
  */
+import { processEnv } from '../../src/env';
+
 
 export type WireFamily = 'openai' | 'anthropic' | 'gemini' | 'vertex' | 'bedrock' | 'ollama';
 
@@ -89,6 +91,6 @@ let fromEnv: { value: string | undefined } | undefined;
 
 /** FAULTLINE_PROVIDER_NAME, read once: process.env is a slow accessor and this runs on every call. */
 function envProviderName(): string | undefined {
-  fromEnv ??= { value: process.env.FAULTLINE_PROVIDER_NAME?.trim() || undefined };
+  fromEnv ??= { value: processEnv().FAULTLINE_PROVIDER_NAME?.trim() || undefined };
   return fromEnv.value;
 }

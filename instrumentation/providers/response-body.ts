@@ -3,12 +3,12 @@
  * either SSE events (parsed incrementally, as chunks arrive) or one JSON document (parsed at the end). It never holds
  * back or changes a chunk. It reads the decoded body: the span layer undoes a `Content-Encoding` (gzip, br, deflate,
  * zstd: what the dispatcher sees before fetch decodes it) with the one streaming, bounded decoder
- * (instrumentation/decompress.ts) before a reader sees it, and hands it headers without the encoding.
+ * (src/wire/decompress.ts) before a reader sees it, and hands it headers without the encoding.
  */
 import { performance } from 'node:perf_hooks';
 import { StringDecoder } from 'node:string_decoder';
 import type { IncomingHttpHeaders } from 'node:http';
-import { SseParser, type SseEvent } from './sse';
+import { SseParser, type SseEvent } from '../../src/wire/sse';
 
 /** Bodies above this are counted but not parsed (a 10 MB JSON answer is still parsed). */
 export const MAX_PARSE_BYTES = 32 * 1024 * 1024;

@@ -8,7 +8,7 @@
  * schema's properties, and for an undeclared property the object holding it, not the model's key.
  */
 import type { Attributes } from '@opentelemetry/api';
-import { mojibakeRuns } from '../../detectors/encoding';
+import { mojibakeRuns } from '../../src/wire/mojibake';
 import { validateJsonSchema, type SchemaIssue } from '../../detectors/json-schema';
 import {
   ATTR_FL_RESPONSE_BLANK,

@@ -13,51 +13,9 @@
  *    The silent-failure rate is silent / failed faulted runs. For a command campaign the system's own claim is its
  *    exit code: 0 is an accept.
  */
-import type { Arm, Cell, Topology } from './matrix';
+import type { RunRecord } from './types';
 
-export interface RunRecord {
-  /** Sequence number in the campaign. */
-  run: number;
-  taskId: string;
-  traceId?: string;
-  study: Cell['study'];
-  /** Example workloads: the task family and topology (a command campaign has neither). */
-  family?: string;
-  task: string;
-  topology?: Topology;
-  arm: Arm;
-  rep: number;
-  /** `clean`, or the condition id. */
-  condition: string;
-  /** For faulted runs, the condition of the cell (same as condition); for clean twins, the cell's condition too. */
-  cell: string;
-  faulted: boolean;
-  /** Task id of the clean twin (faulted runs). */
-  matchedTo?: string;
-  success: boolean;
-  reason: string;
-  /** The final decision as given by the deciding agent ('accept' | 'reject' | undefined when none came). */
-  decision?: string;
-  triggered: boolean;
-  detections: number;
-  guardEvents: number;
-  errorSpans: number;
-  durationMs: number;
-  /** Command campaigns: the run's key in runs.jsonl (resume), its pair, plan seed and the fault's strategy. */
-  key?: string;
-  pair?: number;
-  seed?: number;
-  strategy?: string;
-  exitCode?: number | null;
-  signal?: string | null;
-  /** LLM calls and tokens (input + output) seen on the run's spans: what the budget counts. */
-  llmCalls?: number;
-  tokens?: number;
-  /** The ARCF study (arcf.ts): what the run's spans say about recovery and monitoring. */
-  arcf?: import('./arcf').ArcfRunFacts;
-  /** A command campaign's run of the program without faultline (ARCF's observability overhead). */
-  bare?: boolean;
-}
+export type { RunRecord } from './types';
 
 export interface Rate {
   n: number;

@@ -30,12 +30,12 @@ import { classifyFinding, isArcfFailure, isMastModeId, type ArcfFailure, type Ma
 import { createOnlineDetection } from '../../detectors/online';
 import { FaultlineInstrumentation } from '../../instrumentation/instrumentation';
 import { isFaultType, type FaultType } from '../taxonomy';
-import { bootstrap, quantile, wilson, type Interval, type Proportion } from '../reliability/stats';
+import { bootstrap, quantile, wilson, type Interval, type Proportion } from '../stats';
 import { table } from '../report/colors';
 import type { SpanRecord, TraceRecord } from '../traces/model';
-import type { RunRecord } from './analysis';
-import type { PlannedRun } from './command-runner';
-import type { CampaignSpec, Cell, Condition, Topology } from './matrix';
+import type { ArcfRunFacts, ArcfTally, CampaignSpec, Cell, Condition, PlannedRun, RunRecord, Topology } from './types';
+
+export type { ArcfRunFacts, ArcfTally } from './types';
 
 export const ARCF_RATE = 0.1;
 
@@ -167,37 +167,6 @@ export function arcfReliability(): { checkpoints: ReturnType<typeof checkpoints>
 }
 
 // ------------------------------------------------------------------------------------------------ per run
-
-/** Findings or guard actions of a run, by ARCF failure type and MAST mode. */
-export interface ArcfTally {
-  failures: Partial<Record<ArcfFailure, number>>;
-  modes: Partial<Record<MastModeId, number>>;
-}
-
-/**
- * What one run's spans say about recovery and monitoring. Detections (the online detectors' and monitors' findings)
- * and repairs (the guards' recovery actions) are kept apart: a guard acting on a failure is the arm's recovery, not
- * its monitoring, and counting it as a finding would credit the protected arm with coverage it did not detect.
- */
-export interface ArcfRunFacts {
-  /** Calls / messages / steps retried, and of them those whose retry ended well. */
-  retried: number;
-  retryOk: number;
-  fellBack: number;
-  fallbackOk: number;
-  rollbacks: number;
-  /** The online findings (`faultline.detection` events) named by ARCF failure type and MAST mode. */
-  detections: ArcfTally;
-  /** The failures a guard acted on (`faultline.guard` recovery events), named the same way. */
-  repairs: ArcfTally;
-  /** A failure signal that does not depend on the arm's repairs: a finding of error severity or a span with ERROR. */
-  failed: boolean;
-  /** A guard recovery action, a failed checkpoint verification or a rollback: the arm repaired something. */
-  repaired: boolean;
-  /** Outputs verified, and those the safety tier blocked. */
-  verified: number;
-  safetyBlocked: number;
-}
 
 const RECOVERY = new Set(['retry', 'fallback', 'resubmit', 'reacquire', 'reject', 'record', 'drop', 'fail_fast']);
 

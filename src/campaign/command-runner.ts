@@ -16,19 +16,22 @@ import { appendFileSync, existsSync, readFileSync, renameSync, rmSync, writeFile
 import { join } from 'node:path';
 import { ATTR_FL_FAULT_CONDITION, ATTR_FL_TASK_ID, GEN_AI_OPERATION_INVOKE_WORKFLOW } from '../../instrumentation/semconv';
 import { FaultlineError, FaultlineInputError } from '../errors';
-import { isProduction } from '../env';
+import { isProduction, processEnv } from '../env';
 import { checkProduction, injectionDisabled } from '../plan/load';
 import { checkWritable, ensureDir, writeFailed } from '../report/output';
 import { analyse, type CampaignSummary, type RunRecord } from './analysis';
 import { arcfEnv, arcfRuns, arcfSummary, arcfTraceFacts, bareRun, renderArcf } from './arcf';
 import { fillCommand, shellQuote, splitCommand, type CommandTemplate } from './command-line';
-import { loadMatrix, planOf, type PlanCondition, type ResolvedMatrix } from './command-matrix';
+import { loadMatrix, planOf, type ResolvedMatrix } from './command-matrix';
 import { ATTR_CAMPAIGN_ID, ATTR_CAMPAIGN_PAIR, ATTR_CAMPAIGN_REP, ATTR_CAMPAIGN_TASK, ATTR_TASK_SUCCESS, runTaskId } from './labels';
 import { loadOracle, type Oracle } from './oracle';
 import { runProcess, stopAll } from './process-run';
 import { buildRunTrace, runFacts } from './run-trace';
 import { renderHtml, renderText, type ReportMeta } from './report';
 import { loadTasks, type CampaignTask } from './tasks';
+import type { PlannedRun } from './types';
+
+export type { PlannedRun } from './types';
 
 export interface CommandCampaignOptions {
   cmd: string;
@@ -59,20 +62,6 @@ export interface CommandCampaignOptions {
   arms?: Array<'none' | 'arcf'>;
   /** The `arcf` arm's fallback model, if the program's endpoint serves another. */
   fallbackModel?: string;
-}
-
-export interface PlannedRun {
-  key: string;
-  pair: number;
-  task: CampaignTask;
-  condition: PlanCondition;
-  rep: number;
-  seed: number;
-  faulted: boolean;
-  argv: string[];
-  /** The protection arm (default none); `bare`: the program without faultline, for the observability overhead. */
-  arm?: 'none' | 'arcf';
-  bare?: boolean;
 }
 
 export interface CommandPlan {
@@ -194,7 +183,7 @@ function compactTraces(file: string, keep: ReadonlySet<string>): void {
 export async function runCommandCampaign(o: CommandCampaignOptions): Promise<CommandCampaignResult> {
   const started = Date.now();
   const plan = planCommandCampaign(o);
-  const env = o.env ?? process.env;
+  const env = o.env ?? processEnv();
   // What would make every faulted run an untriggered one, said before the first run rather than after the last.
   if (injectionDisabled(env)) throw new FaultlineInputError('FAULTLINE_USAGE', 'FAULTLINE_DISABLE is set: no fault would be injected in any run; unset it for the campaign');
   for (const c of plan.matrix.conditions) checkProduction(planOf(c, 0), `--matrix ${o.matrix} (condition "${c.id}")`, isProduction(env));

@@ -8,46 +8,13 @@
  */
 import { FaultlineInputError } from '../errors';
 import { ARCF_SPEC } from './arcf';
+import type { Arm, CampaignSpec, Cell, Condition, Topology } from './types';
 
-export type Arm = 'none' | 'execution' | 'evidence' | 'both' | 'arcf';
+export type { Arm, CampaignSpec, Cell, Condition, Topology } from './types';
+
 export const ARMS: readonly Arm[] = ['none', 'execution', 'evidence', 'both'];
 
-export type Topology = 'sequential' | 'flat' | 'hierarchical';
 export const ALL_TOPOLOGIES: readonly Topology[] = ['sequential', 'flat', 'hierarchical'];
-
-/** One fault condition: a fault plan rule, named the way the papers name their cells. */
-export interface Condition {
-  /** e.g. `non_delivery@I4`, `llm_truncate_persistent`. */
-  id: string;
-  fault: string;
-  kind: 'communication' | 'content';
-  boundary?: string;
-  strategy?: 'single' | 'persistent';
-  params?: Record<string, unknown>;
-}
-
-export interface Cell {
-  study: 'main' | 'protection' | 'arcf';
-  family: string;
-  task: string;
-  topology: Topology;
-  condition: Condition;
-  arm: Arm;
-  rep: number;
-}
-
-export interface CampaignSpec {
-  name: string;
-  families: string[];
-  /** Tasks per family (the first n). */
-  tasksPerFamily: number;
-  topologies: Topology[];
-  conditions: Condition[];
-  reps: number;
-  protection?: { families: string[]; topologies: Topology[]; conditions: Condition[]; arms: Arm[] };
-  /** ARCF's experiment (arcf.ts): these conditions at a 10 % rate, baseline against the `arcf` arm. */
-  arcf?: { conditions: Condition[] };
-}
 
 const comm = (fault: string, boundary: string, params?: Record<string, unknown>): Condition => ({
   id: `${fault}@${boundary}`,

@@ -12,11 +12,13 @@
 import { ROOT_CONTEXT, context, defaultTextMapGetter, trace, type Context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { processEnv } from '../env';
 
 function install(): void {
   const carrier: Record<string, string> = {};
-  if (process.env.TRACEPARENT) carrier.traceparent = process.env.TRACEPARENT;
-  if (process.env.TRACESTATE) carrier.tracestate = process.env.TRACESTATE;
+  const env = processEnv();
+  if (env.TRACEPARENT) carrier.traceparent = env.TRACEPARENT;
+  if (env.TRACESTATE) carrier.tracestate = env.TRACESTATE;
   const parent = new W3CTraceContextPropagator().extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
   if (trace.getSpanContext(parent) === undefined) return;
   class RunContextManager extends AsyncLocalStorageContextManager {

@@ -8,7 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { ATTR_GEN_AI_OPERATION_NAME, EVENT_FL_DETECTION, EVENT_FL_GUARD, GEN_AI_OPERATION_INVOKE_WORKFLOW } from '../../instrumentation/semconv';
 import { groundTruth } from '../diagnosers/ground-truth';
-import { isLlmSpan, num, sortSpans, type SpanRecord, type TraceRecord } from '../traces/model';
+import { num, sortSpans, type SpanRecord, type TraceRecord } from '../traces/model';
+import { isLlmSpan } from '../traces/steps';
 import { isRecord } from '../traces/normalize';
 import { spansOfDocument } from '../traces/readers/document';
 import { VERSION } from '../version';

@@ -4,7 +4,8 @@
  * the labelled trace file as one OTLP JSON line, so an interrupted campaign keeps everything it finished; the
  * summary and reports are written from whatever finished.
  *
- * This module loads the examples (and the openai SDK they use): the CLI loads it only when a campaign runs.
+ * The workflows come in `options.workloads` (the CLI and the public `runCampaign` pass the examples of examples/):
+ * the campaign layer never imports an application.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -13,17 +14,19 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { ATTR_FL_FAULT_NOOP, EVENT_FL_DETECTION, EVENT_FL_FAULT_INJECTED, EVENT_FL_GUARD } from '../../instrumentation/semconv';
-import * as examples from '../../examples/index';
 import { analyse, type CampaignSummary, type RunRecord } from './analysis';
 import { createHarness, type Harness } from './harness';
 import { ATTR_CAMPAIGN_ARM, ATTR_CAMPAIGN_FAMILY, ATTR_CAMPAIGN_ID, ATTR_CAMPAIGN_PAIR, ATTR_CAMPAIGN_REP, ATTR_CAMPAIGN_TASK, ATTR_CAMPAIGN_TOPOLOGY, runTaskId } from './labels';
 import { arcfCells, arcfPlan, arcfReliability, arcfRunFacts, arcfSummary, measureOverhead, renderArcf } from './arcf';
 import { expand, planFor, type CampaignSpec, type Cell } from './matrix';
 import { renderHtml, renderText, type ReportMeta } from './report';
+import type { CampaignWorkloads } from './types';
 import { checkWritable, ensureDir } from '../report/output';
 
 export interface CampaignOptions {
   spec: CampaignSpec;
+  /** The workflows to run (examples/index.ts for the example systems). */
+  workloads: CampaignWorkloads;
   /** Output directory (created). */
   out: string;
   /** Cells run at once (default 4). */
@@ -57,6 +60,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const files = { traces: join(out, 'traces.jsonl'), summary: join(out, 'summary.json'), report: join(out, 'report.html') };
   for (const f of Object.values(files)) checkWritable(f, '--out');
 
+  const examples = options.workloads;
   const { embedded, ...modelOptions } = options.model ?? {};
   const llm = await examples.connectModel({ ...modelOptions, ...(embedded ? { env: {} } : {}) });
   const harness: Harness = await createHarness();

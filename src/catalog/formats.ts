@@ -7,7 +7,7 @@
  * rules can meet such a format says so once at start-up (`planGaps`).
  */
 import { encodeMessage, isEventStream, stringHeaders, type EventStreamMessage } from '../../instrumentation/providers/eventstream';
-import { SseParser, type SseEvent } from '../../instrumentation/providers/sse';
+import { SseParser, type SseEvent } from '../wire/sse';
 import type { Protocol } from '../../instrumentation/types';
 import { compileSelector, HANDOFF_OPERATION } from '../plan/select';
 import type { FaultPlan } from '../plan/schema';

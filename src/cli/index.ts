@@ -8,6 +8,7 @@ import { PACKAGE_NAME, VERSION } from '../version';
 import { COMMANDS, findCommand, tryLoad } from './commands';
 import { commandHelp, parseCommandArgs } from './options';
 import { guardTerminal } from '../report/terminal';
+import { debugFromEnv } from '../env';
 
 function mainHelp(): string {
   const available = COMMANDS.filter((c) => c.available());
@@ -30,7 +31,7 @@ function mainHelp(): string {
 }
 
 function report(err: unknown): number {
-  const debug = process.env.FAULTLINE_DEBUG === '1' || process.env.FAULTLINE_DEBUG === 'true';
+  const debug = debugFromEnv();
   if (isFaultlineError(err)) {
     process.stderr.write(`✖ ${err.message}\n`);
     if (debug && err.stack) process.stderr.write(`${err.stack}\n`);

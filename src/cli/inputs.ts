@@ -10,6 +10,7 @@ import { FaultlineInputError } from '../errors';
 import type { TraceRecord } from '../traces/model';
 import type { CommandOption } from './types';
 import type { ParsedOptions } from './options';
+import { processEnv } from '../env';
 
 /** The options a command that reads traces takes besides FILE...: the backend query. */
 export const SOURCE_OPTIONS: CommandOption[] = [
@@ -61,7 +62,7 @@ function positive(flag: string, v: unknown): number {
 }
 
 /** Open the traces a command was given: FILE... or one backend. Usage errors throw; read problems are collected. */
-export function openTraceInput(command: string, options: ParsedOptions, positionals: string[], env: NodeJS.ProcessEnv = process.env): TraceInput {
+export function openTraceInput(command: string, options: ParsedOptions, positionals: string[], env: NodeJS.ProcessEnv = processEnv()): TraceInput {
   const jaeger = str(options.jaeger);
   const tempo = str(options.tempo);
   const problems: FaultlineInputError[] = [];

@@ -14,7 +14,8 @@ import {
   EVENT_FL_FAULT_INJECTED,
 } from '../../instrumentation/semconv';
 import { isFaultType, type FaultType } from '../taxonomy';
-import { isLlmSpan, str, stepOf, type Attributes, type SpanRecord, type TraceRecord } from '../traces/model';
+import { str, type Attributes, type SpanRecord, type TraceRecord } from '../traces/model';
+import { isLlmSpan, stepOf } from '../traces/steps';
 import type { StepKind } from './types';
 
 export interface GroundTruth {

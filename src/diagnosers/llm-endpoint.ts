@@ -11,6 +11,7 @@
  *
  * Retries back off exponentially; after the last, the reason of the last rejection is returned, never a default value.
  */
+import { processEnv } from '../env';
 import { FaultlineInputError } from '../errors';
 
 export interface LlmEndpointOptions {
@@ -51,7 +52,7 @@ export interface JsonQuestion<T> {
 
 /** The endpoint of `options`; throws FaultlineInputError when none is configured (`who` names the caller). */
 export function llmEndpoint(options: LlmEndpointOptions, who: string): LlmEndpoint {
-  const env = options.env ?? process.env;
+  const env = options.env ?? processEnv();
   const base = options.baseUrl ?? env.FAULTLINE_LLM_BASE_URL;
   if (!base) {
     throw new FaultlineInputError('FAULTLINE_USAGE', `${who} needs an OpenAI-compatible endpoint: set FAULTLINE_LLM_BASE_URL (and FAULTLINE_LLM_API_KEY, FAULTLINE_LLM_MODEL)`);

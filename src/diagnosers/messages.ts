@@ -34,9 +34,9 @@ import {
   intrinsicVerdict,
   type ChangeVerdict,
 } from './message-change';
-import { durationMs, type Signal } from './signals';
+import { median as statsMedian } from '../stats';
+import { durationMs, type Signal, type SpanVerdict } from './signals';
 import { DELAY_MIN_EXTRA_MS as CALL_DELAY_EXTRA_MS, CALL_DELAY_EXTREME_MS, CLOCK_SLACK_MS, MESSAGE_DELAY_EXTRA_MS as DELAY_EXTRA_MS, MESSAGE_DELAY_RATIO as DELAY_RATIO, REMOTE_MESSAGE_DELAY_EXTRA_MS as REMOTE_DELAY_EXTRA_MS, WAITED_MS } from './thresholds';
-import type { SpanVerdict } from './rules';
 
 
 /** Fault types a detector may read into a message's content or delivery; the message's two ends can overrule them. */
@@ -83,12 +83,8 @@ export interface MessageAnalysis {
 const sig = (faultType: Exclude<FaultType, 'none'>, confidence: number, evidence: string): Signal => ({ faultType, confidence, evidence, source: 'metadata' });
 const short = (s: string): string => (s.length > 40 ? `${s.slice(0, 40)}…` : s);
 
-function median(xs: readonly number[]): number | undefined {
-  if (xs.length === 0) return undefined;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
+/** The median, or undefined with nothing to take it of. */
+const median = (xs: readonly number[]): number | undefined => (xs.length === 0 ? undefined : statsMedian(xs));
 
 /** Transport failures that mean the request never got through (connection reset, refused, closed). */
 const LOST = /ECONNRESET|ECONNREFUSED|EPIPE|ENOTFOUND|EHOSTUNREACH|UND_ERR_SOCKET|UND_ERR_CLOSED|socket hang up|other side closed|fetch failed/i;

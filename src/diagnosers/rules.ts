@@ -18,7 +18,7 @@ import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
 import { abortedBelow, gaveUpOn, isCancel } from './gave-up';
 import { answeredResend } from './resent';
-import { ancestors, detectionEvents, durationMs, failureSignal, medianWithout, type Signal } from './signals';
+import { ancestors, detectionEvents, durationMs, failureSignal, medianWithout, type Signal, type SpanVerdict } from './signals';
 import {
   CHARS_PER_TOKEN,
   CUT_VALUE_MAX_CHARS,
@@ -40,9 +40,9 @@ import {
   REPLAY_OTHER_AGENT_MIN_CHARS,
   REPLAY_SAME_AGENT_MIN_CHARS,
 } from './thresholds';
-import { NOT_OBSERVABLE, noFault, type Diagnoser, type Diagnosis, type RecoveredFault, type StepKind } from './types';
+import { NOT_OBSERVABLE, noFault, type Diagnoser, type Diagnosis, type RecoveredFault } from './types';
 
-export type { Signal } from './signals';
+export type { Signal, SpanVerdict } from './signals';
 
 /** Offline detector findings per span id (detectors/from-span.ts `detectSpans`). */
 export type SpanFindings = (trace: TraceRecord) => Map<string, Finding[]>;
@@ -491,14 +491,6 @@ function strongest(signals: readonly Signal[]): Signal | undefined {
   return best;
 }
 
-export interface SpanVerdict {
-  span: SpanRecord;
-  /** The step reading of the span (an LLM call or a message), or null for any other span. */
-  step: Step | null;
-  stepKind: StepKind | null;
-  stepIndex: number | null;
-  signals: Signal[];
-}
 
 /** Every signal of every span, in start order (what the rules and the LLM rendering both read). */
 export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions = {}): SpanVerdict[] {

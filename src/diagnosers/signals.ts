@@ -13,7 +13,8 @@ import {
 } from '../../instrumentation/semconv';
 import { isFaultType, type FaultType } from '../taxonomy';
 import { num, str, type SpanRecord } from '../traces/model';
-import type { SpanFailure, TraceView } from '../traces/view';
+import type { SpanFailure, Step, TraceView } from '../traces/view';
+import type { StepKind } from './types';
 
 export interface Signal {
   faultType: Exclude<FaultType, 'none'>;
@@ -94,4 +95,14 @@ export function ancestors(view: TraceView, span: SpanRecord): SpanRecord[] {
     p = p.parentSpanId ? view.byId.get(p.parentSpanId) : undefined;
   }
   return out;
+}
+
+/** A span with its signals, as the rules collect them (src/diagnosers/rules.ts `spanVerdicts`). */
+export interface SpanVerdict {
+  span: SpanRecord;
+  /** The step reading of the span (an LLM call or a message), or null for any other span. */
+  step: Step | null;
+  stepKind: StepKind | null;
+  stepIndex: number | null;
+  signals: Signal[];
 }

@@ -21,6 +21,7 @@ import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { OtlpProtocol } from '../config';
 import { logger } from '../diag';
 import type { ExitSendHeader } from './otlp-exit-send';
+import { processEnv } from '../env';
 
 const log = logger('export');
 
@@ -148,7 +149,7 @@ export class ExitSafeExporter implements SpanExporter {
         spans: spans.length,
       };
       // NODE_OPTIONS may carry `--require faultline/register` (campaign runs do): the sender must not start faultline.
-      const env = { ...process.env };
+      const env = { ...processEnv() };
       delete env.NODE_OPTIONS;
       const r = spawnSync(process.execPath, [SENDER], {
         input: Buffer.concat([Buffer.from(JSON.stringify(header) + '\n'), body]),

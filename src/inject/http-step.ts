@@ -30,7 +30,7 @@ import {
   ATTR_SERVER_ADDRESS,
   ATTR_URL_FULL,
 } from '../../instrumentation/semconv';
-import type { AgentMessage, Exchange, Interceptor } from '../../instrumentation/types';
+import type { AgentMessage, DispatchFn, Exchange, Interceptor } from '../../instrumentation/types';
 import { errorShapeOf, notApplicableReason } from '../catalog/formats';
 import type { MessageEffect, TransportEffect } from '../catalog/types';
 import { logger, safely } from '../diag';
@@ -43,7 +43,6 @@ import { after } from './delayed';
 
 const log = logger('inject');
 
-type DispatchFn = (opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => boolean;
 type Handler = Dispatcher.DispatchHandler;
 
 export interface FaultStepOptions {

@@ -4,7 +4,7 @@
  * `createInjector(taskId => plan)` for a plan per task (campaigns).
  */
 import type { DeliverStep, Interceptor } from '../../instrumentation/types';
-import { captureContentFromEnv } from '../env';
+import { captureContentFromEnv, processEnv } from '../env';
 import { checkProduction, injectionDisabled, parsePlan, planFromEnv } from '../plan/load';
 import { FaultInjectionSpanProcessor } from '../plan/processor';
 import type { FaultPlan, FaultPlanInput } from '../plan/schema';
@@ -90,7 +90,7 @@ export function createInjector(plan: FaultPlan | FaultPlanInput | ((taskId: stri
  * Undefined without a plan. Throws a FaultlineInputError naming the file and rule for a bad plan, and refuses a plan
  * under NODE_ENV=production unless it says `allowProduction: true`.
  */
-export function injectorFromEnv(env: NodeJS.ProcessEnv = process.env, options: InjectorOptions = {}): Injector | undefined {
+export function injectorFromEnv(env: NodeJS.ProcessEnv = processEnv(), options: InjectorOptions = {}): Injector | undefined {
   const plan = planFromEnv(env);
   return plan === undefined ? undefined : createInjector(plan, options);
 }

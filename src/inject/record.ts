@@ -3,7 +3,7 @@
  * per fire with the sizes and hashes of the original and delivered bodies (the bodies themselves only when content
  * capture is on). Everything stays under the faultline.fault. prefix, which diagnosers never see.
  */
-import { createHash } from 'node:crypto';
+import { sha256Hex16 } from '../hash';
 import type { Attributes, Span } from '@opentelemetry/api';
 import {
   ATTR_FL_FAULT_BASE,
@@ -32,9 +32,6 @@ export const ATTR_FL_FAULT_DETAIL = 'faultline.fault.detail' as const;
 /** The task the fire belongs to (trigger verification groups fires by it offline). */
 export const ATTR_FL_FAULT_TASK_ID = 'faultline.fault.task_id' as const;
 
-export function hash16(data: string | Buffer): string {
-  return createHash('sha256').update(data).digest('hex').slice(0, 16);
-}
 
 const realFire = new WeakSet<Span>();
 
@@ -76,12 +73,12 @@ export function recordFire(span: Span, fire: FireRecord, captureContent: boolean
   const ev: Attributes = { ...attrs };
   if (fire.original !== undefined) {
     ev[ATTR_FL_FAULT_ORIGINAL_BYTES] = Buffer.byteLength(fire.original);
-    ev[ATTR_FL_FAULT_ORIGINAL_HASH] = hash16(fire.original);
+    ev[ATTR_FL_FAULT_ORIGINAL_HASH] = sha256Hex16(fire.original);
     if (captureContent) ev[ATTR_FL_FAULT_ORIGINAL_BODY] = fire.original.toString();
   }
   if (fire.delivered !== undefined) {
     ev[ATTR_FL_FAULT_DELIVERED_BYTES] = Buffer.byteLength(fire.delivered);
-    ev[ATTR_FL_FAULT_DELIVERED_HASH] = hash16(fire.delivered);
+    ev[ATTR_FL_FAULT_DELIVERED_HASH] = sha256Hex16(fire.delivered);
     if (captureContent) ev[ATTR_FL_FAULT_DELIVERED_BODY] = fire.delivered.toString();
   }
   if (fire.delayMs) ev[ATTR_FL_FAULT_DELAY_MS] = fire.delayMs;

@@ -11,11 +11,11 @@
  * application gets the planned fault, or the error it would get anyway (a body that does not decode).
  */
 import type { Dispatcher } from 'undici';
-import { BodyDecoder, canDecode, decodeAll, isIdentity } from '../../instrumentation/decompress';
+import { BodyDecoder, canDecode, decodeAll, isIdentity } from '../wire/decompress';
 import type { ForwardingController } from '../../instrumentation/forwarding-controller';
 import { headerValue } from '../../instrumentation/providers/response-body';
-import { JsonStreamSplitter } from '../../instrumentation/providers/json-stream';
-import { SseParser } from '../../instrumentation/providers/sse';
+import { JsonStreamSplitter } from '../wire/json-stream';
+import { SseParser } from '../wire/sse';
 import type { Exchange, Protocol } from '../../instrumentation/types';
 import { applySpecs } from '../catalog/agentchaos/spec';
 import { EventStreamParser } from '../../instrumentation/providers/eventstream';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { z } from 'zod';
 import { logger } from '../diag';
-import { isProduction, readSwitch } from '../env';
+import { isProduction, planFileFromEnv, processEnv, readSwitch } from '../env';
 import { FaultlineInputError } from '../errors';
 import { FaultPlan } from './schema';
 
@@ -64,12 +64,12 @@ export function checkProduction(plan: FaultPlan, where: string, production: bool
  * The plan the environment asks for: none without FAULTLINE_PLAN or with FAULTLINE_DISABLE=1. Throws on a bad plan
  * (start-up must fail loudly rather than run without the faults the user planned).
  */
-export function planFromEnv(env: NodeJS.ProcessEnv = process.env): FaultPlan | undefined {
+export function planFromEnv(env: NodeJS.ProcessEnv = processEnv()): FaultPlan | undefined {
   if (injectionDisabled(env)) {
     if (env.FAULTLINE_PLAN) log.info(`FAULTLINE_DISABLE is set: ignoring FAULTLINE_PLAN=${env.FAULTLINE_PLAN}`);
     return undefined;
   }
-  const path = env.FAULTLINE_PLAN?.trim();
+  const path = planFileFromEnv(env);
   if (!path) return undefined;
   const plan = loadPlan(path);
   checkProduction(plan, `fault plan ${path}`, isProduction(env));
@@ -77,6 +77,6 @@ export function planFromEnv(env: NodeJS.ProcessEnv = process.env): FaultPlan | u
 }
 
 /** Whether injection is switched off process-wide (FAULTLINE_DISABLE: any truthy spelling; anything else throws). */
-export function injectionDisabled(env: NodeJS.ProcessEnv = process.env): boolean {
+export function injectionDisabled(env: NodeJS.ProcessEnv = processEnv()): boolean {
   return readSwitch('FAULTLINE_DISABLE', env.FAULTLINE_DISABLE) === true;
 }

@@ -23,7 +23,7 @@ import { readWorkflows, type WorkflowRun } from '../../detectors/monitors/read';
 import type { Finding } from '../../detectors/types';
 import { FaultlineInputError } from '../errors';
 import { str, type SpanRecord, type TraceRecord } from '../traces/model';
-import { bootstrap, quantile, wilson, type Interval, type Proportion } from './stats';
+import { bootstrap, quantile, wilson, type Interval, type Proportion } from '../stats';
 
 export interface ReliabilityOptions {
   /** k of equation 2: attempts per component (default 3: the first and faultline's default two retries). */

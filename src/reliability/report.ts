@@ -1,7 +1,7 @@
 /** The reliability report as terminal tables and as JSON. */
 import { table } from '../report/colors';
 import type { ReliabilityReport, WorkflowReport } from './model';
-import type { Interval } from './stats';
+import type { Interval } from '../stats';
 
 const pct = (x: number): string => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : '–');
 const ci = (i: Interval): string => (Number.isFinite(i.lo) && Number.isFinite(i.hi) ? `[${pct(i.lo)}, ${pct(i.hi)}]` : '');

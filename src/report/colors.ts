@@ -1,4 +1,6 @@
 /** ANSI colours only for a TTY, honouring NO_COLOR / FORCE_COLOR, off on CI unless forced. */
+import { processEnv } from '../env';
+
 export interface Colors {
   red(s: string): string;
   green(s: string): string;
@@ -7,7 +9,7 @@ export interface Colors {
   bold(s: string): string;
 }
 
-export function useColors(stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
+export function useColors(stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = processEnv()): boolean {
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
   if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
   return stream.isTTY === true && !env.CI;

@@ -17,6 +17,8 @@ import { BasicTracerProvider, type ReadableSpan, type SpanExporter, type SpanPro
 import type { Diagnosis } from '../diagnosers/types';
 import type { SpanRecord, TraceRecord } from '../traces/model';
 import { VERSION } from '../version';
+import { processEnv } from '../env';
+import { DEFAULT_OTLP_ENDPOINT, signalUrl, signalUrlFromEnv } from '../otlp-endpoint';
 
 export const ATTR_DIAGNOSIS_FAULT_TYPE = 'faultline.diagnosis.fault_type' as const;
 export const ATTR_DIAGNOSIS_SPAN_ID = 'faultline.diagnosis.span_id' as const;
@@ -59,11 +61,8 @@ class Collect implements SpanProcessor {
 }
 
 function tracesEndpoint(env: NodeJS.ProcessEnv, endpoint?: string): string {
-  if (endpoint) return `${endpoint.replace(/\/+$/, '')}/v1/traces`;
-  const own = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
-  if (own) return own;
-  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || 'http://localhost:4318';
-  return `${base.replace(/\/+$/, '')}/v1/traces`;
+  if (endpoint) return signalUrl(endpoint, 'traces');
+  return signalUrlFromEnv(env, 'traces') ?? signalUrl(DEFAULT_OTLP_ENDPOINT, 'traces');
 }
 
 function exporterFor(env: NodeJS.ProcessEnv, url: string): SpanExporter {
@@ -88,7 +87,7 @@ function anchorOf(d: Diagnosis, t: TraceRecord): SpanRecord | undefined {
 }
 
 export function createDiagnosisExport(options: DiagnosisExportOptions): DiagnosisExport {
-  const env = options.env ?? process.env;
+  const env = options.env ?? processEnv();
   const endpoint = tracesEndpoint(env, options.endpoint);
   const collect = new Collect();
   const provider = new BasicTracerProvider({

@@ -2,6 +2,8 @@
  * Progress for long runs: a throttled single line redrawn on stderr when stderr is a TTY outside CI; otherwise
  * nothing until `done()`, which prints one plain summary line (pipes, CI logs and agents stay clean).
  */
+import { processEnv } from '../env';
+
 export interface Progress {
   update(done: number, detail?: string): void;
   done(summary?: string): void;
@@ -16,13 +18,13 @@ export interface ProgressOptions {
   total?: number;
 }
 
-export function isInteractive(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
+export function isInteractive(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = processEnv()): boolean {
   return stream.isTTY === true && !env.CI && env.TERM !== 'dumb';
 }
 
 export function createProgress(options: ProgressOptions = {}): Progress {
   const stream = options.stream ?? process.stderr;
-  const live = isInteractive(stream, options.env ?? process.env);
+  const live = isInteractive(stream, options.env ?? processEnv());
   const interval = options.intervalMs ?? 100;
   const label = options.label ?? 'progress';
   const started = Date.now();

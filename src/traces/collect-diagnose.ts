@@ -14,6 +14,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { FaultlineInputError } from '../errors';
 import { logger } from '../diag';
+import { metricExportIntervalFromEnv, processEnv } from '../env';
 import { createDiagnoser, diagnoseTrace } from '../diagnosers/index';
 import type { Diagnosis } from '../diagnosers/types';
 import { diagnosisLine } from '../report/diagnoses';
@@ -57,13 +58,12 @@ async function metricsCounter(resourceAttrs: Record<string, string>): Promise<{ 
   const { MeterProvider, PeriodicExportingMetricReader } = await import('@opentelemetry/sdk-metrics');
   const { OTLPMetricExporter } = await import('@opentelemetry/exporter-metrics-otlp-http');
   const { defaultResource, detectResources, envDetector, resourceFromAttributes } = await import('@opentelemetry/resources');
-  const interval = Number(process.env.OTEL_METRIC_EXPORT_INTERVAL ?? '60000');
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': 'faultline-collect', 'service.instance.id': randomUUID(), ...resourceAttrs }))
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new MeterProvider({
     resource,
-    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: Number.isFinite(interval) && interval > 0 ? interval : 60_000 })],
+    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: metricExportIntervalFromEnv(processEnv()) })],
   });
   const counter = provider.getMeter('faultline').createCounter('faultline.diagnoses', {
     description: 'Traces diagnosed by faultline collect, by the fault type diagnosed (none for a clean trace)',

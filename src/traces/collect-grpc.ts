@@ -8,7 +8,7 @@
  * size limit, UNAVAILABLE while busy or shutting down (retried), UNIMPLEMENTED for other methods.
  */
 import http2 from 'node:http2';
-import { canDecode, declaredGzipSize, decodeAll } from '../../instrumentation/decompress';
+import { canDecode, declaredGzipSize, decodeAll } from '../wire/decompress';
 import { logger } from '../diag';
 import { IntakeProblem, grpcCodeOf, type Intake } from './intake';
 

@@ -8,7 +8,7 @@
  * Retry-After while the memory for request bodies is taken or the online path is behind (retried), 404 for other
  * paths, 405 for other methods.
  *
- * Bounded: a body is decoded as it arrives by the one decompressor (instrumentation/decompress.ts) with an output
+ * Bounded: a body is decoded as it arrives by the one decompressor (src/wire/decompress.ts) with an output
  * limit, and every byte held for requests in flight — as received and as decoded — counts against one budget shared
  * by all requests, so concurrent gzip bombs cost at most the budget. A connection idle for the read timeout is
  * closed, a request slower than the request timeout is cut. `close()` stops accepting, lets the requests in flight

@@ -5,3 +5,4 @@ export { startCollector } from './collect';
 export type { Collector, CollectorOptions, CollectorStats } from './collect';
 export { DEFAULT_IDLE_SPANS } from './group';
 export * from './model';
+export * from './steps';

@@ -1,13 +1,13 @@
 /**
  * Taking OTLP trace requests in, for both of the collector's transports (collect.ts, collect-grpc.ts): a body is
- * decoded as it arrives by the one decompressor (instrumentation/decompress.ts) with an output limit, and every byte
+ * decoded as it arrives by the one decompressor (src/wire/decompress.ts) with an output limit, and every byte
  * held for requests in flight — as received and as decoded — is reserved in one budget shared by all requests (a
  * request that does not fit is refused with 503, which exporters retry, as is every request while the online path
  * says it is behind); a decoded body is validated (every span must normalise), canonicalised and appended to the
  * output file as one OTLP/JSON line.
  */
 import type { WriteStream } from 'node:fs';
-import { BodyDecoder, canDecode, declaredGzipSize } from '../../instrumentation/decompress';
+import { BodyDecoder, canDecode, declaredGzipSize } from '../wire/decompress';
 import { logger } from '../diag';
 import type { SpanRecord } from './model';
 import { TraceDataError, isRecord } from './normalize';

@@ -1,9 +1,8 @@
 /**
  * The one span model every trace reader normalises into, and every offline consumer (detectors, diagnosers,
- * evaluation, campaign reports) reads. Plain data: JSON-serialisable, no OTel SDK types.
+ * evaluation, campaign reports) reads. Plain data: JSON-serialisable, no OTel SDK types. What counts as an LLM call
+ * or a message step is the view's (src/traces/view), read through src/traces/steps.ts.
  */
-import { isLlmCallSpan, isMessageSpan, viewTrace } from './view';
-
 export type AttrScalar = string | number | boolean;
 export type AttrValue = AttrScalar | AttrScalar[];
 export type Attributes = Record<string, AttrValue>;
@@ -97,38 +96,4 @@ export function strList(attrs: Attributes, key: string): string[] | undefined {
     return [v];
   }
   return undefined;
-}
-
-/*
- * Steps. What counts as an LLM call or a message, and their order, is the normalisation layer's (src/traces/view):
- * these delegate to it so that ground truth, the rules and the LLM diagnoser count steps the same way.
- */
-
-/** An LLM call span, in any producer's convention (see src/traces/view/recognize.ts). */
-export function isLlmSpan(span: SpanRecord): boolean {
-  return isLlmCallSpan(span);
-}
-
-export { isMessageSpan };
-
-/** LLM call spans of a trace ordered by start time: `step` is a 1-based index into this list. A span wrapping
- * another LLM span (a framework's around the client's) is not a call of its own. */
-export function llmSpans(trace: TraceRecord): SpanRecord[] {
-  return viewTrace(trace).llm.map((c) => c.span);
-}
-
-/** Message spans of a trace ordered by start time: `step` of a message fault is a 1-based index into this list. */
-export function messageSpans(trace: TraceRecord): SpanRecord[] {
-  return viewTrace(trace).messages.map((m) => m.span);
-}
-
-/**
- * The 1-based step of a span: its index among the LLM call spans if it is one, else among the message spans.
- * Returns undefined for any other span.
- */
-export function stepOf(trace: TraceRecord, spanId: string): number | undefined {
-  const v = viewTrace(trace);
-  const call = v.llmOf(spanId);
-  if (call) return call.step;
-  return v.messages.find((m) => m.span.spanId === spanId)?.step;
 }

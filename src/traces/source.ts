@@ -5,7 +5,7 @@
 import { createReadStream, promises as fsp } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { FaultlineInputError } from '../errors';
-import { decodingStream } from '../../instrumentation/decompress';
+import { decodingStream } from '../wire/decompress';
 
 export const HEAD_BYTES = 64 * 1024;
 

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ARCF_CONDITIONS, arcfPlan, renderArcf } from '../../src/campaign/arcf';
 import { resolveSpec, type Cell } from '../../src/campaign/matrix';
+import * as examples from '../../examples/index';
 import { runCampaign, type CampaignResult } from '../../src/campaign/runner';
 import { reliabilityReport } from '../../src/reliability/model';
 import { readTraces } from '../../src/traces/read';
@@ -19,7 +20,7 @@ let out: string;
 beforeAll(async () => {
   out = mkdtempSync(join(tmpdir(), 'faultline-arcf-'));
   const spec = resolveSpec('arcf', { families: ['shopping'], topologies: ['sequential'], reps: 1, tasksPerFamily: 1 });
-  result = await runCampaign({ spec, out, concurrency: 4, model: { embedded: true } });
+  result = await runCampaign({ workloads: examples, spec, out, concurrency: 4, model: { embedded: true } });
 }, 120_000);
 afterAll(() => undefined);
 

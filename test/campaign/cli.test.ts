@@ -10,6 +10,7 @@ import { FaultlineInputError } from '../../src/errors';
 import { command as campaign, readCampaignOptions } from '../../src/cli/commands/campaign';
 import { command as demo } from '../../src/cli/commands/demo';
 import { resolveSpec } from '../../src/campaign/matrix';
+import * as examples from '../../examples/index';
 import { runCampaign } from '../../src/campaign/runner';
 
 describe('faultline campaign options', () => {
@@ -42,6 +43,7 @@ describe('interrupting a campaign', () => {
     const controller = new AbortController();
     const spec = resolveSpec('smoke', { families: ['shopping'] });
     const result = await runCampaign({
+      workloads: examples,
       spec,
       out,
       concurrency: 2,

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isSilent, row, type CampaignSummary, type RunRecord } from '../../src/campaign/analysis';
 import { resolveSpec } from '../../src/campaign/matrix';
+import * as examples from '../../examples/index';
 import { runCampaign, type CampaignResult } from '../../src/campaign/runner';
 
 let result: CampaignResult;
@@ -16,7 +17,7 @@ const faulted = (pred: (r: RunRecord) => boolean): RunRecord[] => result.records
 
 beforeAll(async () => {
   const out = mkdtempSync(join(tmpdir(), 'faultline-findings-'));
-  result = await runCampaign({ spec: resolveSpec('smoke'), out, concurrency: 4 });
+  result = await runCampaign({ workloads: examples, spec: resolveSpec('smoke'), out, concurrency: 4 });
   s = result.summary;
 }, 120_000);
 

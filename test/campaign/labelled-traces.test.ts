@@ -13,6 +13,7 @@ import { evaluate } from '../../src/evaluation/evaluate';
 import { ATTR_CAMPAIGN_PAIR, ATTR_TASK_SUCCESS } from '../../src/campaign/labels';
 import { stripGroundTruth } from '../../src/diagnosers/strip-ground-truth';
 import { resolveSpec } from '../../src/campaign/matrix';
+import * as examples from '../../examples/index';
 import { runCampaign, type CampaignResult } from '../../src/campaign/runner';
 import { readTraces } from '../../src/traces/read';
 import type { TraceRecord } from '../../src/traces/model';
@@ -23,7 +24,7 @@ const traces: TraceRecord[] = [];
 beforeAll(async () => {
   const out = mkdtempSync(join(tmpdir(), 'faultline-labelled-'));
   const spec = resolveSpec('smoke', { conditions: ['non_delivery@I4', 'llm_truncate_single', 'llm_corrupt_single'], families: ['shopping'] });
-  result = await runCampaign({ spec, out, concurrency: 3 });
+  result = await runCampaign({ workloads: examples, spec, out, concurrency: 3 });
   for await (const t of readTraces([result.files.traces])) traces.push(t);
 }, 90_000);
 

@@ -6,7 +6,7 @@ import { createHybridDiagnoser } from '../../src/diagnosers/hybrid';
 import { diagnoseEach } from '../../src/diagnosers/index';
 import { DiagnoserError, type DiagnosisOutcome } from '../../src/diagnosers/types';
 import { isFaultlineError } from '../../src/errors';
-import { llmSpans } from '../../src/traces/model';
+import { llmSpans } from '../../src/traces/steps';
 import { TraceBuilder } from './support/builder';
 
 /** A scripted OpenAI-compatible chat completions server on 127.0.0.1. */

@@ -11,7 +11,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers/index';
 import type { Diagnosis } from '../../src/diagnosers/types';
 import { readTraces } from '../../src/traces/read';
-import { llmSpans, type TraceRecord } from '../../src/traces/model';
+import type { TraceRecord } from '../../src/traces/model';
+import { llmSpans } from '../../src/traces/steps';
 
 const byTask = new Map<string, { trace: TraceRecord; d: Diagnosis }>();
 

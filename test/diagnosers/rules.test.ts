@@ -1,7 +1,7 @@
 import { SpanKind } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { diagnoseByRules } from '../../src/diagnosers/rules';
-import { stepOf } from '../../src/traces/model';
+import { stepOf } from '../../src/traces/steps';
 import { TraceBuilder } from './support/builder';
 
 const b = new TraceBuilder();

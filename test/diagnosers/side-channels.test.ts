@@ -14,6 +14,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { hasGroundTruth, stripGroundTruth } from '../../src/diagnosers/strip-ground-truth';
 import { createDiagnoser } from '../../src/diagnosers/index';
 import { resolveSpec } from '../../src/campaign/matrix';
+import * as examples from '../../examples/index';
 import { runCampaign } from '../../src/campaign/runner';
 import type { RunRecord } from '../../src/campaign/analysis';
 import { readTraces } from '../../src/traces/read';
@@ -64,7 +65,7 @@ beforeAll(async () => {
     topologies: ['sequential'],
   });
   spec.protection = undefined;
-  const result = await runCampaign({ spec, out, concurrency: 3 });
+  const result = await runCampaign({ workloads: examples, spec, out, concurrency: 3 });
   records = (JSON.parse(readFileSync(result.files.summary, 'utf8')) as { runs: RunRecord[] }).runs;
   for await (const t of readTraces([result.files.traces])) traces.set(t.traceId, t);
 }, 120_000);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers/index';
 import { readTraces } from '../../src/traces/read';
-import { llmSpans } from '../../src/traces/model';
+import { llmSpans } from '../../src/traces/steps';
 
 describe.each(['openinference', 'traceloop'])('a failed call without its span, from %s', (producer) => {
   it('timeout and 429 on the agent span: the type from the exception, the step after the last good call', async () => {

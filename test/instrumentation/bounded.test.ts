@@ -1,6 +1,6 @@
 /**
  * Bounded: a compression bomb costs faultline no more than it costs the application. The span layer decodes an
- * encoded answer as it streams, with an output bound (instrumentation/decompress.ts), instead of keeping the
+ * encoded answer as it streams, with an output bound (src/wire/decompress.ts), instead of keeping the
  * compressed copy and inflating it whole at the end: the application streams a 256 MiB gzip or brotli answer with the
  * event loop free and memory flat, and the span still ends. Real fetch, a real loopback server.
  */

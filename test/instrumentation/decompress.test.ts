@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as zlib from 'node:zlib';
-import { BodyDecoder, canDecode, codingsToUndo, declaredGzipSize, decodeAll, isIdentity } from '../../instrumentation/decompress';
+import { BodyDecoder, canDecode, codingsToUndo, declaredGzipSize, decodeAll, isIdentity } from '../../src/wire/decompress';
 
 const text = Buffer.from('data: {"choices":[{"delta":{"content":"héllo ✓"}}]}\n\n'.repeat(500));
 

@@ -3,7 +3,7 @@
  * back together are the body byte for byte, and the elements are what JSON.parse reads from the whole body.
  */
 import { describe, expect, it } from 'vitest';
-import { JsonStreamSplitter, jsonStreamElements, type JsonStreamFraming, type JsonStreamUnit } from '../../instrumentation/providers/json-stream';
+import { JsonStreamSplitter, jsonStreamElements, type JsonStreamFraming, type JsonStreamUnit } from '../../src/wire/json-stream';
 import { loadCorpus } from '../support/corpus';
 
 function split(body: Buffer, framing: JsonStreamFraming, cuts: number[]): JsonStreamUnit[] {

@@ -4,7 +4,7 @@
  * the same events the parser dispatches.
  */
 import { describe, expect, it } from 'vitest';
-import { SseParser, type SseBlock, type SseEvent } from '../../instrumentation/providers/sse';
+import { SseParser, type SseBlock, type SseEvent } from '../../src/wire/sse';
 import { loadCorpus } from '../support/corpus';
 
 function blocks(bytes: Buffer, size: number): { blocks: SseBlock[]; events: SseEvent[]; rest: string } {

@@ -1,6 +1,6 @@
 /** The incremental SSE parser: chunk boundaries anywhere, CRLF/CR/LF, comments, multi-line data, [DONE]. */
 import { describe, expect, it } from 'vitest';
-import { SseParser, type SseEvent } from '../../instrumentation/providers/sse';
+import { SseParser, type SseEvent } from '../../src/wire/sse';
 import { loadCorpus } from '../support/corpus';
 
 function parse(chunks: Array<string | Uint8Array>): SseEvent[] {

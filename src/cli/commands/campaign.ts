@@ -7,6 +7,7 @@
  */
 import { FaultlineInputError } from '../../errors';
 import type { Command } from '../types';
+import { processEnv } from '../../env';
 
 type Opts = Record<string, string | boolean | string[] | undefined>;
 
@@ -63,6 +64,8 @@ export async function executeCampaign(run: CampaignRun, io: { stdout: NodeJS.Wri
   const { resolveSpec } = (require('../../campaign/matrix') as typeof import('../../campaign/matrix'));
   const spec = resolveSpec(run.preset, run.overrides);
   const { runCampaign } = (require('../../campaign/runner') as typeof import('../../campaign/runner'));
+  // The CLI wires the example workflows in: the campaign layer never imports an application.
+  const workloads = require('../../../examples/index') as typeof import('../../../examples/index');
   const { createProgress } = (require('../../report/progress') as typeof import('../../report/progress'));
   const controller = new AbortController();
   const onSigint = (): void => {
@@ -76,6 +79,7 @@ export async function executeCampaign(run: CampaignRun, io: { stdout: NodeJS.Wri
   let failures = 0;
   try {
     const result = await runCampaign({
+      workloads,
       spec,
       out: run.out,
       ...(run.concurrency !== undefined ? { concurrency: run.concurrency } : {}),
@@ -124,7 +128,7 @@ async function commandCampaign(options: Opts): Promise<number> {
   if (options['dry-run'] === true) {
     const plan = planCommandCampaign({ cmd, tasks, matrix, ...(oracle !== undefined ? { oracle } : {}), ...armOptions });
     const { loadOracle } = require('../../campaign/oracle') as typeof import('../../campaign/oracle');
-    const o = await loadOracle(oracle, process.env);
+    const o = await loadOracle(oracle, processEnv());
     process.stdout.write(`faultline campaign (dry run, nothing is run)\n${describePlan(plan)}\n\nsuccess: ${o.describe}\n`);
     return 0;
   }

@@ -3,6 +3,7 @@ import type { Command } from '../types';
 import { oneOf } from '../options';
 import type { SpanRecord } from '../../traces/model';
 import { finish, openTraceInput } from '../inputs';
+import { planFileFromEnv } from '../../env';
 
 const FORMATS = ['table', 'json'] as const;
 
@@ -25,7 +26,7 @@ export const command: Command = {
   ].join('\n'),
   async run({ options, positionals }) {
     const format = oneOf(command, 'format', options.format, FORMATS);
-    const planFile = typeof options.plan === 'string' ? options.plan : process.env.FAULTLINE_PLAN?.trim() || undefined;
+    const planFile = typeof options.plan === 'string' ? options.plan : planFileFromEnv();
     const { loadPlan } = require('../../plan/load') as typeof import('../../plan/load');
     const plan = planFile !== undefined ? loadPlan(planFile) : undefined;
     const input = openTraceInput(command.name, options, positionals);

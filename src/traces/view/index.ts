@@ -5,7 +5,8 @@
  * The offline detectors (detectors/from-span.ts) and every diagnoser read this, never raw attributes.
  */
 import { str, type SpanRecord, type TraceRecord } from '../model';
-import { readLlmCall, spanFailure } from './llm';
+import { spanFailure } from './failure';
+import { readLlmCall } from './llm';
 import { isMessageSpan, joinMessages, readMessage, type MessageExchange } from './message';
 import { DETECTION_CHILD, agentOfSpan, llmOperation, toolOfSpan } from './recognize';
 import type { AgentSpan, LlmCall, MessageStep, SpanFailure, Step, ToolStep, TraceView } from './types';
@@ -14,7 +15,7 @@ export type { AgentSpan, Convention, FaultlineFacts, LlmCall, MessageStep, SpanF
 export type { GenAiMessage, ToolCallPart, ToolDefinition } from './content';
 export type { Content, DeliveredFacts, GuardEvent, MessageExchange, MessageFacts, MessageFailure, MessageSide, PayloadFacts } from './message';
 export { messageText } from './content';
-export { looksLikeTimeout, spanFailure } from './llm';
+export { looksLikeTimeout, spanFailure } from './failure';
 export { edgeKey, guardEvents, isMessageSpan, joinMessages, messageObservation, readMessage } from './message';
 export { DETECTION_CHILD, agentOfSpan, isLlmCallSpan, llmOperation, toolOfSpan } from './recognize';
 

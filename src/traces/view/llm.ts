@@ -11,15 +11,12 @@ import {
   ATTR_GEN_AI_SYSTEM_INSTRUCTIONS,
 } from '../../../instrumentation/semconv';
 import type { UsageSummary } from '../../../instrumentation/types';
-import { num as modelNum, str, type AttrValue, type Attributes, type SpanRecord } from '../model';
+import { str, type AttrValue, type Attributes, type SpanRecord } from '../model';
 import { eventContent, indexedMessages, isObj, messagesValue, messageText, openInferenceMessages, parseJson, systemText, toolCallsOf, toolDefinitions, type GenAiMessage } from './content';
-import type { Convention, FaultlineFacts, LlmCall, SpanFailure } from './types';
+import { num, spanFailure } from './failure';
+import type { Convention, FaultlineFacts, LlmCall } from './types';
 
-/** A finite number attribute (a number, or a numeric string): the trace model's `num`, without NaN or ±Infinity. */
-export function num(a: Attributes, key: string): number | undefined {
-  const n = modelNum(a, key);
-  return n !== undefined && Number.isFinite(n) ? n : undefined;
-}
+export { looksLikeTimeout, num, spanFailure } from './failure';
 
 function bool(a: Attributes, key: string): boolean | undefined {
   const v = a[key];
@@ -37,38 +34,6 @@ function list(v: AttrValue | undefined): string[] | undefined {
     if (Array.isArray(parsed)) return parsed.filter((x) => x !== null && x !== undefined).map(String);
   }
   return [String(v)];
-}
-
-// "timed out": openai-node's APIConnectionTimeoutError says "Request timed out."
-const TIMEOUT_RE = /time[_ -]?out|timed[_ -]?out|etimedout|deadline|headers_timeout|body_timeout|connect_timeout|\b408\b|\b504\b/i;
-
-/** Whether an error type / status message names a timeout or an exceeded deadline. */
-export function looksLikeTimeout(...texts: (string | undefined)[]): boolean {
-  return texts.some((t) => t !== undefined && TIMEOUT_RE.test(t));
-}
-
-/** How a span says it failed: status ERROR, `error.type`, an HTTP status ≥ 400, an `exception` event. */
-export function spanFailure(span: SpanRecord): SpanFailure | undefined {
-  const a = span.attributes;
-  const http = num(a, 'http.response.status_code') ?? num(a, 'http.status_code');
-  const rawType = a['error.type'];
-  let errorType = typeof rawType === 'string' ? rawType : typeof rawType === 'number' ? String(rawType) : undefined;
-  // Some producers set error.type to the status code of a successful call.
-  if (errorType !== undefined && http !== undefined && http < 400 && errorType === String(http)) errorType = undefined;
-  const exception = span.events.find((e) => e.name === 'exception');
-  const exType = exception ? str(exception.attributes, 'exception.type') : undefined;
-  const exMessage = exception ? str(exception.attributes, 'exception.message') : undefined;
-  const failed = span.status.code === 'ERROR' || errorType !== undefined || (http !== undefined && http >= 400);
-  if (!failed) return undefined;
-  const f: SpanFailure = { timeout: false };
-  const type = errorType ?? exType;
-  if (type !== undefined) f.errorType = type;
-  if (http !== undefined && http >= 400) f.httpStatus = http;
-  const message = span.status.message || exMessage;
-  if (message) f.message = message;
-  if (exMessage && message && exMessage !== message) f.detail = exMessage;
-  f.timeout = looksLikeTimeout(type, exType, message, f.httpStatus !== undefined ? String(f.httpStatus) : undefined);
-  return f;
 }
 
 /** A string-list attribute (an array, or a JSON-array string as some exporters flatten it). */

@@ -70,7 +70,7 @@ import {
 import type { AgentMessage } from '../../../instrumentation/types';
 import type { MessageObservation } from '../../../detectors/types';
 import { str, strList, type Attributes, type SpanRecord } from '../model';
-import { num, spanFailure } from './llm';
+import { num, spanFailure } from './failure';
 
 /**
  * A message span: an in-process handoff or delivery through faultline's channel, an A2A client call, an MCP tool

@@ -5,24 +5,13 @@
 import type { UsageSummary } from '../../../instrumentation/types';
 import type { SpanRecord, TraceRecord } from '../model';
 import type { GenAiMessage, ToolCallPart, ToolDefinition } from './content';
+import type { SpanFailure } from './failure';
 import type { MessageExchange, MessageFacts } from './message';
 
 /** Whose attribute names the span was read from (for evidence and the LLM rendering; rules never branch on it). */
 export type Convention = 'genai' | 'openinference' | 'openllmetry' | 'faultline';
 
-/** How a span says it failed. */
-export interface SpanFailure {
-  /** `error.type`, the exception type, or the HTTP status as text. */
-  errorType?: string;
-  httpStatus?: number;
-  /** Status message or exception message. */
-  message?: string;
-  /** The exception message as well, when the status message is another text (an SDK's generic status over the
-   * provider's own message in the exception). */
-  detail?: string;
-  /** The failure names a timeout or an exceeded deadline. */
-  timeout: boolean;
-}
+export type { SpanFailure } from './failure';
 
 /** Content-free facts faultline's own span layer records; used when present, never required. */
 export interface FaultlineFacts {

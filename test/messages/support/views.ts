@@ -10,7 +10,8 @@
  *
  * `contentFree` removes captured content, giving the trace a run without content capture records.
  */
-import { isMessageSpan, str, type SpanRecord, type TraceRecord } from '../../../src/traces/model';
+import { str, type SpanRecord, type TraceRecord } from '../../../src/traces/model';
+import { isMessageSpan } from '../../../src/traces/steps';
 import type { Diagnosis } from '../../../src/diagnosers/types';
 import type { Label } from './workflows';
 

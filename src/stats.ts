@@ -1,7 +1,8 @@
 /**
- * The statistics of the reliability report: Wilson score intervals for success rates, percentile bootstrap intervals
- * for quantities computed from several of them (a product of agents' success probabilities), and a seeded random
- * source so a report is the same every time it is computed from the same traces.
+ * Statistics, one implementation each: the median and quantiles, Wilson score intervals for success rates, percentile
+ * bootstrap intervals for quantities computed from several of them (a product of agents' success probabilities), and
+ * a seeded random source so a report is the same every time it is computed from the same traces. At the base of the
+ * layers (docs/architecture.md): the detectors, the reliability report and the campaigns use it.
  */
 
 export interface Interval {
@@ -61,6 +62,13 @@ export function bootstrap<T>(units: readonly T[], stat: (sample: readonly T[]) =
   values.sort((a, b) => a - b);
   const at = (q: number) => values[Math.min(values.length - 1, Math.max(0, Math.floor(q * (values.length - 1))))]!;
   return { p, lo: at(0.025), hi: at(0.975) };
+}
+
+/** The median: the middle value, or the mean of the two middle ones; NaN for no values. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length === 0 ? NaN : s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 /** The q-quantile (0..1) of a list of numbers, by linear interpolation. */
