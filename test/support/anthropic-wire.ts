@@ -18,7 +18,7 @@ export interface ToolUseSpec {
 }
 
 export interface MessageSpec {
-  /** The model the answer names (as Anthropic returns it, e.g. claude-sonnet-4-5-20250929). */
+  /** The model the answer names (as Anthropic returns it, e.g. claude-sonnet-5-5). */
   model: string;
   /** The text block (written before the tool uses when both are given). */
   text?: string;

@@ -18,6 +18,8 @@ export interface OllamaAnswerSpec {
   /** The model tag (e.g. llama3.2:1b). */
   model: string;
   text?: string;
+  /** What a thinking model thought first (`message.thinking`, with `think: true`). */
+  thinking?: string;
   toolCalls?: OllamaToolCallSpec[];
   /** Default stop. */
   doneReason?: 'stop' | 'length' | 'load' | 'unload';
@@ -47,14 +49,17 @@ const calls = (a: OllamaAnswerSpec) => (a.toolCalls?.length ? { tool_calls: a.to
 
 /** The `/api/chat` answer (`stream: false`). */
 export function chat(a: OllamaAnswerSpec): Json {
-  return { model: a.model, created_at: createdAt(), message: { role: 'assistant', content: a.text ?? '', ...calls(a) }, ...counts(a) };
+  return { model: a.model, created_at: createdAt(), message: { role: 'assistant', content: a.text ?? '', ...(a.thinking !== undefined ? { thinking: a.thinking } : {}), ...calls(a) }, ...counts(a) };
 }
 
 const ndjson = (o: Json) => `${JSON.stringify(o)}\n`;
 
 /** The NDJSON lines of a streamed `/api/chat`: a line per text piece (tool calls whole), then the `done` line. */
 export function chatStream(a: OllamaAnswerSpec): string[] {
-  const lines = textPieces(a.text ?? '').filter((p) => p !== '').map((content) => ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content }, done: false }));
+  const lines = [
+    ...(a.thinking !== undefined ? textPieces(a.thinking) : []).map((thinking) => ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content: '', thinking }, done: false })),
+    ...textPieces(a.text ?? '').filter((p) => p !== '').map((content) => ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content }, done: false })),
+  ];
   if (a.toolCalls?.length) lines.push(ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content: '', ...calls(a) }, done: false }));
   lines.push(ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content: '' }, ...counts(a) }));
   return lines;
