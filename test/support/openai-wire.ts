@@ -6,6 +6,7 @@
  *
  *   chatCompletion / chatCompletionStream   POST /v1/chat/completions, JSON or `stream: true`
  *   response / responseStream               POST /v1/responses, JSON or `stream: true`
+ *   responseFailedStream                    a Responses stream ending in `error` and `response.failed`
  *   openaiError                             the error envelope of a 4xx/5xx answer
  *
  * Each call makes fresh ids (`chatcmpl-…`, `call_…`, `resp_…`, `fc_…`, `msg_…`), as a live provider does.
@@ -32,6 +33,8 @@ export interface AnswerSpec {
   reasoningTokens?: number;
   /** Why generation stopped: `stop` / `tool_calls` by default, `length` when cut at max_tokens, `content_filter`. */
   finishReason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
+  /** Responses API only: a reasoning item before the output, with this summary (`reasoning.summary`). */
+  reasoning?: string;
   /** Unix seconds (default: now). */
   created?: number;
 }
@@ -108,14 +111,25 @@ export function chatCompletionStream(a: AnswerSpec, options: { usage?: boolean }
 type OutputItem = Record<string, unknown> & { id: string; type: string };
 
 function outputItems(a: AnswerSpec): OutputItem[] {
+  const reasoning: OutputItem[] = a.reasoning !== undefined ? [{ id: freshId('rs_'), type: 'reasoning', summary: [{ type: 'summary_text', text: a.reasoning }] }] : [];
+  return [...reasoning, ...answerItems(a)];
+}
+
+function answerItems(a: AnswerSpec): OutputItem[] {
   if (a.toolCalls?.length) {
     return a.toolCalls.map((c) => ({ id: freshId('fc_'), type: 'function_call', status: 'completed', arguments: c.arguments, call_id: freshId('call_'), name: c.name }));
   }
   return [{ id: freshId('msg_'), type: 'message', status: 'completed', content: [{ type: 'output_text', annotations: [], logprobs: [], text: a.text ?? '' }], role: 'assistant' }];
 }
 
-function responseObject(a: AnswerSpec, id: string, created: number, status: 'in_progress' | 'completed', output: OutputItem[]): Record<string, unknown> {
+type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
+
+/** How a finished response ends: `incomplete` (max_output_tokens) when the answer was cut at its length. */
+const finalStatus = (a: AnswerSpec): ResponseStatus => (a.finishReason === 'length' ? 'incomplete' : 'completed');
+
+function responseObject(a: AnswerSpec, id: string, created: number, status: ResponseStatus, output: OutputItem[], error: { code: string; message: string } | null = null): Record<string, unknown> {
   const u = usageOf(a);
+  const done = status !== 'in_progress';
   return {
     id,
     object: 'response',
@@ -123,8 +137,8 @@ function responseObject(a: AnswerSpec, id: string, created: number, status: 'in_
     status,
     background: false,
     completed_at: status === 'completed' ? created + 1 : null,
-    error: null,
-    incomplete_details: null,
+    error,
+    incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
     instructions: null,
     max_output_tokens: null,
     model: a.model,
@@ -141,7 +155,7 @@ function responseObject(a: AnswerSpec, id: string, created: number, status: 'in_
     top_p: 1,
     truncation: 'disabled',
     usage:
-      status === 'completed'
+      done && status !== 'failed'
         ? { input_tokens: u.input, input_tokens_details: { cached_tokens: a.cachedTokens ?? 0 }, output_tokens: u.output, output_tokens_details: { reasoning_tokens: a.reasoningTokens ?? 0 }, total_tokens: u.input + u.output }
         : null,
     user: null,
@@ -152,14 +166,15 @@ function responseObject(a: AnswerSpec, id: string, created: number, status: 'in_
 /** A Responses API `response` object (the JSON body). */
 export function response(a: AnswerSpec): Record<string, unknown> {
   const created = a.created ?? now();
-  return responseObject(a, freshId('resp_'), created, 'completed', outputItems(a));
+  return responseObject(a, freshId('resp_'), created, finalStatus(a), outputItems(a));
 }
 
 /**
  * The typed SSE events of a streamed response, one string per event: `response.created`, `response.in_progress`,
  * per output item `response.output_item.added`, its text (`response.content_part.added`, `response.output_text.delta`
  * …, `.done`, `response.content_part.done`) or arguments (`response.function_call_arguments.delta` …, `.done`),
- * `response.output_item.done`, then `response.completed` with the whole response.
+ * `response.output_item.done`, then `response.completed` with the whole response (`response.incomplete` when the
+ * answer was cut at max_output_tokens).
  */
 export function responseStream(a: AnswerSpec): string[] {
   const created = a.created ?? now();
@@ -169,7 +184,9 @@ export function responseStream(a: AnswerSpec): string[] {
   const ev = (data: Record<string, unknown> & { type: string }) => typedSse({ ...data, sequence_number: seq++ } as { type: string });
   const events = [ev({ type: 'response.created', response: responseObject(a, id, created, 'in_progress', []) }), ev({ type: 'response.in_progress', response: responseObject(a, id, created, 'in_progress', []) })];
   items.forEach((item, output_index) => {
-    if (item.type === 'function_call') {
+    if (item.type === 'reasoning') {
+      events.push(ev({ type: 'response.output_item.added', output_index, item: { ...item, summary: [] } }));
+    } else if (item.type === 'function_call') {
       events.push(ev({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress', arguments: '' } }));
       for (const delta of jsonPieces(item.arguments as string)) events.push(ev({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index, delta }));
       events.push(ev({ type: 'response.function_call_arguments.done', item_id: item.id, output_index, arguments: item.arguments }));
@@ -183,8 +200,28 @@ export function responseStream(a: AnswerSpec): string[] {
     }
     events.push(ev({ type: 'response.output_item.done', output_index, item }));
   });
-  events.push(ev({ type: 'response.completed', response: responseObject(a, id, created, 'completed', items) }));
+  const status = finalStatus(a);
+  events.push(ev({ type: status === 'incomplete' ? 'response.incomplete' : 'response.completed', response: responseObject(a, id, created, status, items) }));
   return events;
+}
+
+/**
+ * A streamed response that fails after it began: `response.created`, `response.in_progress`, an `error` event with
+ * the provider's code, then `response.failed` carrying the same error (e.g. `insufficient_quota`).
+ */
+export function responseFailedStream(model: string, code: string, message: string): string[] {
+  const a: AnswerSpec = { model };
+  const created = a.created ?? now();
+  const id = freshId('resp_');
+  let seq = 0;
+  const ev = (data: Record<string, unknown> & { type: string }) => typedSse({ ...data, sequence_number: seq++ } as { type: string });
+  return [
+    ev({ type: 'response.created', response: responseObject(a, id, created, 'in_progress', []) }),
+    ev({ type: 'response.in_progress', response: responseObject(a, id, created, 'in_progress', []) }),
+    // On the wire the event nests the error (`{"type":"error","error":{…}}`), which is what the openai SDK reads.
+    ev({ type: 'error', error: { type: code, code, message, param: null } }),
+    ev({ type: 'response.failed', response: responseObject(a, id, created, 'failed', [], { code, message }) }),
+  ];
 }
 
 // --- errors ----------------------------------------------------------------------------------------------------
