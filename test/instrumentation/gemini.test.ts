@@ -32,8 +32,8 @@ const ARRAY_STREAM = exchange({
   request: user('Explain in a few sentences why the sky is blue.'),
   stream: generateContentArray({ model: 'gemini-flash-latest', text: 'Sunlight is scattered by the molecules of the air, and blue light, with its shorter wavelength, is scattered far more than red: the sky we see is that scattered blue light.', promptTokens: 11, candidatesTokens: 38, thoughtsTokens: 120 }),
   framing: 'json-array',
+  model: 'gemini-flash-latest',
 });
-ARRAY_STREAM.model = 'gemini-flash-latest';
 
 type GenAi = InstanceType<Awaited<typeof import('@google/genai', { with: { 'resolution-mode': 'import' } })>['GoogleGenAI']>;
 let ai: GenAi;

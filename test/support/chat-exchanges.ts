@@ -5,6 +5,7 @@
  *
  *   CHAT_TEXT        OpenAI chat completion, JSON: a four-paragraph text answer (non-ASCII characters included) to a
  *                    request whose history holds a tool call and its result
+ *   CHAT_PLAIN       OpenAI chat completion, JSON: a one-paragraph text answer to a system prompt and a question (no tools)
  *   CHAT_TOOL_CALL   OpenAI chat completion, JSON: one tool call
  *   CHAT_STREAM      OpenAI chat completion streamed with `stream_options.include_usage`: text, usage chunk, [DONE]
  *   CHAT_STREAM_PLAIN  the same without the usage chunk (no stream_options)
@@ -51,6 +52,19 @@ export const CHAT_TEXT = exchange({
     ],
   },
   response: chatCompletion({ model: 'gpt-4.1-mini-2025-04-14', text: CHAT_TEXT_ANSWER, inputTokens: 412, outputTokens: 236 }),
+});
+
+/** The text answer of CHAT_PLAIN. */
+export const CHAT_PLAIN_ANSWER =
+  'Final Answer: Support teams that let an agent take the routine tickets answer most of them within minutes, and the ' +
+  'people freed from them spend the time on the cases that need judgement. The agent quotes the help-centre page it ' +
+  'used, so a reviewer can check an answer before it is sent, and it hands refunds and complaints to a person.';
+
+export const CHAT_PLAIN = exchange({
+  endpoint: '/v1/chat/completions',
+  tags: ['text', 'system_prompt'],
+  request: { model: 'gpt-4o', messages: [{ role: 'system', content: 'You are an expert researcher in customer support technology. Give your complete final answer.' }, { role: 'user', content: 'In one paragraph: what changes when a support team adopts an AI agent?' }] },
+  response: chatCompletion({ model: 'gpt-4o-2024-05-13', text: CHAT_PLAIN_ANSWER, inputTokens: 52 }),
 });
 
 export const CHAT_TOOL_CALL = exchange({

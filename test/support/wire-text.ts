@@ -41,6 +41,8 @@ export const unixNow = (): number => Math.floor(Date.now() / 1000);
 export interface ExchangeSpec {
   endpoint: string;
   request: Record<string, unknown>;
+  /** The model the call names (default: the request's `model`; Gemini names it in the path). */
+  model?: string;
   status?: number;
   /** A JSON body. */
   response?: unknown;
@@ -58,7 +60,7 @@ export function exchange(spec: ExchangeSpec): CorpusRecord {
     id: freshId('project-', 8),
     endpoint: spec.endpoint,
     status: spec.status ?? 200,
-    model: typeof spec.request.model === 'string' ? spec.request.model : undefined,
+    model: spec.model ?? (typeof spec.request.model === 'string' ? spec.request.model : undefined),
     tags: spec.tags ?? [],
     request: spec.request,
     ...(spec.response !== undefined ? { response: spec.response } : {}),
