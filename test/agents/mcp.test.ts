@@ -2,7 +2,6 @@
  * MCP tool calls through the real GenAI span layer: the real MCP client (StreamableHTTPClientTransport over global
  * fetch) against a real McpServer on 127.0.0.1, answering with JSON and with SSE.
  */
-import { readFileSync } from 'node:fs';
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -15,23 +14,13 @@ import { installInstrumentation } from '../../instrumentation/install';
 import type { Exchange, ExchangeOutcome } from '../../instrumentation/types';
 import { startMcpServer, type McpTestServer } from '../support/mcp-server';
 import { byName, parentOf, setupOtel } from './otel';
-import { CORPUS } from '../support/shared';
 
-/** Arguments of a real crewAI delegation call (corpus openai-chat.jsonl, tag crewai_delegation_tool_call). */
-const delegation = (() => {
-  for (const line of readFileSync(CORPUS + '/openai-chat.jsonl', 'utf8').split('\n')) {
-    if (!line.includes('crewai_delegation_tool_call')) continue;
-    const record = JSON.parse(line) as {
-      tags: string[];
-      response: { choices: Array<{ message: { tool_calls?: Array<{ function: { name: string; arguments: string } }> } }> };
-    };
-    const call = record.response.choices[0].message.tool_calls?.[0];
-    if (call?.function.name.toLowerCase() === 'ask_question_to_coworker') {
-      return JSON.parse(call.function.arguments) as { question: string; context: string; coworker: string };
-    }
-  }
-  throw new Error('no crewAI ask_question_to_coworker call in the corpus');
-})();
+/** Arguments of a crewAI-style delegation call (`ask_question_to_coworker`: question, context, coworker). */
+const delegation = {
+  question: "Given the working title 'Agents at the help desk: faster answers, same care', what integer score from 1 to 5 would you give it?",
+  context: 'Score the title on clarity, relevance to support leaders and how much it makes them want to read on: 1 is poor, 3 is good, 5 is excellent.',
+  coworker: 'Scorer',
+};
 
 const otel = setupOtel();
 let capture = false;

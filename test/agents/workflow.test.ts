@@ -1,10 +1,9 @@
 /**
- * A recorded crewAI hierarchical session (corpus: crewAI's test_output_json_dict_hierarchical cassette) replayed as an
+ * A crewAI-style hierarchical session (three model calls the project writes in OpenAI's format) run as an
  * in-process multi-agent workflow: the manager's LLM call delegates to the Scorer through a MessageChannel (I2), the
  * Scorer answers with its own LLM call and hands the answer back (I3), and the manager finishes. The real OpenAI SDK
- * talks to a loopback server that answers each request with its recorded response, through the real GenAI span layer.
+ * talks to a loopback server that answers each request with its scripted response, through the real GenAI span layer.
  */
-import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SpanKind, trace } from '@opentelemetry/api';
@@ -17,22 +16,37 @@ import { runWorkflow } from '../../instrumentation/agents/task';
 import { installInstrumentation } from '../../instrumentation/install';
 import type { AgentMessage, DeliverStep } from '../../instrumentation/types';
 import { byName, parentOf, setupOtel } from './otel';
-import { CORPUS } from '../support/shared';
+import { chatCompletion } from '../support/openai-wire';
 
 interface ChatRecord {
-  id: string;
-  source: string;
-  interaction_index: number;
-  request: { messages: Array<{ role: string; content: string }> } & Record<string, unknown>;
-  response: { choices: Array<{ message: { content: string | null; tool_calls?: Array<{ function: { name: string; arguments: string } }> } }> };
+  request: { model: string; messages: Array<{ role: string; content: string | null }> } & Record<string, unknown>;
+  response: Record<string, unknown>;
 }
 
-const SOURCE = 'crewAIInc/crewAI:lib/crewai/tests/cassettes/test_output_json_dict_hierarchical.yaml';
-const session: ChatRecord[] = readFileSync(CORPUS + '/openai-chat.jsonl', 'utf8')
-  .split('\n')
-  .filter((l) => l.includes(SOURCE))
-  .map((l) => JSON.parse(l) as ChatRecord)
-  .sort((a, b) => a.interaction_index - b.interaction_index);
+/**
+ * A hierarchical crew's three model calls, in crewAI's shape (written by the project, ../support/openai-wire.ts): the
+ * manager delegates a question to the Scorer (a tool call), the Scorer answers, the manager concludes with JSON.
+ */
+const MANAGER = { role: 'system', content: 'You are Crew Manager. You delegate work to the right coworker and ask them the right questions. Your final answer must be a JSON object.' };
+const TASK = { role: 'user', content: "Current Task: give an integer score between 1 and 5 for the title 'The future of support is agents'. Your final answer must be JSON: {\"score\": <n>}." };
+const QUESTION = { question: "What integer score between 1 and 5 would you give the title 'The future of support is agents'?", context: 'Judge clarity, relevance and appeal: 1 is poor, 3 is good, 5 is excellent.', coworker: 'Scorer' };
+const ASK_TOOL = { type: 'function', function: { name: 'Ask_question_to_coworker', description: 'Ask a coworker a question.', parameters: { type: 'object', properties: { question: { type: 'string' }, context: { type: 'string' }, coworker: { type: 'string' } }, required: ['question', 'context', 'coworker'] } } };
+const SCORER_ANSWER = 'Thought: I now can give a great answer\nFinal Answer: I would assign a score of 4 to this title: it is clear and relevant to support leaders, though a more concrete promise would make it stand out further.';
+const session: ChatRecord[] = [
+  { request: { model: 'gpt-4o', messages: [MANAGER, TASK], tools: [ASK_TOOL] }, response: chatCompletion({ model: 'gpt-4o-2024-08-06', toolCalls: [{ name: 'Ask_question_to_coworker', arguments: JSON.stringify(QUESTION) }] }) },
+  {
+    request: { model: 'gpt-4.1-mini', messages: [{ role: 'system', content: 'You are Scorer. You score titles and ideas for a content agency, with a short reason.' }, { role: 'user', content: `Current Task: ${QUESTION.question}\n\n${QUESTION.context}` }] },
+    response: chatCompletion({ model: 'gpt-4.1-mini-2025-04-14', text: SCORER_ANSWER }),
+  },
+  {
+    request: {
+      model: 'gpt-4o',
+      tools: [ASK_TOOL],
+      messages: [MANAGER, TASK, { role: 'assistant', content: null, tool_calls: [{ id: 'call_askscorer0001', type: 'function', function: { name: 'Ask_question_to_coworker', arguments: JSON.stringify(QUESTION) } }] } as never, { role: 'tool', tool_call_id: 'call_askscorer0001', content: SCORER_ANSWER } as never, { role: 'user', content: 'Give your final answer.' }],
+    },
+    response: chatCompletion({ model: 'gpt-4o-2024-08-06', text: '{"score":4}' }),
+  },
+];
 
 const otel = setupOtel();
 const installed = installInstrumentation({ tracer: () => trace.getTracer('faultline'), captureContent: () => false });
@@ -41,7 +55,7 @@ let openai: OpenAI;
 
 beforeAll(async () => {
   expect(session).toHaveLength(3);
-  // Answers each request with the response recorded for the same system prompt and conversation length.
+  // Answers each request with the session's response for the same system prompt and conversation length.
   server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -51,7 +65,7 @@ beforeAll(async () => {
         (r) => r.request.messages.length === body.messages.length && r.request.messages[0].content === body.messages[0].content,
       );
       res.writeHead(hit ? 200 : 404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(hit ? hit.response : { error: { message: 'no recording', type: 'invalid_request_error' } }));
+      res.end(JSON.stringify(hit ? hit.response : { error: { message: 'no scripted answer', type: 'invalid_request_error' } }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -8,13 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { triggerReportFromSpans } from '../../src/inject/verify';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { runApp } from '../frameworks/support';
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.id === '55dae6f503a5')!;
+const rec = CHAT_TEXT;
 const TEXT = (rec.response as { choices: [{ message: { content: string } }] }).choices[0].message.content;
 
 let server: LlmServer;

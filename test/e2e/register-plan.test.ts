@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readTraces } from '../../src/traces/read';
 import type { SpanRecord } from '../../src/traces/model';
 import { runNode } from '../support/child';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 
 vi.setConfig({ testTimeout: 120_000 });
@@ -18,11 +18,7 @@ const ROOT = resolve(__dirname, '../..');
 const REGISTER_MJS = join(ROOT, 'dist/src/register.mjs');
 
 // A plain-text answer long enough for a visible cut.
-const rec = loadCorpus('openai-chat.jsonl').find((r) => {
-  if (r.status !== 200 || !r.tags.includes('text')) return false;
-  const content = (r.response as { choices?: Array<{ message?: { content?: unknown } }> }).choices?.[0]?.message?.content;
-  return typeof content === 'string' && content.length > 40;
-})!;
+const rec = CHAT_TEXT;
 const original = (rec.response as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
 
 const APP = `

@@ -13,11 +13,11 @@ import { checkpoint, WorkflowDeadlineError } from '../../instrumentation/agents/
 import { runAgent } from '../../instrumentation/agents/invoke-agent';
 import { runWorkflow } from '../../instrumentation/agents/task';
 import { checkpoints, fileStore, memoryStore } from '../../detectors/guards/checkpoint';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_PLAIN } from '../support/chat-exchanges';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { checkpointActions, detections, setupWorkflowStack, type WorkflowStack } from '../support/workflow-stack';
 
-const TEXT = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('finish_length') && !r.tags.includes('has_tools'))!;
+const TEXT = CHAT_PLAIN;
 const fresh = (): string => JSON.stringify({ ...(TEXT.response as object), created: Math.floor(Date.now() / 1000) });
 
 let stack: WorkflowStack;

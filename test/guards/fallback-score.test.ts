@@ -5,7 +5,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ARCF_WEIGHTS, scoreFallbacks } from '../../detectors/guards/hierarchical-fallback';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_PLAIN } from '../support/chat-exchanges';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { setupGuardHarness, type GuardHarness } from './harness';
 
@@ -32,7 +32,7 @@ describe('the score', () => {
 });
 
 describe('the HTTP guard chooses by the score', () => {
-  const TEXT = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('has_tools') && !r.tags.includes('finish_length'))!;
+  const TEXT = CHAT_PLAIN;
   let h: GuardHarness;
   let server: LlmServer;
   let openai: OpenAI;

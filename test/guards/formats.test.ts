@@ -1,6 +1,7 @@
 /**
  * HTTP guards judge every LLM wire format, not only chat completions and Anthropic: through the real clients
- * (openai 6 `responses.create`, @google/genai, ollama) against a loopback server answering with recorded bodies, a
+ * (openai 6 `responses.create`, @google/genai, ollama) against a loopback server answering with project-written
+ * bodies (../support/openai-wire.ts, gemini-wire.ts, ollama-wire.ts), a
  * truncation the fault step injects is caught by the guard and retried, and the application gets the complete
  * answer; a clean answer on a guarded route arrives byte for byte, and a compressed one is judged on its decoded body.
  * Every call has a deadline.
@@ -10,11 +11,15 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDetectors, detectionContext } from '../../detectors/index';
 import { llmObservationFromWire, type LlmProtocol } from '../../detectors/wire';
-import { loadCorpus, type CorpusRecord } from '../support/corpus';
+import { generateContent } from '../support/gemini-wire';
+import { chat, generate } from '../support/ollama-wire';
+import { response } from '../support/openai-wire';
+import { exchange } from '../support/wire-text';
+import type { CorpusRecord } from '../support/wire-record';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { guardEvents, setupGuardHarness, type GuardHarness } from './harness';
 
-/** The recorded body as a live server sends it: fresh timestamps (an old one is a staleness finding of its own). */
+/** The body as a live server sends it: fresh timestamps (an old one is a staleness finding of its own). */
 function live(r: CorpusRecord): string {
   const now = Math.floor(Date.now() / 1000);
   return JSON.stringify(r.response)
@@ -22,20 +27,25 @@ function live(r: CorpusRecord): string {
     .replace(/"created_at":"[^"]+"/g, `"created_at":"${new Date().toISOString()}"`);
 }
 
-/** A text answer of `protocol` that no detector flags when it arrives fresh. */
-function cleanText(file: 'openai-responses.jsonl' | 'gemini.jsonl' | 'ollama.jsonl', protocol: LlmProtocol, path: string): CorpusRecord {
-  return loadCorpus(file).find((r) => {
-    if (r.status !== 200 || r.response === undefined || !r.tags.includes('text') || r.tags.includes('tool_calls') || !r.endpoint.includes(path)) return false;
-    if (r.tags.some((t) => t.startsWith('finish_') && t !== 'finish_stop' && t !== 'finish_completed')) return false;
-    const obs = llmObservationFromWire(protocol, r.request, { status: 200, chunks: [live(r)] }, undefined, Date.now());
-    return runDetectors(obs, detectionContext()).length === 0;
-  })!;
+/** A text answer of `protocol` that no detector flags when it arrives fresh (checked: the guards start from it). */
+function cleanText(protocol: LlmProtocol, r: CorpusRecord): CorpusRecord {
+  const obs = llmObservationFromWire(protocol, r.request, { status: 200, chunks: [live(r)] }, undefined, Date.now());
+  const found = runDetectors(obs, detectionContext());
+  if (found.length > 0) throw new Error(`the ${protocol} answer is not clean: ${JSON.stringify(found)}`);
+  return r;
 }
 
-const RESPONSES = cleanText('openai-responses.jsonl', 'openai.responses', '/responses');
-const GEMINI = cleanText('gemini.jsonl', 'gemini.generate_content', ':generateContent');
-const OLLAMA_CHAT = cleanText('ollama.jsonl', 'ollama.chat', '/api/chat');
-const OLLAMA_GENERATE = cleanText('ollama.jsonl', 'ollama.generate', '/api/generate');
+const ANSWER =
+  'A heat pump moves heat instead of making it: a refrigerant absorbs warmth from the outside air, even on a cold ' +
+  'day, a compressor raises its temperature, and the house takes that heat in through the indoor coil. Because it ' +
+  'moves three or four units of heat for each unit of electricity it uses, it costs less to run than a resistive ' +
+  'heater, and in summer the same cycle runs backwards to cool the rooms.';
+const ask = 'How does a heat pump heat a house? One paragraph.';
+
+const RESPONSES = cleanText('openai.responses', exchange({ endpoint: '/v1/responses', request: { model: 'gpt-4.1', input: ask }, response: response({ model: 'gpt-4.1-2025-04-14', text: ANSWER }) }));
+const GEMINI = cleanText('gemini.generate_content', exchange({ endpoint: '/v1beta/models/gemini-2.5-flash:generateContent', model: 'gemini-2.5-flash', request: { contents: [{ role: 'user', parts: [{ text: ask }] }] }, response: generateContent({ model: 'gemini-2.5-flash', text: ANSWER }) }));
+const OLLAMA_CHAT = cleanText('ollama.chat', exchange({ endpoint: '/api/chat', request: { model: 'llama3.2:1b', messages: [{ role: 'user', content: ask }], stream: false }, response: chat({ model: 'llama3.2:1b', text: ANSWER }) }));
+const OLLAMA_GENERATE = cleanText('ollama.generate', exchange({ endpoint: '/api/generate', request: { model: 'llama3.2:1b', prompt: ask, stream: false }, response: generate({ model: 'llama3.2:1b', text: ANSWER }) }));
 
 let h: GuardHarness;
 let server: LlmServer;

@@ -8,13 +8,14 @@ import OpenAI from 'openai';
 import { Agent } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GuardConfigInput } from '../../detectors/guards/index';
-import { loadCorpus, sseEvents } from '../support/corpus';
+import { sseEvents } from '../support/wire-record';
+import { CHAT_STREAM_PLAIN, CHAT_TEXT } from '../support/chat-exchanges';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { deadline, startUploadServer, type UploadServer } from '../support/upload-server';
 import { causes, chatSpans, guardEvents, setupGuardHarness, type GuardHarness } from './harness';
 
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
-const streamRec = loadCorpus('openai-chat-stream.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
+const streamRec = CHAT_STREAM_PLAIN;
 const events = sseEvents(streamRec.sse as string);
 
 /** What a live server sends: the recorded answer with a fresh `created` (an old one is stale to the guard's detectors). */

@@ -1,6 +1,6 @@
 /**
  * HTTP guards through the real SDKs (openai, @anthropic-ai/sdk) against loopback servers speaking the provider wire
- * format with corpus bodies, faults injected by the real fault step from a plan, guards composed outside it.
+ * format with project-written bodies (../support/chat-exchanges.ts), faults injected by the real fault step from a plan, guards composed outside it.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -9,20 +9,22 @@ import { detectSpans } from '../../detectors/from-span';
 import { runDetectors, detectionContext } from '../../detectors/index';
 import { llmObservationFromWire } from '../../detectors/wire';
 import { guard, type GuardConfigInput } from '../../detectors/guards/index';
-import { loadCorpus, recordBody } from '../support/corpus';
+import { recordBody } from '../support/wire-record';
+import { ANTHROPIC_TEXT, CHAT_STREAM, CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { causes, chatSpans, guardEvents, setupGuardHarness, toRecord, type GuardHarness } from './harness';
 
 // A plain text answer (no tool call) whose clean response no detector flags.
-const TEXT = loadCorpus('openai-chat.jsonl').find((r) => {
-  if (r.status !== 200 || !r.tags.includes('text') || r.tags.includes('finish_length')) return false;
-  const c = (r.response as { choices: Array<{ message: { content?: string } }> }).choices[0]?.message.content;
-  if (typeof c !== 'string' || c.length < 200) return false;
-  const obs = llmObservationFromWire('openai.chat', r.request, { status: 200, chunks: [recordBody(r)] }, undefined, Number((r.response as { created: number }).created) * 1000);
-  return runDetectors(obs, detectionContext()).length === 0;
-})!;
+const TEXT = CHAT_TEXT;
 const CONTENT = (TEXT.response as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
-const ANTHROPIC = loadCorpus('anthropic-messages.jsonl').find((r) => r.status === 200 && r.sse === undefined && r.tags.includes('text') && (r.response as { stop_reason?: string }).stop_reason === 'end_turn')!;
+const ANTHROPIC = ANTHROPIC_TEXT;
+
+describe('the clean answer', () => {
+  it('is one no detector flags when it arrives fresh (what the guards below start from)', () => {
+    const obs = llmObservationFromWire('openai.chat', TEXT.request, { status: 200, chunks: [recordBody(TEXT)] }, undefined, Date.now());
+    expect(runDetectors(obs, detectionContext())).toEqual([]);
+  });
+});
 
 /** What a live server sends: the recorded body with a fresh `created`. */
 function fresh(body: unknown): string {
@@ -78,7 +80,7 @@ describe('retry', () => {
 
   it('Retry-After is honoured for a 429 and the stream that follows is not buffered', async () => {
     h.config = { routes: [{ match: { provider: 'openai*' }, retry: { maxRetries: 2, baseDelayMs: 10 } }] };
-    const stream = loadCorpus('openai-chat-stream.jsonl').find((r) => r.tags.includes('done') && !r.tags.includes('tool_calls'))!;
+    const stream = CHAT_STREAM;
     server.respond(() => corpusReply(stream as never));
     sleeps.length = 0;
     const { result } = await h.task({ rules: [{ fault: 'http_429', params: { retryAfterS: 2 } }] }, async () => {
@@ -167,7 +169,7 @@ describe('no fault, no harm on a guarded route', () => {
 
   it('a stream on a guarded route is not buffered: the first event arrives long before the last', async () => {
     h.config = { routes: [{ match: { provider: 'openai*' }, retry: { maxRetries: 2 } }] };
-    const stream = loadCorpus('openai-chat-stream.jsonl').find((r) => r.tags.includes('done') && !r.tags.includes('tool_calls'))!;
+    const stream = CHAT_STREAM;
     const reply = corpusReply(stream as never);
     server.respond(() => ({ ...reply, gapMs: 40 }));
     const { result } = await h.task(undefined, async () => {

@@ -1,6 +1,6 @@
 /**
- * ARCF's verification pipeline: the three tiers on real outputs (every recorded corpus answer passes the default
- * safety rules), the LLM judge against a loopback OpenAI-compatible server (its answer schema-locked; a server that
+ * ARCF's verification pipeline: the three tiers (every recorded corpus answer passing the default safety rules is
+ * verify-corpus.test.ts, the conformance tier), the LLM judge against a loopback OpenAI-compatible server (its answer schema-locked; a server that
  * ignores the schema, fails, or never answers ends in the policy's verdict within the deadline, never a hang), and
  * the tiers as a guard: a failed verification is retried, then rejected.
  */
@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { withTask } from '../../instrumentation/agents/task';
 import { DEFAULT_SAFETY_RULES, JUDGE_SCHEMA, llmJudge, verificationPipeline } from '../../detectors/guards/verify';
 import { guard, GuardRejectedError } from '../../detectors/guards/index';
-import { loadCorpus } from '../support/corpus';
+import { ANTHROPIC_TEXT, CHAT_PLAIN, CHAT_TEXT, CHAT_TOOL_CALL } from '../support/chat-exchanges';
 
 describe('tier 1: schema', () => {
   it('required fields with their types, a JSON Schema, a zod schema', async () => {
@@ -39,14 +39,9 @@ describe('tier 2: safety rules', () => {
     expect((await v.verify('DROP TABLE users;')).tier).toBe('safety');
   });
 
-  it('passes every recorded answer of the corpus (false positives counted on real outputs)', () => {
-    const texts: string[] = [];
-    for (const file of ['openai-chat.jsonl', 'anthropic-messages.jsonl', 'openai-responses.jsonl', 'gemini.jsonl'] as const) {
-      for (const r of loadCorpus(file)) if (r.status === 200 && r.response !== undefined) texts.push(JSON.stringify(r.response));
-    }
-    const flagged = texts.filter((t) => DEFAULT_SAFETY_RULES.some((rule) => rule.check(t) !== undefined));
-    expect(texts.length).toBeGreaterThan(300);
-    expect(flagged).toEqual([]);
+  it('passes ordinary answers, text and tool calls (the whole answer bodies)', () => {
+    const texts = [CHAT_TEXT, CHAT_PLAIN, CHAT_TOOL_CALL, ANTHROPIC_TEXT].map((r) => JSON.stringify(r.response));
+    expect(texts.filter((t) => DEFAULT_SAFETY_RULES.some((rule) => rule.check(t) !== undefined))).toEqual([]);
   });
 });
 

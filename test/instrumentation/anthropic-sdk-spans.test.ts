@@ -10,16 +10,15 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runNode } from '../support/child';
-import { loadCorpus } from '../support/corpus';
+import { ANTHROPIC_TEXT, ANTHROPIC_TEXT_SSE } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { otlpJsonSpans } from '../support/otlp-receiver';
 
 const ROOT = resolve(__dirname, '../..');
 vi.setConfig({ testTimeout: 120_000 });
 
-const records = loadCorpus('anthropic-messages.jsonl');
-const JSON_REC = records.find((r) => r.status === 200 && r.response !== undefined && r.tags.includes('text') && !r.tags.includes('tool_use'))!;
-const SSE_REC = records.find((r) => r.sse !== undefined && r.tags.includes('text'))!;
+const JSON_REC = ANTHROPIC_TEXT;
+const SSE_REC = ANTHROPIC_TEXT_SSE;
 
 // The app: one JSON and one streamed call through the real SDK; prints what it received.
 const APP = `

@@ -1,6 +1,7 @@
 /**
  * Anthropic messages through the real @anthropic-ai/sdk client (its own OTel tracing off, so spans are ours only),
- * JSON and SSE, against a loopback server replaying corpus records.
+ * JSON and SSE, against a loopback server answering in Anthropic's format with bodies the project writes
+ * (../support/anthropic-wire.ts). Every recorded stream of the corpus: anthropic-corpus.test.ts (conformance tier).
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
@@ -8,16 +9,27 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
 import { assertSpan } from '../support/assert-span';
-import { loadCorpus, type CorpusRecord } from '../support/corpus';
+import { anthropicError, message, messageStream } from '../support/anthropic-wire';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, parentId, setupOtel, type TestOtel } from '../support/otel';
+import { exchange } from '../support/wire-text';
 
 let otel: TestOtel;
 let server: LlmServer;
 let inst: FaultlineInstrumentation;
 let undici: UndiciInstrumentation;
 let client: Anthropic;
-const records = loadCorpus('anthropic-messages.jsonl');
+
+const WEATHER_TOOL = { name: 'get_weather', description: 'The current weather in a city.', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+const request = (stream?: boolean) => ({
+  model: 'claude-sonnet-5-5',
+  max_tokens: 1024,
+  tools: [WEATHER_TOOL],
+  messages: [{ role: 'user', content: 'What is the weather in Paris and in Rome?' }],
+  ...(stream ? { stream: true } : {}),
+});
+/** Two parallel tool uses after a short text, with prompt-cache reads and writes in the usage. */
+const TOOL_USES = { model: 'claude-sonnet-5-5', text: 'I will look up both cities.', toolUses: [{ name: 'get_weather', input: { city: 'Paris' } }, { name: 'get_weather', input: { city: 'Rome' } }], inputTokens: 412, cacheReadTokens: 1800, cacheCreationTokens: 96, outputTokens: 121 };
 
 beforeAll(async () => {
   otel = setupOtel();
@@ -40,10 +52,8 @@ beforeEach(() => otel.exporter.reset());
 type Msg = { id: string; model: string; stop_reason: string; content: Array<{ type: string }>; usage: { input_tokens: number; output_tokens: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number } };
 
 describe('anthropic messages (JSON)', () => {
-  const toolRecords = records.filter((r) => r.status === 200 && r.tags.includes('parallel_tool_use'));
-
   it('emits a chat span with response facts and nested HTTP span', async () => {
-    const rec = toolRecords[0] as CorpusRecord;
+    const rec = exchange({ endpoint: '/v1/messages', request: request(), response: message(TOOL_USES) });
     server.respond(() => corpusReply(rec));
     const msg = await client.messages.create(rec.request as never);
     const resp = rec.response as Msg;
@@ -71,7 +81,7 @@ describe('anthropic messages (JSON)', () => {
   });
 
   it('records provider errors', async () => {
-    const rec = records.find((r) => r.status >= 400) as CorpusRecord;
+    const rec = exchange({ endpoint: '/v1/messages', status: 529, request: request(), response: anthropicError(529, 'Overloaded') });
     server.respond(() => corpusReply(rec));
     await expect(client.messages.create(rec.request as never)).rejects.toThrow();
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
@@ -80,15 +90,17 @@ describe('anthropic messages (JSON)', () => {
 });
 
 describe('anthropic messages (SSE)', () => {
-  it('reads every corpus stream to message_stop with usage and text length', async () => {
-    const streams = records.filter((r) => r.sse !== undefined);
-    expect(streams.length).toBeGreaterThan(10);
-    for (const rec of streams) {
-      otel.exporter.reset();
+  for (const [what, answer] of [
+    ['text', { model: 'claude-haiku-5-5', text: 'Paris is sunny at 21°C; Rome is clear and warmer, at 26°C.', outputTokens: 24 }],
+    ['tool uses', TOOL_USES],
+    ['thinking, then text cut at max_tokens', { model: 'claude-sonnet-5-5', thinking: 'The user wants both cities; I know neither forecast.', text: 'I cannot see live weather, but in early summer Paris', stopReason: 'max_tokens' as const, outputTokens: 64 }],
+  ] as const) {
+    it(`reads a stream of ${what} to message_stop with usage and text length`, async () => {
+      const rec = exchange({ endpoint: '/v1/messages', request: request(true), sse: messageStream(answer) });
       server.respond(() => corpusReply(rec));
-      const stream = client.messages.stream(rec.request as never);
-      const final = await stream.finalMessage();
+      const final = await client.messages.stream(request() as never).finalMessage();
       const text = final.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+      expect(final.usage.output_tokens).toBe(answer.outputTokens);
       const spans = await otel.waitForSpans((s) => ours(s).length === 1);
       assertSpan(ours(spans)[0], {
         attributes: {
@@ -97,9 +109,9 @@ describe('anthropic messages (SSE)', () => {
           'faultline.response.output_chars': text.length,
           'gen_ai.response.id': final.id,
           'gen_ai.response.finish_reasons': [final.stop_reason],
-          'gen_ai.usage.output_tokens': final.usage.output_tokens,
+          'gen_ai.usage.output_tokens': answer.outputTokens,
         },
       });
-    }
-  });
+    });
+  }
 });

@@ -15,7 +15,8 @@ import { Agent, getGlobalDispatcher, interceptors, setGlobalDispatcher, type Dis
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
 import { runNode } from '../support/child';
-import { loadCorpus, recordBody } from '../support/corpus';
+import { recordBody } from '../support/wire-record';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 
@@ -31,7 +32,7 @@ const capture: DiagLogger = {
   debug: () => {},
   verbose: () => {},
 };
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
 const BODY = JSON.stringify(rec.request);
 const SPAN = `chat ${String(rec.request.model)}`;
 /** undici's CommonJS exports, as `require('undici')` in an application sees them. */

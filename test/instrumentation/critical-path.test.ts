@@ -12,13 +12,14 @@ import { createGenAiInterceptor } from '../../instrumentation/interceptor';
 import type { ProtocolModule, ResponseReader } from '../../instrumentation/internal-types';
 import { openaiChat } from '../../instrumentation/providers/openai-chat';
 import { settleExchanges } from '../../instrumentation';
-import { loadCorpus, sseEvents } from '../support/corpus';
+import { sseEvents } from '../support/wire-record';
+import { CHAT_STREAM_PLAIN } from '../support/chat-exchanges';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 
 let otel: TestOtel;
 let server: LlmServer;
-const rec = loadCorpus('openai-chat-stream.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_STREAM_PLAIN;
 const events = sseEvents(rec.sse as string);
 
 const SLOW_READ_MS = 30;

@@ -6,13 +6,13 @@
  */
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { shutdown, start } from '../../src/start';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 
 let otel: TestOtel;
 let server: LlmServer;
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
 /** An answer the online detectors flag (no text, no tool call: empty_output). */
 const empty = (() => {
   const b = structuredClone(rec.response) as { choices: Array<{ message: { content: string } }>; created?: number };

@@ -1,24 +1,29 @@
 /**
  * Embeddings through the real clients — openai `embeddings.create` (float and the SDK's default base64),
  * @google/genai `embedContent` (batchEmbedContents), ollama `embed` (/api/embed) and `embeddings` (/api/embeddings) —
- * against a loopback server replaying recorded embeddings traffic: one CLIENT `embeddings {model}` span each, with the
+ * against a loopback server answering in each provider's format with bodies the project writes
+ * (../support/embeddings-wire.ts): one CLIENT `embeddings {model}` span each, with the
  * vector count and dimension, input tokens, and no LLM facts.
  */
 import { SpanKind } from '@opentelemetry/api';
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { loadCorpus } from '../support/corpus';
 import { corpusReply } from '../support/llm-server';
 import { useLayer } from '../support/layer';
+import { geminiBatchEmbed, ollamaEmbed, ollamaEmbeddings, openaiEmbeddings } from '../support/embeddings-wire';
+import { exchange } from '../support/wire-text';
 
 const layer = useLayer();
 
-const records = loadCorpus('embeddings.jsonl');
-const FLOAT = records.find((r) => r.endpoint.includes('api.openai.com') && r.tags.includes('dimensions') && r.tags.includes('float'))!;
-const BASE64 = records.find((r) => r.endpoint.includes('api.openai.com') && r.tags.includes('base64') && r.tags.includes('batch'))!;
-const GEMINI = records.find((r) => r.tags.includes('batch_embed') && r.status === 200 && r.tags.includes('batch'))!;
-const OLLAMA_LEGACY = records.find((r) => r.tags.includes('ollama_native'))!;
+const FLOAT = exchange({ endpoint: '/v1/embeddings', request: { model: 'text-embedding-3-small', input: 'The quick brown fox', dimensions: 256, encoding_format: 'float' }, response: openaiEmbeddings({ model: 'text-embedding-3-small', inputs: 1, dimension: 256, promptTokens: 4 }) });
+const BASE64 = exchange({ endpoint: '/v1/embeddings', request: { model: 'text-embedding-3-large', input: ['first text', 'second text', 'third text'], encoding_format: 'base64' }, response: openaiEmbeddings({ model: 'text-embedding-3-large', inputs: 3, dimension: 3072, encoding: 'base64', promptTokens: 6 }) });
+const GEMINI = exchange({
+  endpoint: '/v1beta/models/gemini-embedding-2:batchEmbedContents',
+  request: { requests: ['alpha', 'beta'].map((text) => ({ model: 'models/gemini-embedding-2', content: { parts: [{ text }] } })) },
+  response: geminiBatchEmbed(2, 768),
+});
+const OLLAMA_LEGACY = exchange({ endpoint: '/api/embeddings', request: { model: 'nomic-embed-text', prompt: 'The sky is blue because of Rayleigh scattering' }, response: ollamaEmbeddings(768) });
 
 const noLlmFacts = (attrs: Record<string, unknown>) => {
   for (const key of ['gen_ai.input.messages', 'gen_ai.output.messages', 'faultline.response.output_chars', 'gen_ai.response.finish_reasons']) expect(attrs[key]).toBeUndefined();
@@ -93,8 +98,7 @@ describe('Gemini and Ollama embeddings', () => {
     const span = await layer.one();
     expect(span.attributes).toMatchObject({ 'gen_ai.provider.name': 'ollama', 'gen_ai.embeddings.dimension.count': legacy.embedding.length, 'faultline.response.embedding_count': 1 });
     layer.otel.exporter.reset();
-    // /api/embed's documented answer shape (no recording of it in the corpus).
-    const embed = { model: 'all-minilm', embeddings: [[0.01, -0.02, 0.03], [0.04, 0.05, -0.06]], total_duration: 14143917, load_duration: 1019500, prompt_eval_count: 8 };
+    const embed = ollamaEmbed('all-minilm', 2, 3, 8);
     layer.server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify(embed) }));
     const res = await ollama.embed({ model: 'all-minilm', input: ['a', 'b'] });
     expect(res.embeddings).toEqual(embed.embeddings);

@@ -1,24 +1,39 @@
 /**
  * Gemini generateContent through the real @google/genai client (JSON and alt=sse streams) and raw fetch (the
- * JSON-array stream other clients read), against a loopback server replaying recorded Gemini traffic: one CLIENT
+ * JSON-array stream other clients read), against a loopback server answering in Gemini's formats with bodies the
+ * project writes (../support/gemini-wire.ts): one CLIENT
  * `generate_content {model}` span, gcp.gemini / gcp.vertex_ai, finishReason mapped to the semconv values,
  * usageMetadata, function calls.
  */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadCorpus, type CorpusRecord } from '../support/corpus';
 import { corpusReply } from '../support/llm-server';
 import { useLayer } from '../support/layer';
+import { generateContent, generateContentArray, generateContentSse, geminiError } from '../support/gemini-wire';
+import { exchange } from '../support/wire-text';
 
 const layer = useLayer();
 
-const records = loadCorpus('gemini.jsonl');
-const byId = (id: string): CorpusRecord => records.find((r) => r.id === id)!;
-const TOOLS = byId('1b0f45e4ef40'); // gemini-2.5-pro, two parallel functionCall parts, thoughts
-const MAX_TOKENS_STREAM = byId('68e48658cae6');
-const SAFETY = byId('a561e8a21605');
-const NOT_FOUND = byId('9d168473ad4b');
-const ARRAY_STREAM = records.find((r) => r.framing === 'json-array')!;
+const generate = (model: string) => `/v1beta/models/${model}:generateContent`;
+const user = (text: string) => ({ contents: [{ role: 'user', parts: [{ text }] }] });
+
+/** gemini-2.5-pro: two parallel functionCall parts, with thinking tokens. */
+const TOOLS = exchange({
+  endpoint: generate('gemini-2.5-pro'),
+  request: user('Search the docs for "test" and multiply 5 by 3.'),
+  response: { ...generateContent({ model: 'gemini-2.5-pro', functionCalls: [{ name: 'search_docs', args: { query: 'test' } }, { name: 'multiply', args: { b: 3, a: 5 } }], promptTokens: 194, candidatesTokens: 33, thoughtsTokens: 216 }), responseId: 'gk9TaPrjLbOZ1MkPq6uD-Qg' },
+});
+const STATES = 'Alabama, Alaska, Arizona, Arkansas, California, Colorado, Connecticut, Delaware, Florida, Georgia, Hawaii, Idaho';
+const MAX_TOKENS_STREAM = exchange({ endpoint: `${generate('gemini-2.5-flash').replace('generateContent', 'streamGenerateContent')}?alt=sse`, request: user('list the states'), sse: generateContentSse({ model: 'gemini-2.5-flash', text: STATES, finishReason: 'MAX_TOKENS', candidatesTokens: 32 }) });
+const SAFETY = exchange({ endpoint: generate('gemini-1.5-flash'), request: user('x'), response: generateContent({ model: 'gemini-1.5-flash-002', finishReason: 'SAFETY', candidatesTokens: 0 }) });
+const NOT_FOUND = exchange({ endpoint: generate('nope'), status: 404, request: user('x'), response: geminiError(404, 'models/nope is not found for API version v1beta, or is not supported for generateContent.') });
+const ARRAY_STREAM = exchange({
+  endpoint: generate('gemini-flash-latest').replace('generateContent', 'streamGenerateContent'),
+  request: user('Explain in a few sentences why the sky is blue.'),
+  stream: generateContentArray({ model: 'gemini-flash-latest', text: 'Sunlight is scattered by the molecules of the air, and blue light, with its shorter wavelength, is scattered far more than red: the sky we see is that scattered blue light.', promptTokens: 11, candidatesTokens: 38, thoughtsTokens: 120 }),
+  framing: 'json-array',
+  model: 'gemini-flash-latest',
+});
 
 type GenAi = InstanceType<Awaited<typeof import('@google/genai', { with: { 'resolution-mode': 'import' } })>['GoogleGenAI']>;
 let ai: GenAi;
@@ -40,7 +55,7 @@ describe('@google/genai', () => {
       'gen_ai.operation.name': 'generate_content',
       'gen_ai.provider.name': 'gcp.gemini',
       'gen_ai.request.model': 'gemini-2.5-pro',
-      'gen_ai.response.id': '68LIaOibB4my1MkP8sn7-Ak',
+      'gen_ai.response.id': 'gk9TaPrjLbOZ1MkPq6uD-Qg',
       'gen_ai.response.model': 'gemini-2.5-pro',
       'gen_ai.response.finish_reasons': ['tool_call'],
       'gen_ai.usage.input_tokens': 194,

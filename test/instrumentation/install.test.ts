@@ -8,7 +8,8 @@ import { Agent, getGlobalDispatcher, setGlobalDispatcher, type Dispatcher } from
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FaultlineInstrumentation, installInstrumentation } from '../../instrumentation';
 import { runNode } from '../support/child';
-import { loadCorpus, recordBody } from '../support/corpus';
+import { recordBody } from '../support/wire-record';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 
@@ -16,7 +17,7 @@ const ROOT = resolve(__dirname, '../..');
 vi.setConfig({ testTimeout: 120_000 });
 let otel: TestOtel;
 let server: LlmServer;
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
 
 beforeAll(async () => {
   otel = setupOtel();

@@ -2,68 +2,27 @@
  * parseJsonBody: a large request body is parsed piecewise (its top-level members and their array elements one by
  * one, so no string of the whole body is made), with exactly JSON.parse's result, and JSON.parse's failure on what
  * is not JSON. Then the real thing: a long-history chat request through the openai client, recorded on its span.
+ * Requests are project-written (../support/chat-exchanges.ts); the recorded ones are json-body-corpus.test.ts.
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
-import { parseJsonBody, parsePiecewise } from '../../instrumentation/json-body';
-import { loadCorpus, type CorpusRecord } from '../support/corpus';
+import { parseJsonBody } from '../../instrumentation/json-body';
+import { ANTHROPIC_TEXT, CHAT_PLAIN, CHAT_STREAM, CHAT_TEXT, CHAT_TOOL_CALL } from '../support/chat-exchanges';
+import { expectSameAsJsonParse, longHistory } from './support/json-parse-check';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 
-const corpus = [...loadCorpus('openai-chat.jsonl'), ...loadCorpus('openai-chat-stream.jsonl'), ...loadCorpus('anthropic-messages.jsonl')];
-const allMessages = corpus.flatMap((r) => (Array.isArray(r.request.messages) ? (r.request.messages as unknown[]) : []));
-
-/** A record's request with its history grown from corpus messages until the body has at least `bytes` bytes. */
-function longHistory(r: CorpusRecord, bytes: number): Record<string, unknown> {
-  const messages = [...((r.request.messages as unknown[] | undefined) ?? [])];
-  let size = Buffer.byteLength(JSON.stringify({ ...r.request, messages }));
-  for (let i = 0; size < bytes; i++) {
-    const m = allMessages[i % allMessages.length];
-    messages.push(m);
-    size += Buffer.byteLength(JSON.stringify(m)) + 1;
-  }
-  return { ...r.request, messages };
-}
-
-/**
- * Both parsers on the same bytes: the same value, or both throw a SyntaxError. A JSON object is parsed piecewise
- * (not through the whole-body fallback), anything else is left to JSON.parse.
- */
-function expectSameAsJsonParse(body: string, deep = true): void {
-  const buf = Buffer.from(body);
-  let expected: unknown;
-  try {
-    expected = JSON.parse(body);
-  } catch {
-    expect(parsePiecewise(buf)).toBeUndefined();
-    expect(() => parseJsonBody(buf)).toThrow(SyntaxError);
-    return;
-  }
-  const isObject = typeof expected === 'object' && expected !== null && !Array.isArray(expected);
-  const piecewise = parsePiecewise(buf);
-  // The text of a value holds all of a JSON value (key order too); `deep` also compares prototypes and own keys one by
-  // one, which costs seconds on the corpus bodies.
-  const same = (v: unknown) => (deep ? expect(v).toStrictEqual(expected) : expect(JSON.stringify(v)).toBe(JSON.stringify(expected)));
-  if (isObject) {
-    same(piecewise);
-    expect(JSON.stringify(piecewise)).toBe(JSON.stringify(expected)); // key order too
-  } else {
-    expect(piecewise).toBeUndefined();
-  }
-  same(parseJsonBody(buf));
-}
 
 /** Large enough to be parsed piecewise. */
 const PAD = 'x'.repeat(70 * 1024);
 
 describe('parseJsonBody', () => {
-  // Every fourth record of each file (the bodies total 90 MB for all of them: a quarter keeps the suite quick).
-  it('parses corpus requests of every file, grown to a long history of 64 KB to 300 KB, exactly as JSON.parse', () => {
-    const sample = corpus.filter((_, i) => i % 4 === 0);
-    expect(sample.length).toBeGreaterThan(20);
-    for (const [i, r] of sample.entries()) {
-      const request = longHistory(r, [64, 100, 300][i % 3]! * 1024);
+  it('parses project-written chat requests, grown to a long history of 64 KB to 300 KB, exactly as JSON.parse', () => {
+    const records = [CHAT_TEXT, CHAT_PLAIN, CHAT_TOOL_CALL, CHAT_STREAM, ANTHROPIC_TEXT];
+    const pool = records.flatMap((r) => r.request.messages as unknown[]);
+    for (const [i, r] of records.entries()) {
+      const request = longHistory(r, [64, 100, 300][i % 3]! * 1024, pool);
       expectSameAsJsonParse(JSON.stringify(request), false);
       expectSameAsJsonParse(JSON.stringify(request, null, i % 2 ? 2 : '\t'), false); // whitespace between every token
     }
@@ -111,7 +70,7 @@ describe('a long-history chat request through the openai client', () => {
   let otel: TestOtel;
   let server: LlmServer;
   let inst: FaultlineInstrumentation;
-  const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('tool_calls'))!;
+  const rec = CHAT_TOOL_CALL;
 
   beforeAll(async () => {
     otel = setupOtel();
@@ -126,7 +85,7 @@ describe('a long-history chat request through the openai client', () => {
   });
 
   it('is sent byte for byte and recorded like a short one (model, message count, tool names)', async () => {
-    const request = longHistory(rec, 200 * 1024);
+    const request = longHistory(rec, 200 * 1024, [CHAT_TEXT, CHAT_PLAIN, CHAT_STREAM].flatMap((r) => r.request.messages as unknown[]));
     const client = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 0 });
     await client.chat.completions.create(request as never);
     expect(server.requests[0]?.body.toString('utf8')).toBe(JSON.stringify(request));

@@ -9,7 +9,8 @@ import { finishReasonDetector } from '../../detectors/finish-reason';
 import { llmObservationFromSpan } from '../../detectors/from-span';
 import { FaultlineInstrumentation } from '../../instrumentation';
 import type { ExchangeOutcome } from '../../instrumentation/types';
-import { loadCorpus, sseEvents, type CorpusRecord } from '../support/corpus';
+import { sseEvents } from '../support/wire-record';
+import { ANTHROPIC_TEXT_SSE, CHAT_STREAM, CHAT_STREAM_PLAIN } from '../support/chat-exchanges';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 import { spanRecord } from '../support/to-traces';
@@ -37,12 +38,6 @@ beforeEach(() => {
   outcomes.length = 0;
 });
 
-function pick(records: CorpusRecord[], pred: (r: CorpusRecord) => boolean): CorpusRecord {
-  const r = records.find(pred);
-  if (!r) throw new Error('no corpus record matches');
-  return r;
-}
-
 /** Cut the JSON of the `data:` line of the given events in half (what a corrupting proxy or a bad byte does). */
 function garble(events: string[], which: number[]): string[] {
   return events.map((e, i) => (which.includes(i) ? e.replace(/^data: (.*)$/m, (_m, json: string) => `data: ${json.slice(0, json.length >> 1)}`) : e));
@@ -57,7 +52,8 @@ async function fetchStream(path: string, request: unknown, events: string[]): Pr
 
 describe('malformed SSE events', () => {
   it('counts OpenAI chunks that do not parse, on the outcome and the span, and detectors see it offline', async () => {
-    const rec = pick(loadCorpus('openai-chat-stream.jsonl'), (r) => r.status === 200 && sseEvents(r.sse ?? '').length > 6);
+    const rec = CHAT_STREAM;
+    expect(sseEvents(rec.sse as string).length).toBeGreaterThan(6);
     const events = sseEvents(rec.sse as string);
     const garbled = garble(events, [1, 3]);
     expect(garbled.join('')).not.toBe(rec.sse);
@@ -77,7 +73,8 @@ describe('malformed SSE events', () => {
   });
 
   it('counts Anthropic events that do not parse', async () => {
-    const rec = pick(loadCorpus('anthropic-messages.jsonl'), (r) => r.sse !== undefined && sseEvents(r.sse).length > 6);
+    const rec = ANTHROPIC_TEXT_SSE;
+    expect(sseEvents(rec.sse as string).length).toBeGreaterThan(6);
     const events = sseEvents(rec.sse as string);
     // The third event is a content block delta or start: cutting it leaves the rest of the stream readable.
     const garbled = garble(events, [2]);
@@ -88,7 +85,7 @@ describe('malformed SSE events', () => {
   });
 
   it('records nothing for a clean stream', async () => {
-    const rec = pick(loadCorpus('openai-chat-stream.jsonl'), (r) => r.status === 200);
+    const rec = CHAT_STREAM_PLAIN;
     expect(await fetchStream('/v1/chat/completions', rec.request, sseEvents(rec.sse as string))).toBe(rec.sse);
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
     expect(ours(spans)[0]?.attributes).not.toHaveProperty('faultline.response.malformed_events');

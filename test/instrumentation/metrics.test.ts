@@ -3,7 +3,7 @@ import { metrics } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData } from '@opentelemetry/sdk-metrics';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 
@@ -15,7 +15,7 @@ class TestReader extends MetricReader {
 let otel: TestOtel;
 let server: LlmServer;
 let inst: FaultlineInstrumentation;
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
 
 beforeAll(async () => {
   otel = setupOtel();

@@ -4,14 +4,15 @@
  * the answer, JSON or SSE, read by the application byte for byte as the server sent it.
  */
 import { describe, expect, it } from 'vitest';
-import { loadCorpus, recordBody } from '../support/corpus';
+import { recordBody } from '../support/wire-record';
+import { CHAT_STREAM, CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply } from '../support/llm-server';
 import { useLayer } from '../support/layer';
 import { ours } from '../support/otel';
 
 const layer = useLayer();
-const chat = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('tool_calls'))!;
-const stream = loadCorpus('openai-chat-stream.jsonl').find((r) => r.tags.includes('usage_chunk') && !r.tags.includes('tool_calls'))!;
+const chat = CHAT_TEXT;
+const stream = CHAT_STREAM;
 
 async function call(body: unknown): Promise<string> {
   // node-fetch 3 is an ES module only.

@@ -1,25 +1,32 @@
 /**
  * Ollama's native API through the real `ollama` client: chat and generate, JSON and NDJSON streams, against a
- * loopback server replaying recorded Ollama traffic: one CLIENT `chat {model}` / `text_completion {model}` span with
+ * loopback server answering in Ollama's formats with bodies the project writes (../support/ollama-wire.ts): one CLIENT `chat {model}` / `text_completion {model}` span with
  * done_reason as the finish reason, prompt_eval_count / eval_count as usage, tool calls, and the stream's last line.
  */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { Ollama, type ChatRequest, type GenerateRequest } from 'ollama';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadCorpus, type CorpusRecord } from '../support/corpus';
 import { corpusReply } from '../support/llm-server';
 import { useLayer } from '../support/layer';
+import { chat, chatStream, generate, generateStream, ollamaError } from '../support/ollama-wire';
+import { exchange } from '../support/wire-text';
+import type { CorpusRecord } from '../support/wire-record';
 
 const layer = useLayer();
 let ollama: Ollama;
 
-const records = loadCorpus('ollama.jsonl');
-const byId = (id: string): CorpusRecord => records.find((r) => r.id === id)!;
-const TOOLS = byId('748c70082fcf');
-const CHAT_STREAM = byId('491eb5f299c5');
-const GENERATE = byId('6e3b222f1baa');
-const GENERATE_STREAM = byId('671c984e8ed5');
-const NOT_FOUND = byId('2e565a4b804b');
+const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'The current weather in a city.', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const ask = (content: string) => [{ role: 'user', content }];
+/** qwen3.6 with thinking: a thought, then one tool call (done_reason stop). */
+const TOOLS = exchange({
+  endpoint: '/api/chat',
+  request: { model: 'qwen3.6:latest', messages: ask('What is the weather in Oslo?'), tools: [WEATHER], think: true, stream: false, options: { temperature: 0, seed: 42 } },
+  response: chat({ model: 'qwen3.6:latest', thinking: 'The user wants the weather in Oslo; the get_weather tool gives it.', toolCalls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }], promptEvalCount: 151, evalCount: 38 }),
+});
+const CHAT_STREAM = exchange({ endpoint: '/api/chat', request: { model: 'llama3.2:1b', messages: ask('Name three primary colours.'), stream: true }, stream: chatStream({ model: 'llama3.2:1b', text: 'The three primary colours are red, yellow and blue.', evalCount: 13 }), framing: 'ndjson' });
+const GENERATE = exchange({ endpoint: '/api/generate', request: { model: 'llama3.2:1b', prompt: 'Why is the sea salty? One sentence.', stream: false }, response: generate({ model: 'llama3.2:1b', text: 'Rivers carry minerals from rocks into the sea, and evaporation leaves the salt behind.' }) });
+const GENERATE_STREAM = exchange({ endpoint: '/api/generate', request: { model: 'llama3.2:1b', prompt: 'Count to five.', stream: true }, stream: generateStream({ model: 'llama3.2:1b', text: 'One, two, three, four, five.', evalCount: 11 }), framing: 'ndjson' });
+const NOT_FOUND = exchange({ endpoint: '/api/chat', status: 404, request: { model: 'no-such-model', messages: ask('hi'), stream: false }, response: ollamaError('model "no-such-model" not found, try pulling it first') });
 
 beforeAll(async () => {
   ollama = new Ollama({ host: layer.server.url });

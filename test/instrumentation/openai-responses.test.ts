@@ -1,7 +1,7 @@
 /**
  * The OpenAI Responses API through the clients that use it — openai 6 `responses.create`, the AI SDK's default
- * `openai('model')`, LangChain's ChatOpenAI with `useResponsesApi` — against a loopback server replaying recorded
- * Responses traffic: one CLIENT `chat {model}` span per call with the semconv attributes, the finish reason from
+ * `openai('model')`, LangChain's ChatOpenAI with `useResponsesApi` — against a loopback server answering with
+ * Responses bodies the project writes in OpenAI's format (../support/openai-wire.ts): one CLIENT `chat {model}` span per call with the semconv attributes, the finish reason from
  * `status` / `incomplete_details`, usage with cached and reasoning tokens, output items in the semconv shape, and
  * what the application gets byte-identical to a run without faultline.
  */
@@ -13,9 +13,10 @@ import { generateText, streamText } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
-import { loadCorpus, type CorpusRecord } from '../support/corpus';
-import { corpusReply, startLlmServer, type LlmServer, type Reply } from '../support/llm-server';
+import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
+import { openaiError, response, responseFailedStream, responseStream, type AnswerSpec } from '../support/openai-wire';
 import { ours, parentId, setupOtel, type TestOtel } from '../support/otel';
+import { exchange } from '../support/wire-text';
 
 let otel: TestOtel;
 let server: LlmServer;
@@ -23,24 +24,31 @@ let inst: FaultlineInstrumentation;
 let undici: UndiciInstrumentation;
 let client: OpenAI;
 
-const records = loadCorpus('openai-responses.jsonl');
-const byId = (id: string): CorpusRecord => {
-  const r = records.find((x) => x.id === id);
-  if (!r) throw new Error(`no corpus record ${id}`);
-  return r;
-};
-const TOOLS_JSON = byId('14a10a36865a'); // reasoning + parallel function calls, cached/reasoning usage
-const TEXT_JSON = records.find((r) => r.status === 200 && r.response !== undefined && r.tags.includes('text') && r.tags.includes('cached_tokens'))!;
-const TOOL_STREAM = byId('469214352080'); // function_call_arguments deltas, ends response.incomplete (max_output_tokens)
-const TEXT_STREAM = records.find((r) => r.sse !== undefined && r.tags.includes('text') && r.tags.includes('finish_completed') && !r.tags.includes('builtin_tools'))!;
-const FAILED = byId('62be56342712'); // `error` event then response.failed (vercel/ai payload lines)
-const PREVIOUS = byId('d687f9a30492');
+const DB_LOOKUP = { type: 'function', name: 'db_lookup', description: 'Look a customer up by id.', parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }, strict: true };
+const ENDPOINT = '/v1/responses';
+const json = (request: Record<string, unknown>, a: AnswerSpec) => exchange({ endpoint: ENDPOINT, request, response: response(a) });
+const sse = (request: Record<string, unknown>, a: AnswerSpec) => exchange({ endpoint: ENDPOINT, request: { ...request, stream: true }, sse: responseStream(a) });
 
-/** The vercel/ai payload-line fixtures re-framed as the SSE they were recorded from (`data: …` per event). */
-function payloadLinesAsSse(r: CorpusRecord): Reply {
-  const events = (r.stream ?? '').split('\n').filter((l) => l.trim() !== '').map((l) => `event: ${(JSON.parse(l) as { type: string }).type}\ndata: ${l}\n\n`);
-  return { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events };
-}
+/** Reasoning, then two parallel function calls; reasoning tokens in the usage, nothing cached. */
+const TOOLS_JSON = json(
+  { model: 'gpt-5-mini', input: 'Look up customers c-17 and c-42.', tools: [DB_LOOKUP], reasoning: { effort: 'low', summary: 'auto' } },
+  { model: 'gpt-5-mini-2025-08-07', reasoning: 'Two ids were given: look both up at once.', toolCalls: [{ name: 'db_lookup', arguments: '{"id":"c-17"}' }, { name: 'db_lookup', arguments: '{"id":"c-42"}' }], inputTokens: 96, outputTokens: 180, reasoningTokens: 128 },
+);
+/** A text answer read partly from the prompt cache. */
+const TEXT_JSON = json(
+  { model: 'gpt-4.1', instructions: 'Answer in one sentence.', input: 'What does a lighthouse do?' },
+  { model: 'gpt-4.1-2025-04-14', text: 'A lighthouse marks a coast or a hazard with a light that ships can see from far away at night.', inputTokens: 1320, cachedTokens: 1152 },
+);
+/** Function-call argument deltas, cut at max_output_tokens: the stream ends with response.incomplete. */
+const TOOL_STREAM = sse(
+  { model: 'gpt-4o-mini', input: 'Write the whole report into the db.', tools: [DB_LOOKUP], max_output_tokens: 1000 },
+  { model: 'gpt-4o-mini-2024-07-18', toolCalls: [{ name: 'db_lookup', arguments: '{"id":"c-17 quarterly report: revenue rose in every region, led by' }], finishReason: 'length', outputTokens: 1000 },
+);
+const TEXT_STREAM = sse({ model: 'gpt-4o', input: 'What is 4200 + 42?' }, { model: 'gpt-4o-2024-08-06', text: '4200 + 42 equals 4242.' });
+/** An `error` event (the account ran out of quota), then response.failed. */
+const FAILED = responseFailedStream('gpt-5-nano-2025-08-07', 'insufficient_quota', 'You exceeded your current quota, please check your plan and billing details.');
+const PREVIOUS = json({ model: 'gpt-4.1', previous_response_id: 'resp_68a1f2c3d4e5f60718293a4b5c6d7e8f', input: 'And in Fahrenheit?' }, { model: 'gpt-4.1-2025-04-14', text: 'That is about 70°F.' });
+const BAD = exchange({ endpoint: ENDPOINT, status: 400, request: { model: 'gpt-4.1', input: 'hi', temperature: 7 }, response: openaiError(400, "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 7 instead.", 'temperature') });
 
 beforeAll(async () => {
   otel = setupOtel();
@@ -151,7 +159,7 @@ describe('openai 6 responses.create', () => {
   });
 
   it('an `error` event: error.type is the provider code, the span is an error, the SDK throws', async () => {
-    server.respond(() => payloadLinesAsSse(FAILED));
+    server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: FAILED }));
     const stream = await client.responses.create({ model: 'gpt-5-nano', input: 'hi', stream: true });
     const err = await (async () => {
       for await (const _e of stream) {
@@ -165,7 +173,7 @@ describe('openai 6 responses.create', () => {
   });
 
   it('response.failed read to the end (raw fetch): finish reason error', async () => {
-    server.respond(() => payloadLinesAsSse(FAILED));
+    server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: FAILED }));
     const res = await fetch(`${server.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"gpt-5-nano","input":"hi","stream":true}' });
     await res.text();
     const span = await one();
@@ -183,7 +191,7 @@ describe('openai 6 responses.create', () => {
   });
 
   it('HTTP errors: error.type is the status, the SDK error is unchanged', async () => {
-    const bad = records.find((r) => r.status === 400 && r.response !== undefined)!;
+    const bad = BAD;
     server.respond(() => corpusReply(bad));
     const [a, b] = await both(() => client.responses.create(bad.request as never).then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>));
     expect(a?.status).toBe(400);

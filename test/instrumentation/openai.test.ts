@@ -1,6 +1,7 @@
 /**
- * OpenAI chat completions through the real openai v6 client and raw fetch, against a loopback server replaying
- * corpus records: span names, kinds, nesting under our span of instrumentation-undici's HTTP span, attributes.
+ * OpenAI chat completions through the real openai v6 client and raw fetch, against a loopback server answering
+ * with chat completions the project writes in OpenAI's format (../support/openai-wire.ts): span names, kinds,
+ * nesting under our span of instrumentation-undici's HTTP span, attributes.
  */
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
@@ -8,9 +9,10 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
 import { assertSpan } from '../support/assert-span';
-import { loadCorpus, type CorpusRecord } from '../support/corpus';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
+import { chatCompletion, chatCompletionStream, openaiError, type AnswerSpec } from '../support/openai-wire';
 import { ours, parentId, setupOtel, type TestOtel } from '../support/otel';
+import { exchange } from '../support/wire-text';
 
 let otel: TestOtel;
 let server: LlmServer;
@@ -18,8 +20,23 @@ let inst: FaultlineInstrumentation;
 let undici: UndiciInstrumentation;
 let client: OpenAI;
 
-const chat = loadCorpus('openai-chat.jsonl');
-const streams = loadCorpus('openai-chat-stream.jsonl');
+const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'The current weather in a city.', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const request = (stream?: 'usage' | 'plain') => ({
+  model: 'gpt-4o',
+  messages: [{ role: 'system', content: 'You are a concise travel assistant.' }, { role: 'user', content: 'What is the weather in Paris and in Rome?' }],
+  tools: [WEATHER],
+  ...(stream ? { stream: true, ...(stream === 'usage' ? { stream_options: { include_usage: true } } : {}) } : {}),
+});
+const PARALLEL: AnswerSpec = { model: 'gpt-4o-2024-08-06', toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }, { name: 'get_weather', arguments: '{"city":"Rome"}' }], inputTokens: 88, outputTokens: 46 };
+const TEXT: AnswerSpec = { model: 'gpt-4o-2024-08-06', text: 'Paris is sunny at 21°C and Rome is clear at 26°C.', inputTokens: 120 };
+/** A long answer (its stream is well over 2000 bytes), to stop reading in the middle of. */
+const LONG: AnswerSpec = {
+  model: 'gpt-4o-mini-2024-07-18',
+  text: Array.from({ length: 6 }, (_, i) => `Day ${i + 1}: start at the market before it gets busy, walk the old town at noon, rest through the heat of the afternoon and book dinner for eight, when the terraces fill up again.`).join(' '),
+};
+
+const json = (a: AnswerSpec) => exchange({ endpoint: '/v1/chat/completions', request: request(), response: chatCompletion(a) });
+const sse = (a: AnswerSpec, usage = true) => exchange({ endpoint: '/v1/chat/completions', request: request(usage ? 'usage' : 'plain'), sse: chatCompletionStream(a, { usage }) });
 
 beforeAll(async () => {
   otel = setupOtel();
@@ -40,15 +57,9 @@ afterAll(async () => {
 
 beforeEach(() => otel.exporter.reset());
 
-function pick(records: CorpusRecord[], pred: (r: CorpusRecord) => boolean): CorpusRecord {
-  const r = records.find(pred);
-  if (!r) throw new Error('no corpus record matches');
-  return r;
-}
-
 describe('openai chat completions (JSON)', () => {
   it('emits one CLIENT chat span with the HTTP span as its child', async () => {
-    const rec = pick(chat, (r) => r.status === 200 && r.tags.includes('tool_calls') && r.tags.includes('parallel_tool_calls'));
+    const rec = json(PARALLEL);
     server.respond(() => corpusReply(rec));
     const parent = trace.getTracer('test').startSpan('workflow');
     const res = await trace.getTracer('test').startActiveSpan('workflow', async (wf) => {
@@ -93,7 +104,7 @@ describe('openai chat completions (JSON)', () => {
   });
 
   it('without instrumentation-undici the chat span still nests under the active span, with no HTTP span', async () => {
-    const rec = pick(chat, (r) => r.status === 200 && r.tags.includes('text'));
+    const rec = json(TEXT);
     server.respond(() => corpusReply(rec));
     undici.disable();
     try {
@@ -112,7 +123,7 @@ describe('openai chat completions (JSON)', () => {
   });
 
   it('records HTTP errors with error.type and status ERROR', async () => {
-    const rec = pick(chat, (r) => r.status === 401);
+    const rec = exchange({ endpoint: '/v1/chat/completions', status: 401, request: request(), response: openaiError(401, 'Incorrect API key provided: sk-test-*****cret. You can find your API key at https://platform.openai.com/account/api-keys.') });
     server.respond(() => corpusReply(rec));
     await expect(client.chat.completions.create(rec.request as never)).rejects.toThrow();
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
@@ -123,7 +134,7 @@ describe('openai chat completions (JSON)', () => {
   });
 
   it('gives every SDK retry its own span numbered by x-stainless-retry-count', async () => {
-    const rec = pick(chat, (r) => r.status === 200 && r.tags.includes('text'));
+    const rec = json(TEXT);
     let n = 0;
     server.respond(() => (n++ === 0 ? { status: 503, headers: { 'content-type': 'application/json', 'retry-after-ms': '1' }, body: '{"error":{"message":"busy","type":"server_error"}}' } : corpusReply(rec)));
     const retrying = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 2 });
@@ -145,7 +156,7 @@ describe('openai chat completions (JSON)', () => {
 
 describe('openai chat completions (SSE)', () => {
   it('reads parallel tool-call deltas and the usage chunk', async () => {
-    const rec = pick(streams, (r) => r.tags.includes('parallel_tool_calls') && r.tags.includes('usage_chunk'));
+    const rec = sse(PARALLEL);
     server.respond(() => corpusReply(rec));
     const stream = await client.chat.completions.create(rec.request as never);
     const calls = new Map<number, string>();
@@ -169,7 +180,7 @@ describe('openai chat completions (SSE)', () => {
   });
 
   it('streams without include_usage record no usage and still end', async () => {
-    const rec = pick(streams, (r) => !r.tags.includes('usage_chunk') && r.status === 200);
+    const rec = sse(TEXT, false);
     server.respond(() => corpusReply(rec));
     const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rec.request) });
     expect(await res.text()).toBe(rec.sse);
@@ -178,7 +189,8 @@ describe('openai chat completions (SSE)', () => {
   });
 
   it('ends the span with faultline.response.aborted when the consumer breaks out early', async () => {
-    const rec = pick(streams, (r) => (r.sse?.length ?? 0) > 2000);
+    const rec = sse(LONG);
+    expect(rec.sse!.length).toBeGreaterThan(2000);
     server.respond(() => ({ ...corpusReply(rec), gapMs: 20 }));
     const stream = await client.chat.completions.create(rec.request as never);
     for await (const _chunk of stream as unknown as AsyncIterable<unknown>) break;
@@ -191,7 +203,8 @@ describe('openai chat completions (SSE)', () => {
   });
 
   it('ends the span when a raw fetch consumer cancels the body stream', async () => {
-    const rec = pick(streams, (r) => (r.sse?.length ?? 0) > 2000);
+    const rec = sse(LONG);
+    expect(rec.sse!.length).toBeGreaterThan(2000);
     server.respond(() => ({ ...corpusReply(rec), gapMs: 20 }));
     const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) });
     const reader = res.body!.getReader();

@@ -11,7 +11,8 @@ import { createOnlineDetection } from '../../detectors/online';
 import { FaultlineInstrumentation } from '../../instrumentation';
 import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers';
 import { corpusReply, startLlmServer, type LlmServer, type Reply } from '../support/llm-server';
-import { loadCorpus, recordBody } from '../support/corpus';
+import { recordBody } from '../support/wire-record';
+import { CHAT_STREAM_PLAIN, CHAT_TEXT } from '../support/chat-exchanges';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 import { toTraces } from '../support/to-traces';
 import { deadline } from '../support/upload-server';
@@ -21,8 +22,8 @@ let server: LlmServer;
 let inst: FaultlineInstrumentation;
 
 /** A text answer no detector flags, with a fresh `created` as a live server sends. */
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('finish_length'))!;
-const streamRec = loadCorpus('openai-chat-stream.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
+const streamRec = CHAT_STREAM_PLAIN;
 
 function fresh(): string {
   const b = structuredClone(rec.response) as { created?: number };

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runNode } from '../support/child';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_STREAM, CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { otlpJsonSpans, startOtlpReceiver } from '../support/otlp-receiver';
 
@@ -19,8 +19,8 @@ const REGISTER_MJS = join(ROOT, 'dist/src/register.mjs');
 
 let server: LlmServer;
 let dir: string;
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
-const streamRec = loadCorpus('openai-chat-stream.jsonl').find((r) => r.tags.includes('usage_chunk'))!;
+const rec = CHAT_TEXT;
+const streamRec = CHAT_STREAM;
 
 // The app: one JSON call and one streamed call with raw fetch; prints what it received.
 const APP = `

@@ -1,5 +1,5 @@
 /**
- * Higher-level clients over the chat formats, against a loopback server replaying recorded traffic: the AI SDK's
+ * Higher-level clients over the chat formats, against a loopback server answering with project-written bodies: the AI SDK's
  * @ai-sdk/anthropic (Anthropic messages) and LangChain's ChatOpenAI in its default mode (chat completions), one JSON
  * and one streamed call each — one CLIENT chat span per call with the semconv attributes, and what the application
  * gets the same as without faultline. (The AI SDK's default openai(model) and ChatOpenAI's Responses mode are in
@@ -10,18 +10,17 @@ import { ChatOpenAI } from '@langchain/openai';
 import { SpanKind } from '@opentelemetry/api';
 import { generateText, streamText } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { loadCorpus } from '../support/corpus';
+import { ANTHROPIC_TEXT, ANTHROPIC_TEXT_SSE, CHAT_STREAM, CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply } from '../support/llm-server';
 import { ours } from '../support/otel';
 import { useLayer } from '../support/layer';
 
 const layer = useLayer();
 
-const anthropic = loadCorpus('anthropic-messages.jsonl');
-const A_JSON = anthropic.find((r) => r.status === 200 && r.response !== undefined && r.tags.includes('text') && !r.tags.includes('tool_use'))!;
-const A_SSE = anthropic.find((r) => r.sse !== undefined && r.tags.includes('text') && !r.tags.includes('tool_use'))!;
-const chat = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('tool_calls'))!;
-const chatStream = loadCorpus('openai-chat-stream.jsonl').find((r) => r.tags.includes('usage_chunk') && !r.tags.includes('tool_calls'))!;
+const A_JSON = ANTHROPIC_TEXT;
+const A_SSE = ANTHROPIC_TEXT_SSE;
+const chat = CHAT_TEXT;
+const chatStream = CHAT_STREAM;
 
 async function both<T>(fn: () => Promise<T>): Promise<[T, T]> {
   const instrumented = await fn();

@@ -2,13 +2,14 @@
 import { getGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { shutdown, start } from '../../src/start';
-import { loadCorpus, recordBody } from '../support/corpus';
+import { recordBody } from '../support/wire-record';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 
 let otel: TestOtel;
 let server: LlmServer;
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
 
 beforeAll(async () => {
   otel = setupOtel(); // the application's own SDK, registered first

@@ -10,7 +10,8 @@ import type { Dispatcher } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation, getExchange, type Exchange, type ExchangeOutcome, type Interceptor } from '../../instrumentation';
 import { assertSpan } from '../support/assert-span';
-import { loadCorpus, recordBody, type CorpusRecord } from '../support/corpus';
+import { recordBody, type CorpusRecord } from '../support/wire-record';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, parentId, setupOtel, type TestOtel } from '../support/otel';
 
@@ -80,7 +81,7 @@ let server: LlmServer;
 let inst: FaultlineInstrumentation;
 let undici: UndiciInstrumentation;
 let client: OpenAI;
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text')) as CorpusRecord;
+const rec: CorpusRecord = CHAT_TEXT;
 // A word of the answer that appears nowhere else in the body (keys stay intact): the transform upper-cases it.
 const WORD = (() => {
   const resp = rec.response as { choices: Array<{ message: { content: string } }> };

@@ -7,7 +7,8 @@
 import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
-import { loadCorpus, recordBody } from '../support/corpus';
+import { recordBody } from '../support/wire-record';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 import { deadline, echoSize, startUploadServer, type UploadServer } from '../support/upload-server';
 
@@ -23,7 +24,7 @@ const capture: DiagLogger = {
   verbose: () => {},
 };
 
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
 const MODEL = String(rec.request.model);
 
 beforeAll(async () => {

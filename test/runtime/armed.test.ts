@@ -9,17 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runNode } from '../support/child';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { DIST } from '../support/dist';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 
 vi.setConfig({ testTimeout: 120_000 });
 
 const REGISTER = join(DIST, 'src/register.mjs');
-const rec = loadCorpus('openai-chat.jsonl').find((r) => {
-  const content = (r.response as { choices?: Array<{ message?: { content?: unknown } }> }).choices?.[0]?.message?.content;
-  return r.status === 200 && r.tags.includes('text') && typeof content === 'string' && content.length > 40;
-})!;
+const rec = CHAT_TEXT;
 const original = (rec.response as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
 
 const APP = `

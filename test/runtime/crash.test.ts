@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { decodeExportTraceRequest } from '../../src/traces/readers/otlp-proto';
 import { runNode, type ChildResult } from '../support/child';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { DIST } from '../support/dist';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { otlpJsonSpans, startOtlpReceiver } from '../support/otlp-receiver';
@@ -20,7 +20,7 @@ import { otlpJsonSpans, startOtlpReceiver } from '../support/otlp-receiver';
 vi.setConfig({ testTimeout: 120_000 });
 
 const REGISTER = join(DIST, 'src/register.js');
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
 const MODEL = rec.request.model as string;
 
 const APP = `

@@ -14,7 +14,8 @@ import { NodeSDK } from '@opentelemetry/sdk-node';
 import { getGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultlineInstrumentation } from '../../instrumentation';
-import { loadCorpus, recordBody } from '../support/corpus';
+import { recordBody } from '../support/wire-record';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { pollSpans } from '../support/otel';
 
@@ -24,7 +25,7 @@ class TestReader extends MetricReader {
 }
 
 let server: LlmServer;
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
 const call = async () => (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rec.request) })).text();
 
 beforeAll(async () => {

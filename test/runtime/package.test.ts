@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFi
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { ROOT } from '../support/dist';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 
@@ -68,10 +68,7 @@ describe('npm pack contents', () => {
 describe('the README, run from the packed tarball in a scratch app', () => {
   let server: LlmServer;
   let app: string;
-  const rec = loadCorpus('openai-chat.jsonl').find((r) => {
-    const content = (r.response as { choices?: Array<{ message?: { content?: unknown } }> }).choices?.[0]?.message?.content;
-    return r.status === 200 && r.tags.includes('text') && typeof content === 'string' && content.length > 40;
-  })!;
+  const rec = CHAT_TEXT;
 
   // The user's program: the openai SDK, nothing of faultline's.
   const PROGRAM = `

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FileSpanExporter } from '../../src/exporters/file-exporter';
 import { runNode } from '../support/child';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_TEXT } from '../support/chat-exchanges';
 import { DIST } from '../support/dist';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { otlpJsonSpans } from '../support/otlp-receiver';
@@ -18,7 +18,7 @@ import { setupOtel } from '../support/otel';
 
 vi.setConfig({ testTimeout: 120_000 });
 
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
+const rec = CHAT_TEXT;
 const APP = `
 fetch(process.env.LLM_URL + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: process.env.REQ })
   .then((r) => r.text()).then((t) => process.stdout.write(t));

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isCredentialParam, redactQuery, redactUrl } from '../../instrumentation/redact-url';
 import { runNode } from '../support/child';
-import { loadCorpus } from '../support/corpus';
+import { CHAT_STREAM, CHAT_TEXT } from '../support/chat-exchanges';
 import { DIST } from '../support/dist';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { otlpJsonSpans } from '../support/otlp-receiver';
@@ -69,8 +69,8 @@ const stream = process.env.REQ_STREAM;
 let server: LlmServer;
 let dir: string;
 let deadUrl: string;
-const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text'))!;
-const streamRec = loadCorpus('openai-chat-stream.jsonl').find((r) => r.tags.includes('usage_chunk'))!;
+const rec = CHAT_TEXT;
+const streamRec = CHAT_STREAM;
 
 beforeAll(async () => {
   server = await startLlmServer((req) => {

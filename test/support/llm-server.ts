@@ -1,6 +1,8 @@
 /**
  * A loopback HTTP server (127.0.0.1, port 0) that speaks a provider's wire format: each test sets what to answer.
- * Bodies come from the corpus; streams are written event by event, flushed, as providers do.
+ * Bodies come from the project-written wire modules (openai-wire.ts, anthropic-wire.ts, gemini-wire.ts, ollama-wire.ts,
+ * embeddings-wire.ts, via wire-text.ts's exchange) or, in the conformance tier, from the corpus; streams are written
+ * event by event, flushed, as providers do.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -85,7 +87,7 @@ async function write(res: ServerResponse, reply: Reply): Promise<void> {
 }
 
 /**
- * The reply a provider would send for a corpus record: JSON in one write, SSE event by event, Gemini's JSON-array
+ * The reply a provider would send for a recorded or project-written exchange: JSON in one write, SSE event by event, Gemini's JSON-array
  * stream element by element (as application/json), Ollama's NDJSON line by line (as application/x-ndjson).
  */
 export function corpusReply(r: CorpusRecord): Reply {

@@ -6,9 +6,12 @@
  *
  *   chatCompletion / chatCompletionStream   POST /v1/chat/completions, JSON or `stream: true`
  *   response / responseStream               POST /v1/responses, JSON or `stream: true`
+ *   responseFailedStream                    a Responses stream ending in `error` and `response.failed`
+ *   openaiError                             the error envelope of a 4xx/5xx answer
  *
  * Each call makes fresh ids (`chatcmpl-…`, `call_…`, `resp_…`, `fc_…`, `msg_…`), as a live provider does.
  */
+import { freshId, jsonPieces, roughTokens, textPieces, unixNow as now } from './wire-text';
 
 export interface ToolCallSpec {
   name: string;
@@ -24,30 +27,22 @@ export interface AnswerSpec {
   toolCalls?: ToolCallSpec[];
   inputTokens?: number;
   outputTokens?: number;
+  /** Of the input tokens, those read from the prompt cache (`prompt_tokens_details.cached_tokens`). */
+  cachedTokens?: number;
+  /** Of the output tokens, the reasoning ones (`completion_tokens_details.reasoning_tokens`). */
+  reasoningTokens?: number;
+  /** Why generation stopped: `stop` / `tool_calls` by default, `length` when cut at max_tokens, `content_filter`. */
+  finishReason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
+  /** Responses API only: a reasoning item before the output, with this summary (`reasoning.summary`). */
+  reasoning?: string;
   /** Unix seconds (default: now). */
   created?: number;
 }
 
-let serial = 0;
-/** A fresh id with OpenAI's prefix and a 24-character base-62 tail. */
-function freshId(prefix: string): string {
-  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-  let n = ++serial * 7919 + Date.now();
-  let tail = '';
-  for (let i = 0; i < 24; i++) {
-    tail += alphabet[n % 62];
-    n = Math.floor(n / 62) + (i + 1) * 131;
-  }
-  return `${prefix}${tail}`;
-}
+export { textPieces } from './wire-text';
 
-const now = () => Math.floor(Date.now() / 1000);
-const usageOf = (a: AnswerSpec) => ({ input: a.inputTokens ?? 40, output: a.outputTokens ?? Math.max(1, Math.ceil((a.text?.length ?? 20) / 4)) });
-
-/** Text cut where a tokenizer would roughly cut it: each piece a word with its leading space or punctuation. */
-export function textPieces(text: string): string[] {
-  return text.match(/\s*[^\s]+|\s+$/g) ?? [text];
-}
+const usageOf = (a: AnswerSpec) => ({ input: a.inputTokens ?? 40, output: a.outputTokens ?? roughTokens(a.text) });
+const finishOf = (a: AnswerSpec) => a.finishReason ?? (a.toolCalls?.length ? 'tool_calls' : 'stop');
 
 const sse = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
 const typedSse = (data: { type: string }) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -68,15 +63,15 @@ export function chatCompletion(a: AnswerSpec): Record<string, unknown> {
         index: 0,
         message: { role: 'assistant', content: a.text ?? null, ...(toolCalls ? { tool_calls: toolCalls } : {}), refusal: null, annotations: [] },
         logprobs: null,
-        finish_reason: toolCalls ? 'tool_calls' : 'stop',
+        finish_reason: finishOf(a),
       },
     ],
     usage: {
       prompt_tokens: u.input,
       completion_tokens: u.output,
       total_tokens: u.input + u.output,
-      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-      completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+      prompt_tokens_details: { cached_tokens: a.cachedTokens ?? 0, audio_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: a.reasoningTokens ?? 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
     },
     service_tier: 'default',
     system_fingerprint: 'fp_project01',
@@ -95,17 +90,17 @@ export function chatCompletionStream(a: AnswerSpec, options: { usage?: boolean }
     events.push(chunk({ role: 'assistant', content: null, refusal: null }));
     a.toolCalls.forEach((c, index) => {
       events.push(chunk({ tool_calls: [{ index, id: freshId('call_'), type: 'function', function: { name: c.name, arguments: '' } }] }));
-      for (const piece of c.arguments.match(/.{1,6}/gs) ?? []) events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+      for (const piece of jsonPieces(c.arguments)) events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
     });
-    events.push(chunk({}, 'tool_calls'));
+    events.push(chunk({}, finishOf(a)));
   } else {
     events.push(chunk({ role: 'assistant', content: '', refusal: null }));
     for (const piece of textPieces(a.text ?? '')) events.push(chunk({ content: piece }));
-    events.push(chunk({}, 'stop'));
+    events.push(chunk({}, finishOf(a)));
   }
   if (options.usage !== false) {
     const u = usageOf(a);
-    events.push(sse({ ...base, choices: [], usage: { prompt_tokens: u.input, completion_tokens: u.output, total_tokens: u.input + u.output } }));
+    events.push(sse({ ...base, choices: [], usage: { prompt_tokens: u.input, completion_tokens: u.output, total_tokens: u.input + u.output, prompt_tokens_details: { cached_tokens: a.cachedTokens ?? 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: a.reasoningTokens ?? 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 } } }));
   }
   events.push('data: [DONE]\n\n');
   return events;
@@ -116,14 +111,25 @@ export function chatCompletionStream(a: AnswerSpec, options: { usage?: boolean }
 type OutputItem = Record<string, unknown> & { id: string; type: string };
 
 function outputItems(a: AnswerSpec): OutputItem[] {
+  const reasoning: OutputItem[] = a.reasoning !== undefined ? [{ id: freshId('rs_'), type: 'reasoning', summary: [{ type: 'summary_text', text: a.reasoning }] }] : [];
+  return [...reasoning, ...answerItems(a)];
+}
+
+function answerItems(a: AnswerSpec): OutputItem[] {
   if (a.toolCalls?.length) {
     return a.toolCalls.map((c) => ({ id: freshId('fc_'), type: 'function_call', status: 'completed', arguments: c.arguments, call_id: freshId('call_'), name: c.name }));
   }
   return [{ id: freshId('msg_'), type: 'message', status: 'completed', content: [{ type: 'output_text', annotations: [], logprobs: [], text: a.text ?? '' }], role: 'assistant' }];
 }
 
-function responseObject(a: AnswerSpec, id: string, created: number, status: 'in_progress' | 'completed', output: OutputItem[]): Record<string, unknown> {
+type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
+
+/** How a finished response ends: `incomplete` (max_output_tokens) when the answer was cut at its length. */
+const finalStatus = (a: AnswerSpec): ResponseStatus => (a.finishReason === 'length' ? 'incomplete' : 'completed');
+
+function responseObject(a: AnswerSpec, id: string, created: number, status: ResponseStatus, output: OutputItem[], error: { code: string; message: string } | null = null): Record<string, unknown> {
   const u = usageOf(a);
+  const done = status !== 'in_progress';
   return {
     id,
     object: 'response',
@@ -131,8 +137,8 @@ function responseObject(a: AnswerSpec, id: string, created: number, status: 'in_
     status,
     background: false,
     completed_at: status === 'completed' ? created + 1 : null,
-    error: null,
-    incomplete_details: null,
+    error,
+    incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
     instructions: null,
     max_output_tokens: null,
     model: a.model,
@@ -149,8 +155,8 @@ function responseObject(a: AnswerSpec, id: string, created: number, status: 'in_
     top_p: 1,
     truncation: 'disabled',
     usage:
-      status === 'completed'
-        ? { input_tokens: u.input, input_tokens_details: { cached_tokens: 0 }, output_tokens: u.output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: u.input + u.output }
+      done && status !== 'failed'
+        ? { input_tokens: u.input, input_tokens_details: { cached_tokens: a.cachedTokens ?? 0 }, output_tokens: u.output, output_tokens_details: { reasoning_tokens: a.reasoningTokens ?? 0 }, total_tokens: u.input + u.output }
         : null,
     user: null,
     metadata: {},
@@ -160,14 +166,15 @@ function responseObject(a: AnswerSpec, id: string, created: number, status: 'in_
 /** A Responses API `response` object (the JSON body). */
 export function response(a: AnswerSpec): Record<string, unknown> {
   const created = a.created ?? now();
-  return responseObject(a, freshId('resp_'), created, 'completed', outputItems(a));
+  return responseObject(a, freshId('resp_'), created, finalStatus(a), outputItems(a));
 }
 
 /**
  * The typed SSE events of a streamed response, one string per event: `response.created`, `response.in_progress`,
  * per output item `response.output_item.added`, its text (`response.content_part.added`, `response.output_text.delta`
  * …, `.done`, `response.content_part.done`) or arguments (`response.function_call_arguments.delta` …, `.done`),
- * `response.output_item.done`, then `response.completed` with the whole response.
+ * `response.output_item.done`, then `response.completed` with the whole response (`response.incomplete` when the
+ * answer was cut at max_output_tokens).
  */
 export function responseStream(a: AnswerSpec): string[] {
   const created = a.created ?? now();
@@ -177,9 +184,11 @@ export function responseStream(a: AnswerSpec): string[] {
   const ev = (data: Record<string, unknown> & { type: string }) => typedSse({ ...data, sequence_number: seq++ } as { type: string });
   const events = [ev({ type: 'response.created', response: responseObject(a, id, created, 'in_progress', []) }), ev({ type: 'response.in_progress', response: responseObject(a, id, created, 'in_progress', []) })];
   items.forEach((item, output_index) => {
-    if (item.type === 'function_call') {
+    if (item.type === 'reasoning') {
+      events.push(ev({ type: 'response.output_item.added', output_index, item: { ...item, summary: [] } }));
+    } else if (item.type === 'function_call') {
       events.push(ev({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress', arguments: '' } }));
-      for (const delta of (item.arguments as string).match(/.{1,6}/gs) ?? []) events.push(ev({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index, delta }));
+      for (const delta of jsonPieces(item.arguments as string)) events.push(ev({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index, delta }));
       events.push(ev({ type: 'response.function_call_arguments.done', item_id: item.id, output_index, arguments: item.arguments }));
     } else {
       const text = (item.content as Array<{ text: string }>)[0].text;
@@ -191,6 +200,45 @@ export function responseStream(a: AnswerSpec): string[] {
     }
     events.push(ev({ type: 'response.output_item.done', output_index, item }));
   });
-  events.push(ev({ type: 'response.completed', response: responseObject(a, id, created, 'completed', items) }));
+  const status = finalStatus(a);
+  events.push(ev({ type: status === 'incomplete' ? 'response.incomplete' : 'response.completed', response: responseObject(a, id, created, status, items) }));
   return events;
+}
+
+/**
+ * A streamed response that fails after it began: `response.created`, `response.in_progress`, an `error` event with
+ * the provider's code, then `response.failed` carrying the same error (e.g. `insufficient_quota`).
+ */
+export function responseFailedStream(model: string, code: string, message: string): string[] {
+  const a: AnswerSpec = { model };
+  const created = a.created ?? now();
+  const id = freshId('resp_');
+  let seq = 0;
+  const ev = (data: Record<string, unknown> & { type: string }) => typedSse({ ...data, sequence_number: seq++ } as { type: string });
+  return [
+    ev({ type: 'response.created', response: responseObject(a, id, created, 'in_progress', []) }),
+    ev({ type: 'response.in_progress', response: responseObject(a, id, created, 'in_progress', []) }),
+    // On the wire the event nests the error (`{"type":"error","error":{…}}`), which is what the openai SDK reads.
+    ev({ type: 'error', error: { type: code, code, message, param: null } }),
+    ev({ type: 'response.failed', response: responseObject(a, id, created, 'failed', [], { code, message }) }),
+  ];
+}
+
+// --- errors ----------------------------------------------------------------------------------------------------
+
+/** The `type` OpenAI's error envelope gives for a status, as its API reference lists them. */
+const ERROR_TYPES: Record<number, { type: string; code: string | null }> = {
+  400: { type: 'invalid_request_error', code: null },
+  401: { type: 'invalid_request_error', code: 'invalid_api_key' },
+  403: { type: 'invalid_request_error', code: 'unsupported_country_region_territory' },
+  404: { type: 'invalid_request_error', code: 'model_not_found' },
+  429: { type: 'requests', code: 'rate_limit_exceeded' },
+  500: { type: 'server_error', code: null },
+  503: { type: 'server_error', code: null },
+};
+
+/** OpenAI's error envelope: `{"error": {"message", "type", "param", "code"}}`. */
+export function openaiError(status: number, message: string, param: string | null = null): Record<string, unknown> {
+  const t = ERROR_TYPES[status] ?? { type: status >= 500 ? 'server_error' : 'invalid_request_error', code: null };
+  return { error: { message, type: t.type, param, code: t.code } };
 }
