@@ -58,10 +58,7 @@ const layers = [
   {
     name: 'edge',
     comment: 'the runtime edge: configuration, start, the OTel SDK and exporters, register',
-    paths: [
-      '^src/(config|config-schema|start|sdk|register|exit-hooks|announce|parts)\\.m?ts$',
-      '^src/exporters/',
-    ],
+    paths: ['^src/(config|config-schema|start|sdk|register|exit-hooks|announce|parts)\\.m?ts$', '^src/exporters/'],
   },
   {
     name: 'apps',
@@ -70,7 +67,7 @@ const layers = [
   },
   {
     name: 'entry',
-    comment: 'the entries: the package\'s public modules (src/index.ts, src/api/) and the command line',
+    comment: "the entries: the package's public modules (src/index.ts, src/api/) and the command line",
     paths: ['^src/index\\.ts$', '^src/api/', '^src/cli/'],
   },
 ];
@@ -95,15 +92,23 @@ const upward = layers.flatMap((layer, i) =>
           severity: 'error',
           comment: `${layer.name} (${layer.comment}) imports only from itself and the layers below`,
           from: members[i],
-          to: { path: pattern(layers.slice(i + 1).flatMap((l) => l.paths)), pathNot: pattern(layers.slice(0, i + 1).flatMap((l) => l.paths)) },
+          to: {
+            path: pattern(layers.slice(i + 1).flatMap((l) => l.paths)),
+            pathNot: pattern(layers.slice(0, i + 1).flatMap((l) => l.paths)),
+          },
         },
       ],
 );
 
 module.exports = {
-
   forbidden: [
-    { name: 'no-circular', severity: 'error', comment: 'an import cycle ties its modules into one', from: {}, to: { circular: true } },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'an import cycle ties its modules into one',
+      from: {},
+      to: { circular: true },
+    },
     {
       name: 'not-in-a-layer',
       severity: 'error',
@@ -119,7 +124,10 @@ module.exports = {
     includeOnly: '^(src|instrumentation|detectors|examples)/',
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
     reporterOptions: { text: { highlightFocused: true } },
   },
 };

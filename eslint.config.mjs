@@ -19,13 +19,30 @@ export default tseslint.config(
     files: ['src/**/*.ts', 'src/**/*.mts', 'instrumentation/**/*.ts', 'detectors/**/*.ts'],
     ignores: ['src/env.ts', 'src/config.ts'],
     rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'read the environment through src/env.ts (processEnv() or the reader that names the variable)' }],
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'process',
+          property: 'env',
+          message: 'read the environment through src/env.ts (processEnv() or the reader that names the variable)',
+        },
+      ],
     },
   },
   {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     languageOptions: {
-      globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', performance: 'readonly', fetch: 'readonly' },
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        __dirname: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        performance: 'readonly',
+        fetch: 'readonly',
+      },
     },
   },
 );

@@ -30,7 +30,10 @@ const CONFIGS = {
   register: "faultline register default (startRuntime with the environment's defaults)",
   'plan-nomatch': 'register default + a fault plan whose rule matches no call',
 };
-const RUNTIME = { register: {}, 'plan-nomatch': { plan: { rules: [{ fault: 'http_429', match: { model: 'no-such-model' } }] } } };
+const RUNTIME = {
+  register: {},
+  'plan-nomatch': { plan: { rules: [{ fault: 'http_429', match: { model: 'no-such-model' } }] } },
+};
 const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 const WORKLOADS = [
   ['bedrockJson', 'Bedrock Converse (NodeHttpHandler, node:http)'],
@@ -44,7 +47,11 @@ const WORKLOADS = [
 /** Bedrock's answers: a Converse JSON body, and a ConverseStream of event-stream frames (faultline's encoder). */
 function startBedrock() {
   const { encodeMessage } = require(join(DIST, 'instrumentation', 'providers', 'eventstream'));
-  const frame = (type, payload) => encodeMessage({ ':event-type': type, ':content-type': 'application/json', ':message-type': 'event' }, Buffer.from(JSON.stringify(payload)));
+  const frame = (type, payload) =>
+    encodeMessage(
+      { ':event-type': type, ':content-type': 'application/json', ':message-type': 'event' },
+      Buffer.from(JSON.stringify(payload)),
+    );
   const json = JSON.stringify({
     output: { message: { role: 'assistant', content: [{ text: 'The capital of France is Paris.' }] } },
     stopReason: 'end_turn',
@@ -53,7 +60,9 @@ function startBedrock() {
   });
   const frames = [
     frame('messageStart', { role: 'assistant' }),
-    ...['The capital', ' of France', ' is Paris.'].map((text) => frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text } })),
+    ...['The capital', ' of France', ' is Paris.'].map((text) =>
+      frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text } }),
+    ),
     frame('contentBlockStop', { contentBlockIndex: 0 }),
     frame('messageStop', { stopReason: 'end_turn' }),
     frame('metadata', { usage: { inputTokens: 17, outputTokens: 6, totalTokens: 23 }, metrics: { latencyMs: 388 } }),
@@ -62,14 +71,21 @@ function startBedrock() {
     req.resume();
     req.on('end', async () => {
       if (req.url.endsWith('/converse-stream')) {
-        res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': '3d0c6a9e-5b1f-4f7a-8e2d-9c4b7a1e6f20' });
+        res.writeHead(200, {
+          'content-type': 'application/vnd.amazon.eventstream',
+          'x-amzn-requestid': '3d0c6a9e-5b1f-4f7a-8e2d-9c4b7a1e6f20',
+        });
         for (const f of frames) {
           res.write(f);
           await new Promise((r) => setImmediate(r));
         }
         res.end();
       } else {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json), 'x-amzn-requestid': '7c3b1a52-6f0e-4a7e-9a3e-0d2f5b1e9c11' });
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(json),
+          'x-amzn-requestid': '7c3b1a52-6f0e-4a7e-9a3e-0d2f5b1e9c11',
+        });
         res.end(json);
       }
     });
@@ -83,14 +99,26 @@ async function child(config) {
   const { InMemorySpanExporter, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
   const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
   let spanCount = 0;
-  const counter = { onStart() {}, onEnd() { spanCount++; }, forceFlush: async () => {}, shutdown: async () => {} };
+  const counter = {
+    onStart() {},
+    onEnd() {
+      spanCount++;
+    },
+    forceFlush: async () => {},
+    shutdown: async () => {},
+  };
   const drop = new InMemorySpanExporter();
   drop.export = (spans, cb) => cb({ code: 0 });
   const spanProcessors = [counter, new BatchSpanProcessor(drop)];
   let provider;
   if (RUNTIME[config]) {
     const { startRuntime } = require(join(DIST, 'src', 'start'));
-    const runtime = startRuntime({ ...RUNTIME[config], spanProcessors, exitHooks: false, env: { ...process.env, OTEL_TRACES_EXPORTER: 'none' } });
+    const runtime = startRuntime({
+      ...RUNTIME[config],
+      spanProcessors,
+      exitHooks: false,
+      env: { ...process.env, OTEL_TRACES_EXPORTER: 'none' },
+    });
     provider = { forceFlush: () => runtime.forceFlush(), shutdown: () => runtime.shutdown() };
   } else {
     provider = new NodeTracerProvider({ spanProcessors });
@@ -111,7 +139,10 @@ async function child(config) {
   const openai = new OpenAI({ apiKey: 'sk-bench', baseURL: `${process.env.BENCH_URL}/v1`, maxRetries: 0 });
   const { json, stream } = records();
   let n = 0;
-  const ask = () => ({ modelId: MODEL, messages: [{ role: 'user', content: [{ text: `What is the capital of France? (${++n})` }] }] });
+  const ask = () => ({
+    modelId: MODEL,
+    messages: [{ role: 'user', content: [{ text: `What is the capital of France? (${++n})` }] }],
+  });
 
   const calls = {
     async bedrockJson() {
@@ -132,7 +163,12 @@ async function child(config) {
       for await (const _c of await openai.chat.completions.create(distinct(stream.request)));
     },
   };
-  const count = { bedrockJson: JSON_CALLS, bedrockStream: STREAM_CALLS, openaiJson: JSON_CALLS, openaiStream: STREAM_CALLS };
+  const count = {
+    bedrockJson: JSON_CALLS,
+    bedrockStream: STREAM_CALLS,
+    openaiJson: JSON_CALLS,
+    openaiStream: STREAM_CALLS,
+  };
 
   async function round() {
     const out = {};
@@ -167,14 +203,20 @@ async function child(config) {
 async function parent() {
   const pin = pinning();
   const [openaiServer, bedrockServer] = await Promise.all([startServer(), startBedrock()]);
-  const env = { ...process.env, BENCH_URL: `http://127.0.0.1:${openaiServer.address().port}`, BENCH_BEDROCK_URL: `http://127.0.0.1:${bedrockServer.address().port}` };
+  const env = {
+    ...process.env,
+    BENCH_URL: `http://127.0.0.1:${openaiServer.address().port}`,
+    BENCH_BEDROCK_URL: `http://127.0.0.1:${bedrockServer.address().port}`,
+  };
   const names = Object.keys(CONFIGS);
   const children = Object.fromEntries(names.map((n) => [n, []]));
   for (let k = 0; k < PROCS; k++) {
     for (const name of names) {
       const args = [fileURLToPath(import.meta.url), '--child', name];
       const options = { env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] };
-      const c = pin ? spawn('taskset', ['-c', pin.client, process.execPath, ...args], options) : fork(args[0], args.slice(1), options);
+      const c = pin
+        ? spawn('taskset', ['-c', pin.client, process.execPath, ...args], options)
+        : fork(args[0], args.slice(1), options);
       await new Promise((resolve, reject) => {
         c.once('message', resolve);
         c.once('exit', (code) => reject(new Error(`bench child ${name} exited with ${code} before it was ready`)));
@@ -234,10 +276,18 @@ async function parent() {
       const d = pairedMedian(xs.map((x, i) => x - base[i]));
       const ratio = median(xs.map((x, i) => x / base[i] - 1));
       const added = name === 'bare' ? '0' : `${d.median.toFixed(0)} [${d.lo.toFixed(0)}, ${d.hi.toFixed(0)}]`;
-      lines.push(`| ${CONFIGS[name]} | ${label} | ${median(xs).toFixed(0)} | ${added} | ${ratio >= 0 ? '+' : ''}${(ratio * 100).toFixed(1)}% |`);
+      lines.push(
+        `| ${CONFIGS[name]} | ${label} | ${median(xs).toFixed(0)} | ${added} | ${ratio >= 0 ? '+' : ''}${(ratio * 100).toFixed(1)}% |`,
+      );
     }
   }
-  lines.push('', `Spans ended per process by the last round: ${names.map((n) => `${n} ${spans[n]}`).join(', ')}. Load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')}.`);
+  lines.push(
+    '',
+    `Spans ended per process by the last round: ${names.map((n) => `${n} ${spans[n]}`).join(', ')}. Load average at the end: ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ')}.`,
+  );
   process.stdout.write(lines.join('\n') + '\n');
 }
 

@@ -17,7 +17,8 @@ const GEN_VERSION = 1;
 export function sizes() {
   const raw = process.env.FAULTLINE_BENCH_SIZES_MB ?? '1024,4096';
   const list = raw.split(',').map((s) => Number(s.trim()));
-  if (list.some((n) => !Number.isFinite(n) || n <= 0)) throw new Error(`FAULTLINE_BENCH_SIZES_MB must list positive numbers, got ${raw}`);
+  if (list.some((n) => !Number.isFinite(n) || n <= 0))
+    throw new Error(`FAULTLINE_BENCH_SIZES_MB must list positive numbers, got ${raw}`);
   return list;
 }
 
@@ -71,7 +72,10 @@ export function machine() {
   return `Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`;
 }
 
-export const load = () => loadavg().map((l) => l.toFixed(1)).join(' / ');
+export const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' / ');
 
 export const mib = (bytes) => bytes / 2 ** 20;
 export const fmt = (n, d = 0) => n.toLocaleString('en', { maximumFractionDigits: d, minimumFractionDigits: d });
@@ -100,7 +104,10 @@ export function pairedInterval(diffs) {
  * `workers` minus `one` when there were several rounds.
  */
 export function throughputTable(f, configs, runs, n, { workers, one }) {
-  const lines = [`| configuration | wall s (median${n > 1 ? ', range' : ''}) | spans/s | MiB/s | CPU s | peak RSS MiB |`, '|---|--:|--:|--:|--:|--:|'];
+  const lines = [
+    `| configuration | wall s (median${n > 1 ? ', range' : ''}) | spans/s | MiB/s | CPU s | peak RSS MiB |`,
+    '|---|--:|--:|--:|--:|--:|',
+  ];
   for (const c of configs) {
     const ms = runs.get(c.key);
     const w = summary(ms.map((m) => m.seconds));
@@ -112,7 +119,10 @@ export function throughputTable(f, configs, runs, n, { workers, one }) {
   }
   if (n > 1) {
     const diff = pairedInterval(runs.get(workers).map((m, i) => m.seconds - runs.get(one)[i].seconds));
-    lines.push('', `Workers minus one thread, wall time: ${fmt(diff.mean, 1)} s (95 % interval ${fmt(diff.lo, 1)} to ${fmt(diff.hi, 1)} s, ${n} paired rounds).`);
+    lines.push(
+      '',
+      `Workers minus one thread, wall time: ${fmt(diff.mean, 1)} s (95 % interval ${fmt(diff.lo, 1)} to ${fmt(diff.hi, 1)} s, ${n} paired rounds).`,
+    );
   }
   return lines;
 }

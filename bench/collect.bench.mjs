@@ -18,7 +18,21 @@ const BATCH = 256;
 
 function startInstance(dir, i) {
   return new Promise((resolve, reject) => {
-    const args = ['--require', join(ROOT, 'bench', 'peak-rss.cjs'), join(ROOT, 'bin', 'faultline.js'), 'collect', '--port', '0', '--diagnose', '--trace-idle', `${IDLE_MS}ms`, '--out', join(dir, `traces-${i}.jsonl`), '--diagnoses', join(dir, `diagnoses-${i}.jsonl`)];
+    const args = [
+      '--require',
+      join(ROOT, 'bench', 'peak-rss.cjs'),
+      join(ROOT, 'bin', 'faultline.js'),
+      'collect',
+      '--port',
+      '0',
+      '--diagnose',
+      '--trace-idle',
+      `${IDLE_MS}ms`,
+      '--out',
+      join(dir, `traces-${i}.jsonl`),
+      '--diagnoses',
+      join(dir, `diagnoses-${i}.jsonl`),
+    ];
     const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit', 'pipe'] });
     let out = '';
     let usage = '';
@@ -27,7 +41,8 @@ function startInstance(dir, i) {
     child.stdout.on('data', (c) => {
       out += c;
       const url = /on (http:\S+\/v1\/traces)/.exec(out)?.[1];
-      if (url && out.includes('stop with Ctrl-C')) resolve({ child, url, exited, diagnoses: join(dir, `diagnoses-${i}.jsonl`) });
+      if (url && out.includes('stop with Ctrl-C'))
+        resolve({ child, url, exited, diagnoses: join(dir, `diagnoses-${i}.jsonl`) });
     });
     child.on('error', reject);
   });
@@ -54,7 +69,9 @@ function bodiesFor(docs, k) {
   let scope;
   const flush = (i) => {
     if (pending[i].length === 0) return;
-    per[i].push(Buffer.from(JSON.stringify({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans: pending[i] }] }] })));
+    per[i].push(
+      Buffer.from(JSON.stringify({ resourceSpans: [{ resource, scopeSpans: [{ scope, spans: pending[i] }] }] })),
+    );
     pending[i] = [];
   };
   for (const doc of docs) {
@@ -82,7 +99,7 @@ async function run(k, docs, traces, spans) {
   const per = bodiesFor(docs, k);
   const jobs = per.flatMap((bodies, i) => bodies.map((body) => ({ url: instances[i].url, body })));
   // Interleave the instances' requests as a router would send them.
-  jobs.sort((a, b) => a.body.length % 7 - b.body.length % 7);
+  jobs.sort((a, b) => (a.body.length % 7) - (b.body.length % 7));
   const t0 = performance.now();
   let next = 0;
   let failed = 0;
@@ -100,7 +117,8 @@ async function run(k, docs, traces, spans) {
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
   const accepted = (performance.now() - t0) / 1000;
-  while (instances.reduce((n, c) => n + lineCount(c.diagnoses), 0) < traces) await new Promise((r) => setTimeout(r, 50));
+  while (instances.reduce((n, c) => n + lineCount(c.diagnoses), 0) < traces)
+    await new Promise((r) => setTimeout(r, 50));
   const done = (performance.now() - t0) / 1000;
   for (const c of instances) c.child.kill('SIGTERM');
   const usage = await Promise.all(instances.map((c) => c.exited));
@@ -110,7 +128,10 @@ async function run(k, docs, traces, spans) {
 
 async function main() {
   const f = await traceFile(MB);
-  const docs = readFileSync(f.file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const docs = readFileSync(f.file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   const loadBefore = load();
   const results = [];
   for (const k of [1, 2, 3]) {
@@ -124,7 +145,10 @@ async function main() {
     '',
     '| instances | all accepted after s | spans/s accepted | last diagnosis after s | spans/s end to end | peak RSS per instance MiB | refused, retried |',
     '|--:|--:|--:|--:|--:|--:|--:|',
-    ...results.map((r) => `| ${r.k} | ${fmt(r.accepted, 1)} | ${fmt(r.spans / r.accepted)} | ${fmt(r.done, 1)} | ${fmt(r.spans / r.done)} | ${r.peak.map((p) => fmt(p)).join(', ')} | ${r.failed} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.k} | ${fmt(r.accepted, 1)} | ${fmt(r.spans / r.accepted)} | ${fmt(r.done, 1)} | ${fmt(r.spans / r.done)} | ${r.peak.map((p) => fmt(p)).join(', ')} | ${r.failed} |`,
+    ),
     '',
     `Load average before: ${loadBefore}; after: ${load()} (${machine()}).`,
   ];

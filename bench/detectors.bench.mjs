@@ -28,10 +28,16 @@ const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? fileURLToPath(new URL('../../
 const TARGET = 4096;
 
 // The recorded non-streaming text answer whose body is closest to 4 KB.
-const records = readFileSync(join(CORPUS, 'openai-chat.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const records = readFileSync(join(CORPUS, 'openai-chat.jsonl'), 'utf8')
+  .split('\n')
+  .filter(Boolean)
+  .map((l) => JSON.parse(l));
 const rec = records
   .filter((r) => r.status === 200 && r.response?.choices?.[0]?.message?.content)
-  .sort((a, b) => Math.abs(JSON.stringify(a.response).length - TARGET) - Math.abs(JSON.stringify(b.response).length - TARGET))[0];
+  .sort(
+    (a, b) =>
+      Math.abs(JSON.stringify(a.response).length - TARGET) - Math.abs(JSON.stringify(b.response).length - TARGET),
+  )[0];
 const responseBody = Buffer.from(JSON.stringify({ ...rec.response, created: Math.floor(Date.now() / 1000) }));
 const requestBody = Buffer.from(JSON.stringify(rec.request));
 
@@ -49,7 +55,13 @@ function measure(fn, { size = 200, batches = 60, warm = 2000 } = {}) {
 }
 
 // ---------------------------------------------------------------- detectors
-const base = llmObservationFromWire('openai.chat', rec.request, { status: 200, chunks: [responseBody], durationMs: 800 }, 'bench', Date.now());
+const base = llmObservationFromWire(
+  'openai.chat',
+  rec.request,
+  { status: 200, chunks: [responseBody], durationMs: 800 },
+  'bench',
+  Date.now(),
+);
 const POOL = 512;
 // Distinct calls have distinct response ids (a shared id is the replay the staleness detector looks for).
 const copies = Array.from({ length: POOL }, (_, i) => {
@@ -61,13 +73,21 @@ const ctx = { earlier: [], now: Date.now() };
 const sanity = runDetectors(base, ctx);
 const detectUs = measure((i) => runDetectors(copies[i % POOL], ctx));
 // With a realistic task history (8 earlier calls of the same task as context).
-const earlier = Array.from({ length: 8 }, (_, i) => ({ ...structuredClone(base), response: { ...base.response, id: `chatcmpl-${i}`, text: `${base.response.text} ${i}` } }));
+const earlier = Array.from({ length: 8 }, (_, i) => ({
+  ...structuredClone(base),
+  response: { ...base.response, id: `chatcmpl-${i}`, text: `${base.response.text} ${i}` },
+}));
 const withHistoryUs = measure((i) => runDetectors(copies[i % POOL], { earlier, now: ctx.now }));
 // Each detector alone.
-const perDetector = defaultDetectors.map((d) => ({ name: d.name, us: measure((i) => runDetectors(copies[i % POOL], ctx, [d]), { batches: 20, size: 200, warm: 500 }) }));
+const perDetector = defaultDetectors.map((d) => ({
+  name: d.name,
+  us: measure((i) => runDetectors(copies[i % POOL], ctx, [d]), { batches: 20, size: 200, warm: 500 }),
+}));
 
 // ---------------------------------------------------------------- interceptor pass
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor({ export: (_s, cb) => cb({ code: 0 }), shutdown: async () => {} })] });
+const provider = new BasicTracerProvider({
+  spanProcessors: [new SimpleSpanProcessor({ export: (_s, cb) => cb({ code: 0 }), shutdown: async () => {} })],
+});
 const tracer = provider.getTracer('faultline');
 const controller = { aborted: false, paused: false, reason: null, abort() {}, pause() {}, resume() {} };
 const headers = { 'content-type': 'application/json', 'content-length': String(responseBody.length) };
@@ -78,11 +98,29 @@ function downstream(_opts, handler) {
   handler.onResponseEnd?.(controller, {});
   return true;
 }
-const app = { onRequestStart() {}, onResponseStart() {}, onResponseData() {}, onResponseEnd() {}, onResponseError(_c, e) { throw e; } };
-const opts = () => ({ origin: 'http://127.0.0.1:9', path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: requestBody });
+const app = {
+  onRequestStart() {},
+  onResponseStart() {},
+  onResponseData() {},
+  onResponseEnd() {},
+  onResponseError(_c, e) {
+    throw e;
+  },
+};
+const opts = () => ({
+  origin: 'http://127.0.0.1:9',
+  path: '/v1/chat/completions',
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: requestBody,
+});
 const layered = createGenAiInterceptor({ tracer: () => tracer, captureContent: () => false })(downstream);
 const online = createOnlineDetection();
-const layeredOnline = createGenAiInterceptor({ tracer: () => tracer, captureContent: () => false, onExchangeEnd: online.onExchangeEnd })(downstream);
+const layeredOnline = createGenAiInterceptor({
+  tracer: () => tracer,
+  captureContent: () => false,
+  onExchangeEnd: online.onExchangeEnd,
+})(downstream);
 
 // Interleave configurations so machine noise hits all of them alike.
 const rounds = { bare: [], layer: [], online: [] };
@@ -100,7 +138,10 @@ const { context } = require('@opentelemetry/api');
 const exchanges = copies.map((c) => {
   const span = tracer.startSpan('chat');
   span.end();
-  return [{ llmRequest: c.request, span, context: context.active(), provider: 'openai' }, { response: c.response, durationMs: 800 }];
+  return [
+    { llmRequest: c.request, span, context: context.active(), provider: 'openai' },
+    { response: c.response, durationMs: 800 },
+  ];
 });
 const onlineOnly = createOnlineDetection();
 const onlineUs = measure((i) => onlineOnly.onExchangeEnd(...exchanges[i % POOL]));

@@ -33,7 +33,15 @@ let gcMs = 0;
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) gcMs += e.duration;
 }).observe({ entryTypes: ['gc'] });
-const acc = { 'JSON.parse': 0, normalise: 0, group: 0, 'strip ground truth': 0, 'trace view': 0, 'offline detectors': 0, rules: 0 };
+const acc = {
+  'JSON.parse': 0,
+  normalise: 0,
+  group: 0,
+  'strip ground truth': 0,
+  'trace view': 0,
+  'offline detectors': 0,
+  rules: 0,
+};
 const now = () => performance.now();
 /** Per detector: ms in applies + detect, observations it applied to, findings. */
 const detectors = new Map();
@@ -99,8 +107,14 @@ const usPerSpan = Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, (v 
 const out = { spans, usPerSpan };
 if (perDetector) {
   out.detectors = Object.fromEntries(
-    [...detectors].map(([name, m]) => [name, { usPerSpan: (m.ms * 1000) / spans, appliesPerSpan: m.applied / spans, findings: m.findings }]),
+    [...detectors].map(([name, m]) => [
+      name,
+      { usPerSpan: (m.ms * 1000) / spans, appliesPerSpan: m.applied / spans, findings: m.findings },
+    ]),
   );
 }
 // The observer is called from later tasks: let the last entries arrive.
-setTimeout(() => process.stdout.write(JSON.stringify({ ...out, gcPausesUsPerSpan: (gcMs * 1000) / spans }) + '\n'), 100);
+setTimeout(
+  () => process.stdout.write(JSON.stringify({ ...out, gcPausesUsPerSpan: (gcMs * 1000) / spans }) + '\n'),
+  100,
+);

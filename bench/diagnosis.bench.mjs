@@ -40,7 +40,10 @@ async function main() {
         const fd = openSync(out, 'w');
         let m;
         try {
-          m = await measureChild([join('bin', 'faultline.js'), 'diagnose', f.file, '--format', 'jsonl', ...c.extra], { stdout: fd, env: { CI: '1' } });
+          m = await measureChild([join('bin', 'faultline.js'), 'diagnose', f.file, '--format', 'jsonl', ...c.extra], {
+            stdout: fd,
+            env: { CI: '1' },
+          });
         } finally {
           closeSync(fd);
         }
@@ -58,7 +61,9 @@ async function main() {
     first = false;
   }
   process.stderr.write('bench diagnosis: where the time goes …\n');
-  const phases = JSON.parse((await measureChild([join('bench', 'diagnosis-phases.cjs'), sample.file, '64'])).stdout.trim().split('\n').pop());
+  const phases = JSON.parse(
+    (await measureChild([join('bench', 'diagnosis-phases.cjs'), sample.file, '64'])).stdout.trim().split('\n').pop(),
+  );
   const total = Object.values(phases.usPerSpan).reduce((a, b) => a + b, 0);
   lines.push(
     `### Where the time goes (one thread, first 64 MiB: ${fmt(phases.spans)} spans)`,
@@ -72,13 +77,20 @@ async function main() {
     '',
   );
   process.stderr.write('bench diagnosis: per detector …\n');
-  const each = JSON.parse((await measureChild([join('bench', 'diagnosis-phases.cjs'), sample.file, '64', '--detectors'])).stdout.trim().split('\n').pop());
+  const each = JSON.parse(
+    (await measureChild([join('bench', 'diagnosis-phases.cjs'), sample.file, '64', '--detectors'])).stdout
+      .trim()
+      .split('\n')
+      .pop(),
+  );
   lines.push(
     `### Offline detectors, one by one (same run setup, each detector's \`applies\` + \`detect\` timed in the registry)`,
     '',
     '| detector | µs per span | applies to (per span) | findings |',
     '|---|--:|--:|--:|',
-    ...Object.entries(each.detectors).map(([k, v]) => `| ${k} | ${fmt(v.usPerSpan, 2)} | ${fmt(v.appliesPerSpan, 2)} | ${fmt(v.findings)} |`),
+    ...Object.entries(each.detectors).map(
+      ([k, v]) => `| ${k} | ${fmt(v.usPerSpan, 2)} | ${fmt(v.appliesPerSpan, 2)} | ${fmt(v.findings)} |`,
+    ),
     '',
     `The timers' own cost (two clock reads per call) is in each row; the detectors step of that run: ${fmt(each.usPerSpan['offline detectors'], 2)} µs per span, the rest of it building the observations and walking the trace.`,
     '',

@@ -71,7 +71,8 @@ function floorDispatch(base, { span = false } = {}) {
     const parent = api?.context.active();
     (async () => {
       if (typeof opts.body === 'string') return Buffer.from(opts.body);
-      if (opts.body instanceof Uint8Array) return Buffer.from(opts.body.buffer, opts.body.byteOffset, opts.body.byteLength);
+      if (opts.body instanceof Uint8Array)
+        return Buffer.from(opts.body.buffer, opts.body.byteOffset, opts.body.byteLength);
       const chunks = [];
       for await (const c of opts.body) chunks.push(c);
       return Buffer.concat(chunks);
@@ -80,7 +81,9 @@ function floorDispatch(base, { span = false } = {}) {
         JSON.parse(body.toString('utf8'));
         if (!api) return base.dispatch({ ...opts, body }, readingHandler(handler));
         const s = api.trace.getTracer('floor').startSpan('chat', { kind: api.SpanKind.CLIENT }, parent);
-        return api.context.with(api.trace.setSpan(parent, s), () => base.dispatch({ ...opts, body }, readingHandler(handler, s)));
+        return api.context.with(api.trace.setSpan(parent, s), () =>
+          base.dispatch({ ...opts, body }, readingHandler(handler, s)),
+        );
       },
       (err) => handler.onError?.(err),
     );

@@ -43,7 +43,9 @@ const MODES = {
   openinference: '@arizeai/openinference-instrumentation-openai 4.2',
 };
 // BENCH_MODES=bare,register,… runs only those (bare always), e.g. to profile one of them.
-const ONLY = process.env.BENCH_MODES?.split(',').map((m) => m.trim()) ?? (QUICK ? ['register', 'otel-openai', 'traceloop', 'openinference'] : undefined);
+const ONLY =
+  process.env.BENCH_MODES?.split(',').map((m) => m.trim()) ??
+  (QUICK ? ['register', 'otel-openai', 'traceloop', 'openinference'] : undefined);
 for (const name of Object.keys(MODES)) if (ONLY && name !== 'bare' && !ONLY.includes(name)) delete MODES[name];
 const GENAI = ['otel-openai', 'traceloop', 'openinference'].filter((n) => n in MODES);
 
@@ -53,7 +55,14 @@ async function child() {
   const api = require('@opentelemetry/api');
   const { InMemorySpanExporter, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
   let spanCount = 0;
-  const counter = { onStart() {}, onEnd() { spanCount++; }, forceFlush: async () => {}, shutdown: async () => {} };
+  const counter = {
+    onStart() {},
+    onEnd() {
+      spanCount++;
+    },
+    forceFlush: async () => {},
+    shutdown: async () => {},
+  };
   const drop = new InMemorySpanExporter();
   drop.export = (spans, cb) => cb({ code: 0 });
   // The floor sits on the process-wide dispatcher first, passing every call through unless its mode is on; faultline's
@@ -68,7 +77,11 @@ async function child() {
   undici.setGlobalDispatcher(floor.withDispatch(base, (opts, handler) => (floors[mode] ?? through)(opts, handler)));
   // One provider for every mode: faultline's runtime registers it, with the bench's processors in place of the trace file.
   const { startRuntime } = require(join(DIST, 'src', 'start'));
-  const runtime = startRuntime({ spanProcessors: [counter, new BatchSpanProcessor(drop)], exitHooks: false, env: { ...process.env, OTEL_TRACES_EXPORTER: 'none' } });
+  const runtime = startRuntime({
+    spanProcessors: [counter, new BatchSpanProcessor(drop)],
+    exitHooks: false,
+    env: { ...process.env, OTEL_TRACES_EXPORTER: 'none' },
+  });
   const { settleExchanges } = require(join(DIST, 'instrumentation'));
   // The module-patching instrumentations hook require('openai'), so they exist before it loads.
   const otel = new (require('@opentelemetry/instrumentation-openai').OpenAIInstrumentation)();
@@ -104,13 +117,21 @@ async function child() {
     await settleExchanges();
     const streamCpu = cpu(process.cpuUsage(c0)) / STREAM_CALLS;
     timeline.push([now(), mode, 'between', 0]);
-    return { jsonCpu, streamCpu, jsonWall: median(jsonMs) * 1000, ttfc: median(ttfcMs) * 1000, spans: spanCount - spans0 };
+    return {
+      jsonCpu,
+      streamCpu,
+      jsonWall: median(jsonMs) * 1000,
+      ttfc: median(ttfcMs) * 1000,
+      spans: spanCount - spans0,
+    };
   }
 
   const names = Object.keys(MODES);
   const timeline = [];
   const now = () => Number(process.hrtime.bigint() / 1000n); // the clock of --cpu-prof's sample times
-  const rounds = Object.fromEntries(names.map((n) => [n, { jsonCpu: [], streamCpu: [], jsonWall: [], ttfc: [], spans: 0 }]));
+  const rounds = Object.fromEntries(
+    names.map((n) => [n, { jsonCpu: [], streamCpu: [], jsonWall: [], ttfc: [], spans: 0 }]),
+  );
   for (let round = 0; round < WARM_ROUNDS + ROUNDS; round++) {
     for (let i = 0; i < names.length; i++) {
       const name = names[(i + round) % names.length];
@@ -139,8 +160,14 @@ async function parent() {
   // BENCH_NODE_ARGS: options for the client's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where its time goes.
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
   const args = [fileURLToPath(import.meta.url), '--child'];
-  const options = { env: { ...process.env, BENCH_URL: `http://127.0.0.1:${server.address().port}` }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: nodeArgs };
-  const c = pin ? spawn('taskset', ['-c', pin, process.execPath, ...nodeArgs, ...args], options) : fork(args[0], args.slice(1), options);
+  const options = {
+    env: { ...process.env, BENCH_URL: `http://127.0.0.1:${server.address().port}` },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    execArgv: nodeArgs,
+  };
+  const c = pin
+    ? spawn('taskset', ['-c', pin, process.execPath, ...nodeArgs, ...args], options)
+    : fork(args[0], args.slice(1), options);
   const t0 = Date.now();
   const rounds = await new Promise((resolve, reject) => {
     c.on('message', (m) => {
@@ -167,7 +194,7 @@ async function parent() {
     'through the same provider (spans dropped). openai v6 client → loopback server (llm-loopback.mjs; each request differs from',
     `the last in its final message, as an agent's turns do; ${THINK_MS > 0 ? `the server thinks ${THINK_MS} ms before each answer, BENCH_THINK_MS` : 'the server answers at once'});`,
     `${pin ? `the client pinned to CPU ${pin}, the server to CPU 0` : 'processes not pinned'}. "added" is the median over rounds of the`,
-    "mode minus bare in the same round, with the 95% bootstrap interval of that median (the rounds resampled); it is the",
+    'mode minus bare in the same round, with the 95% bootstrap interval of that median (the rounds resampled); it is the',
     "mode's own work per call.",
     'What a package costs a process beyond its calls (loaded code, a bigger heap, AsyncLocalStorage once a context is',
     'entered, which every mode here shares) is in the per-process bench above.',
@@ -179,17 +206,33 @@ async function parent() {
     const r = rounds[n];
     const cell = (m) => (n === 'bare' ? '0' : interval(boot(n, 'bare', m)));
     const calls = ROUNDS * (JSON_CALLS + STREAM_CALLS);
-    lines.push(`| ${MODES[n]} | ${us(median(r.jsonCpu))} | ${cell('jsonCpu')} | ${us(median(r.streamCpu))} | ${cell('streamCpu')} | ${cell('ttfc')} | ${(r.spans / calls).toFixed(2)} |`);
+    lines.push(
+      `| ${MODES[n]} | ${us(median(r.jsonCpu))} | ${cell('jsonCpu')} | ${us(median(r.streamCpu))} | ${cell('streamCpu')} | ${cell('ttfc')} | ${(r.spans / calls).toFixed(2)} |`,
+    );
   }
   if ('register' in MODES && GENAI.length > 0) {
-    lines.push('', '**faultline register default minus each GenAI instrumentation** (µs per call: CPU, and wall time to the first chunk of a stream; median over rounds of the paired difference, 95% bootstrap interval):', '');
+    lines.push(
+      '',
+      '**faultline register default minus each GenAI instrumentation** (µs per call: CPU, and wall time to the first chunk of a stream; median over rounds of the paired difference, 95% bootstrap interval):',
+      '',
+    );
     lines.push('| | JSON call CPU | streamed call CPU | first chunk |', '|---|---|---|---|');
     for (const g of GENAI) {
       const [j, s, f] = ['jsonCpu', 'streamCpu', 'ttfc'].map((m) => boot('register', g, m));
-      lines.push(`| register − ${g} | ${interval(j)} ${verdict(j)} | ${interval(s)} ${verdict(s)} | ${interval(f)} ${verdict(f)} |`);
+      lines.push(
+        `| register − ${g} | ${interval(j)} ${verdict(j)} | ${interval(s)} ${verdict(s)} | ${interval(f)} ${verdict(f)} |`,
+      );
     }
   }
-  lines.push('', `Load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs. Run took ${((Date.now() - t0) / 1000).toFixed(0)} s on Node ${process.version}.`);
+  lines.push(
+    '',
+    `Load average at the end: ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(
+        ' ',
+      )} on ${os.cpus().length} CPUs. Run took ${((Date.now() - t0) / 1000).toFixed(0)} s on Node ${process.version}.`,
+  );
   process.stdout.write(lines.join('\n') + '\n');
 }
 

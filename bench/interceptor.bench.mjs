@@ -38,8 +38,9 @@ const CONFIGS = {
   floor: 'HTTP-level reading alone, no spans (JSON.parse of request and answer / every event)',
   'floor-span': 'HTTP-level reading + one span without attributes, entered around the dispatch',
   faultline: 'faultline GenAI layer alone (FaultlineInstrumentation, no plan, no detectors)',
-  register: 'faultline register default, as installed (startRuntime with the environment\'s defaults)',
-  'register-undici': 'register default + instrumentation-undici\'s HTTP child span (OTEL_NODE_ENABLED_INSTRUMENTATIONS=undici)',
+  register: "faultline register default, as installed (startRuntime with the environment's defaults)",
+  'register-undici':
+    "register default + instrumentation-undici's HTTP child span (OTEL_NODE_ENABLED_INSTRUMENTATIONS=undici)",
   'register-detect': 'register default + online detectors (FAULTLINE_DETECT=true)',
   'plan-nomatch': 'register default + a fault plan whose rule matches no call',
   guards: 'register default + guards on (a route on every call: retry, detectors judging each JSON answer)',
@@ -58,7 +59,9 @@ const RUNTIME = {
   'register-undici': { env: { OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici' } },
   'register-detect': { env: { FAULTLINE_DETECT: 'true' } },
   'plan-nomatch': { options: { plan: { rules: [{ fault: 'http_429', match: { model: 'no-such-model' } }] } } },
-  guards: { options: { guards: { routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 1 } }] } } },
+  guards: {
+    options: { guards: { routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 1 } }] } },
+  },
   ...(BASE_DIST ? { 'register-base': { dist: BASE_DIST } } : {}),
 };
 
@@ -68,7 +71,14 @@ async function child(config) {
   const { InMemorySpanExporter, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
   const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
   let spanCount = 0;
-  const counter = { onStart() {}, onEnd() { spanCount++; }, forceFlush: async () => {}, shutdown: async () => {} };
+  const counter = {
+    onStart() {},
+    onEnd() {
+      spanCount++;
+    },
+    forceFlush: async () => {},
+    shutdown: async () => {},
+  };
   const drop = new InMemorySpanExporter();
   drop.export = (spans, cb) => cb({ code: 0 });
   const spanProcessors = [counter, new BatchSpanProcessor(drop)];
@@ -76,7 +86,12 @@ async function child(config) {
   if (RUNTIME[config]) {
     const { options = {}, env = {}, dist = DIST } = RUNTIME[config];
     const { startRuntime } = require(join(dist, 'src', 'start'));
-    const runtime = startRuntime({ ...options, spanProcessors, exitHooks: false, env: { ...process.env, ...env, OTEL_TRACES_EXPORTER: 'none' } });
+    const runtime = startRuntime({
+      ...options,
+      spanProcessors,
+      exitHooks: false,
+      env: { ...process.env, ...env, OTEL_TRACES_EXPORTER: 'none' },
+    });
     provider = { forceFlush: () => runtime.forceFlush(), shutdown: () => runtime.shutdown() };
   } else {
     provider = new NodeTracerProvider({ spanProcessors });
@@ -93,7 +108,8 @@ async function child(config) {
     const { FaultlineInstrumentation } = require(join(DIST, 'instrumentation'));
     new FaultlineInstrumentation().enable();
   }
-  if (config === 'floor' || config === 'floor-span') require(join(here, 'http-floor.cjs')).install({ span: config === 'floor-span' });
+  if (config === 'floor' || config === 'floor-span')
+    require(join(here, 'http-floor.cjs')).install({ span: config === 'floor-span' });
   if (config === 'otel-openai') {
     const { OpenAIInstrumentation } = require('@opentelemetry/instrumentation-openai');
     const inst = new OpenAIInstrumentation(); // hooks require('openai')
@@ -170,7 +186,9 @@ async function parent() {
     for (const name of names) {
       const args = [fileURLToPath(import.meta.url), '--child', name];
       const options = { env: { ...process.env, BENCH_URL: url }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] };
-      const c = pin ? spawn('taskset', ['-c', pin.client, process.execPath, ...args], options) : fork(args[0], args.slice(1), options);
+      const c = pin
+        ? spawn('taskset', ['-c', pin.client, process.execPath, ...args], options)
+        : fork(args[0], args.slice(1), options);
       await new Promise((resolve, reject) => {
         c.once('message', resolve);
         c.once('exit', (code) => reject(new Error(`bench child ${name} exited with ${code} before it was ready`)));
@@ -233,14 +251,14 @@ async function parent() {
     '## GenAI span layer overhead (interceptor.bench.mjs)',
     '',
     'openai v6 client → loopback server replaying corpus bodies (one JSON answer, one SSE stream with tool calls and usage;',
-    'each request differs from the last in its final message, as an agent\'s turns do: llm-loopback.mjs `distinct`);',
+    "each request differs from the last in its final message, as an agent's turns do: llm-loopback.mjs `distinct`);",
     `${counted} counted rounds × (${JSON_CALLS} JSON + ${STREAM_CALLS} streamed calls) per configuration, rounds interleaved (rotating order), each`,
     `configuration in ${PROCS} processes of its own, used in turn (a process keeps its own JIT and heap luck for the whole run), the same SDK`,
     `everywhere (spans dropped by the exporter), no fault plan; ${THINK_MS > 0 ? `the server thinks ${THINK_MS} ms before each answer (BENCH_THINK_MS)` : 'the server answers at once'};`,
     `${WARM_CALLS} warm-up calls per process, whose first round is not counted either; ${pin ? `every client pinned to CPU ${pin.client}, the server to CPU ${pin.server} (taskset)` : 'processes not pinned'}.`,
     '"added" and "vs bare" are medians over rounds of the difference / ratio to bare *in the same round*, so drift of a shared',
     'machine cancels out; ± is the median absolute deviation of those per-round values. Between runs on this shared machine the',
-    'medians still move by 100 µs or more (more when it is busy): compare configurations within one run, through the goal check\'s',
+    "medians still move by 100 µs or more (more when it is busy): compare configurations within one run, through the goal check's",
     'intervals.',
     '',
     'What the rows measure differently: faultline works at the HTTP level, so it reads both bodies itself (JSON.parse of the',
@@ -248,8 +266,8 @@ async function parent() {
     'and a content fingerprint; the module-patching instrumentations receive the objects the SDK has already parsed. The floor',
     'row (bench/http-floor.cjs) does only that reading, with no span and no OTel: it is the least any HTTP-level instrumentation pays.',
     'The floor-with-span row adds the one thing such an instrumentation exists for: a span (no attributes) around each call, entered as',
-    'the active context for the dispatch (which turns on AsyncLocalStorage\'s promise hooks, as every row that emits spans does).',
-    'The register rows run faultline\'s runtime (src/start.ts) with its defaults as the environment gives them, exporting like every',
+    "the active context for the dispatch (which turns on AsyncLocalStorage's promise hooks, as every row that emits spans does).",
+    "The register rows run faultline's runtime (src/start.ts) with its defaults as the environment gives them, exporting like every",
     'other row; the variants add or remove one default each, or add a plan or guards.',
     '',
     '**Client CPU per call** (process.cpuUsage of the client process over a round ÷ calls). This is the cost an instrumentation adds',
@@ -287,15 +305,16 @@ async function parent() {
   const lowest = (m) => Math.min(...genai.map((n) => added(n, m)));
   const vs = (a, b, m) => pairedMedian(diffs(a, b, m));
   const signed = (ms) => `${ms > 0 ? '+' : ms < 0 ? '−' : ''}${us(Math.abs(ms))}`;
-  const call = (d) => `${signed(d.median)} (${signed(d.lo)} … ${signed(d.hi)}) ${d.hi < 0 ? 'below' : d.lo > 0 ? 'above' : 'not distinguishable'}`;
+  const call = (d) =>
+    `${signed(d.median)} (${signed(d.lo)} … ${signed(d.hi)}) ${d.hi < 0 ? 'below' : d.lo > 0 ? 'above' : 'not distinguishable'}`;
   lines.push(
     '',
     '**Goal check** (issue 16): one configuration minus another, per round, then the median and its 95% confidence interval over',
     'rounds (µs; CPU per call, and wall clock: the round\'s median call, and first chunk). "below" / "above" only when the interval',
-    'excludes zero. For register\'s default, with a plan that matches no call, and with guards on: against each GenAI',
+    "excludes zero. For register's default, with a plan that matches no call, and with guards on: against each GenAI",
     'instrumentation (CPU below every one), and against bare (the first chunk and the full answer: not distinguishable from zero).',
     'The last rows give the A/A control (two sets of processes with no instrumentation: what this bench reports between',
-    'identical configurations), the floor with a span and each instrumentation\'s own delay against bare.',
+    "identical configurations), the floor with a span and each instrumentation's own delay against bare.",
     '',
     '| | JSON call CPU | JSON call wall | streamed call CPU | streamed call wall | first chunk |',
     '|---|---|---|---|---|---|',
@@ -356,7 +375,13 @@ async function parent() {
       `and ${us(added('floor-span', 'streamCpu'))} µs (first chunk ${us(added('floor-span', 'ttfc'))} µs, wall). The lowest GenAI instrumentation ` +
       `adds ${us(lowest('jsonCpu'))} and ${us(lowest('streamCpu'))} µs.`,
   );
-  lines.push('', `Load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs.`);
+  lines.push(
+    '',
+    `Load average at the end: ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')} on ${os.cpus().length} CPUs.`,
+  );
   lines.push('', `Run took ${((Date.now() - t0) / 1000).toFixed(1)} s on Node ${process.version}.`);
   process.stdout.write(lines.join('\n') + '\n');
 }

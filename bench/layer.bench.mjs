@@ -28,8 +28,14 @@ const PROCS = Number(process.env.BENCH_PROCS ?? 3);
 
 const CONFIGS = {
   register: { label: "register's default (startRuntime with the environment's defaults)", options: {} },
-  plan: { label: 'register + a fault plan whose rule matches no call', options: { plan: { rules: [{ fault: 'http_429', match: { model: 'no-such-model' } }] } } },
-  guards: { label: 'register + guards (a route on every call: retry, detectors judging each JSON answer)', options: { guards: { routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 1 } }] } } },
+  plan: {
+    label: 'register + a fault plan whose rule matches no call',
+    options: { plan: { rules: [{ fault: 'http_429', match: { model: 'no-such-model' } }] } },
+  },
+  guards: {
+    label: 'register + guards (a route on every call: retry, detectors judging each JSON answer)',
+    options: { guards: { routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 1 } }] } },
+  },
 };
 
 /** What a run records per mode: each counted round's CPU per call and median time until the request left; spans. */
@@ -59,7 +65,12 @@ async function child(name) {
         handler.onConnect?.(() => {});
         const headers = sse
           ? [Buffer.from('content-type'), Buffer.from('text/event-stream')]
-          : [Buffer.from('content-type'), Buffer.from('application/json'), Buffer.from('content-length'), Buffer.from(String(jsonBody.length))];
+          : [
+              Buffer.from('content-type'),
+              Buffer.from('application/json'),
+              Buffer.from('content-length'),
+              Buffer.from(String(jsonBody.length)),
+            ];
         handler.onHeaders?.(200, headers, () => {}, 'OK');
         if (sse) {
           for (const e of events) {
@@ -78,9 +89,22 @@ async function child(name) {
   const drop = new InMemorySpanExporter();
   drop.export = (spans, cb) => cb({ code: 0 });
   let spanCount = 0;
-  const counter = { onStart() {}, onEnd() { spanCount++; }, forceFlush: async () => {}, shutdown: async () => {} };
+  const counter = {
+    onStart() {},
+    onEnd() {
+      spanCount++;
+    },
+    forceFlush: async () => {},
+    shutdown: async () => {},
+  };
   const { startRuntime } = require(join(DIST, 'src', 'start'));
-  const runtime = startRuntime({ ...CONFIGS[name].options, announce: false, spanProcessors: [counter, new BatchSpanProcessor(drop)], exitHooks: false, env: { ...process.env, OTEL_TRACES_EXPORTER: 'none' } });
+  const runtime = startRuntime({
+    ...CONFIGS[name].options,
+    announce: false,
+    spanProcessors: [counter, new BatchSpanProcessor(drop)],
+    exitHooks: false,
+    env: { ...process.env, OTEL_TRACES_EXPORTER: 'none' },
+  });
   const { settleExchanges } = require(join(DIST, 'instrumentation'));
 
   const headersFor = (length) => ({
@@ -108,9 +132,23 @@ async function child(name) {
       const body = (async function* () {
         yield new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
       })();
-      const handler = { onConnect() {}, onHeaders: () => true, onData: () => true, onComplete: resolve, onError: reject };
+      const handler = {
+        onConnect() {},
+        onHeaders: () => true,
+        onData: () => true,
+        onComplete: resolve,
+        onError: reject,
+      };
       sentAt = performance.now();
-      const opts = { path: `/v1/chat/completions${sse ? '?stream' : ''}`, origin: 'https://api.openai.com', method: 'POST', body, headers: headersFor(bytes.length), maxRedirections: 0, upgrade: undefined };
+      const opts = {
+        path: `/v1/chat/completions${sse ? '?stream' : ''}`,
+        origin: 'https://api.openai.com',
+        method: 'POST',
+        body,
+        headers: headersFor(bytes.length),
+        maxRedirections: 0,
+        upgrade: undefined,
+      };
       globalThis[SLOT].dispatch(opts, handler);
     });
   const cpu = () => {
@@ -157,7 +195,9 @@ async function parent() {
     for (const name of Object.keys(CONFIGS)) {
       const args = [fileURLToPath(import.meta.url), '--child', name];
       const options = { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] };
-      const c = pin ? spawn('taskset', ['-c', pin, process.execPath, ...args], options) : fork(args[0], args.slice(1), options);
+      const c = pin
+        ? spawn('taskset', ['-c', pin, process.execPath, ...args], options)
+        : fork(args[0], args.slice(1), options);
       const result = await new Promise((resolve, reject) => {
         c.on('message', (m) => m.result && resolve(m.result));
         c.once('exit', (code) => reject(new Error(`bench child ${name} exited with ${code}`)));
@@ -193,9 +233,19 @@ async function parent() {
     '|---|---:|---:|---:|---:|---:|',
   ];
   for (const [name, r] of rows) {
-    lines.push(`| ${CONFIGS[name].label} | ${added(r, 'jsonCpu')} | ${added(r, 'streamCpu')} | ${us(median(r.on.left))} | ${added(r, 'left')} | ${(r.on.spans / calls).toFixed(2)} |`);
+    lines.push(
+      `| ${CONFIGS[name].label} | ${added(r, 'jsonCpu')} | ${added(r, 'streamCpu')} | ${us(median(r.on.left))} | ${added(r, 'left')} | ${(r.on.spans / calls).toFixed(2)} |`,
+    );
   }
-  lines.push('', `Load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs. Run took ${((Date.now() - t0) / 1000).toFixed(0)} s on Node ${process.version}.`);
+  lines.push(
+    '',
+    `Load average at the end: ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(
+        ' ',
+      )} on ${os.cpus().length} CPUs. Run took ${((Date.now() - t0) / 1000).toFixed(0)} s on Node ${process.version}.`,
+  );
   process.stdout.write(lines.join('\n') + '\n');
 }
 

@@ -16,9 +16,17 @@ const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
 export const THINK_MS = Number(process.env.BENCH_THINK_MS ?? 0);
 
 export function records() {
-  const lines = (f) => readFileSync(join(CORPUS, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  const json = lines('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && r.tags.includes('system_prompt'));
-  const stream = lines('openai-chat-stream.jsonl').find((r) => r.tags.includes('tool_calls') && r.tags.includes('usage_chunk'));
+  const lines = (f) =>
+    readFileSync(join(CORPUS, f), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+  const json = lines('openai-chat.jsonl').find(
+    (r) => r.status === 200 && r.tags.includes('text') && r.tags.includes('system_prompt'),
+  );
+  const stream = lines('openai-chat-stream.jsonl').find(
+    (r) => r.tags.includes('tool_calls') && r.tags.includes('usage_chunk'),
+  );
   return { json, stream };
 }
 

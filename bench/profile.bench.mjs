@@ -33,12 +33,18 @@ const profileFile = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
 if (!profileFile) throw new Error(`profile.bench: no .cpuprofile in ${dir}`);
 const profile = JSON.parse(readFileSync(join(dir, profileFile), 'utf8'));
 const timeline = JSON.parse(readFileSync(timelineFile, 'utf8'));
-if (process.env.BENCH_PROFILE_KEEP === '1') process.stderr.write(`profile.bench: profile and timeline kept in ${dir}\n`);
+if (process.env.BENCH_PROFILE_KEEP === '1')
+  process.stderr.write(`profile.bench: profile and timeline kept in ${dir}\n`);
 else rmSync(dir, { recursive: true, force: true });
 
 const dist = DIST.endsWith(sep) ? DIST : DIST + sep;
 function category({ url, functionName }) {
-  if (url === '') return functionName === '(garbage collector)' ? 'garbage collector' : functionName.startsWith('(') ? `${functionName} (V8)` : 'V8 built-ins';
+  if (url === '')
+    return functionName === '(garbage collector)'
+      ? 'garbage collector'
+      : functionName.startsWith('(')
+        ? `${functionName} (V8)`
+        : 'V8 built-ins';
   if (url.startsWith('wasm:')) return "undici's HTTP parser (llhttp, wasm)";
   const path = url.startsWith('file://') ? fileURLToPath(url) : url;
   if (path.startsWith(dist)) return `faultline ${relative(dist, path).replace(/\.js$/, '')}`;
@@ -48,7 +54,8 @@ function category({ url, functionName }) {
     if (scope === '@opentelemetry') return 'OTel SDK and API (@opentelemetry/*)';
     return scope.startsWith('@') ? `${scope}/${name}` : scope;
   }
-  if (/^node:internal\/(async_hooks|async_local_storage)/.test(path)) return 'AsyncLocalStorage and async hooks (node:internal)';
+  if (/^node:internal\/(async_hooks|async_local_storage)/.test(path))
+    return 'AsyncLocalStorage and async hooks (node:internal)';
   if (path.startsWith('node:')) return 'Node internals (other)';
   return relative(root, path);
 }
@@ -104,6 +111,11 @@ const lines = [
   `| **total** | **${f(sum(rows, 'json'))}** | **${f(sum(rows, 'stream'))}** |`,
   ...idle.map((r) => `| (idle: waiting, not counted) | ${f(r.json)} | ${f(r.stream)} |`),
   '',
-  `Load average at the end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs. Run took ${((Date.now() - t0) / 1000).toFixed(0)} s on Node ${process.version}.`,
+  `Load average at the end: ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(
+      ' ',
+    )} on ${os.cpus().length} CPUs. Run took ${((Date.now() - t0) / 1000).toFixed(0)} s on Node ${process.version}.`,
 ];
 process.stdout.write(lines.join('\n') + '\n');

@@ -14,11 +14,17 @@ const reader = (dist) => require(join(resolve(dist), 'instrumentation', 'provide
 const A = reader(process.env.FAULTLINE_DIST_A);
 const B = reader(DIST);
 const CORPUS = process.env.FAULTLINE_CORPUS_DIR ?? '/work/shared/corpus';
-const recs = readFileSync(join(CORPUS, 'openai-chat-stream.jsonl'), 'utf8').split('\n').filter(Boolean).map(JSON.parse).filter((r) => r.status === 200 && r.sse);
+const recs = readFileSync(join(CORPUS, 'openai-chat-stream.jsonl'), 'utf8')
+  .split('\n')
+  .filter(Boolean)
+  .map(JSON.parse)
+  .filter((r) => r.status === 200 && r.sse);
 const pick = (pred) => recs.find(pred);
 const streams = {
   'tool calls (bench record)': pick((r) => r.tags.includes('tool_calls') && r.tags.includes('usage_chunk')),
-  text: pick((r) => r.tags.includes('text') && !r.tags.includes('tool_calls') && r.sse.split('\n\n').length > 30) ?? pick((r) => r.tags.includes('text')),
+  text:
+    pick((r) => r.tags.includes('text') && !r.tags.includes('tool_calls') && r.sse.split('\n\n').length > 30) ??
+    pick((r) => r.tags.includes('text')),
 };
 const run = (mod, events) => {
   const r = mod.reader({}, false);
@@ -29,11 +35,20 @@ const run = (mod, events) => {
 };
 for (const [name, rec] of Object.entries(streams)) {
   const events = rec.sse.split(/(?<=\n\n)/).map((e) => Buffer.from(e));
-  const N = 200, ROUNDS = 200;
+  const N = 200,
+    ROUNDS = 200;
   const d = [];
   for (let round = 0; round < ROUNDS + 20; round++) {
     const t = {};
-    for (const [k, m] of round % 2 ? [['A', A], ['B', B]] : [['B', B], ['A', A]]) {
+    for (const [k, m] of round % 2
+      ? [
+          ['A', A],
+          ['B', B],
+        ]
+      : [
+          ['B', B],
+          ['A', A],
+        ]) {
       const t0 = process.cpuUsage();
       for (let i = 0; i < N; i++) run(m, events);
       const u = process.cpuUsage(t0);
@@ -42,5 +57,7 @@ for (const [name, rec] of Object.entries(streams)) {
     if (round >= 20) d.push(t.B - t.A);
   }
   const b = bootstrapMedian(d);
-  console.log(`${name}: ${events.length} events; B − A ${b.median.toFixed(1)} µs per stream (${b.lo.toFixed(1)} … ${b.hi.toFixed(1)})`);
+  console.log(
+    `${name}: ${events.length} events; B − A ${b.median.toFixed(1)} µs per stream (${b.lo.toFixed(1)} … ${b.hi.toFixed(1)})`,
+  );
 }

@@ -22,7 +22,11 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 400);
 
 /** The first chat record with a system prompt, its history grown from corpus messages to at least `kb` KB. */
 function body(kb) {
-  const lines = (f) => readFileSync(join(CORPUS, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const lines = (f) =>
+    readFileSync(join(CORPUS, f), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   const chat = lines('openai-chat.jsonl');
   const all = chat.flatMap((r) => r.request.messages ?? []);
   const base = chat.find((r) => r.status === 200 && r.tags.includes('system_prompt')).request;
@@ -42,11 +46,22 @@ function child(method, kb) {
   for (let i = 0; i < 100; i++) parse();
   const t0 = performance.now();
   for (let i = 0; i < CALLS; i++) parse();
-  process.stdout.write(JSON.stringify({ us: ((performance.now() - t0) * 1000) / CALLS, bytes: buf.length, messages: parse().messages.length }));
+  process.stdout.write(
+    JSON.stringify({
+      us: ((performance.now() - t0) * 1000) / CALLS,
+      bytes: buf.length,
+      messages: parse().messages.length,
+    }),
+  );
 }
 
 function parent() {
-  const run = (method, kb) => JSON.parse(execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--child', method, String(kb)], { encoding: 'utf8' }));
+  const run = (method, kb) =>
+    JSON.parse(
+      execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--child', method, String(kb)], {
+        encoding: 'utf8',
+      }),
+    );
   const lines = [
     '## Reading a request body (request-body.bench.mjs)',
     '',
@@ -73,7 +88,9 @@ function parent() {
     }
     const w = median(whole);
     const p = median(piecewise);
-    lines.push(`| ${(info.bytes / 1024).toFixed(0)} KB | ${info.messages} | ${w.toFixed(0)} | ${p.toFixed(0)} | ${(p / w).toFixed(2)} |`);
+    lines.push(
+      `| ${(info.bytes / 1024).toFixed(0)} KB | ${info.messages} | ${w.toFixed(0)} | ${p.toFixed(0)} | ${(p / w).toFixed(2)} |`,
+    );
     process.stderr.write(`bench request-body: ${kb} KB done\n`);
   }
   process.stdout.write(lines.join('\n') + '\n');

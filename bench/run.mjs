@@ -13,13 +13,18 @@ const here = dirname(fileURLToPath(import.meta.url));
 const outDir = join(here, 'out');
 mkdirSync(outDir, { recursive: true });
 const only = process.argv.slice(2);
-const all = readdirSync(here).filter((f) => f.endsWith('.bench.mjs')).sort();
+const all = readdirSync(here)
+  .filter((f) => f.endsWith('.bench.mjs'))
+  .sort();
 const files = all.filter((f) => only.length === 0 || only.some((o) => f.includes(o)));
 if (files.length === 0) {
   process.stderr.write(`bench: nothing matches ${only.join(' ')}; benches: ${all.join(', ')}\n`);
   process.exit(2);
 }
-const machine = `Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')}`;
+const machine = `Node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load average ${os
+  .loadavg()
+  .map((l) => l.toFixed(1))
+  .join(' / ')}`;
 for (const f of files) {
   process.stderr.write(`bench: ${f} …\n`);
   const started = Date.now();
@@ -37,7 +42,11 @@ for (const f of files) {
 const fresh = files.map((f) => readFileSync(join(outDir, f.replace('.bench.mjs', '.md')), 'utf8').trim());
 const titleOf = (section) => section.split('\n', 1)[0].trim();
 const benchmarks = join(here, '..', 'BENCHMARKS.md');
-const [head, ...previous] = existsSync(benchmarks) ? readFileSync(benchmarks, 'utf8').split(/^(?=## )/m).map((s) => s.trim()) : [undefined];
+const [head, ...previous] = existsSync(benchmarks)
+  ? readFileSync(benchmarks, 'utf8')
+      .split(/^(?=## )/m)
+      .map((s) => s.trim())
+  : [undefined];
 const byTitle = new Map(fresh.map((s) => [titleOf(s), s]));
 const sections = previous.map((s) => {
   const now = byTitle.get(titleOf(s));

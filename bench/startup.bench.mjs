@@ -88,20 +88,36 @@ const REGISTER = pathToFileURL(join(DIST, 'src/register.mjs')).href;
 
 const CONFIGS = {
   bare: { label: 'no instrumentation', args: [] },
-  contrib: { label: '@opentelemetry/instrumentation-openai + trace SDK + OTLP exporter', args: ['--import', pathToFileURL(join(work, 'contrib.mjs')).href], otlp: true },
+  contrib: {
+    label: '@opentelemetry/instrumentation-openai + trace SDK + OTLP exporter',
+    args: ['--import', pathToFileURL(join(work, 'contrib.mjs')).href],
+    otlp: true,
+  },
   register: { label: 'faultline/register as installed (spans to the trace file)', args: ['--import', REGISTER] },
   'register-otlp': { label: 'faultline/register with an OTLP endpoint', args: ['--import', REGISTER], otlp: true },
   'register-lean': {
-    label: 'faultline/register without the online detectors and HTTP spans (FAULTLINE_DETECT=false, OTEL_NODE_DISABLED_INSTRUMENTATIONS=undici)',
+    label:
+      'faultline/register without the online detectors and HTTP spans (FAULTLINE_DETECT=false, OTEL_NODE_DISABLED_INSTRUMENTATIONS=undici)',
     args: ['--import', REGISTER],
     env: { FAULTLINE_DETECT: 'false', OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'undici' },
   },
-  'hand-sdk': { label: 'SDK choice: faultline src/sdk.ts + faultline & undici instrumentations, OTLP', args: ['--import', pathToFileURL(join(work, 'hand-sdk.mjs')).href], otlp: true },
-  'node-sdk': { label: 'SDK choice: NodeSDK + faultline & undici instrumentations, OTLP', args: ['--import', pathToFileURL(join(work, 'node-sdk.mjs')).href], otlp: true },
+  'hand-sdk': {
+    label: 'SDK choice: faultline src/sdk.ts + faultline & undici instrumentations, OTLP',
+    args: ['--import', pathToFileURL(join(work, 'hand-sdk.mjs')).href],
+    otlp: true,
+  },
+  'node-sdk': {
+    label: 'SDK choice: NodeSDK + faultline & undici instrumentations, OTLP',
+    args: ['--import', pathToFileURL(join(work, 'node-sdk.mjs')).href],
+    otlp: true,
+  },
 };
 
 function records() {
-  const lines = readFileSync(join(CORPUS, 'openai-chat.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const lines = readFileSync(join(CORPUS, 'openai-chat.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   return lines.find((r) => r.status === 200 && r.tags.includes('text') && r.tags.includes('system_prompt'));
 }
 
@@ -122,8 +138,17 @@ async function startServers(rec) {
       s.end();
     });
   });
-  await Promise.all([new Promise((r) => llm.listen(0, '127.0.0.1', r)), new Promise((r) => otlp.listen(0, '127.0.0.1', r))]);
-  return { llm, otlp, llmUrl: `http://127.0.0.1:${llm.address().port}`, otlpUrl: `http://127.0.0.1:${otlp.address().port}`, received: () => received };
+  await Promise.all([
+    new Promise((r) => llm.listen(0, '127.0.0.1', r)),
+    new Promise((r) => otlp.listen(0, '127.0.0.1', r)),
+  ]);
+  return {
+    llm,
+    otlp,
+    llmUrl: `http://127.0.0.1:${llm.address().port}`,
+    otlpUrl: `http://127.0.0.1:${otlp.address().port}`,
+    received: () => received,
+  };
 }
 
 function run(config, env, pin) {
@@ -131,7 +156,9 @@ function run(config, env, pin) {
   const args = [...c.args, join(work, 'app.cjs')];
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = pin ? spawn('taskset', ['-c', pin, process.execPath, ...args], { env, cwd: work }) : spawn(process.execPath, args, { env, cwd: work });
+    const child = pin
+      ? spawn('taskset', ['-c', pin, process.execPath, ...args], { env, cwd: work })
+      : spawn(process.execPath, args, { env, cwd: work });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -150,7 +177,11 @@ const pin = pinning()?.client;
 const names = Object.keys(CONFIGS);
 const MEASURES = ['firstAnswerMs', 'wallMs', 'rssAtFirstMb', 'maxRssMb', 'callCpuUs', 'callWallUs', 'modulesAtFirst'];
 const rounds = Object.fromEntries(names.map((n) => [n, Object.fromEntries(MEASURES.map((m) => [m, []]))]));
-const baseEnv = { PATH: process.env.PATH, BENCH_URL: servers.llmUrl, BENCH_REQ: JSON.stringify({ ...rec.request, stream: false }) };
+const baseEnv = {
+  PATH: process.env.PATH,
+  BENCH_URL: servers.llmUrl,
+  BENCH_REQ: JSON.stringify({ ...rec.request, stream: false }),
+};
 for (let round = 0; round < ROUNDS + 1; round++) {
   const order = names.map((_, i) => names[(i + round) % names.length]);
   for (const name of order) {
@@ -205,7 +236,9 @@ lines.push(
 for (const n of names) {
   const cpu = n === 'bare' ? '' : ci(pairedMedian(diffs(n, 'bare', 'callCpuUs')));
   const wall = n === 'bare' ? '' : ci(pairedMedian(diffs(n, 'bare', 'callWallUs')));
-  lines.push(`| ${n} | ${median(rounds[n].callCpuUs).toFixed(0)} | ${cpu} | ${median(rounds[n].callWallUs).toFixed(0)} | ${wall} |`);
+  lines.push(
+    `| ${n} | ${median(rounds[n].callCpuUs).toFixed(0)} | ${cpu} | ${median(rounds[n].callWallUs).toFixed(0)} | ${wall} |`,
+  );
 }
 const sdkFirst = pairedMedian(diffs('node-sdk', 'hand-sdk', 'firstAnswerMs'));
 const sdkRss = pairedMedian(diffs('node-sdk', 'hand-sdk', 'rssAtFirstMb'));

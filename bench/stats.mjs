@@ -42,5 +42,9 @@ export function bootstrapMedian(diffs, reps = 4000, seed = 0x9e3779b9) {
     medians[r] = n % 2 ? sample[m] : (sample[m - 1] + sample[m]) / 2;
   }
   medians.sort();
-  return { median: median(diffs), lo: medians[Math.floor(0.025 * (reps - 1))], hi: medians[Math.ceil(0.975 * (reps - 1))] };
+  return {
+    median: median(diffs),
+    lo: medians[Math.floor(0.025 * (reps - 1))],
+    hi: medians[Math.ceil(0.975 * (reps - 1))],
+  };
 }

@@ -10,7 +10,9 @@ import { createWriteStream, readFileSync, existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 
-const CORPUS = process.env.FAULTLINE_CORPUS_DIR ? process.env.FAULTLINE_CORPUS_DIR + '/openai-chat.jsonl' : fileURLToPath(new URL('../../shared/corpus/openai-chat.jsonl', import.meta.url));
+const CORPUS = process.env.FAULTLINE_CORPUS_DIR
+  ? process.env.FAULTLINE_CORPUS_DIR + '/openai-chat.jsonl'
+  : fileURLToPath(new URL('../../shared/corpus/openai-chat.jsonl', import.meta.url));
 
 /** Assistant texts from the recorded corpus (fallback: synthetic sentences). */
 function loadTexts() {
@@ -27,7 +29,9 @@ function loadTexts() {
       }
     }
   }
-  if (texts.length === 0) for (let i = 0; i < 50; i++) texts.push(`Step ${i}: the planner asks the coder to ${'refactor the module '.repeat(1 + (i % 7))}`);
+  if (texts.length === 0)
+    for (let i = 0; i < 50; i++)
+      texts.push(`Step ${i}: the planner asks the coder to ${'refactor the module '.repeat(1 + (i % 7))}`);
   return texts;
 }
 
@@ -45,7 +49,10 @@ function rng(seed) {
 
 const hex = (rand, n) => {
   let s = '';
-  while (s.length < n) s += Math.floor(rand() * 0x100000000).toString(16).padStart(8, '0');
+  while (s.length < n)
+    s += Math.floor(rand() * 0x100000000)
+      .toString(16)
+      .padStart(8, '0');
   return s.slice(0, n);
 };
 const str = (key, v) => ({ key, value: { stringValue: v } });
@@ -82,11 +89,26 @@ function makeTrace(rand, texts, startMs) {
       str('server.address', '127.0.0.1'),
       str(
         'gen_ai.output.messages',
-        JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: hit && faultKind === 'truncate' ? text.slice(0, Math.ceil(text.length / 3)) : text }], finish_reason: 'stop' }]),
+        JSON.stringify([
+          {
+            role: 'assistant',
+            parts: [
+              {
+                type: 'text',
+                content: hit && faultKind === 'truncate' ? text.slice(0, Math.ceil(text.length / 3)) : text,
+              },
+            ],
+            finish_reason: 'stop',
+          },
+        ]),
       ),
     ];
     if (hit) {
-      attrs.push(str('faultline.fault.type', faultKind), str('faultline.fault.name', `llm_${faultKind}_single`), str('faultline.fault.strategy', 'single'));
+      attrs.push(
+        str('faultline.fault.type', faultKind),
+        str('faultline.fault.name', `llm_${faultKind}_single`),
+        str('faultline.fault.strategy', 'single'),
+      );
     }
     spans.push({
       traceId,
@@ -97,7 +119,15 @@ function makeTrace(rand, texts, startMs) {
       startTimeUnixNano: ns(t),
       endTimeUnixNano: ns(t + dur),
       attributes: attrs,
-      events: hit ? [{ timeUnixNano: ns(t + 1), name: 'faultline.fault.injected', attributes: [str('faultline.fault.type', faultKind)] }] : [],
+      events: hit
+        ? [
+            {
+              timeUnixNano: ns(t + 1),
+              name: 'faultline.fault.injected',
+              attributes: [str('faultline.fault.type', faultKind)],
+            },
+          ]
+        : [],
       status: hit && faultKind === 'error' ? { code: 2, message: '503 Service Unavailable' } : { code: 0 },
       links: [],
       flags: 257,
@@ -112,7 +142,11 @@ function makeTrace(rand, texts, startMs) {
     kind: 1,
     startTimeUnixNano: ns(t),
     endTimeUnixNano: ns(t + 120),
-    attributes: [str('gen_ai.operation.name', 'execute_tool'), str('gen_ai.tool.name', 'run_tests'), str('gen_ai.tool.call.id', `call_${hex(rand, 20)}`)],
+    attributes: [
+      str('gen_ai.operation.name', 'execute_tool'),
+      str('gen_ai.tool.name', 'run_tests'),
+      str('gen_ai.tool.call.id', `call_${hex(rand, 20)}`),
+    ],
     status: { code: 0 },
   });
   t += 125;
@@ -124,7 +158,11 @@ function makeTrace(rand, texts, startMs) {
     kind: 3,
     startTimeUnixNano: ns(t),
     endTimeUnixNano: ns(t + 40),
-    attributes: [str('a2a.method.name', 'message/send'), str('faultline.message.id', hex(rand, 16)), str('server.address', '127.0.0.1')],
+    attributes: [
+      str('a2a.method.name', 'message/send'),
+      str('faultline.message.id', hex(rand, 16)),
+      str('server.address', '127.0.0.1'),
+    ],
     status: { code: 0 },
   });
   t += 45;

@@ -30,7 +30,9 @@ async function main() {
         const m = await measureChild([join('bench', 'read-child.cjs'), c.mode, f.file]);
         const got = JSON.parse(m.stdout.trim().split('\n').pop());
         if (got.spans !== f.spans || (c.mode !== 'floor' && got.traces !== f.traces)) {
-          throw new Error(`${c.mode} read ${got.spans} spans / ${got.traces} traces, the file has ${f.spans} / ${f.traces}`);
+          throw new Error(
+            `${c.mode} read ${got.spans} spans / ${got.traces} traces, the file has ${f.spans} / ${f.traces}`,
+          );
         }
         runs.get(c.mode).push(m);
       }
@@ -41,7 +43,15 @@ async function main() {
       'Each trace: an agent root, three chat calls with recorded outputs, a tool call and an A2A message; one in eight with a planted fault; each trace split over two lines shared with its neighbours.',
       '',
     );
-    lines.push(...throughputTable(f, CONFIGS.map((c) => ({ ...c, key: c.mode })), runs, n, { workers: 'workers', one: 'read' }));
+    lines.push(
+      ...throughputTable(
+        f,
+        CONFIGS.map((c) => ({ ...c, key: c.mode })),
+        runs,
+        n,
+        { workers: 'workers', one: 'read' },
+      ),
+    );
     lines.push('');
     first = false;
   }

@@ -6,7 +6,10 @@ import type { Detector, Finding, LlmObservation, Observation } from './types';
 
 const TIMEOUT = /timeout|timed.?out|ETIMEDOUT|UND_ERR_(HEADERS|BODY|CONNECT)_TIMEOUT|DEADLINE/i;
 
-export function callFaultType(status: number | undefined, errorType: string | undefined): 'timeout' | 'error' | undefined {
+export function callFaultType(
+  status: number | undefined,
+  errorType: string | undefined,
+): 'timeout' | 'error' | undefined {
   if ((errorType !== undefined && TIMEOUT.test(errorType)) || status === 408 || status === 504) return 'timeout';
   if ((status !== undefined && status >= 400) || errorType !== undefined) return 'error';
   return undefined;
@@ -19,6 +22,15 @@ export const callErrorDetector: Detector = {
     const r = (obs as LlmObservation).response;
     const type = callFaultType(r.status, r.errorType);
     if (!type) return [];
-    return [{ detector: 'call_error', faultType: type, severity: 'error', confidence: 0.95, evidence: `call failed: ${r.errorType ?? `HTTP ${r.status}`}`, location: { spanId: obs.spanId } }];
+    return [
+      {
+        detector: 'call_error',
+        faultType: type,
+        severity: 'error',
+        confidence: 0.95,
+        evidence: `call failed: ${r.errorType ?? `HTTP ${r.status}`}`,
+        location: { spanId: obs.spanId },
+      },
+    ];
   },
 };

@@ -25,12 +25,24 @@ export function contractsFor(contracts: readonly MessageContract[] | undefined, 
   return contracts ? contracts.filter((c) => contractApplies(c, m)) : [];
 }
 
-type SafeParse = (v: unknown) => { success: boolean; error?: { issues?: Array<{ path?: PropertyKey[]; message?: string }> } };
+type SafeParse = (v: unknown) => {
+  success: boolean;
+  error?: { issues?: Array<{ path?: PropertyKey[]; message?: string }> };
+};
 type StandardValidate = (v: unknown) => unknown;
 
 function pathText(path: readonly unknown[] | undefined): string {
   if (!path || path.length === 0) return '$';
-  return '$' + path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(typeof p === 'object' && p !== null && 'key' in p ? (p as { key: unknown }).key : p)}`)).join('');
+  return (
+    '$' +
+    path
+      .map((p) =>
+        typeof p === 'number'
+          ? `[${p}]`
+          : `.${String(typeof p === 'object' && p !== null && 'key' in p ? (p as { key: unknown }).key : p)}`,
+      )
+      .join('')
+  );
 }
 
 /** Validate a value against a contract schema; returns the issues (empty = valid). */
@@ -40,14 +52,18 @@ export function validateAgainst(schema: unknown, value: unknown): ContractIssue[
   if (typeof s.safeParse === 'function') {
     const r = (s.safeParse as SafeParse).call(schema, value);
     if (r.success) return [];
-    return (r.error?.issues ?? [{ message: 'invalid' }]).slice(0, 20).map((i) => ({ path: pathText(i.path), message: i.message ?? 'invalid' }));
+    return (r.error?.issues ?? [{ message: 'invalid' }])
+      .slice(0, 20)
+      .map((i) => ({ path: pathText(i.path), message: i.message ?? 'invalid' }));
   }
   const std = s['~standard'];
   if (std && typeof std.validate === 'function') {
-    const r = (std.validate as StandardValidate)(value) as { issues?: Array<{ path?: unknown[]; message?: string }> } | Promise<unknown>;
+    const r = (std.validate as StandardValidate)(value) as
+      { issues?: Array<{ path?: unknown[]; message?: string }> } | Promise<unknown>;
     if (r instanceof Promise) return []; // asynchronous validation cannot run in a synchronous detector
     return (r.issues ?? []).slice(0, 20).map((i) => ({ path: pathText(i.path), message: i.message ?? 'invalid' }));
   }
-  if (typeof schema === 'object') return validateJsonSchema(schema, value).map((i) => ({ path: i.path, message: i.message }));
+  if (typeof schema === 'object')
+    return validateJsonSchema(schema, value).map((i) => ({ path: i.path, message: i.message }));
   return [];
 }

@@ -12,7 +12,16 @@ export const duplicateDeliveryDetector: Detector = {
     const m = obs as MessageObservation;
     const count = m.delivered.length > 0 ? m.delivered.length : (m.facts?.deliveredCount ?? 0);
     if (count > 1) {
-      return [{ detector: 'duplicate_delivery', faultType: 'duplicate', severity: 'error', confidence: 0.95, evidence: `one send delivered ${count} times`, location: { spanId: m.spanId, index: 1 } }];
+      return [
+        {
+          detector: 'duplicate_delivery',
+          faultType: 'duplicate',
+          severity: 'error',
+          confidence: 0.95,
+          evidence: `one send delivered ${count} times`,
+          location: { spanId: m.spanId, index: 1 },
+        },
+      ];
     }
     const d = m.delivered[0];
     if (!d) return [];
@@ -21,7 +30,16 @@ export const duplicateDeliveryDetector: Detector = {
       for (const prev of e.delivered) {
         if (prev.id !== d.id || prev.source !== d.source || prev.target !== d.target) continue;
         if (payloadPrint(prev) === payloadPrint(d)) {
-          return [{ detector: 'duplicate_delivery', faultType: 'duplicate', severity: 'error', confidence: 0.85, evidence: `message id ${d.id} was already delivered to ${d.target}`, location: { spanId: m.spanId, field: 'id' } }];
+          return [
+            {
+              detector: 'duplicate_delivery',
+              faultType: 'duplicate',
+              severity: 'error',
+              confidence: 0.85,
+              evidence: `message id ${d.id} was already delivered to ${d.target}`,
+              location: { spanId: m.spanId, field: 'id' },
+            },
+          ];
         }
       }
     }

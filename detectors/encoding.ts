@@ -13,7 +13,6 @@ import { argumentsValue, failedCall, forEachString } from './text';
 
 export { mojibakeRuns } from '../src/wire/mojibake';
 
-
 function isSymbolNoise(code: number): boolean {
   // Miscellaneous Symbols and Dingbats (what AgentChaos splices in), private use, specials.
   return (code >= 0x2600 && code <= 0x27bf) || (code >= 0xe000 && code <= 0xf8ff);
@@ -44,7 +43,8 @@ export function symbolNoise(text: string, edges: boolean): number {
 }
 
 const HTML_START = /^\s*(<!doctype html|<html[\s>])/i;
-const HTML_ERROR = /<title>\s*[^<]*\b([45]\d\d|error|bad gateway|service unavailable|gateway time-?out|forbidden|not found|attention required|just a moment)\b/i;
+const HTML_ERROR =
+  /<title>\s*[^<]*\b([45]\d\d|error|bad gateway|service unavailable|gateway time-?out|forbidden|not found|attention required|just a moment)\b/i;
 
 /** An HTML error page (title names a 4xx/5xx status or a proxy error), not HTML the model was asked to write. */
 export function htmlErrorPage(text: string): boolean {
@@ -73,7 +73,14 @@ interface Scan {
  * times more); the expensive mojibake confirmation runs only when the gate fired.
  */
 function scan(text: string, edges: boolean): Scan {
-  const r: Scan = { ascii: true, control: false, replacement: false, loneSurrogate: false, mojibakeGate: false, noise: 0 };
+  const r: Scan = {
+    ascii: true,
+    control: false,
+    replacement: false,
+    loneSurrogate: false,
+    mojibakeGate: false,
+    noise: 0,
+  };
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
@@ -104,7 +111,14 @@ function scan(text: string, edges: boolean): Scan {
 /** Any code unit outside printable ASCII, tab, LF and CR: only such text can give `scan` anything to report. */
 const NOT_PLAIN = /[^\t\n\r\x20-\x7e]/;
 /** What `scan` finds in plain ASCII text (the common case, told by one native regex pass, several times faster). */
-const PLAIN: Readonly<Scan> = { ascii: true, control: false, replacement: false, loneSurrogate: false, mojibakeGate: false, noise: 0 };
+const PLAIN: Readonly<Scan> = {
+  ascii: true,
+  control: false,
+  replacement: false,
+  loneSurrogate: false,
+  mojibakeGate: false,
+  noise: 0,
+};
 
 function inspect(text: string, isLeaf: boolean): Hit | undefined {
   if (text.length === 0) return undefined;
@@ -114,14 +128,24 @@ function inspect(text: string, isLeaf: boolean): Hit | undefined {
     if (runs.length > 0) {
       // Where, not what: the evidence is recorded on spans, where text appears only with content capture on.
       const at = text.indexOf(runs[0]!);
-      return { faultType: 'corrupt', confidence: 0.95, evidence: `mojibake (UTF-8 read as Latin-1/cp1252): ${runs.length} run${runs.length === 1 ? '' : 's'}, the first at character ${at}` };
+      return {
+        faultType: 'corrupt',
+        confidence: 0.95,
+        evidence: `mojibake (UTF-8 read as Latin-1/cp1252): ${runs.length} run${runs.length === 1 ? '' : 's'}, the first at character ${at}`,
+      };
     }
     if (s.replacement) return { faultType: 'corrupt', confidence: 0.8, evidence: 'U+FFFD replacement characters' };
     if (s.loneSurrogate) return { faultType: 'corrupt', confidence: 0.85, evidence: 'lone surrogate code units' };
-    if (s.noise >= (isLeaf ? 1 : 2)) return { faultType: 'corrupt', confidence: s.noise >= 2 ? 0.9 : 0.75, evidence: `${s.noise} symbol characters inside words` };
+    if (s.noise >= (isLeaf ? 1 : 2))
+      return {
+        faultType: 'corrupt',
+        confidence: s.noise >= 2 ? 0.9 : 0.75,
+        evidence: `${s.noise} symbol characters inside words`,
+      };
   }
   if (s.control) return { faultType: 'corrupt', confidence: 0.85, evidence: 'control characters in text' };
-  if (!isLeaf && htmlErrorPage(text)) return { faultType: 'error', confidence: 0.9, evidence: 'an HTML error page where text or JSON was expected' };
+  if (!isLeaf && htmlErrorPage(text))
+    return { faultType: 'error', confidence: 0.9, evidence: 'an HTML error page where text or JSON was expected' };
   return undefined;
 }
 
@@ -146,7 +170,13 @@ export const encodingDetector: Detector = {
       const h = inspect(r.text, false);
       if (h) out.push(finding(h, obs.spanId, 'content'));
       if (r.unparsedBody !== undefined && htmlErrorPage(r.unparsedBody)) {
-        out.push(finding({ faultType: 'error', confidence: 0.95, evidence: 'the response body is an HTML error page' }, obs.spanId, 'body'));
+        out.push(
+          finding(
+            { faultType: 'error', confidence: 0.95, evidence: 'the response body is an HTML error page' },
+            obs.spanId,
+            'body',
+          ),
+        );
       }
       r.toolCalls.forEach((tc, index) => {
         const args = argumentsValue(tc);

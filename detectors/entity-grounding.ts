@@ -10,7 +10,8 @@ import { argumentsValue, conversationText, failedCall } from './text';
 
 /** Keys whose values are entities. */
 /** Keys whose values are entities. Country / region / state are left out: models derive them from a city. */
-const ENTITY_KEY = /(^|[_\-.]|[a-z](?=[A-Z]))(city|location|place|town|destination|origin|address|sku|product|ticker|symbol|customer|account|user(name)?|company|entity|airport|station)(_?id|_?name|_?code)?$/i;
+const ENTITY_KEY =
+  /(^|[_\-.]|[a-z](?=[A-Z]))(city|location|place|town|destination|origin|address|sku|product|ticker|symbol|customer|account|user(name)?|company|entity|airport|station)(_?id|_?name|_?code)?$/i;
 const ID_KEY = /(^|_|[a-z])(id|Id|ID)$/;
 
 /** Values that are identifiers or proper names (not sentences, numbers, dates, paths or URLs). */
@@ -32,7 +33,12 @@ function grounded(value: string, convo: string): boolean {
 
 export const entityGroundingDetector: Detector = {
   name: 'entity_grounding',
-  applies: (obs) => obs.kind === 'llm' && obs.hasContent && obs.request !== undefined && obs.response.toolCalls.length > 0 && !failedCall(obs),
+  applies: (obs) =>
+    obs.kind === 'llm' &&
+    obs.hasContent &&
+    obs.request !== undefined &&
+    obs.response.toolCalls.length > 0 &&
+    !failedCall(obs),
   detect(obs: Observation): Finding[] {
     const o = obs as LlmObservation;
     const convo = conversationText(o.request!);

@@ -62,7 +62,14 @@ export const finishReasonDetector: Detector = {
     const malformed = (r.stream as { malformedEvents?: number } | undefined)?.malformedEvents;
     if (malformed !== undefined && malformed > 0) {
       // Read defensively: the readers may count stream events whose JSON did not parse (a garbled chunk).
-      out.push({ detector: 'finish_reason', faultType: 'corrupt', severity: 'error', confidence: 0.85, evidence: `${malformed} stream events did not parse`, location });
+      out.push({
+        detector: 'finish_reason',
+        faultType: 'corrupt',
+        severity: 'error',
+        confidence: 0.85,
+        evidence: `${malformed} stream events did not parse`,
+        location,
+      });
     }
     if (r.finishReasons.length === 0) {
       if (r.stream && !r.stream.done) {
@@ -122,6 +129,7 @@ export const finishReasonDetector: Detector = {
  * output_tokens): the visible output is legitimately short. */
 function hiddenReasoning(o: LlmObservation): boolean {
   const model = o.response.model ?? o.request?.model ?? '';
-  if (o.request?.provider === 'anthropic' || /claude/i.test(model)) return o.response.usage?.reasoningOutputTokens === undefined;
+  if (o.request?.provider === 'anthropic' || /claude/i.test(model))
+    return o.response.usage?.reasoningOutputTokens === undefined;
   return /^(o\d|gpt-5)/i.test(model) && o.response.usage?.reasoningOutputTokens === undefined;
 }

@@ -20,9 +20,22 @@ import { DETECTION_CHILD, messageObservation, viewTrace, type Step } from '../sr
 import { HISTORY_WINDOW } from './history';
 import { resolveDetectors, runResolved } from './registry';
 import { llmObservation } from './observations';
-import type { DetectionContext, Detector, Finding, FindingLocation, MessageContract, Observation, Severity } from './types';
+import type {
+  DetectionContext,
+  Detector,
+  Finding,
+  FindingLocation,
+  MessageContract,
+  Observation,
+  Severity,
+} from './types';
 
-export { llmObservation, llmObservationFromSpan, messageObservationFromSpan, observationFromSpan } from './observations';
+export {
+  llmObservation,
+  llmObservationFromSpan,
+  messageObservationFromSpan,
+  observationFromSpan,
+} from './observations';
 
 // ------------------------------------------------------------------------------------------------ online findings
 
@@ -69,7 +82,11 @@ export interface DetectSpansOptions {
 /** The task a span belongs to: its own / an ancestor's `faultline.task.id`, else the trace. */
 function taskOf(span: SpanRecord, byId: Map<string, SpanRecord>, scoped: boolean): string {
   if (!scoped) return span.traceId;
-  for (let s: SpanRecord | undefined = span, i = 0; s && i < 64; s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined, i++) {
+  for (
+    let s: SpanRecord | undefined = span, i = 0;
+    s && i < 64;
+    s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined, i++
+  ) {
     const t = str(s.attributes, ATTR_FL_TASK_ID);
     if (t !== undefined) return t;
   }
@@ -86,7 +103,10 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
   const out = new Map<string, Finding[]>();
   // Resolved once per trace, at its first observation (an unknown name is reported then, once).
   let detectors: Detector[] | undefined;
-  const resolved = (): Detector[] => (detectors ??= options.detectors ? resolveDetectors(options.detectors) : resolveDetectors().filter((d) => d.level !== 'workflow'));
+  const resolved = (): Detector[] =>
+    (detectors ??= options.detectors
+      ? resolveDetectors(options.detectors)
+      : resolveDetectors().filter((d) => d.level !== 'workflow'));
   const view = viewTrace(trace);
   const byId = view.byId as Map<string, SpanRecord>;
   // Most traces have no task scopes: then every span's task is its trace, without a walk up from each step.
@@ -103,7 +123,8 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
     const online: Finding[] = [];
     if (options.includeOnline !== false) {
       online.push(...detectionsFromSpan(span));
-      for (const c of view.detectionChildren.get(span.spanId) ?? []) for (const f of detectionsFromSpan(c)) online.push({ ...f, location: { ...f.location, spanId: span.spanId } });
+      for (const c of view.detectionChildren.get(span.spanId) ?? [])
+        for (const f of detectionsFromSpan(c)) online.push({ ...f, location: { ...f.location, spanId: span.spanId } });
     }
     let findings: Finding[] = [];
     if (obs) {
@@ -119,7 +140,8 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
     }
     if (online.length > 0) {
       const seen = new Set(findings.map((f) => `${f.detector}|${f.faultType}|${f.location?.field ?? ''}`));
-      for (const f of online) if (!seen.has(`${f.detector}|${f.faultType}|${f.location?.field ?? ''}`)) findings.push(f);
+      for (const f of online)
+        if (!seen.has(`${f.detector}|${f.faultType}|${f.location?.field ?? ''}`)) findings.push(f);
     }
     if (findings.length > 0) out.set(span.spanId, findings);
   }
@@ -127,7 +149,8 @@ export function detectSpans(trace: TraceRecord, options: DetectSpansOptions = {}
   if (options.includeOnline !== false) {
     const messageSpans = new Set(view.messages.map((m) => m.span));
     for (const span of trace.spans) {
-      if (span.name === DETECTION_CHILD || out.has(span.spanId) || view.llmOf(span.spanId) || messageSpans.has(span)) continue;
+      if (span.name === DETECTION_CHILD || out.has(span.spanId) || view.llmOf(span.spanId) || messageSpans.has(span))
+        continue;
       const online = detectionsFromSpan(span);
       if (online.length > 0) out.set(span.spanId, online);
     }

@@ -40,7 +40,10 @@ export function requestPrint(o: LlmObservation): string | undefined {
   const req: LlmRequestSummary | undefined = o.request;
   if (!req) return undefined;
   const last = req.messages[req.messages.length - 1];
-  const print = contentHash(`${req.model ?? ''}|${req.messages.length}|${last ? JSON.stringify(last).slice(0, 2000) : ''}`, []);
+  const print = contentHash(
+    `${req.model ?? ''}|${req.messages.length}|${last ? JSON.stringify(last).slice(0, 2000) : ''}`,
+    [],
+  );
   requestPrints.set(o, print);
   return print;
 }
@@ -84,7 +87,9 @@ function rememberLlm(o: LlmObservation): { obs: Observation; bytes: number } {
       outputChars: o.facts?.outputChars ?? r.text.length,
       toolCallCount: o.facts?.toolCallCount ?? r.toolCalls.length,
       ...(content !== undefined ? { contentHash: content } : {}),
-      ...(o.facts?.messageCount !== undefined || o.request ? { messageCount: o.facts?.messageCount ?? o.request?.messages.length } : {}),
+      ...(o.facts?.messageCount !== undefined || o.request
+        ? { messageCount: o.facts?.messageCount ?? o.request?.messages.length }
+        : {}),
       toolCallPrints: o.facts?.toolCallPrints ?? toolCallPrints(o),
     },
   };
@@ -93,7 +98,15 @@ function rememberLlm(o: LlmObservation): { obs: Observation; bytes: number } {
   if (o.spanId !== undefined) kept.spanId = o.spanId;
   if (o.request) {
     const { provider, operation, model, stream, time } = o.request;
-    kept.request = { provider, operation, stream, time, messages: [], tools: [], ...(model !== undefined ? { model } : {}) };
+    kept.request = {
+      provider,
+      operation,
+      stream,
+      time,
+      messages: [],
+      tools: [],
+      ...(model !== undefined ? { model } : {}),
+    };
   }
   if (request !== undefined) requestPrints.set(kept, request);
   return { obs: kept, bytes: OVERHEAD_BYTES + (r.id?.length ?? 0) + (r.model?.length ?? 0) };

@@ -22,13 +22,31 @@ const RULES: Rule[] = [
   { re: /^\[(API ERROR|ERROR|SERVICE UNAVAILABLE|SERVER ERROR|RATE LIMITED?|OVERLOADED)\]/i, faultType: 'error' },
   { re: /^\[(CONTENT FILTERED|BLOCKED|FILTERED)\]/i, faultType: 'empty' },
   // Timeouts.
-  { re: /^(error:?\s*)?(the )?(request|operation|upstream( request)?|connection|call) (has )?timed? ?out\b/i, faultType: 'timeout' },
-  { re: /^(error:?\s*)?(upstream request timeout|gateway time-?out|504 gateway time-?out|deadline exceeded|context deadline exceeded)/i, faultType: 'timeout' },
-  { re: /^(error:?\s*)?connection (dropped|reset|refused|closed)\b.*\b(respond|timeout|timed out|server)/i, faultType: 'timeout' },
+  {
+    re: /^(error:?\s*)?(the )?(request|operation|upstream( request)?|connection|call) (has )?timed? ?out\b/i,
+    faultType: 'timeout',
+  },
+  {
+    re: /^(error:?\s*)?(upstream request timeout|gateway time-?out|504 gateway time-?out|deadline exceeded|context deadline exceeded)/i,
+    faultType: 'timeout',
+  },
+  {
+    re: /^(error:?\s*)?connection (dropped|reset|refused|closed)\b.*\b(respond|timeout|timed out|server)/i,
+    faultType: 'timeout',
+  },
   // Server / gateway errors.
-  { re: /^(error:?\s*)?(HTTP\s*)?(5\d\d)\b[\s:-]*(internal server error|bad gateway|service unavailable|gateway|server error|error)/i, faultType: 'error' },
-  { re: /^(error:?\s*)?(internal server error|bad gateway|service (temporarily )?unavailable|too many requests|rate limit (exceeded|reached)|overloaded_error|the server (is )?(currently )?overloaded)/i, faultType: 'error' },
-  { re: /^(an )?(internal )?error (has )?occurred (while|during) (processing|generating|handling)/i, faultType: 'error' },
+  {
+    re: /^(error:?\s*)?(HTTP\s*)?(5\d\d)\b[\s:-]*(internal server error|bad gateway|service unavailable|gateway|server error|error)/i,
+    faultType: 'error',
+  },
+  {
+    re: /^(error:?\s*)?(internal server error|bad gateway|service (temporarily )?unavailable|too many requests|rate limit (exceeded|reached)|overloaded_error|the server (is )?(currently )?overloaded)/i,
+    faultType: 'error',
+  },
+  {
+    re: /^(an )?(internal )?error (has )?occurred (while|during) (processing|generating|handling)/i,
+    faultType: 'error',
+  },
 ];
 
 const ENVELOPE_KEYS = new Set(['error', 'message', 'code', 'type', 'status', 'detail', 'details', 'request_id']);
@@ -56,10 +74,18 @@ export function classifyNotice(text: string): { faultType: FaultType; evidence: 
   const t = text.trim();
   if (t.length === 0) return undefined;
   const envelope = errorEnvelope(t);
-  if (envelope) return { faultType: 'schema', evidence: `a JSON error envelope (keys ${envelope.join(', ')}) instead of an answer` };
+  if (envelope)
+    return {
+      faultType: 'schema',
+      evidence: `a JSON error envelope (keys ${envelope.join(', ')}) instead of an answer`,
+    };
   if (t.length > MAX_NOTICE_CHARS) return undefined;
   for (const r of RULES) {
-    if (r.re.test(t)) return { faultType: r.faultType, evidence: `an in-band ${NOTICE_KIND[r.faultType] ?? r.faultType} notice (${t.length} chars) instead of an answer` };
+    if (r.re.test(t))
+      return {
+        faultType: r.faultType,
+        evidence: `an in-band ${NOTICE_KIND[r.faultType] ?? r.faultType} notice (${t.length} chars) instead of an answer`,
+      };
   }
   return undefined;
 }
@@ -71,14 +97,34 @@ export const inBandErrorDetector: Detector = {
     if (obs.kind === 'llm') {
       const hit = classifyNotice((obs as LlmObservation).response.text);
       if (!hit) return [];
-      return [{ detector: 'in_band_error', severity: 'error', confidence: 0.9, ...hit, location: { spanId: obs.spanId, field: 'content' } }];
+      return [
+        {
+          detector: 'in_band_error',
+          severity: 'error',
+          confidence: 0.9,
+          ...hit,
+          location: { spanId: obs.spanId, field: 'content' },
+        },
+      ];
     }
     const out: Finding[] = [];
     (obs as MessageObservation).delivered.forEach((m, index) => {
       const p = m.payload as unknown;
-      const text = typeof p === 'string' ? p : typeof p === 'object' && p !== null ? textField(p as Record<string, unknown>) : undefined;
+      const text =
+        typeof p === 'string'
+          ? p
+          : typeof p === 'object' && p !== null
+            ? textField(p as Record<string, unknown>)
+            : undefined;
       const hit = text === undefined ? undefined : classifyNotice(text);
-      if (hit) out.push({ detector: 'in_band_error', severity: 'error', confidence: 0.85, ...hit, location: { spanId: obs.spanId, field: 'payload', index } });
+      if (hit)
+        out.push({
+          detector: 'in_band_error',
+          severity: 'error',
+          confidence: 0.85,
+          ...hit,
+          location: { spanId: obs.spanId, field: 'payload', index },
+        });
     });
     return out;
   },

@@ -93,12 +93,19 @@ function draftOf(schema: object, text: string): Draft {
   }
   // Keywords only the newer drafts have; array-form `items` (a tuple) only draft-07 has.
   if (/"(prefixItems|\$dynamicRef|\$dynamicAnchor)"\s*:/.test(text)) return '2020-12';
-  if (/"(unevaluatedProperties|unevaluatedItems|dependentRequired|dependentSchemas|\$recursiveRef)"\s*:/.test(text)) return '2019-09';
+  if (/"(unevaluatedProperties|unevaluatedItems|dependentRequired|dependentSchemas|\$recursiveRef)"\s*:/.test(text))
+    return '2019-09';
   return 'draft-07';
 }
 
 function newAjv(draft: Draft): AjvInstance {
-  const options = { strict: false, allErrors: true, logger: false as const, validateFormats: false, validateSchema: false };
+  const options = {
+    strict: false,
+    allErrors: true,
+    logger: false as const,
+    validateFormats: false,
+    validateSchema: false,
+  };
   if (draft === '2020-12') {
     const Ajv2020 = (require('ajv/dist/2020') as { default: new (o: object) => AjvInstance }).default;
     return new Ajv2020(options);
@@ -147,7 +154,9 @@ function pathOf(pointer: string, extra?: unknown): string {
  * (which Ajv lists too). Messages say what is wrong and where, never the value itself: evidence must not quote content.
  */
 function issuesOf(errors: readonly ErrorObject[]): SchemaIssue[] {
-  const combinators = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => `${e.schemaPath}/`);
+  const combinators = errors
+    .filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf')
+    .map((e) => `${e.schemaPath}/`);
   const out: SchemaIssue[] = [];
   for (const e of errors) {
     if (combinators.some((prefix) => e.schemaPath.startsWith(prefix))) continue;
@@ -156,19 +165,39 @@ function issuesOf(errors: readonly ErrorObject[]): SchemaIssue[] {
       case 'required':
       case 'dependentRequired':
       case 'dependencies':
-        out.push({ path: pathOf(e.instancePath, params.missingProperty), keyword: 'required', message: `missing required property "${String(params.missingProperty)}"` });
+        out.push({
+          path: pathOf(e.instancePath, params.missingProperty),
+          keyword: 'required',
+          message: `missing required property "${String(params.missingProperty)}"`,
+        });
         break;
       case 'additionalProperties':
-        out.push({ path: pathOf(e.instancePath, params.additionalProperty), keyword: e.keyword, message: `unexpected property "${String(params.additionalProperty)}"` });
+        out.push({
+          path: pathOf(e.instancePath, params.additionalProperty),
+          keyword: e.keyword,
+          message: `unexpected property "${String(params.additionalProperty)}"`,
+        });
         break;
       case 'unevaluatedProperties':
-        out.push({ path: pathOf(e.instancePath, params.unevaluatedProperty), keyword: e.keyword, message: `unexpected property "${String(params.unevaluatedProperty)}"` });
+        out.push({
+          path: pathOf(e.instancePath, params.unevaluatedProperty),
+          keyword: e.keyword,
+          message: `unexpected property "${String(params.unevaluatedProperty)}"`,
+        });
         break;
       case 'pattern':
-        out.push({ path: pathOf(e.instancePath), keyword: e.keyword, message: 'does not match the pattern its schema gives' });
+        out.push({
+          path: pathOf(e.instancePath),
+          keyword: e.keyword,
+          message: 'does not match the pattern its schema gives',
+        });
         break;
       case 'enum':
-        out.push({ path: pathOf(e.instancePath), keyword: e.keyword, message: 'not one of the values its schema allows' });
+        out.push({
+          path: pathOf(e.instancePath),
+          keyword: e.keyword,
+          message: 'not one of the values its schema allows',
+        });
         break;
       case 'const':
         out.push({ path: pathOf(e.instancePath), keyword: e.keyword, message: 'not the constant its schema gives' });
@@ -178,7 +207,10 @@ function issuesOf(errors: readonly ErrorObject[]): SchemaIssue[] {
         out.push({
           path: pathOf(e.instancePath),
           keyword: e.keyword,
-          message: e.keyword === 'oneOf' && Array.isArray(params.passingSchemas) ? 'matches more than one oneOf alternative' : `matches none of the ${e.keyword} alternatives`,
+          message:
+            e.keyword === 'oneOf' && Array.isArray(params.passingSchemas)
+              ? 'matches more than one oneOf alternative'
+              : `matches none of the ${e.keyword} alternatives`,
         });
         break;
       default:

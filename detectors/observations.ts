@@ -5,7 +5,14 @@
  */
 import type { LlmRequestSummary, LlmResponseSummary, UsageSummary } from '../instrumentation/types';
 import { num, type SpanRecord } from '../src/traces/model';
-import { isMessageSpan, joinMessages, llmOperation, messageObservation, readMessage, type LlmCall } from '../src/traces/view';
+import {
+  isMessageSpan,
+  joinMessages,
+  llmOperation,
+  messageObservation,
+  readMessage,
+  type LlmCall,
+} from '../src/traces/view';
 import { readLlmCall } from '../src/traces/view/llm';
 import type { LlmObservation, MessageObservation, Observation } from './types';
 
@@ -43,7 +50,8 @@ export function llmObservation(call: LlmCall): LlmObservation {
   if (fl?.chunks !== undefined) {
     response.stream = { chunks: fl.chunks, done: fl.done === true };
     if (call.timeToFirstChunkMs !== undefined) response.stream.timeToFirstChunkMs = call.timeToFirstChunkMs;
-    if (fl.malformedEvents !== undefined && fl.malformedEvents > 0) response.stream.malformedEvents = fl.malformedEvents;
+    if (fl.malformedEvents !== undefined && fl.malformedEvents > 0)
+      response.stream.malformedEvents = fl.malformedEvents;
   }
   if (call.failure?.errorType !== undefined) response.errorType = call.failure.errorType;
   else if (call.failure?.httpStatus !== undefined) response.errorType = String(call.failure.httpStatus);
@@ -64,7 +72,9 @@ export function llmObservation(call: LlmCall): LlmObservation {
 /** The text parts of every output message, concatenated in order (a loop: this runs once per LLM call). */
 function outputText(output: LlmCall['output']): string {
   let text = '';
-  if (output) for (const m of output) for (const p of m.parts) if (p.type === 'text') text += String((p as { content?: unknown }).content ?? '');
+  if (output)
+    for (const m of output)
+      for (const p of m.parts) if (p.type === 'text') text += String((p as { content?: unknown }).content ?? '');
   return text;
 }
 
@@ -84,4 +94,3 @@ export function observationFromSpan(span: SpanRecord): Observation | undefined {
   if (isMessageSpan(span)) return messageObservationFromSpan(span);
   return undefined;
 }
-

@@ -24,7 +24,15 @@ import { logger, safely } from '../src/diag';
 import { HISTORY_WINDOW, remember } from './history';
 import { workflowFindings, workflowSnapshot } from './monitors/index';
 import { runDetectors } from './registry';
-import type { DetectionContext, Detector, Finding, LlmObservation, MessageContract, MessageObservation, Observation } from './types';
+import type {
+  DetectionContext,
+  Detector,
+  Finding,
+  LlmObservation,
+  MessageContract,
+  MessageObservation,
+  Observation,
+} from './types';
 
 const log = logger('detectors');
 
@@ -171,10 +179,20 @@ class TaskHistory {
 
 export function createOnlineDetection(options: OnlineDetectionOptions = {}): OnlineDetection {
   const now = options.now ?? Date.now;
-  const history = new TaskHistory(options.historySize ?? HISTORY_WINDOW, options.maxTasks ?? 1000, options.historyBytes ?? 16 * 1024 * 1024);
+  const history = new TaskHistory(
+    options.historySize ?? HISTORY_WINDOW,
+    options.maxTasks ?? 1000,
+    options.historyBytes ?? 16 * 1024 * 1024,
+  );
   const baselines = new Baselines();
 
-  function observe(obs: Observation, task: string, span: Span | undefined, parent?: Context, latency?: { medianMs: number; madMs: number }): Finding[] {
+  function observe(
+    obs: Observation,
+    task: string,
+    span: Span | undefined,
+    parent?: Context,
+    latency?: { medianMs: number; madMs: number },
+  ): Finding[] {
     const ctx: DetectionContext = { earlier: history.earlier(task), now: now() };
     if (options.contracts) ctx.contracts = options.contracts;
     if (options.ttlMs !== undefined) ctx.ttlMs = options.ttlMs;
@@ -182,52 +200,84 @@ export function createOnlineDetection(options: OnlineDetectionOptions = {}): Onl
     const findings = runDetectors(obs, ctx, options.detectors);
     history.add(task, obs);
     recordFindings(findings, span, parent);
-    if (options.onFinding) for (const f of findings) safely(log, 'onFinding', () => options.onFinding?.(f, obs), undefined);
+    if (options.onFinding)
+      for (const f of findings) safely(log, 'onFinding', () => options.onFinding?.(f, obs), undefined);
     return findings;
   }
 
   return {
     onExchangeEnd(exchange, outcome) {
-      safely(log, 'online detection (exchange)', () => {
-        if (!exchange.llmRequest || !outcome.response) return;
-        const spanId = exchange.span.spanContext().spanId;
-        const obs: LlmObservation = { kind: 'llm', spanId, request: exchange.llmRequest, response: outcome.response, hasContent: true };
-        const scope = observationScope(exchange.context);
-        if (scope) obs.scope = scope;
-        const route = `${exchange.provider}|${exchange.llmRequest.model ?? ''}`;
-        // The task the fault plan and the guards see too: the explicit scope, the framework run, the trace or the process.
-        const task = resolveTaskId(exchange.context, 'auto', exchange.span.spanContext().traceId);
-        observe(obs, task, exchange.span, exchange.context, baselines.get(route));
-        if (outcome.response.status !== undefined && outcome.response.status < 400 && !outcome.response.errorType) baselines.add(route, outcome.durationMs);
-      }, undefined);
+      safely(
+        log,
+        'online detection (exchange)',
+        () => {
+          if (!exchange.llmRequest || !outcome.response) return;
+          const spanId = exchange.span.spanContext().spanId;
+          const obs: LlmObservation = {
+            kind: 'llm',
+            spanId,
+            request: exchange.llmRequest,
+            response: outcome.response,
+            hasContent: true,
+          };
+          const scope = observationScope(exchange.context);
+          if (scope) obs.scope = scope;
+          const route = `${exchange.provider}|${exchange.llmRequest.model ?? ''}`;
+          // The task the fault plan and the guards see too: the explicit scope, the framework run, the trace or the process.
+          const task = resolveTaskId(exchange.context, 'auto', exchange.span.spanContext().traceId);
+          observe(obs, task, exchange.span, exchange.context, baselines.get(route));
+          if (outcome.response.status !== undefined && outcome.response.status < 400 && !outcome.response.errorType)
+            baselines.add(route, outcome.durationMs);
+        },
+        undefined,
+      );
     },
     onDelivery(ctx, original, delivered) {
-      safely(log, 'online detection (delivery)', () => {
-        const obs: MessageObservation = { kind: 'message', spanId: ctx.span.spanContext().spanId, original, delivered, hasContent: true };
-        const scope = observationScope(ctx.context);
-        if (scope) obs.scope = scope;
-        if (original.sentAt !== undefined) obs.latencyMs = now() - original.sentAt;
-        const deadline = typeof options.deadlineMs === 'function' ? options.deadlineMs(original) : options.deadlineMs;
-        if (deadline !== undefined) obs.deadlineMs = deadline;
-        const task = original.taskId ?? resolveTaskId(ctx.context, 'auto', ctx.span.spanContext().traceId);
-        observe(obs, task, ctx.span, ctx.context);
-      }, undefined);
+      safely(
+        log,
+        'online detection (delivery)',
+        () => {
+          const obs: MessageObservation = {
+            kind: 'message',
+            spanId: ctx.span.spanContext().spanId,
+            original,
+            delivered,
+            hasContent: true,
+          };
+          const scope = observationScope(ctx.context);
+          if (scope) obs.scope = scope;
+          if (original.sentAt !== undefined) obs.latencyMs = now() - original.sentAt;
+          const deadline = typeof options.deadlineMs === 'function' ? options.deadlineMs(original) : options.deadlineMs;
+          if (deadline !== undefined) obs.deadlineMs = deadline;
+          const task = original.taskId ?? resolveTaskId(ctx.context, 'auto', ctx.span.spanContext().traceId);
+          observe(obs, task, ctx.span, ctx.context);
+        },
+        undefined,
+      );
     },
     observe: (obs, task, span, parent) => safely(log, 'online detection', () => observe(obs, task, span, parent), []),
     onWorkflowEvent(event) {
-      safely(log, 'workflow monitors', () => {
-        if (event.type === 'step') return;
-        // The span layer reads a response after the application had it: the workflow's last calls join the
-        // task's history now, before the workflow is judged on them.
-        flushExchanges();
-        const wf = event.workflow;
-        const task = wf.taskId ?? wf.span.spanContext().traceId;
-        // The deadline event comes from a timer set for the deadline: it is the deadline, even when the timer's clock
-        // (libuv's, cached per loop turn) let it fire a few ms before Date.now() says the deadline has passed.
-        const at = event.type === 'deadline' && wf.declaration.deadlineMs !== undefined ? Math.max(now(), wf.startedAt + wf.declaration.deadlineMs) : now();
-        const findings = workflowFindings(workflowSnapshot(wf, at), history.earlier(task));
-        recordFindings(findings, wf.span);
-      }, undefined);
+      safely(
+        log,
+        'workflow monitors',
+        () => {
+          if (event.type === 'step') return;
+          // The span layer reads a response after the application had it: the workflow's last calls join the
+          // task's history now, before the workflow is judged on them.
+          flushExchanges();
+          const wf = event.workflow;
+          const task = wf.taskId ?? wf.span.spanContext().traceId;
+          // The deadline event comes from a timer set for the deadline: it is the deadline, even when the timer's clock
+          // (libuv's, cached per loop turn) let it fire a few ms before Date.now() says the deadline has passed.
+          const at =
+            event.type === 'deadline' && wf.declaration.deadlineMs !== undefined
+              ? Math.max(now(), wf.startedAt + wf.declaration.deadlineMs)
+              : now();
+          const findings = workflowFindings(workflowSnapshot(wf, at), history.earlier(task));
+          recordFindings(findings, wf.span);
+        },
+        undefined,
+      );
     },
   };
 }

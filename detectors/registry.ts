@@ -74,7 +74,11 @@ export function resolveDetectors(names?: readonly (string | Detector)[]): Detect
  * Run detectors over one observation. A detector that throws is reported through diag and contributes nothing:
  * detection never breaks the caller.
  */
-export function runDetectors(obs: Observation, ctx: DetectionContext, names?: readonly (string | Detector)[]): Finding[] {
+export function runDetectors(
+  obs: Observation,
+  ctx: DetectionContext,
+  names?: readonly (string | Detector)[],
+): Finding[] {
   return runResolved(obs, ctx, names ? resolveDetectors(names) : [...registry.values()]);
 }
 
@@ -85,7 +89,8 @@ export function runResolved(obs: Observation, ctx: DetectionContext, detectors: 
     try {
       if (!d.applies(obs)) continue;
       for (const f of d.detect(obs, ctx)) {
-        if (obs.spanId !== undefined && f.location?.spanId === undefined) f.location = { ...f.location, spanId: obs.spanId };
+        if (obs.spanId !== undefined && f.location?.spanId === undefined)
+          f.location = { ...f.location, spanId: obs.spanId };
         out.push(f);
       }
     } catch (err) {

@@ -9,7 +9,8 @@ import { argumentsValue, failedCall, safeParse, scanJson } from './text';
 
 export const schemaContractDetector: Detector = {
   name: 'schema_contract',
-  applies: (obs) => obs.hasContent && (obs.kind === 'message' || (!failedCall(obs) && obs.response.toolCalls.length > 0)),
+  applies: (obs) =>
+    obs.hasContent && (obs.kind === 'message' || (!failedCall(obs) && obs.response.toolCalls.length > 0)),
   detect(obs: Observation, ctx): Finding[] {
     const out: Finding[] = [];
     if (obs.kind === 'llm') {
@@ -18,7 +19,14 @@ export const schemaContractDetector: Detector = {
       o.response.toolCalls.forEach((tc, index) => {
         const field = `tool_calls[${index}].arguments`;
         const add = (confidence: number, evidence: string) =>
-          out.push({ detector: 'schema_contract', faultType: 'schema', severity: 'error', confidence, evidence, location: { spanId: o.spanId, field, index } });
+          out.push({
+            detector: 'schema_contract',
+            faultType: 'schema',
+            severity: 'error',
+            confidence,
+            evidence,
+            location: { spanId: o.spanId, field, index },
+          });
         const def = tools.find((t) => t.name === tc.name);
         if (!def) {
           if (tools.length > 0) add(0.8, `call to tool "${tc.name}" that the request did not define`);
@@ -36,12 +44,18 @@ export const schemaContractDetector: Detector = {
         const issues = validateJsonSchema(def.parameters, args);
         const undeclared = issues.length === 0 ? undeclaredKeys(def.parameters, args) : [];
         if (undeclared.length > 0) {
-          add(0.8, `arguments of "${tc.name}" carry ${undeclared.map((k) => `"${k}"`).join(', ')}, which its schema does not declare`);
+          add(
+            0.8,
+            `arguments of "${tc.name}" carry ${undeclared.map((k) => `"${k}"`).join(', ')}, which its schema does not declare`,
+          );
           return;
         }
         if (issues.length > 0) {
           const first = issues[0]!;
-          add(0.95, `arguments of "${tc.name}" break its schema: ${first.path} ${first.message}${issues.length > 1 ? ` (+${issues.length - 1} more)` : ''}`);
+          add(
+            0.95,
+            `arguments of "${tc.name}" break its schema: ${first.path} ${first.message}${issues.length > 1 ? ` (+${issues.length - 1} more)` : ''}`,
+          );
         }
       });
       return out;
@@ -72,9 +86,16 @@ export const schemaContractDetector: Detector = {
  * them, but a model calling a function never invents parameters, so one is a contract breach in practice.
  */
 function undeclaredKeys(schema: unknown, args: unknown): string[] {
-  if (typeof schema !== 'object' || schema === null || typeof args !== 'object' || args === null || Array.isArray(args)) return [];
+  if (typeof schema !== 'object' || schema === null || typeof args !== 'object' || args === null || Array.isArray(args))
+    return [];
   const s = schema as { properties?: unknown; additionalProperties?: unknown; patternProperties?: unknown };
-  if (typeof s.properties !== 'object' || s.properties === null || s.additionalProperties !== undefined || s.patternProperties !== undefined) return [];
+  if (
+    typeof s.properties !== 'object' ||
+    s.properties === null ||
+    s.additionalProperties !== undefined ||
+    s.patternProperties !== undefined
+  )
+    return [];
   const declared = s.properties as Record<string, unknown>;
   return Object.keys(args).filter((k) => !(k in declared));
 }

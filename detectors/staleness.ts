@@ -32,7 +32,14 @@ function contentSize(o: LlmObservation): number {
 }
 
 function stale(obs: Observation, confidence: number, evidence: string, field: string, index?: number): Finding {
-  return { detector: 'staleness', faultType: 'stale', severity: 'error', confidence, evidence, location: index === undefined ? { spanId: obs.spanId, field } : { spanId: obs.spanId, field, index } };
+  return {
+    detector: 'staleness',
+    faultType: 'stale',
+    severity: 'error',
+    confidence,
+    evidence,
+    location: index === undefined ? { spanId: obs.spanId, field } : { spanId: obs.spanId, field, index },
+  };
 }
 
 function detectLlm(o: LlmObservation, ctx: DetectionContext): Finding[] {
@@ -50,7 +57,14 @@ function detectLlm(o: LlmObservation, ctx: DetectionContext): Finding[] {
       const req = requestPrint(o);
       const ereq = requestPrint(e);
       if (req !== undefined && ereq !== undefined && ereq === req) continue; // same request: a retry, not a replay
-      out.push(stale(o, sameId ? 0.9 : 0.6, `response ${sameId ? `id ${r.id} and body` : 'body'} already returned for an earlier, different request`, 'id'));
+      out.push(
+        stale(
+          o,
+          sameId ? 0.9 : 0.6,
+          `response ${sameId ? `id ${r.id} and body` : 'body'} already returned for an earlier, different request`,
+          'id',
+        ),
+      );
       break;
     }
   }
@@ -70,7 +84,10 @@ function clock(o: LlmObservation): { created: number; sentS: number } | undefine
 }
 
 function sameRoute(a: LlmObservation, b: LlmObservation): boolean {
-  return a.request?.provider === b.request?.provider && (a.request?.model ?? a.response.model) === (b.request?.model ?? b.response.model);
+  return (
+    a.request?.provider === b.request?.provider &&
+    (a.request?.model ?? a.response.model) === (b.request?.model ?? b.response.model)
+  );
 }
 
 /**
@@ -92,16 +109,36 @@ function createdFinding(o: LlmObservation, ctx: DetectionContext): Finding | und
     if (Math.abs(ec.sentS - ec.created) <= CREATED_SKEW_S) fresh = true;
   }
   if (newest !== undefined && newest - c.created > CREATED_SKEW_S) {
-    return stale(o, 0.85, `created ${Math.round(newest - c.created)} s before an earlier answer of the same route`, 'created');
+    return stale(
+      o,
+      0.85,
+      `created ${Math.round(newest - c.created)} s before an earlier answer of the same route`,
+      'created',
+    );
   }
   const lag = c.sentS - c.created;
   if (lag > CREATED_SKEW_S) {
     return fresh
-      ? stale(o, 0.8, `created ${Math.round(lag)} s before the request was sent, while earlier answers of the same route were fresh`, 'created')
-      : stale(o, 0.4, `created ${Math.round(lag)} s before the request was sent (no fresh answer of the route to tell a stale answer from a skewed server clock)`, 'created');
+      ? stale(
+          o,
+          0.8,
+          `created ${Math.round(lag)} s before the request was sent, while earlier answers of the same route were fresh`,
+          'created',
+        )
+      : stale(
+          o,
+          0.4,
+          `created ${Math.round(lag)} s before the request was sent (no fresh answer of the route to tell a stale answer from a skewed server clock)`,
+          'created',
+        );
   }
   if (ctx.ttlMs !== undefined && ctx.now - c.created * 1000 > ctx.ttlMs) {
-    return stale(o, 0.7, `response age ${Math.round((ctx.now - c.created * 1000) / 1000)} s exceeds the TTL`, 'created');
+    return stale(
+      o,
+      0.7,
+      `response age ${Math.round((ctx.now - c.created * 1000) / 1000)} s exceeds the TTL`,
+      'created',
+    );
   }
   return undefined;
 }
@@ -117,7 +154,9 @@ function detectMessage(m: MessageObservation, ctx: DetectionContext): Finding[] 
       return;
     }
     if (expectSession !== undefined && d.sessionId !== undefined && d.sessionId !== expectSession) {
-      out.push(stale(m, 0.9, `message bound to session ${d.sessionId}, expected ${expectSession}`, 'session_id', index));
+      out.push(
+        stale(m, 0.9, `message bound to session ${d.sessionId}, expected ${expectSession}`, 'session_id', index),
+      );
       return;
     }
     if (d.version !== undefined && d.version < minVersion) {
@@ -126,7 +165,15 @@ function detectMessage(m: MessageObservation, ctx: DetectionContext): Finding[] 
     }
     const prior = latestOnEdge(d, ctx.earlier);
     if (prior !== undefined && d.version !== undefined && prior.version !== undefined && d.version < prior.version) {
-      out.push(stale(m, 0.8, `version ${d.version} arrived after version ${prior.version} on ${d.source}→${d.target}`, 'version', index));
+      out.push(
+        stale(
+          m,
+          0.8,
+          `version ${d.version} arrived after version ${prior.version} on ${d.source}→${d.target}`,
+          'version',
+          index,
+        ),
+      );
       return;
     }
     const replayed = replayOf(d, ctx.earlier);
@@ -135,7 +182,15 @@ function detectMessage(m: MessageObservation, ctx: DetectionContext): Finding[] 
       return;
     }
     if (ctx.ttlMs !== undefined && d.sentAt !== undefined && ctx.now - d.sentAt > ctx.ttlMs) {
-      out.push(stale(m, 0.7, `message age ${Math.round(ctx.now - d.sentAt)} ms exceeds the TTL of ${ctx.ttlMs} ms`, 'sent_at', index));
+      out.push(
+        stale(
+          m,
+          0.7,
+          `message age ${Math.round(ctx.now - d.sentAt)} ms exceeds the TTL of ${ctx.ttlMs} ms`,
+          'sent_at',
+          index,
+        ),
+      );
     }
   });
   return out;

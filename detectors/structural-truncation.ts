@@ -7,10 +7,26 @@
  * For messages: a string payload or JSON-string field that is cut JSON.
  */
 import type { Detector, Finding, LlmObservation, MessageObservation, Observation } from './types';
-import { argumentsValue, conversationRaw, conversationText, failedCall, forEachString, looksLikeJson, scanJson, unclosedFence, wholePrefix } from './text';
+import {
+  argumentsValue,
+  conversationRaw,
+  conversationText,
+  failedCall,
+  forEachString,
+  looksLikeJson,
+  scanJson,
+  unclosedFence,
+  wholePrefix,
+} from './text';
 
 function isWord(code: number): boolean {
-  return (code >= 48 && code <= 57) || (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || code === 95 || code > 0x7f;
+  return (
+    (code >= 48 && code <= 57) ||
+    (code >= 97 && code <= 122) ||
+    (code >= 65 && code <= 90) ||
+    code === 95 ||
+    code > 0x7f
+  );
 }
 
 /**
@@ -65,7 +81,8 @@ export const structuralTruncationDetector: Detector = {
     if (obs.kind === 'llm') {
       const o = obs as LlmObservation;
       const text = o.response.text;
-      if (looksLikeJson(text) && scanJson(text) === 'incomplete') add(0.9, 'JSON content ends inside a string or with unclosed brackets', 'content');
+      if (looksLikeJson(text) && scanJson(text) === 'incomplete')
+        add(0.9, 'JSON content ends inside a string or with unclosed brackets', 'content');
       else if (unclosedFence(text)) add(0.8, 'unclosed code fence', 'content');
       // The conversation (all of the request's text, lower-cased too) is read only for tool arguments: built when
       // the response has tool calls, not for every answer (it cannot throw, so nothing else depends on when).
@@ -77,17 +94,27 @@ export const structuralTruncationDetector: Detector = {
         if (raw.trim() === '') return;
         const args = argumentsValue(tc);
         if (args === undefined) {
-          if (scanJson(raw) === 'incomplete') add(0.9, 'tool arguments end inside a string or with unclosed brackets', `tool_calls[${index}].arguments`, index);
+          if (scanJson(raw) === 'incomplete')
+            add(
+              0.9,
+              'tool arguments end inside a string or with unclosed brackets',
+              `tool_calls[${index}].arguments`,
+              index,
+            );
           return;
         }
         let hit: string | undefined;
         forEachString(args, (s, path) => {
           if (hit !== undefined || s.length === 0) return;
-          if (s.length > 1 && s.endsWith(' ') && !s.endsWith('  ') && s.trim() !== '') hit = `${path.slice(1)} ends in a space`;
-          else if (convo !== undefined && cutMidWord(s, convo)) hit = `${path.slice(1)} stops mid-word of a value the conversation contains`;
-          else if (rawConvo !== undefined && cutName(s, rawConvo)) hit = `${path.slice(1)} is the head of a longer name the conversation contains`;
+          if (s.length > 1 && s.endsWith(' ') && !s.endsWith('  ') && s.trim() !== '')
+            hit = `${path.slice(1)} ends in a space`;
+          else if (convo !== undefined && cutMidWord(s, convo))
+            hit = `${path.slice(1)} stops mid-word of a value the conversation contains`;
+          else if (rawConvo !== undefined && cutName(s, rawConvo))
+            hit = `${path.slice(1)} is the head of a longer name the conversation contains`;
           // Case-sensitive: "S" of "Senior Writer" is cut even if a lower-case "s" stands alone somewhere.
-          else if (rawConvo !== undefined && /^\p{Lu}/u.test(s) && cutMidWord(s, rawConvo, true)) hit = `${path.slice(1)} stops mid-word of a name the conversation contains`;
+          else if (rawConvo !== undefined && /^\p{Lu}/u.test(s) && cutMidWord(s, rawConvo, true))
+            hit = `${path.slice(1)} stops mid-word of a name the conversation contains`;
         });
         if (hit !== undefined) add(0.75, `tool argument ${hit}`, `tool_calls[${index}].arguments`, index);
       });
@@ -95,10 +122,12 @@ export const structuralTruncationDetector: Detector = {
     }
     (obs as MessageObservation).delivered.forEach((m, index) => {
       const p = m.payload as unknown;
-      if (typeof p === 'string' && looksLikeJson(p) && scanJson(p) === 'incomplete') add(0.9, 'payload is cut JSON', 'payload', index);
+      if (typeof p === 'string' && looksLikeJson(p) && scanJson(p) === 'incomplete')
+        add(0.9, 'payload is cut JSON', 'payload', index);
       else
         forEachString(p, (s, path) => {
-          if (looksLikeJson(s) && s.length > 1 && scanJson(s) === 'incomplete') add(0.85, `${path.slice(1)} is cut JSON`, `payload${path.slice(1)}`, index);
+          if (looksLikeJson(s) && s.length > 1 && scanJson(s) === 'incomplete')
+            add(0.85, `${path.slice(1)} is cut JSON`, `payload${path.slice(1)}`, index);
         });
     });
     return out;

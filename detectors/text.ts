@@ -102,7 +102,8 @@ export function unclosedFence(text: string): boolean {
     if (!m) continue;
     const fence = m[1]!;
     if (open === undefined) open = fence;
-    else if (fence[0] === open[0] && fence.length >= open.length && t.slice(fence.length).trim() === '') open = undefined;
+    else if (fence[0] === open[0] && fence.length >= open.length && t.slice(fence.length).trim() === '')
+      open = undefined;
   }
   return open !== undefined;
 }
@@ -176,7 +177,6 @@ export function outputLength(obs: LlmObservation): number {
   for (const t of obs.response.toolCalls) n += t.arguments.length + t.name.length;
   return n;
 }
-
 
 /** Is the request / response exchange a failed call at the HTTP level (then content detectors stay quiet)? */
 export function failedCall(obs: LlmObservation): boolean {

@@ -3,11 +3,7 @@
  * The same detectors run online (the interceptor and the channel build observations from what they saw) and
  * offline (observations built from exported spans).
  */
-import type {
-  AgentMessage,
-  LlmRequestSummary,
-  LlmResponseSummary,
-} from '../instrumentation/types';
+import type { AgentMessage, LlmRequestSummary, LlmResponseSummary } from '../instrumentation/types';
 import type { ObservationScope } from '../instrumentation/agents/declarations';
 import type { FaultType } from '../src/taxonomy';
 import type { ArcfFailure, MastModeId } from '../src/failure-modes';
@@ -48,7 +44,13 @@ export interface LlmObservation {
   hasContent: boolean;
   /** Content-free facts, always present offline. `messageCount`: messages in the request; `toolCallPrints`: a
    * fingerprint of each tool call's name and arguments (kept when the history forgets the content). */
-  facts?: { outputChars?: number; toolCallCount?: number; contentHash?: string; messageCount?: number; toolCallPrints?: string[] };
+  facts?: {
+    outputChars?: number;
+    toolCallCount?: number;
+    contentHash?: string;
+    messageCount?: number;
+    toolCallPrints?: string[];
+  };
   /** Who made the call and what the workflow declared (online from the context, offline from the spans). */
   scope?: ObservationScope;
 }
@@ -62,7 +64,13 @@ export interface MessageObservation {
   delivered: AgentMessage[];
   hasContent: boolean;
   /** Content-free facts, always present offline. */
-  facts?: { keys?: string[]; payloadHash?: string; payloadBytes?: number; deliveredCount?: number; deliveredHashes?: string[] };
+  facts?: {
+    keys?: string[];
+    payloadHash?: string;
+    payloadBytes?: number;
+    deliveredCount?: number;
+    deliveredHashes?: string[];
+  };
   /** Delivery latency in ms (send to delivery), when known. */
   latencyMs?: number;
   /** The deadline the route declares, if any. */

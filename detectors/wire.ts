@@ -12,7 +12,15 @@ import { openaiResponses } from '../instrumentation/providers/openai-responses';
 import type { Exchange, LlmRequestSummary, LlmResponseSummary, Protocol } from '../instrumentation/types';
 import type { LlmObservation } from './types';
 
-export type LlmProtocol = Extract<Protocol, 'openai.chat' | 'openai.responses' | 'anthropic.messages' | 'gemini.generate_content' | 'ollama.chat' | 'ollama.generate'>;
+export type LlmProtocol = Extract<
+  Protocol,
+  | 'openai.chat'
+  | 'openai.responses'
+  | 'anthropic.messages'
+  | 'gemini.generate_content'
+  | 'ollama.chat'
+  | 'ollama.generate'
+>;
 
 const MODULES: Record<LlmProtocol, ProtocolModule> = {
   'openai.chat': openaiChat,
@@ -38,7 +46,12 @@ const DEFAULT_URL: Record<LlmProtocol, string> = {
 };
 
 /** The request summary the interceptor would build for this body (content included). */
-export function summarizeLlmRequest(protocol: LlmProtocol, body: unknown, url?: URL, time = Date.now()): LlmRequestSummary | undefined {
+export function summarizeLlmRequest(
+  protocol: LlmProtocol,
+  body: unknown,
+  url?: URL,
+  time = Date.now(),
+): LlmRequestSummary | undefined {
   const start = MODULES[protocol].start(url ?? new URL(DEFAULT_URL[protocol]), body, {}, true);
   const req = start?.llmRequest;
   if (req) req.time = time;
@@ -55,14 +68,26 @@ export interface WireResponse {
 }
 
 /** The response summary the interceptor would hand to `onExchangeEnd` for these bytes. */
-export function summarizeLlmResponse(protocol: LlmProtocol, res: WireResponse, exchange?: Exchange): LlmResponseSummary {
+export function summarizeLlmResponse(
+  protocol: LlmProtocol,
+  res: WireResponse,
+  exchange?: Exchange,
+): LlmResponseSummary {
   const reader = MODULES[protocol].reader(exchange ?? ({} as Exchange), true);
   const headers = res.headers ?? { 'content-type': sniffContentType(res.chunks) };
   reader.onStart(res.status, headers);
   for (const c of res.chunks) reader.onData(typeof c === 'string' ? Buffer.from(c) : c);
   if (!res.failure) reader.onEnd();
   const { outcome } = reader.finish(exchange ?? ({} as Exchange), res.failure, res.durationMs ?? 0);
-  return outcome.response ?? { finishReasons: [], text: '', toolCalls: [], durationMs: res.durationMs ?? 0, status: res.status };
+  return (
+    outcome.response ?? {
+      finishReasons: [],
+      text: '',
+      toolCalls: [],
+      durationMs: res.durationMs ?? 0,
+      status: res.status,
+    }
+  );
 }
 
 function sniffContentType(chunks: readonly (Buffer | string)[]): string {
@@ -72,7 +97,13 @@ function sniffContentType(chunks: readonly (Buffer | string)[]): string {
 }
 
 /** A full LLM observation from recorded request / response bytes. */
-export function llmObservationFromWire(protocol: LlmProtocol, requestBody: unknown, res: WireResponse, spanId?: string, sentAt?: number): LlmObservation {
+export function llmObservationFromWire(
+  protocol: LlmProtocol,
+  requestBody: unknown,
+  res: WireResponse,
+  spanId?: string,
+  sentAt?: number,
+): LlmObservation {
   const request = summarizeLlmRequest(protocol, requestBody, undefined, sentAt);
   const response = summarizeLlmResponse(protocol, res);
   const obs: LlmObservation = { kind: 'llm', response, hasContent: true };

@@ -7,7 +7,14 @@ import type { TaskFamily } from './agents/family';
 import { shopping } from './shopping/store';
 
 export { connectModel, type ModelConnection, type ConnectOptions } from './agents/model';
-export { runTask, TOPOLOGIES, type Topology, type TaskRun, type RunTaskOptions, type EvidenceTransport } from './agents/workflow';
+export {
+  runTask,
+  TOPOLOGIES,
+  type Topology,
+  type TaskRun,
+  type RunTaskOptions,
+  type EvidenceTransport,
+} from './agents/workflow';
 export type { TaskFamily, TaskDef, Outcome, Json } from './agents/family';
 export { shopping, coding };
 

@@ -13,7 +13,11 @@ export interface WholeResponse {
   trailers: Record<string, string | string[] | undefined> | null;
 }
 
-export function deliverResponse(handler: Dispatcher.DispatchHandler, controller: Dispatcher.DispatchController, r: WholeResponse): void {
+export function deliverResponse(
+  handler: Dispatcher.DispatchHandler,
+  controller: Dispatcher.DispatchController,
+  r: WholeResponse,
+): void {
   handler.onResponseStart?.(controller, r.status, r.headers, r.statusMessage);
   if (r.body.length > 0) handler.onResponseData?.(controller, r.body);
   handler.onResponseEnd?.(controller, r.trailers ?? {});

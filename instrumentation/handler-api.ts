@@ -23,7 +23,10 @@ export interface LegacyHandler {
 }
 
 export function isLegacyHandler(handler: object): boolean {
-  return typeof (handler as Handler).onRequestStart !== 'function' && typeof (handler as LegacyHandler).onHeaders === 'function';
+  return (
+    typeof (handler as Handler).onRequestStart !== 'function' &&
+    typeof (handler as LegacyHandler).onHeaders === 'function'
+  );
 }
 
 let WrapHandler: { wrap(h: unknown): Handler } | undefined;

@@ -162,7 +162,8 @@ function layeredSet(original: (dispatcher: Dispatcher) => void): SetGlobal {
     function setGlobalDispatcher(dispatcher: Dispatcher): void {
       const installed = (globalThis as Slot)[INSTALLED];
       // undici validates the argument (its own error); ours and what was composed from ours are installed as they are.
-      if (!installed || dispatcher == null || typeof dispatcher.dispatch !== 'function' || LAYERED.has(dispatcher)) return original(dispatcher);
+      if (!installed || dispatcher == null || typeof dispatcher.dispatch !== 'function' || LAYERED.has(dispatcher))
+        return original(dispatcher);
       adopt(installed, dispatcher);
     },
     { [ORIGINAL]: original },
@@ -198,7 +199,7 @@ function watchUndiciLoads(): void {
       try {
         takeSetter(exports);
       } catch (err) {
-        log.error('internal error taking undici\'s setGlobalDispatcher (ignored, the application is unaffected):', err);
+        log.error("internal error taking undici's setGlobalDispatcher (ignored, the application is unaffected):", err);
       }
     }
     return exports;
@@ -226,7 +227,9 @@ function noticeReplacement(): void {
 const REQUEST_CREATE = 'undici:request:create';
 
 /** `otlpEndpoints`: OTLP per-signal export URLs besides those in the environment (see `otlpExports`). */
-export function installInstrumentation(options: GenAiInterceptorOptions & { otlpEndpoints?: readonly string[] }): InstalledInstrumentation {
+export function installInstrumentation(
+  options: GenAiInterceptorOptions & { otlpEndpoints?: readonly string[] },
+): InstalledInstrumentation {
   const slot = globalThis as Slot;
   const current = getGlobalDispatcher() as Dispatcher;
   // Installing again replaces our layer instead of stacking a second one.
@@ -243,7 +246,11 @@ export function installInstrumentation(options: GenAiInterceptorOptions & { otlp
   log.debug('installed the GenAI span layer on the global undici dispatcher');
   // The same layer in front of node:http / node:https client requests (the AWS SDK, node-fetch): spans and the fault
   // step (node-http.ts: a step that sends a call again, a guard's retry, cannot act on a request already on its way).
-  const clientLayer = createGenAiLayer({ ...layerOptions, steps: clientRequestSteps(layerOptions.steps), otlpExports: exports });
+  const clientLayer = createGenAiLayer({
+    ...layerOptions,
+    steps: clientRequestSteps(layerOptions.steps),
+    otlpExports: exports,
+  });
   const uninstallNodeHttp = installNodeHttp(clientLayer);
   // And in front of node:http2 client sessions (the AWS SDK's NodeHttp2Handler).
   const uninstallNodeHttp2 = installNodeHttp2(clientLayer);

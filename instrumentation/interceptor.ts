@@ -20,7 +20,16 @@
  * request and reads its answer. Anything not recognised, and anything that goes wrong inside faultline, falls back
  * to the untouched call.
  */
-import { context, propagation, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
@@ -30,12 +39,29 @@ import { EXCHANGE } from './exchange';
 import { callContext } from './frameworks/scope';
 import { isLegacyHandler, SPEAKS_LEGACY, toUndici7Handler, type LegacyHandler } from './handler-api';
 import { parseJsonBody } from './json-body';
-import { UNREAD, type LlmRequestHead, type ProtocolModule, type ProtocolStart, type ResponseReader } from './internal-types';
+import {
+  UNREAD,
+  type LlmRequestHead,
+  type ProtocolModule,
+  type ProtocolStart,
+  type ResponseReader,
+} from './internal-types';
 import type { GenAiMetrics } from './metrics';
 import { protocols as defaultProtocols } from './protocols';
 import { serverPort } from './providers/request-attributes';
 import { headerValue, MAX_PARSE_BYTES } from './providers/response-body';
-import { BodyCopy, completeAfterFirst, drain, pullFirst, requestBody, resumeStream, withContentLength, withHeaders, type FirstPull, type RequestBody } from './request-body';
+import {
+  BodyCopy,
+  completeAfterFirst,
+  drain,
+  pullFirst,
+  requestBody,
+  resumeStream,
+  withContentLength,
+  withHeaders,
+  type FirstPull,
+  type RequestBody,
+} from './request-body';
 import {
   ATTR_ERROR_TYPE,
   ATTR_FL_REQUEST_RETRY_COUNT,
@@ -48,7 +74,15 @@ import {
   ATTR_SERVER_PORT,
   ATTR_URL_FULL,
 } from './semconv';
-import type { AgentMessage, DispatchFn, Exchange, ExchangeOutcome, Interceptor, LlmRequestSummary, Protocol } from './types';
+import type {
+  AgentMessage,
+  DispatchFn,
+  Exchange,
+  ExchangeOutcome,
+  Interceptor,
+  LlmRequestSummary,
+  Protocol,
+} from './types';
 
 const log = logger('interceptor');
 
@@ -84,7 +118,15 @@ export interface GenAiInterceptorOptions {
 }
 
 /** Credentials never reach a protocol module (and so never a span). */
-const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-api-key', 'api-key', 'cookie', 'x-goog-api-key', 'x-amz-security-token']);
+const CREDENTIAL_HEADERS = new Set([
+  'authorization',
+  'proxy-authorization',
+  'x-api-key',
+  'api-key',
+  'cookie',
+  'x-goog-api-key',
+  'x-amz-security-token',
+]);
 
 /** Create the GenAI span layer. */
 export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interceptor {
@@ -141,7 +183,8 @@ export function createGenAiLayer(options: GenAiInterceptorOptions): GenAiLayer {
       const m = match;
       const iterator = body.iterator;
       // A streamed body of unknown length is never waited for: it flows, and only what the URL says starts the span.
-      if (m.headers['content-length'] === undefined) return begin(opts, handler, m, parent, t0, undefined, { first: undefined, iterator });
+      if (m.headers['content-length'] === undefined)
+        return begin(opts, handler, m, parent, t0, undefined, { first: undefined, iterator });
       // Of known length (fetch's string and buffer bodies): its first pull tells whether it is at hand whole.
       void pullFirst(iterator).then((first) => {
         let whole: Buffer | undefined;
@@ -187,10 +230,17 @@ export function createGenAiLayer(options: GenAiInterceptorOptions): GenAiLayer {
         const copy = new BodyCopy((buf) => safely(log, 'request body', () => exchange.bodyRead(buf), undefined));
         sendOpts = { ...opts, body: resumeStream(flowing.first, flowing.iterator, copy), [EXCHANGE]: exchange };
       } else {
-        const rewritten = exchange.rewriteBody ? safely(log, 'body rewrite', () => rewrite(exchange), undefined) : undefined;
+        const rewritten = exchange.rewriteBody
+          ? safely(log, 'body rewrite', () => rewrite(exchange), undefined)
+          : undefined;
         sendOpts =
           rewritten !== undefined
-            ? { ...opts, body: rewritten, headers: withContentLength(opts.headers, rewritten.length), [EXCHANGE]: exchange }
+            ? {
+                ...opts,
+                body: rewritten,
+                headers: withContentLength(opts.headers, rewritten.length),
+                [EXCHANGE]: exchange,
+              }
             : { ...opts, [EXCHANGE]: exchange };
       }
       const tap = new ExchangeTap(exchange, options, followUps);
@@ -204,7 +254,12 @@ export function createGenAiLayer(options: GenAiInterceptorOptions): GenAiLayer {
      * application has had its answer (a call that fails before its body is sent still gets its model); any other as
      * it flows past.
      */
-    function sendFirst(opts: Dispatcher.DispatchOptions, handler: Handler, exchange: LiveExchange, body: RequestBody): boolean {
+    function sendFirst(
+      opts: Dispatcher.DispatchOptions,
+      handler: Handler,
+      exchange: LiveExchange,
+      body: RequestBody,
+    ): boolean {
       const tap = new ExchangeTap(exchange, options, followUps);
       const read = (buf: Buffer): void => safely(log, 'request body', () => exchange.bodyRead(buf), undefined);
       if (body.kind !== 'stream') {
@@ -242,7 +297,12 @@ export function createGenAiLayer(options: GenAiInterceptorOptions): GenAiLayer {
       return send(sendOpts, handler, tap, () => opts);
     }
 
-    function send(sendOpts: Dispatcher.DispatchOptions, handler: Handler, tap: ExchangeTap, untouched: () => Dispatcher.DispatchOptions): boolean {
+    function send(
+      sendOpts: Dispatcher.DispatchOptions,
+      handler: Handler,
+      tap: ExchangeTap,
+      untouched: () => Dispatcher.DispatchOptions,
+    ): boolean {
       // Steps speak undici 7's handler API, so a legacy handler gets it too, adapted only if a step uses it (one that
       // leaves the call alone hands ours on to a legacy dispatcher as it is); with no step it is wrapped as is.
       const legacy = isLegacyHandler(handler);
@@ -251,7 +311,8 @@ export function createGenAiLayer(options: GenAiInterceptorOptions): GenAiLayer {
           ? new LegacyExchangeHandler(handler as unknown as LegacyHandler, tap)
           : new BothApisExchangeHandler(handler as unknown as LegacyHandler, tap)
         : new ExchangeHandler(handler, tap);
-      if (options.propagate?.()) sendOpts = safely(log, 'trace context', () => withTraceContext(sendOpts, tap.exchange.context), sendOpts);
+      if (options.propagate?.())
+        sendOpts = safely(log, 'trace context', () => withTraceContext(sendOpts, tap.exchange.context), sendOpts);
       try {
         // Every undici dispatcher takes both handler APIs.
         return context.with(tap.exchange.context, () => inner(sendOpts, wrapped as unknown as Handler));
@@ -327,7 +388,14 @@ function recognise(
   return first >= 0 ? { modules: route.modules, first, url, port: route.port, method, headers } : undefined;
 }
 
-function routeOf(method: string, origin: string | URL, path: string, modules: readonly ProtocolModule[], ignore: Ignored, routes: RouteCache) {
+function routeOf(
+  method: string,
+  origin: string | URL,
+  path: string,
+  modules: readonly ProtocolModule[],
+  ignore: Ignored,
+  routes: RouteCache,
+) {
   const key = `${method} ${String(origin)} ${path}`;
   let route = routes.get(key);
   if (route === undefined) {
@@ -345,7 +413,12 @@ interface Ignored {
   otlp: Set<string>;
 }
 
-function resolveRoute(method: string, url: URL, modules: readonly ProtocolModule[], ignore: Ignored): { url: URL; port: number; modules: ProtocolModule[] } | null {
+function resolveRoute(
+  method: string,
+  url: URL,
+  modules: readonly ProtocolModule[],
+  ignore: Ignored,
+): { url: URL; port: number; modules: ProtocolModule[] } | null {
   const hosts = ignore.hosts;
   if (hosts.size > 0 && (hosts.has(url.host.toLowerCase()) || hosts.has(url.hostname.toLowerCase()))) return null;
   // An OTLP export sent through fetch (protobuf bodies are never read anyway, see jsonBody; this covers OTLP/JSON).
@@ -368,7 +441,8 @@ function headerRecord(headers: Dispatcher.DispatchOptions['headers']): Record<st
   const out: Record<string, string> = {};
   if (headers == null) return out;
   if (Array.isArray(headers)) {
-    if (headers.length > 0 && Array.isArray(headers[0])) for (const pair of headers as unknown as [unknown, unknown][]) putHeader(out, pair[0], pair[1]);
+    if (headers.length > 0 && Array.isArray(headers[0]))
+      for (const pair of headers as unknown as [unknown, unknown][]) putHeader(out, pair[0], pair[1]);
     else for (let i = 0; i + 1 < headers.length; i += 2) putHeader(out, headers[i], headers[i + 1]);
   } else if (typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
     for (const pair of headers as Iterable<[unknown, unknown]>) putHeader(out, pair[0], pair[1]);
@@ -387,7 +461,14 @@ function putHeader(out: Record<string, string>, k: unknown, v: unknown): void {
 // ------------------------------------------------------------------------------------------------ span start
 
 /** Attributes of a span started before its body was read: only what the URL and headers can have told. */
-const URL_ATTRIBUTES = [ATTR_GEN_AI_OPERATION_NAME, ATTR_GEN_AI_PROVIDER_NAME, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_FULL, ATTR_FL_REQUEST_RETRY_COUNT];
+const URL_ATTRIBUTES = [
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_URL_FULL,
+  ATTR_FL_REQUEST_RETRY_COUNT,
+];
 
 function parsed(buf: Buffer): unknown {
   if (buf.length === 0) return undefined;
@@ -403,7 +484,13 @@ function parsed(buf: Buffer): unknown {
  * hand (`whole`) the modules decide from it (a module's `sniff` first, so a body none can take is never parsed);
  * without it, from the URL and headers alone.
  */
-function openExchange(match: Match, parent: Context, t0: number, whole: Buffer | undefined, options: GenAiInterceptorOptions): LiveExchange | undefined {
+function openExchange(
+  match: Match,
+  parent: Context,
+  t0: number,
+  whole: Buffer | undefined,
+  options: GenAiInterceptorOptions,
+): LiveExchange | undefined {
   const capture = options.captureContent();
   let request: unknown;
   let read = false;
@@ -425,8 +512,21 @@ function openExchange(match: Match, parent: Context, t0: number, whole: Buffer |
       start = module.start(match.url, request, match.headers, capture);
     }
     if (start === undefined) continue;
-    const span = options.tracer().startSpan(start.name, { kind: start.kind, attributes: start.attributes, startTime: t0 }, parent);
-    return new LiveExchange(module, span, trace.setSpan(parent, span), parent, start, match, whole, request, t0, capture);
+    const span = options
+      .tracer()
+      .startSpan(start.name, { kind: start.kind, attributes: start.attributes, startTime: t0 }, parent);
+    return new LiveExchange(
+      module,
+      span,
+      trace.setSpan(parent, span),
+      parent,
+      start,
+      match,
+      whole,
+      request,
+      t0,
+      capture,
+    );
   }
   return undefined;
 }
@@ -599,7 +699,8 @@ function followUpKey(method: string, url: URL, status: number, location: string 
   } catch {
     return undefined;
   }
-  const next = (status === 303 && method !== 'HEAD') || ((status === 301 || status === 302) && method === 'POST') ? 'GET' : method;
+  const next =
+    (status === 303 && method !== 'HEAD') || ((status === 301 || status === 302) && method === 'POST') ? 'GET' : method;
   return `${next} ${target.origin}${target.pathname}${target.search}`;
 }
 
@@ -779,7 +880,12 @@ class ExchangeTap {
     // Known now (not at the drain): the follow-up request may be sent before the drain runs.
     if (statusCode >= 300 && statusCode < 400) {
       const { exchange } = this;
-      this.#followUp = safely(log, 'redirect', () => followUpKey(exchange.method, exchange.url, statusCode, headerValue(headers, 'location')), undefined);
+      this.#followUp = safely(
+        log,
+        'redirect',
+        () => followUpKey(exchange.method, exchange.url, statusCode, headerValue(headers, 'location')),
+        undefined,
+      );
     }
     // Read with the first batch of chunks or at the end, in the same turn of the event loop (flushExchanges reads it
     // at once): nothing needs it sooner.
@@ -999,7 +1105,8 @@ class ExchangeTap {
     }
     if (this.#firstChunkAt !== undefined) {
       const ms = this.#firstChunkAt - this.exchange.t0;
-      if (attributes[ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] !== undefined) attributes[ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = ms / 1000;
+      if (attributes[ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] !== undefined)
+        attributes[ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = ms / 1000;
       if (response?.stream?.timeToFirstChunkMs !== undefined) response.stream.timeToFirstChunkMs = ms;
     }
   }
@@ -1176,11 +1283,17 @@ class BothApisExchangeHandler extends LegacyExchangeHandler implements Handler {
     this.touched = true;
     return this.#modern().onRequestUpgrade(controller, statusCode, headers, socket);
   };
-  readonly onResponseStart: NonNullable<Handler['onResponseStart']> = (controller, statusCode, headers, statusMessage) => {
+  readonly onResponseStart: NonNullable<Handler['onResponseStart']> = (
+    controller,
+    statusCode,
+    headers,
+    statusMessage,
+  ) => {
     this.touched = true;
     return this.#modern().onResponseStart(controller, statusCode, headers, statusMessage);
   };
-  readonly onResponseData: NonNullable<Handler['onResponseData']> = (controller, chunk) => this.#modern().onResponseData(controller, chunk);
+  readonly onResponseData: NonNullable<Handler['onResponseData']> = (controller, chunk) =>
+    this.#modern().onResponseData(controller, chunk);
   readonly onResponseEnd: NonNullable<Handler['onResponseEnd']> = (controller, trailers) => {
     this.touched = true;
     return this.#modern().onResponseEnd(controller, trailers);
@@ -1209,7 +1322,8 @@ function bodyHeaders(raw: readonly (Buffer | string)[] | null | undefined, statu
     // Cheap length check first: most headers are none of them.
     if (name.length !== 12 && name.length !== 16 && !(redirect && name.length === 8)) continue;
     const key = name.toString().toLowerCase();
-    if ((key === 'content-type' || key === 'content-encoding' || key === 'location') && out[key] === undefined) out[key] = String(raw[i + 1]);
+    if ((key === 'content-type' || key === 'content-encoding' || key === 'location') && out[key] === undefined)
+      out[key] = String(raw[i + 1]);
   }
   return out;
 }

@@ -46,7 +46,11 @@ export interface ResponseReader {
   onEnd(): void;
   /** Attributes to set on the span at its end (response id/model, finish reasons, usage, content-free facts, and
    * content when captured), and the outcome handed to `onExchangeEnd`. */
-  finish(exchange: Exchange, failure: { errorType?: string; aborted?: boolean } | undefined, durationMs: number): {
+  finish(
+    exchange: Exchange,
+    failure: { errorType?: string; aborted?: boolean } | undefined,
+    durationMs: number,
+  ): {
     attributes: Attributes;
     outcome: ExchangeOutcome;
     /** Span status error description, if the call failed at the protocol level (HTTP >= 400, JSON-RPC error). */

@@ -129,7 +129,7 @@ function skipValue(b: Buffer, i: number): number {
   if (c === QUOTE) return skipString(b, i);
   if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
     let depth = 0;
-    for (let j = i; j < b.length; ) {
+    for (let j = i; j < b.length;) {
       const d = b[j];
       if (d === QUOTE) {
         j = skipString(b, j);
@@ -148,7 +148,8 @@ function skipValue(b: Buffer, i: number): number {
   let j = i;
   while (j < b.length) {
     const d = b[j];
-    if (d === COMMA || d === CLOSE_OBJECT || d === CLOSE_ARRAY || d === 0x20 || d === 0x0a || d === 0x0d || d === 0x09) break;
+    if (d === COMMA || d === CLOSE_OBJECT || d === CLOSE_ARRAY || d === 0x20 || d === 0x0a || d === 0x0d || d === 0x09)
+      break;
     j++;
   }
   if (j === i) throw new NotPiecewise();

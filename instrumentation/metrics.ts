@@ -57,7 +57,12 @@ export class GenAiMetrics {
     return this.#duration && this.#tokens ? { duration: this.#duration, tokens: this.#tokens } : undefined;
   }
 
-  record(url: URL, port: number, request: Pick<LlmRequestSummary, 'operation' | 'provider' | 'model'>, response: LlmResponseSummary | undefined): void {
+  record(
+    url: URL,
+    port: number,
+    request: Pick<LlmRequestSummary, 'operation' | 'provider' | 'model'>,
+    response: LlmResponseSummary | undefined,
+  ): void {
     const inst = this.#instruments();
     if (!inst) return;
     const attrs: Attributes = {
@@ -71,7 +76,9 @@ export class GenAiMetrics {
     if (response?.errorType !== undefined) attrs[ATTR_ERROR_TYPE] = response.errorType;
     inst.duration.record((response?.durationMs ?? 0) / 1000, attrs);
     const usage = response?.usage;
-    if (usage?.inputTokens !== undefined) inst.tokens.record(usage.inputTokens, { ...attrs, [ATTR_GEN_AI_TOKEN_TYPE]: 'input' });
-    if (usage?.outputTokens !== undefined) inst.tokens.record(usage.outputTokens, { ...attrs, [ATTR_GEN_AI_TOKEN_TYPE]: 'output' });
+    if (usage?.inputTokens !== undefined)
+      inst.tokens.record(usage.inputTokens, { ...attrs, [ATTR_GEN_AI_TOKEN_TYPE]: 'input' });
+    if (usage?.outputTokens !== undefined)
+      inst.tokens.record(usage.outputTokens, { ...attrs, [ATTR_GEN_AI_TOKEN_TYPE]: 'output' });
   }
 }

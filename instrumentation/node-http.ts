@@ -47,7 +47,9 @@ export const CLIENT_REQUEST_STEP = Symbol.for('faultline.step.clientRequests');
 
 /** The steps of `steps` that may act on node:http calls (marked CLIENT_REQUEST_STEP). */
 export function clientRequestSteps(steps: readonly Interceptor[] | undefined): Interceptor[] {
-  return (steps ?? []).filter((s) => (s as Interceptor & { [CLIENT_REQUEST_STEP]?: true })[CLIENT_REQUEST_STEP] === true);
+  return (steps ?? []).filter(
+    (s) => (s as Interceptor & { [CLIENT_REQUEST_STEP]?: true })[CLIENT_REQUEST_STEP] === true,
+  );
 }
 
 /** On a ClientRequest the layer has taken. */
@@ -102,10 +104,22 @@ function take(req: ClientRequest, args: readonly unknown[], using: { layer: GenA
   marked[TAKEN] = true;
   const request = { origin, path: req.path, method: req.method, headers: () => req.getHeaders() };
   const presenter = clientRequestPresenter(req);
-  new NodeHttpCall(req, request, using.dispatch, (args) => {
-    const res = args[0] as IncomingMessage;
-    return { status: res.statusCode ?? 0, headers: res.headers, message: res.statusMessage ?? '', body: res, trailers: () => res.trailers ?? {} };
-  }, presenter).hook();
+  new NodeHttpCall(
+    req,
+    request,
+    using.dispatch,
+    (args) => {
+      const res = args[0] as IncomingMessage;
+      return {
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        message: res.statusMessage ?? '',
+        body: res,
+        trailers: () => res.trailers ?? {},
+      };
+    },
+    presenter,
+  ).hook();
 }
 
 /** The port a request goes to, as Node resolves it: the URL's, then the options' (`port`, `defaultPort`, the agent's). */
@@ -242,7 +256,10 @@ export class NodeHttpCall {
   }
 
   hook(): void {
-    const req = this.req as unknown as Record<'write' | 'end' | 'emit' | 'destroy' | 'close', (...a: unknown[]) => unknown>;
+    const req = this.req as unknown as Record<
+      'write' | 'end' | 'emit' | 'destroy' | 'close',
+      (...a: unknown[]) => unknown
+    >;
     const { write, end, emit, destroy, close } = req;
     this.#emit = (event, ...rest) => emit.call(req, event, ...rest) as boolean;
     const restore = (): void => {
@@ -251,12 +268,23 @@ export class NodeHttpCall {
       delete (req as Partial<typeof req>).end;
     };
     req.write = (...a: unknown[]): unknown => {
-      safely(log, 'request body', () => this.#keep(a[0], typeof a[1] === 'string' ? (a[1] as BufferEncoding) : undefined), undefined);
+      safely(
+        log,
+        'request body',
+        () => this.#keep(a[0], typeof a[1] === 'string' ? (a[1] as BufferEncoding) : undefined),
+        undefined,
+      );
       return write.apply(req, a);
     };
     req.end = (...a: unknown[]): unknown => {
       restore();
-      if (typeof a[0] !== 'function') safely(log, 'request body', () => this.#keep(a[0], typeof a[1] === 'string' ? (a[1] as BufferEncoding) : undefined), undefined);
+      if (typeof a[0] !== 'function')
+        safely(
+          log,
+          'request body',
+          () => this.#keep(a[0], typeof a[1] === 'string' ? (a[1] as BufferEncoding) : undefined),
+          undefined,
+        );
       safely(log, 'span start', () => this.#send(), undefined);
       // A step answers (or delays) the call before it is sent: the request waits for the step, if it ever sends it.
       if (this.#mode === 'mediated' && this.#handler === undefined) {
@@ -285,7 +313,8 @@ export class NodeHttpCall {
     const gone = (reason: unknown): void => {
       if (this.#mode !== 'mediated' || this.#settled || this.#appGone) return;
       this.#appGone = true;
-      const err = reason instanceof Error ? reason : Object.assign(new Error('the request was aborted'), { name: 'AbortError' });
+      const err =
+        reason instanceof Error ? reason : Object.assign(new Error('the request was aborted'), { name: 'AbortError' });
       safely(log, 'application abort', () => this.#appController?.abort(err), undefined);
       this.#presented?.destroy(err);
     };
@@ -345,14 +374,25 @@ export class NodeHttpCall {
 
   present(status: number, headers: Headers, message: string): void {
     if (this.#presented !== undefined || this.#settled) return;
-    const body = this.presenter.start(this.#emit as Emit, status, headers, message || (http.STATUS_CODES[status] ?? ''));
+    const body = this.presenter.start(
+      this.#emit as Emit,
+      status,
+      headers,
+      message || (http.STATUS_CODES[status] ?? ''),
+    );
     this.#presented = body;
     body.onRead(() => this.#appController?.resume());
     body.onDone((ended) => {
       if (!ended && !this.#settled) {
         // The application stopped reading before the end (it destroyed the body).
         this.#appGone = true;
-        safely(log, 'application abort', () => this.#appController?.abort(Object.assign(new Error('the response was destroyed'), { name: 'AbortError' })), undefined);
+        safely(
+          log,
+          'application abort',
+          () =>
+            this.#appController?.abort(Object.assign(new Error('the response was destroyed'), { name: 'AbortError' })),
+          undefined,
+        );
       }
       this.#stopReal();
     });
@@ -409,7 +449,8 @@ export class NodeHttpCall {
     r.push = (chunk: unknown, ...rest: unknown[]): boolean => {
       const more = divert && !this.#appGone ? true : (push.call(res, chunk, ...rest) as boolean);
       if (chunk === null) this.#complete(response);
-      else if (!this.#done && Buffer.isBuffer(chunk)) safely(log, 'response data', () => handler.onResponseData?.(controller, chunk), undefined);
+      else if (!this.#done && Buffer.isBuffer(chunk))
+        safely(log, 'response data', () => handler.onResponseData?.(controller, chunk), undefined);
       return more;
     };
     r.emit = (event: unknown, ...rest: unknown[]): boolean => {
@@ -422,14 +463,22 @@ export class NodeHttpCall {
   #complete(response: TakenResponse): void {
     if (this.#done) return;
     this.#done = true;
-    safely(log, 'response end', () => this.#handler?.onResponseEnd?.(this.#controller, response.trailers() as never), undefined);
+    safely(
+      log,
+      'response end',
+      () => this.#handler?.onResponseEnd?.(this.#controller, response.trailers() as never),
+      undefined,
+    );
   }
 
   /** The request or its response failed (`err`), or closed before the response ended (undefined: an abort). */
   #fail(err: unknown): void {
     if (this.#done || this.#handler === undefined) return;
     this.#done = true;
-    const error = err instanceof Error ? err : Object.assign(new Error('the request closed before its response ended'), { name: 'AbortError' });
+    const error =
+      err instanceof Error
+        ? err
+        : Object.assign(new Error('the request closed before its response ended'), { name: 'AbortError' });
     safely(log, 'response error', () => this.#handler?.onResponseError?.(this.#controller, error), undefined);
   }
 }

@@ -12,7 +12,12 @@
  * cancelled once the application has read that answer. A stream is taken once (node-http.ts's TAKEN), and undici's own HTTP/2 sessions (fetch to an h2
  * origin) are left to the dispatcher layer: no call gets two spans.
  */
-import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
+import http2, {
+  type ClientHttp2Session,
+  type ClientHttp2Stream,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+} from 'node:http2';
 import { syncBuiltinESMExports } from 'node:module';
 import { logger, safely } from '../src/diag';
 import type { GenAiLayer } from './interceptor';
@@ -50,7 +55,8 @@ export function installNodeHttp2(layer: GenAiLayer): () => void {
 function wrapConnect(original: Connect): Connect {
   return function connect(this: unknown, ...args: unknown[]): ClientHttp2Session {
     const session = (original as (...a: unknown[]) => ClientHttp2Session).apply(this, args);
-    if (current !== undefined && !ownSocket(args[1])) safely(log, 'http2 session', () => wrapSession(session, args[0]), undefined);
+    if (current !== undefined && !ownSocket(args[1]))
+      safely(log, 'http2 session', () => wrapSession(session, args[0]), undefined);
     return session;
   } as Connect;
 }
@@ -60,7 +66,11 @@ function wrapConnect(original: Connect): Connect {
  * undici Agent with allowH2, whose calls the dispatcher layer sees already. Left alone, so no call gets two spans.
  */
 function ownSocket(options: unknown): boolean {
-  return typeof options === 'object' && options !== null && typeof (options as { createConnection?: unknown }).createConnection === 'function';
+  return (
+    typeof options === 'object' &&
+    options !== null &&
+    typeof (options as { createConnection?: unknown }).createConnection === 'function'
+  );
 }
 
 function wrapSession(session: ClientHttp2Session, authority: unknown): void {
@@ -74,24 +84,42 @@ function wrapSession(session: ClientHttp2Session, authority: unknown): void {
   session.request = function (this: unknown, ...args: unknown[]): ClientHttp2Stream {
     const stream = (request as (...a: unknown[]) => ClientHttp2Stream).apply(this, args);
     const using = current;
-    if (using !== undefined) safely(log, 'http2 request', () => take(stream, origin, (args[0] ?? {}) as OutgoingHttpHeaders, using), undefined);
+    if (using !== undefined)
+      safely(
+        log,
+        'http2 request',
+        () => take(stream, origin, (args[0] ?? {}) as OutgoingHttpHeaders, using),
+        undefined,
+      );
     return stream;
   } as typeof session.request;
 }
 
-function take(stream: ClientHttp2Stream, origin: string, headers: OutgoingHttpHeaders, using: { layer: GenAiLayer; dispatch: DispatchFn }): void {
+function take(
+  stream: ClientHttp2Stream,
+  origin: string,
+  headers: OutgoingHttpHeaders,
+  using: { layer: GenAiLayer; dispatch: DispatchFn },
+): void {
   const marked = stream as ClientHttp2Stream & { [TAKEN]?: true };
   if (marked[TAKEN]) return;
   const method = String(headers[':method'] ?? 'GET').toUpperCase();
   const path = String(headers[':path'] ?? '/');
   if (!using.layer.mayTake(method, origin, path)) return;
   marked[TAKEN] = true;
-  const plain = (): Record<string, unknown> => Object.fromEntries(Object.entries(headers).filter(([k]) => !k.startsWith(':')));
-  new NodeHttpCall(stream, { origin, path, method, headers: plain }, using.dispatch, (args) => {
-    const h = (args[0] ?? {}) as IncomingHttpHeaders & { ':status'?: number };
-    const head = Object.fromEntries(Object.entries(h).filter(([k]) => !k.startsWith(':'))) as IncomingHttpHeaders;
-    return { status: Number(h[':status'] ?? 0), headers: head, message: '', body: stream, trailers: () => ({}) };
-  }, streamPresenter(stream)).hook();
+  const plain = (): Record<string, unknown> =>
+    Object.fromEntries(Object.entries(headers).filter(([k]) => !k.startsWith(':')));
+  new NodeHttpCall(
+    stream,
+    { origin, path, method, headers: plain },
+    using.dispatch,
+    (args) => {
+      const h = (args[0] ?? {}) as IncomingHttpHeaders & { ':status'?: number };
+      const head = Object.fromEntries(Object.entries(h).filter(([k]) => !k.startsWith(':'))) as IncomingHttpHeaders;
+      return { status: Number(h[':status'] ?? 0), headers: head, message: '', body: stream, trailers: () => ({}) };
+    },
+    streamPresenter(stream),
+  ).hook();
 }
 
 /**

@@ -25,19 +25,22 @@ export const REDACTED = 'REDACTED';
 export function redactQuery(search: string): string {
   if (search.length < 2) return search;
   let changed = false;
-  const parts = search.slice(1).split('&').map((pair) => {
-    const eq = pair.indexOf('=');
-    const rawName = eq < 0 ? pair : pair.slice(0, eq);
-    let name = rawName;
-    try {
-      name = decodeURIComponent(rawName.replace(/\+/g, ' '));
-    } catch {
-      // keep the raw name: a malformed escape still gets judged by what it says
-    }
-    if (eq < 0 || !isCredentialParam(name) || pair.slice(eq + 1) === '') return pair;
-    changed = true;
-    return `${rawName}=${REDACTED}`;
-  });
+  const parts = search
+    .slice(1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const rawName = eq < 0 ? pair : pair.slice(0, eq);
+      let name = rawName;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, ' '));
+      } catch {
+        // keep the raw name: a malformed escape still gets judged by what it says
+      }
+      if (eq < 0 || !isCredentialParam(name) || pair.slice(eq + 1) === '') return pair;
+      changed = true;
+      return `${rawName}=${REDACTED}`;
+    });
   return changed ? `?${parts.join('&')}` : search;
 }
 

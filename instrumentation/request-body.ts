@@ -42,7 +42,8 @@ export function asBytes(chunk: unknown): Buffer | undefined {
 }
 
 /** What the first pull of a streamed body gave: a chunk, the end, or the stream's error. */
-export type FirstPull = { readonly done: true } | { readonly done: false; readonly value: unknown } | { readonly error: unknown };
+export type FirstPull =
+  { readonly done: true } | { readonly done: false; readonly value: unknown } | { readonly error: unknown };
 
 export function pullFirst(iterator: AsyncIterator<unknown>): Promise<FirstPull> {
   return iterator.next().then(
@@ -98,7 +99,8 @@ export class BodyCopy {
   end(): void {
     const chunks = this.#chunks;
     this.#chunks = undefined;
-    if (chunks !== undefined) this.onComplete(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#bytes));
+    if (chunks !== undefined)
+      this.onComplete(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#bytes));
   }
 
   /** The stream failed or was cancelled: nothing to read. */
@@ -180,7 +182,11 @@ export function withContentLength(headers: Headers, length: number): Headers {
  * `replace`: a header already there takes the new value (its repeats collapsed into one), a missing one is added.
  * `absent`: the headers are added only when none of them is there (the application's own trace context wins).
  */
-export function withHeaders(headers: Headers, values: Readonly<Record<string, string>>, mode: 'replace' | 'absent'): Headers {
+export function withHeaders(
+  headers: Headers,
+  values: Readonly<Record<string, string>>,
+  mode: 'replace' | 'absent',
+): Headers {
   const names = Object.keys(values);
   const given = (k: unknown): string | undefined => {
     const name = String(k).toLowerCase();
@@ -216,18 +222,24 @@ export function withHeaders(headers: Headers, values: Readonly<Record<string, st
 }
 
 function isHeaderObject(headers: Headers): headers is Record<string, string | string[] | undefined> {
-  return headers != null && !Array.isArray(headers) && typeof (headers as Partial<Iterable<unknown>>)[Symbol.iterator] !== 'function';
+  return (
+    headers != null &&
+    !Array.isArray(headers) &&
+    typeof (headers as Partial<Iterable<unknown>>)[Symbol.iterator] !== 'function'
+  );
 }
 
 /** The name/value pairs of every header shape undici takes. */
 function headerEntries(headers: Headers): [unknown, unknown][] {
   if (headers == null) return [];
   if (Array.isArray(headers)) {
-    if (headers.length > 0 && Array.isArray(headers[0])) return (headers as unknown as [unknown, unknown][]).map(([k, v]) => [k, v]);
+    if (headers.length > 0 && Array.isArray(headers[0]))
+      return (headers as unknown as [unknown, unknown][]).map(([k, v]) => [k, v]);
     const pairs: [unknown, unknown][] = [];
     for (let i = 0; i + 1 < headers.length; i += 2) pairs.push([headers[i], headers[i + 1]]);
     return pairs;
   }
-  if (typeof (headers as Partial<Iterable<unknown>>)[Symbol.iterator] === 'function') return [...(headers as Iterable<[unknown, unknown]>)];
+  if (typeof (headers as Partial<Iterable<unknown>>)[Symbol.iterator] === 'function')
+    return [...(headers as Iterable<[unknown, unknown]>)];
   return Object.entries(headers as Record<string, unknown>);
 }

@@ -26,8 +26,14 @@ export function getGlobalDispatcher(): Dispatcher {
 }
 
 export function setGlobalDispatcher(dispatcher: Dispatcher): void {
-  if (!dispatcher || typeof dispatcher.dispatch !== 'function') throw new TypeError('Argument agent must implement Agent');
+  if (!dispatcher || typeof dispatcher.dispatch !== 'function')
+    throw new TypeError('Argument agent must implement Agent');
   for (const slot of [SLOT, LEGACY_SLOT]) {
-    Object.defineProperty(globalThis, slot, { value: dispatcher, writable: true, enumerable: false, configurable: false });
+    Object.defineProperty(globalThis, slot, {
+      value: dispatcher,
+      writable: true,
+      enumerable: false,
+      configurable: false,
+    });
   }
 }

@@ -4,7 +4,12 @@
  * A plan that silently did nothing is the failure a chaos experiment must not have.
  */
 import type { Attributes } from '@opentelemetry/api';
-import { ATTR_GEN_AI_AGENT_NAME, ATTR_GEN_AI_OPERATION_NAME, ATTR_GEN_AI_REQUEST_MODEL, ATTR_GEN_AI_TOOL_NAME } from '../instrumentation/semconv';
+import {
+  ATTR_GEN_AI_AGENT_NAME,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_TOOL_NAME,
+} from '../instrumentation/semconv';
 import type { SeenCalls, TriggerReport } from './inject/verify';
 import type { FaultPlan } from './plan/schema';
 import { compilePlan, isModelOperation, type CompiledRule } from './plan/select';
@@ -46,18 +51,23 @@ function neverText(rule: CompiledRule, seen: readonly SeenCalls[], other: number
   const total = seen.reduce((n, s) => n + s.count, other);
   if (total === 0) return `${rule.name} (no model, tool or agent call was seen)`;
   const excluded = new Map<string, number>();
-  for (const s of seen) for (const label of rule.misses(s.attrs)) excluded.set(label, (excluded.get(label) ?? 0) + s.count);
+  for (const s of seen)
+    for (const label of rule.misses(s.attrs)) excluded.set(label, (excluded.get(label) ?? 0) + s.count);
   const seenCount = total - other;
   const none = [...excluded].filter(([, n]) => n === seenCount).map(([label]) => label);
   const calls = `${total} call${total === 1 ? '' : 's'} seen`;
-  const why = none.length > 0 ? `none of the ${calls} had ${none.join(' or ')}` : `no call of the ${calls} had ${[...excluded.keys()].join(' and ')} together`;
+  const why =
+    none.length > 0
+      ? `none of the ${calls} had ${none.join(' or ')}`
+      : `no call of the ${calls} had ${[...excluded.keys()].join(' and ')} together`;
   const kinds = [...seen].sort((a, b) => b.count - a.count);
   const shown = kinds.slice(0, KINDS_SHOWN).map((s) => `${callKind(s.attrs)} ×${s.count}`);
   const rest = kinds.length - KINDS_SHOWN + (other > 0 ? 1 : 0);
   if (rest > 0) shown.push(`${rest} other kind${rest === 1 ? '' : 's'}`);
   // The mistake this catches most: `operation: chat` on Gemini (generate_content) or legacy completions.
   const hint =
-    none.some((l) => l.startsWith('operation=')) && seen.some((s) => isModelOperation(s.attrs[ATTR_GEN_AI_OPERATION_NAME] as string | undefined))
+    none.some((l) => l.startsWith('operation=')) &&
+    seen.some((s) => isModelOperation(s.attrs[ATTR_GEN_AI_OPERATION_NAME] as string | undefined))
       ? '; `operation: model` selects every model call'
       : '';
   return `${rule.name} (${why}: ${shown.join(', ')}${hint})`;
@@ -67,7 +77,9 @@ function neverText(rule: CompiledRule, seen: readonly SeenCalls[], other: number
 export function summaryLine(plan: FaultPlan, where: string, report: TriggerReport): string {
   const rules = compilePlan(plan).rules;
   const names = rules.map((r) => r.name);
-  const totals = new Map(names.map((n) => [n, { matched: 0, mostInTask: 0, effective: 0, noops: 0, notApplicable: 0 }]));
+  const totals = new Map(
+    names.map((n) => [n, { matched: 0, mostInTask: 0, effective: 0, noops: 0, notApplicable: 0 }]),
+  );
   for (const task of report.tasks) {
     for (const r of task.rules) {
       const t = totals.get(r.rule);
@@ -88,11 +100,19 @@ export function summaryLine(plan: FaultPlan, where: string, report: TriggerRepor
       const first = rules[names.indexOf(name)]!.positions;
       const least = first ? Math.min(...first) : 0;
       const unreached = least > t.mostInTask ? `position ${least} not reached: at most ${t.mostInTask} in a task` : '';
-      const why = [t.noops ? `${t.noops} no-op` : '', t.notApplicable ? `${t.notApplicable} not applicable` : '', unreached].filter(Boolean).join(', ');
+      const why = [
+        t.noops ? `${t.noops} no-op` : '',
+        t.notApplicable ? `${t.notApplicable} not applicable` : '',
+        unreached,
+      ]
+        .filter(Boolean)
+        .join(', ');
       idle.push(`${name} (matched ${t.matched}${why ? `, ${why}` : ''})`);
     } else never.push(report.seen ? neverText(rules[names.indexOf(name)]!, report.seen, report.seenOther ?? 0) : name);
   }
-  const parts = [`${fired.length} of ${names.length} rule${names.length === 1 ? '' : 's'} fired${fired.length ? ` (${fired.join(', ')})` : ''}`];
+  const parts = [
+    `${fired.length} of ${names.length} rule${names.length === 1 ? '' : 's'} fired${fired.length ? ` (${fired.join(', ')})` : ''}`,
+  ];
   if (idle.length) parts.push(`matched but never fired: ${idle.join(', ')}`);
   if (never.length) parts.push(`never matched: ${never.join(', ')}`);
   return `faultline: ${where}: ${parts.join('; ')}`;

@@ -20,7 +20,16 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { diag } from '@opentelemetry/api';
 import type { GuardConfig, GuardConfigInput } from '../detectors/guards/config';
 import type { OnlineDetectionOptions } from '../detectors/online';
-import { captureContentFromEnv, guardsFileFromEnv, isProduction, METRIC_EXPORT_INTERVAL_MS, metricExportIntervalFromEnv, planFileFromEnv, readList as list, readSwitch } from './env';
+import {
+  captureContentFromEnv,
+  guardsFileFromEnv,
+  isProduction,
+  METRIC_EXPORT_INTERVAL_MS,
+  metricExportIntervalFromEnv,
+  planFileFromEnv,
+  readList as list,
+  readSwitch,
+} from './env';
 import { FaultlineInputError } from './errors';
 import { parts } from './parts';
 import type { FaultPlan, FaultPlanInput } from './plan/schema';
@@ -136,12 +145,19 @@ function findConfigFile(env: NodeJS.ProcessEnv, cwd: string): string | undefined
   const named = env.FAULTLINE_CONFIG?.trim();
   if (named) {
     const path = resolve(cwd, named);
-    if (!existsSync(path)) throw new FaultlineInputError('FAULTLINE_FILE_NOT_FOUND', `FAULTLINE_CONFIG names ${named}, which does not exist`);
+    if (!existsSync(path))
+      throw new FaultlineInputError(
+        'FAULTLINE_FILE_NOT_FOUND',
+        `FAULTLINE_CONFIG names ${named}, which does not exist`,
+      );
     return path;
   }
   const found = CONFIG_FILE_NAMES.map((n) => join(cwd, n)).filter((p) => existsSync(p));
   if (found.length > 1) {
-    throw new FaultlineInputError('FAULTLINE_CONFIG_INVALID', `two configuration files in ${cwd}: ${found.map((p) => p.slice(cwd.length + 1)).join(' and ')}; keep one`);
+    throw new FaultlineInputError(
+      'FAULTLINE_CONFIG_INVALID',
+      `two configuration files in ${cwd}: ${found.map((p) => p.slice(cwd.length + 1)).join(' and ')}; keep one`,
+    );
   }
   return found[0];
 }
@@ -168,11 +184,19 @@ export function resolveConfig(options: ResolveOptions = {}): FaultlineConfig {
   let disabledPlan: string | undefined;
   const planGiven = o.plan ?? envPlan ?? file.plan;
   if (planGiven !== undefined && injectionDisabled) {
-    disabledPlan = typeof planGiven === 'string' ? `fault plan ${planGiven}` : o.plan !== undefined ? 'start({ plan })' : `the plan in ${fileName}`;
+    disabledPlan =
+      typeof planGiven === 'string'
+        ? `fault plan ${planGiven}`
+        : o.plan !== undefined
+          ? 'start({ plan })'
+          : `the plan in ${fileName}`;
   } else if (planGiven !== undefined) {
     const load = parts.plans();
     if (o.plan !== undefined) {
-      plan = typeof o.plan === 'string' ? { plan: load.loadPlan(o.plan), where: `fault plan ${o.plan}` } : { plan: load.parsePlan(o.plan, 'start({ plan })'), where: 'start({ plan })' };
+      plan =
+        typeof o.plan === 'string'
+          ? { plan: load.loadPlan(o.plan), where: `fault plan ${o.plan}` }
+          : { plan: load.parsePlan(o.plan, 'start({ plan })'), where: 'start({ plan })' };
     } else if (envPlan !== undefined) {
       plan = { plan: load.loadPlan(envPlan), where: `fault plan ${envPlan}` };
     } else if (typeof file.plan === 'string') {
@@ -189,7 +213,10 @@ export function resolveConfig(options: ResolveOptions = {}): FaultlineConfig {
   if (o.guards !== undefined || envGuards !== undefined || file.guards !== undefined) {
     const g = parts.guardConfig();
     if (o.guards !== undefined) {
-      guards = typeof o.guards === 'string' ? { config: g.loadGuardConfig(o.guards), where: o.guards } : { config: g.parseGuardConfig(o.guards, 'start({ guards })'), where: 'start({ guards })' };
+      guards =
+        typeof o.guards === 'string'
+          ? { config: g.loadGuardConfig(o.guards), where: o.guards }
+          : { config: g.parseGuardConfig(o.guards, 'start({ guards })'), where: 'start({ guards })' };
     } else if (envGuards !== undefined) {
       guards = { config: g.loadGuardConfig(envGuards), where: envGuards };
     } else if (typeof file.guards === 'string') {
@@ -222,7 +249,8 @@ export function resolveConfig(options: ResolveOptions = {}): FaultlineConfig {
  * `@opentelemetry/instrumentation-` package name): undefined when neither variable says anything about it.
  */
 function instrumentationSwitch(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
-  const names = (v: string | undefined) => (list(v) ?? []).map((s) => s.replace(/^@opentelemetry\/instrumentation-/, ''));
+  const names = (v: string | undefined) =>
+    (list(v) ?? []).map((s) => s.replace(/^@opentelemetry\/instrumentation-/, ''));
   const enabled = names(env.OTEL_NODE_ENABLED_INSTRUMENTATIONS);
   if (names(env.OTEL_NODE_DISABLED_INSTRUMENTATIONS).includes(name)) return false;
   if (enabled.length > 0) return enabled.includes(name);
@@ -233,7 +261,12 @@ const TRACE_EXPORTERS = new Set(['otlp', 'console', 'file', 'none']);
 const METRIC_EXPORTERS = new Set(['otlp', 'console', 'none']);
 const DETECTORS = new Set<string>(['env', 'host', 'os', 'process', 'serviceinstance']);
 
-function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fromFile: (p: string) => string): ExportConfig {
+function resolveExport(
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  file: ConfigFile,
+  fromFile: (p: string) => string,
+): ExportConfig {
   const f = file.export ?? {};
   const sdkDisabled = env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true';
 
@@ -255,10 +288,18 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
   const fileBase = f.otlp?.endpoint;
   const tracesUrl = !envTraces && !envBase && fileBase ? signalUrl(fileBase, 'traces') : undefined;
   const metricsUrl = !envMetrics && !envBase && fileBase ? signalUrl(fileBase, 'metrics') : undefined;
-  const rawProtocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || f.otlp?.protocol || 'http/protobuf').toLowerCase();
+  const rawProtocol = (
+    env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() ||
+    env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() ||
+    f.otlp?.protocol ||
+    'http/protobuf'
+  ).toLowerCase();
   let protocol: OtlpProtocol = 'http/protobuf';
   if (rawProtocol === 'http/json') protocol = 'http/json';
-  else if (rawProtocol !== 'http/protobuf') notice(`OTLP protocol ${JSON.stringify(rawProtocol)} is not supported (http/protobuf, http/json): using http/protobuf`);
+  else if (rawProtocol !== 'http/protobuf')
+    notice(
+      `OTLP protocol ${JSON.stringify(rawProtocol)} is not supported (http/protobuf, http/json): using http/protobuf`,
+    );
   const otlp: OtlpConfig = {
     protocol,
     ...(tracesUrl ? { tracesUrl } : {}),
@@ -267,10 +308,17 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
   };
 
   const tracesFileEnv = env.FAULTLINE_TRACES_FILE?.trim() || undefined;
-  const tracesFile = tracesFileEnv ? resolve(cwd, tracesFileEnv) : f.file ? fromFile(f.file) : resolve(cwd, DEFAULTS.tracesFile);
+  const tracesFile = tracesFileEnv
+    ? resolve(cwd, tracesFileEnv)
+    : f.file
+      ? fromFile(f.file)
+      : resolve(cwd, DEFAULTS.tracesFile);
   const hasEndpoint = Boolean(envTraces || envBase || tracesUrl);
-  let traceNames = list(env.OTEL_TRACES_EXPORTER) ?? f.traces?.map((n) => n.toLowerCase()) ?? [hasEndpoint ? 'otlp' : 'file'];
-  for (const n of traceNames) if (!TRACE_EXPORTERS.has(n)) notice(`trace exporter ${JSON.stringify(n)} is not supported (otlp, console, file, none): ignored`);
+  let traceNames = list(env.OTEL_TRACES_EXPORTER) ??
+    f.traces?.map((n) => n.toLowerCase()) ?? [hasEndpoint ? 'otlp' : 'file'];
+  for (const n of traceNames)
+    if (!TRACE_EXPORTERS.has(n))
+      notice(`trace exporter ${JSON.stringify(n)} is not supported (otlp, console, file, none): ignored`);
   traceNames = traceNames.filter((n) => TRACE_EXPORTERS.has(n) && n !== 'none');
   if (refused.some((n) => n !== 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT') && traceNames.includes('otlp')) {
     traceNames = traceNames.filter((n) => n !== 'otlp');
@@ -280,7 +328,9 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
   if ((tracesFileEnv || f.file) && !traceNames.includes('file')) traceNames.push('file');
 
   const metricNames = list(env.OTEL_METRICS_EXPORTER) ?? f.metrics?.map((n) => n.toLowerCase()) ?? [];
-  for (const n of metricNames) if (!METRIC_EXPORTERS.has(n)) notice(`metric exporter ${JSON.stringify(n)} is not supported (otlp, console, none): ignored`);
+  for (const n of metricNames)
+    if (!METRIC_EXPORTERS.has(n))
+      notice(`metric exporter ${JSON.stringify(n)} is not supported (otlp, console, none): ignored`);
 
   let resourceDetectors: ResourceDetectorName[] = [...DEFAULTS.resourceDetectors];
   const detectorNames = list(env.OTEL_NODE_RESOURCE_DETECTORS);
@@ -288,7 +338,11 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
     if (detectorNames.includes('all')) resourceDetectors = [...DETECTORS] as ResourceDetectorName[];
     else if (detectorNames.includes('none')) resourceDetectors = [];
     else {
-      for (const n of detectorNames) if (!DETECTORS.has(n)) diag.warn(`faultline: unknown resource detector ${JSON.stringify(n)} in OTEL_NODE_RESOURCE_DETECTORS ignored`);
+      for (const n of detectorNames)
+        if (!DETECTORS.has(n))
+          diag.warn(
+            `faultline: unknown resource detector ${JSON.stringify(n)} in OTEL_NODE_RESOURCE_DETECTORS ignored`,
+          );
       resourceDetectors = detectorNames.filter((n) => DETECTORS.has(n)) as ResourceDetectorName[];
     }
   }
@@ -300,7 +354,10 @@ function resolveExport(env: NodeJS.ProcessEnv, cwd: string, file: ConfigFile, fr
     if (!propagatorNames.includes('none')) {
       for (const n of new Set(propagatorNames)) {
         if (n === 'tracecontext' || n === 'baggage') propagators.push(n);
-        else notice(`propagator ${JSON.stringify(n)} in OTEL_PROPAGATORS is not supported (tracecontext, baggage, none): ignored`);
+        else
+          notice(
+            `propagator ${JSON.stringify(n)} in OTEL_PROPAGATORS is not supported (tracecontext, baggage, none): ignored`,
+          );
       }
     }
   }

@@ -20,7 +20,10 @@ export function readSwitch(name: string, raw: string | undefined): boolean | und
   const v = raw.trim().toLowerCase();
   if (TRUE.has(v)) return true;
   if (FALSE.has(v)) return false;
-  throw new FaultlineInputError('FAULTLINE_CONFIG_INVALID', `${name}=${JSON.stringify(raw)} is not a switch: use 1, true, yes or on (or 0, false, no, off)`);
+  throw new FaultlineInputError(
+    'FAULTLINE_CONFIG_INVALID',
+    `${name}=${JSON.stringify(raw)} is not a switch: use 1, true, yes or on (or 0, false, no, off)`,
+  );
 }
 
 /** The process environment: the default of every `env` parameter. */
@@ -59,7 +62,10 @@ export function isProduction(env: NodeJS.ProcessEnv = process.env): boolean {
 
 /** A comma-separated OTel list variable, trimmed and lower-cased; undefined when unset or blank. */
 export function readList(raw: string | undefined): string[] | undefined {
-  const items = (raw ?? '').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
+  const items = (raw ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s !== '');
   return items.length > 0 ? items : undefined;
 }
 
@@ -74,6 +80,8 @@ export function captureContentFromEnv(env: NodeJS.ProcessEnv = process.env): boo
   const v = raw.toLowerCase();
   if (v === 'true' || v === '1' || v === 'span_only' || v === 'span_and_event') return true;
   if (v === 'false' || v === '0' || v === 'no_content' || v === 'event_only') return false;
-  diag.warn(`faultline: ignoring OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=${JSON.stringify(raw)}: expected true, false, SPAN_ONLY or NO_CONTENT`);
+  diag.warn(
+    `faultline: ignoring OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=${JSON.stringify(raw)}: expected true, false, SPAN_ONLY or NO_CONTENT`,
+  );
   return undefined;
 }

@@ -42,10 +42,20 @@ export interface ExitHookOptions {
  * `faultline: 12 spans were not delivered to the OTLP endpoint (…); written to /x/faultline-traces.jsonl instead`:
  * what the endpoint did not take, why, and where those spans are.
  */
-function lostLine(failed: number, unsent: number, abandoned: boolean, u: Undelivered, tracesFile: string | undefined): string {
+function lostLine(
+  failed: number,
+  unsent: number,
+  abandoned: boolean,
+  u: Undelivered,
+  tracesFile: string | undefined,
+): string {
   const why = [
     failed > 0 ? `${failed} refused or timed out` : '',
-    unsent > 0 ? (abandoned ? `${unsent} unanswered ${EXIT_FLUSH_TIMEOUT_MS / 1000} s after the app's end` : `${unsent} not sent at exit`) : '',
+    unsent > 0
+      ? abandoned
+        ? `${unsent} unanswered ${EXIT_FLUSH_TIMEOUT_MS / 1000} s after the app's end`
+        : `${unsent} not sent at exit`
+      : '',
   ].filter(Boolean);
   const lost = failed + unsent;
   let where = '';
@@ -66,7 +76,7 @@ export function installExitHooks({ sdk, summary, pending }: ExitHookOptions): ()
     try {
       pending?.flush();
     } catch (err) {
-      log.error('ending the pending calls\' spans failed:', err);
+      log.error("ending the pending calls' spans failed:", err);
     }
   };
 
@@ -116,7 +126,8 @@ export function installExitHooks({ sdk, summary, pending }: ExitHookOptions): ()
       const interrupted = sdk.endOpenSpans(reason);
       // Past the deadline the export had its time: what it still holds goes to the trace file, not sent again.
       const r = sdk.flushSync(EXIT_FLUSH_TIMEOUT_MS, !abandoned);
-      if (interrupted > 0 || r.otlp) log.debug(`at exit (${reason}): ${interrupted} spans ended as interrupted`, r.otlp ?? '');
+      if (interrupted > 0 || r.otlp)
+        log.debug(`at exit (${reason}): ${interrupted} spans ended as interrupted`, r.otlp ?? '');
       const u = sdk.undelivered();
       if (u.failed + r.unsent > 0) process.stderr.write(lostLine(u.failed, r.unsent, abandoned, u, sdk.tracesFile));
     } catch (err) {

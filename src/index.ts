@@ -42,7 +42,12 @@ export {
   type WorkflowDeclaration,
   type CheckpointOptions,
 } from '../instrumentation/agents';
-export { frameworkContext, registerLangChain, langChainHandler, type LangChainContextModule } from '../instrumentation/frameworks';
+export {
+  frameworkContext,
+  registerLangChain,
+  langChainHandler,
+  type LangChainContextModule,
+} from '../instrumentation/frameworks';
 export type { AgentMessage, ExchangeOutcome, FaultlineInstrumentationConfig } from '../instrumentation/types';
 
 // ---------------------------------------------------------------- inject
@@ -87,14 +92,18 @@ export type { MockModel, MockModelOptions } from './mock-model/server';
 /** Run a campaign (see docs/campaigns.md). Without `workloads` it runs the example workflows (examples/), which need the
  * `openai` package installed. */
 export async function runCampaign(
-  options: Omit<import('./campaign/runner').CampaignOptions, 'workloads'> & { workloads?: import('./campaign/types').CampaignWorkloads },
+  options: Omit<import('./campaign/runner').CampaignOptions, 'workloads'> & {
+    workloads?: import('./campaign/types').CampaignWorkloads;
+  },
 ): Promise<import('./campaign/runner').CampaignResult> {
   const workloads = options.workloads ?? (await import('../examples/index.js'));
   return parts.campaign().runCampaign({ ...options, workloads });
 }
 
 /** Start the embedded mock model (an OpenAI-compatible server on loopback). */
-export async function startMockModel(options?: import('./mock-model/server').MockModelOptions): Promise<import('./mock-model/server').MockModel> {
+export async function startMockModel(
+  options?: import('./mock-model/server').MockModelOptions,
+): Promise<import('./mock-model/server').MockModel> {
   return parts.mockModel().startMockModel(options);
 }
 

@@ -40,5 +40,8 @@ export function signalUrlFromEnv(env: NodeJS.ProcessEnv, signal: OtlpSignal): st
 export function otlpUrlsFromEnv(env: NodeJS.ProcessEnv): string[] {
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   const signals = Object.keys(SIGNAL_PATH) as OtlpSignal[];
-  return [...(base ? signals.map((s) => signalUrl(base, s)) : []), ...signals.map((s) => env[SIGNAL_VAR[s]]?.trim()).filter((u): u is string => !!u)];
+  return [
+    ...(base ? signals.map((s) => signalUrl(base, s)) : []),
+    ...signals.map((s) => env[SIGNAL_VAR[s]]?.trim()).filter((u): u is string => !!u),
+  ];
 }

@@ -27,7 +27,12 @@
  * what the `exit` path can do (src/exit-hooks.ts).
  */
 import { diag, DiagConsoleLogger, metrics, trace, type Attributes, type TracerProvider } from '@opentelemetry/api';
-import { CompositePropagator, diagLogLevelFromString, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import {
+  CompositePropagator,
+  diagLogLevelFromString,
+  W3CBaggagePropagator,
+  W3CTraceContextPropagator,
+} from '@opentelemetry/core';
 import {
   defaultResource,
   detectResources,
@@ -122,10 +127,12 @@ function otlpTraceExporter(config: ExportConfig): SpanExporter {
   };
   // Loaded only when OTLP is configured: each exporter package is about 200 modules.
   if (config.otlp.protocol === 'http/json') {
-    const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
+    const { OTLPTraceExporter } =
+      require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
     return new OTLPTraceExporter(options);
   }
-  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto');
+  const { OTLPTraceExporter } =
+    require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto');
   return new OTLPTraceExporter(options);
 }
 
@@ -139,7 +146,9 @@ interface Exporting {
 function exporting(config: ExportConfig): Exporting {
   const out: Exporting = { processors: [], batches: [], otlp: [] };
   // What the OTLP endpoint does not take goes to the trace file, unless the file exporter writes every span there.
-  const fallback = config.traces.includes('file') ? undefined : new FileSpanExporter({ path: config.file, announce: false });
+  const fallback = config.traces.includes('file')
+    ? undefined
+    : new FileSpanExporter({ path: config.file, announce: false });
   for (const name of config.traces) {
     if (name === 'console') {
       out.processors.push(new SimpleSpanProcessor(new ConsoleSpanExporter()));
@@ -169,12 +178,14 @@ function exporting(config: ExportConfig): Exporting {
 
 function meterProviderFor(config: ExportConfig, resource: Resource): MeterProvider | undefined {
   if (config.metrics.length === 0) return undefined;
-  if ((metrics.getMeterProvider() as { constructor?: { name?: string } }).constructor?.name !== 'NoopMeterProvider') return undefined;
+  if ((metrics.getMeterProvider() as { constructor?: { name?: string } }).constructor?.name !== 'NoopMeterProvider')
+    return undefined;
   const sdk = require('@opentelemetry/sdk-metrics') as typeof import('@opentelemetry/sdk-metrics');
   const readers = config.metrics.map((name) => {
     let exporter: import('@opentelemetry/sdk-metrics').PushMetricExporter;
     if (name === 'otlp') {
-      const { OTLPMetricExporter } = require('@opentelemetry/exporter-metrics-otlp-http') as typeof import('@opentelemetry/exporter-metrics-otlp-http');
+      const { OTLPMetricExporter } =
+        require('@opentelemetry/exporter-metrics-otlp-http') as typeof import('@opentelemetry/exporter-metrics-otlp-http');
       exporter = new OTLPMetricExporter({
         ...(config.otlp.metricsUrl ? { url: config.otlp.metricsUrl } : {}),
         ...(config.otlp.headers ? { headers: { ...config.otlp.headers } } : {}),
@@ -190,7 +201,9 @@ function meterProviderFor(config: ExportConfig, resource: Resource): MeterProvid
 /** OTEL_PROPAGATORS as NodeSDK reads it; nothing set keeps the SDK default (tracecontext and baggage). */
 function propagator(config: ExportConfig): NonNullable<Parameters<NodeTracerProvider['register']>[0]> {
   if (config.propagators === undefined) return {};
-  const made = config.propagators.map((n) => (n === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator()));
+  const made = config.propagators.map((n) =>
+    n === 'tracecontext' ? new W3CTraceContextPropagator() : new W3CBaggagePropagator(),
+  );
   if (made.length === 0) return { propagator: null };
   return { propagator: made.length === 1 ? made[0]! : new CompositePropagator({ propagators: made }) };
 }
@@ -234,7 +247,9 @@ export function setupSdk(config: ExportConfig, options: SdkOptions = {}): SdkHan
 
   if (existing) {
     if (options.spanProcessors?.length) {
-      log.warn('a tracer provider was already registered by the application; faultline span processors were not attached to it');
+      log.warn(
+        'a tracer provider was already registered by the application; faultline span processors were not attached to it',
+      );
     }
     const flushable = existing as TracerProvider & { forceFlush?: () => Promise<void> };
     return withMeters({
@@ -253,7 +268,11 @@ export function setupSdk(config: ExportConfig, options: SdkOptions = {}): SdkHan
   const open = new OpenSpansProcessor();
   const sampler = options.sampler
     ? // The sampler the provider would build from OTEL_TRACES_SAMPLER, built by the same SDK function.
-      options.sampler((require('@opentelemetry/sdk-trace-base/build/src/config') as { buildSamplerFromEnv(): Sampler }).buildSamplerFromEnv())
+      options.sampler(
+        (
+          require('@opentelemetry/sdk-trace-base/build/src/config') as { buildSamplerFromEnv(): Sampler }
+        ).buildSamplerFromEnv(),
+      )
     : undefined;
   const provider = new NodeTracerProvider({
     resource,

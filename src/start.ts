@@ -85,7 +85,9 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
         ...(options.plan !== undefined ? { plan: options.plan } : {}),
         ...(options.guards !== undefined ? { guards: options.guards } : {}),
         ...(options.detect !== undefined ? { detect: options.detect } : {}),
-        ...(options.captureMessageContent !== undefined ? { captureMessageContent: options.captureMessageContent } : {}),
+        ...(options.captureMessageContent !== undefined
+          ? { captureMessageContent: options.captureMessageContent }
+          : {}),
         ...(options.httpSpans !== undefined ? { httpSpans: options.httpSpans } : {}),
       },
     });
@@ -97,7 +99,8 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     ...(options.resourceAttributes ? { resourceAttributes: options.resourceAttributes } : {}),
   });
   // One GenAI span per Anthropic call under our provider (the SDK's own spans are off unless the app set them).
-  if (!sdk.external && (options.env?.ANTHROPIC_OPEN_TELEMETRY ?? processEnv().ANTHROPIC_OPEN_TELEMETRY) === undefined) oneSpanPerAnthropicCall(processEnv());
+  if (!sdk.external && (options.env?.ANTHROPIC_OPEN_TELEMETRY ?? processEnv().ANTHROPIC_OPEN_TELEMETRY) === undefined)
+    oneSpanPerAnthropicCall(processEnv());
 
   // HTTP client spans under each GenAI span (the default; core may change it after measuring).
   const undici = config.httpSpans ? httpSpans() : undefined;
@@ -105,7 +108,9 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
     steps: [...wired.steps, ...(options.steps ?? [])],
     channelSteps: [...wired.channelSteps, ...(options.channelSteps ?? [])],
     ignoreHosts: options.ignoreHosts ?? [],
-    otlpEndpoints: [config.export.otlp.tracesUrl, config.export.otlp.metricsUrl].filter((u): u is string => u !== undefined),
+    otlpEndpoints: [config.export.otlp.tracesUrl, config.export.otlp.metricsUrl].filter(
+      (u): u is string => u !== undefined,
+    ),
     captureMessageContent: config.captureContent,
     // Without instrumentation-undici below it, the layer carries the trace to the agents the process calls.
     propagateContext: !config.httpSpans,
@@ -123,7 +128,11 @@ export function startRuntime(options: StartOptions = {}): FaultlineRuntime {
   const removeHooks =
     options.exitHooks === false
       ? () => {}
-      : installExitHooks({ sdk, pending: { flush: flushExchanges, settle: settleExchanges }, ...(announce && config.plan && wired.injector ? { summary: summaryOf(config, wired.injector) } : {}) });
+      : installExitHooks({
+          sdk,
+          pending: { flush: flushExchanges, settle: settleExchanges },
+          ...(announce && config.plan && wired.injector ? { summary: summaryOf(config, wired.injector) } : {}),
+        });
 
   let stopped = false;
   const runtime: FaultlineRuntime = {
@@ -176,7 +185,11 @@ function wire(config: FaultlineConfig): Wired {
   let injector: Injector | undefined;
   if (config.plan) {
     const { createInjector } = parts.inject();
-    injector = createInjector(config.plan.plan, { captureMessageContent: config.captureContent, disabled: false, production: config.production });
+    injector = createInjector(config.plan.plan, {
+      captureMessageContent: config.captureContent,
+      disabled: false,
+      production: config.production,
+    });
   }
   let guards: Guards | undefined;
   if (config.guards) {
@@ -195,13 +208,16 @@ function wire(config: FaultlineConfig): Wired {
     spanProcessors: injector ? [injector.spanProcessor] : [],
     steps: [...(guards ? [guards.httpStep] : []), ...(injector ? [injector.httpStep] : [])],
     channelSteps: [...(guards ? [guards.channelStep] : []), ...(injector ? [injector.channelStep] : [])],
-    ...(online ? { onExchangeEnd: online.onExchangeEnd, onDelivery: online.onDelivery, onWorkflowEvent: online.onWorkflowEvent } : {}),
+    ...(online
+      ? { onExchangeEnd: online.onExchangeEnd, onDelivery: online.onDelivery, onWorkflowEvent: online.onWorkflowEvent }
+      : {}),
   };
 }
 
 /** instrumentation-undici, with credentials in URL queries redacted from `url.full` and `url.query`. */
 function httpSpans(): UndiciInstrumentation {
-  const { UndiciInstrumentation: Undici } = require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
+  const { UndiciInstrumentation: Undici } =
+    require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
   return new Undici({
     // Runs before the span starts and overrides the attributes undici's instrumentation computed, so the
     // credential never reaches a span processor or an exporter.
@@ -224,7 +240,9 @@ function announceStart(config: FaultlineConfig): void {
     const gaps = parts.inject().planGapsMessage(config.plan.plan);
     if (gaps !== undefined) process.stderr.write(`faultline: ${gaps}\n`);
   } else if (config.disabledPlan) {
-    process.stderr.write(`faultline: FAULTLINE_DISABLE is set: ${config.disabledPlan} is not armed, no fault is injected\n`);
+    process.stderr.write(
+      `faultline: FAULTLINE_DISABLE is set: ${config.disabledPlan} is not armed, no fault is injected\n`,
+    );
   }
 }
 

@@ -46,7 +46,11 @@ export function seeded(seed: number): () => number {
  * Percentile bootstrap: resample the units with replacement `reps` times, compute `stat` on each resample, and take
  * the 2.5th and 97.5th percentiles. NaN results (a resample where the statistic is undefined) are left out.
  */
-export function bootstrap<T>(units: readonly T[], stat: (sample: readonly T[]) => number, options: { reps?: number; seed?: number } = {}): Interval {
+export function bootstrap<T>(
+  units: readonly T[],
+  stat: (sample: readonly T[]) => number,
+  options: { reps?: number; seed?: number } = {},
+): Interval {
   const p = stat(units);
   if (units.length === 0) return { p, lo: NaN, hi: NaN };
   const reps = options.reps ?? 1000;

@@ -31,10 +31,16 @@ function binding(m: AgentMessage): string {
 }
 
 export function createChannelGuardStep(rt: GuardRuntime): DeliverStep {
-  return async function guardChannelStep(message: AgentMessage, ctx: DeliveryContext, next: (m: AgentMessage) => Promise<AgentMessage[]>): Promise<AgentMessage[]> {
+  return async function guardChannelStep(
+    message: AgentMessage,
+    ctx: DeliveryContext,
+    next: (m: AgentMessage) => Promise<AgentMessage[]>,
+  ): Promise<AgentMessage[]> {
     const taskId = message.taskId ?? getTaskId(ctx.context) ?? ctx.span.spanContext().traceId;
     const config = rt.config(taskId);
-    const route = config ? findRoute(config.routes, { boundary: message.boundary, agent: message.target, source: message.source }) : undefined;
+    const route = config
+      ? findRoute(config.routes, { boundary: message.boundary, agent: message.target, source: message.source })
+      : undefined;
     if (!config || !route) {
       const delivered = await next(message);
       if (config) rt.remember(taskId, { kind: 'message', delivered, hasContent: true });
@@ -74,8 +80,19 @@ async function guardDelivery(
 
   let delivered = await next(message);
   for (let n = 0; delivered.length === 0 && n < (route.resubmit ?? 0); n++) {
-    const wait = backoffDelay(n, route.retry === false ? { baseDelayMs: 0 } : (route.retry ?? { baseDelayMs: 20, maxDelayMs: 200 }), rt.health.score(label), rt.random);
-    recordGuard(span, 'resubmit', label, `action request ${key} was not delivered; resubmitting after ${Math.round(wait)} ms`, n + 1);
+    const wait = backoffDelay(
+      n,
+      route.retry === false ? { baseDelayMs: 0 } : (route.retry ?? { baseDelayMs: 20, maxDelayMs: 200 }),
+      rt.health.score(label),
+      rt.random,
+    );
+    recordGuard(
+      span,
+      'resubmit',
+      label,
+      `action request ${key} was not delivered; resubmitting after ${Math.round(wait)} ms`,
+      n + 1,
+    );
     await rt.sleep(wait);
     delivered = await next(message);
   }
@@ -103,7 +120,12 @@ async function guardDelivery(
   // Evidence: the receiver contract, with at most one guarded readback per delivery.
   const versionKey = `${taskId}|${message.target}`;
   const check = (m: AgentMessage): Finding[] => {
-    const obs: MessageObservation = { kind: 'message', delivered: [m], hasContent: true, spanId: span.spanContext().spanId };
+    const obs: MessageObservation = {
+      kind: 'message',
+      delivered: [m],
+      hasContent: true,
+      spanId: span.spanContext().spanId,
+    };
     const minVersion = rt.acceptedVersion.get(versionKey);
     const b: { taskId?: string; sessionId?: string; minVersion?: number } = {};
     if (message.taskId !== undefined) b.taskId = message.taskId;
@@ -115,15 +137,21 @@ async function guardDelivery(
   let failed = delivered.length === 0;
   let readbacks = 0;
   for (const d of delivered) {
-    const result = await guardedReadback(d, check, route.reacquire && readbacks === 0 ? rt.options.reacquire : undefined, async (fresh) => {
-      readbacks++;
-      recordGuard(span, 'reacquire', label, `message ${d.id} failed its contract: guarded readback`, readbacks);
-      return next(fresh);
-    });
+    const result = await guardedReadback(
+      d,
+      check,
+      route.reacquire && readbacks === 0 ? rt.options.reacquire : undefined,
+      async (fresh) => {
+        readbacks++;
+        recordGuard(span, 'reacquire', label, `message ${d.id} failed its contract: guarded readback`, readbacks);
+        return next(fresh);
+      },
+    );
     if (result.outcome === 'clean' || result.outcome === 'recovered') {
       if (result.outcome === 'recovered') recordGuard(span, 'accept', label, 'the readback passed the contract');
       for (const m of result.messages) {
-        if (m.version !== undefined) rt.acceptedVersion.set(versionKey, Math.max(rt.acceptedVersion.get(versionKey) ?? -Infinity, m.version));
+        if (m.version !== undefined)
+          rt.acceptedVersion.set(versionKey, Math.max(rt.acceptedVersion.get(versionKey) ?? -Infinity, m.version));
         accepted.push(m);
       }
       continue;

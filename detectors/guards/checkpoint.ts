@@ -74,7 +74,8 @@ export function memoryStore(): CheckpointStore {
  * file renamed over it) after each save, writes serialised. The path is checked writable when the store is made.
  */
 export function fileStore(path: string): CheckpointStore {
-  if (typeof path !== 'string' || path === '') throw new FaultlineInputError('FAULTLINE_USAGE', 'fileStore(path): path must be a non-empty string');
+  if (typeof path !== 'string' || path === '')
+    throw new FaultlineInputError('FAULTLINE_USAGE', 'fileStore(path): path must be a non-empty string');
   const file = checkWritable(path, 'the checkpoint file');
   let queue: Promise<unknown> = Promise.resolve();
   const read = (): Record<string, CheckpointRecord> => {
@@ -89,7 +90,11 @@ export function fileStore(path: string): CheckpointStore {
       const doc = JSON.parse(text) as { version?: unknown; workflows?: Record<string, CheckpointRecord> };
       return doc.workflows ?? {};
     } catch (err) {
-      throw new FaultlineInputError('FAULTLINE_TRACE_MALFORMED', `the checkpoint file ${path} is not valid JSON: ${(err as Error).message}`, { cause: err });
+      throw new FaultlineInputError(
+        'FAULTLINE_TRACE_MALFORMED',
+        `the checkpoint file ${path} is not valid JSON: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   };
   const write = (all: Record<string, CheckpointRecord>): void => {
@@ -179,9 +184,22 @@ export class RollbackRequest extends VerificationFailedError {
 export function checkpoints(policy: CheckpointPolicy = {}): Checkpoints {
   const theta = policy.theta ?? 1;
   const maxRollbacks = policy.maxRollbacks ?? 2;
-  if (!(theta >= 0) || !Number.isFinite(theta)) throw new FaultlineInputError('FAULTLINE_USAGE', `checkpoints({ theta }): θ must be a finite number ≥ 0, got ${String(policy.theta)}`);
-  if (!Number.isInteger(maxRollbacks) || maxRollbacks < 0) throw new FaultlineInputError('FAULTLINE_USAGE', `checkpoints({ maxRollbacks }): expected an integer ≥ 0, got ${String(policy.maxRollbacks)}`);
-  const store = policy.store === undefined || policy.store === 'memory' ? memoryStore() : typeof policy.store === 'string' ? fileStore(resolve(policy.store)) : policy.store;
+  if (!(theta >= 0) || !Number.isFinite(theta))
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `checkpoints({ theta }): θ must be a finite number ≥ 0, got ${String(policy.theta)}`,
+    );
+  if (!Number.isInteger(maxRollbacks) || maxRollbacks < 0)
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `checkpoints({ maxRollbacks }): expected an integer ≥ 0, got ${String(policy.maxRollbacks)}`,
+    );
+  const store =
+    policy.store === undefined || policy.store === 'memory'
+      ? memoryStore()
+      : typeof policy.store === 'string'
+        ? fileStore(resolve(policy.store))
+        : policy.store;
   const severe = policy.severe ?? defaultSevere;
 
   return {
@@ -189,9 +207,20 @@ export function checkpoints(policy: CheckpointPolicy = {}): Checkpoints {
     async run<T>(wf: WorkflowState, body: () => Promise<T>): Promise<T> {
       const key = policy.key?.(wf) ?? `${wf.name}:${wf.taskId ?? wf.span.spanContext().traceId}`;
       const loaded = await safeLoad(store, key);
-      const record: CheckpointRecord = loaded ?? { workflow: wf.name, ...(wf.taskId !== undefined ? { taskId: wf.taskId } : {}), checkpoints: [], updatedAt: Date.now() };
-      if (loaded && loaded.checkpoints.length > 0) checkpointEvent(wf, loaded.checkpoints[loaded.checkpoints.length - 1]!.name, 'resumed', `${loaded.checkpoints.length} checkpoint(s) from an earlier run`);
-      for (let rollbacks = 0; ; ) {
+      const record: CheckpointRecord = loaded ?? {
+        workflow: wf.name,
+        ...(wf.taskId !== undefined ? { taskId: wf.taskId } : {}),
+        checkpoints: [],
+        updatedAt: Date.now(),
+      };
+      if (loaded && loaded.checkpoints.length > 0)
+        checkpointEvent(
+          wf,
+          loaded.checkpoints[loaded.checkpoints.length - 1]!.name,
+          'resumed',
+          `${loaded.checkpoints.length} checkpoint(s) from an earlier run`,
+        );
+      for (let rollbacks = 0; ;) {
         const session = new Session(wf, store, key, record);
         wf.session = session;
         try {
@@ -203,7 +232,8 @@ export function checkpoints(policy: CheckpointPolicy = {}): Checkpoints {
           wf.session = undefined;
           const decision = decide(err, rollbacks);
           if (decision.rollback === false) {
-            if (decision.reason !== undefined) checkpointEvent(wf, record.checkpoints.at(-1)?.name ?? '', 'no_rollback', decision.reason);
+            if (decision.reason !== undefined)
+              checkpointEvent(wf, record.checkpoints.at(-1)?.name ?? '', 'no_rollback', decision.reason);
             throw err;
           }
           rollbacks++;
@@ -214,7 +244,10 @@ export function checkpoints(policy: CheckpointPolicy = {}): Checkpoints {
         }
       }
 
-      function decide(err: unknown, rollbacks: number): { rollback: false; reason?: string } | { rollback: true; to?: number } {
+      function decide(
+        err: unknown,
+        rollbacks: number,
+      ): { rollback: false; reason?: string } | { rollback: true; to?: number } {
         if (!severe(err)) return { rollback: false };
         if (wf.signal.aborted) return { rollback: false, reason: 'the workflow was aborted' };
         let upTo: number | undefined;
@@ -225,7 +258,8 @@ export function checkpoints(policy: CheckpointPolicy = {}): Checkpoints {
         const kept = upTo !== undefined ? record.checkpoints.slice(0, upTo + 1) : record.checkpoints;
         const last = kept.at(-1);
         if (!last) return { rollback: false, reason: `${describe(err)}; no checkpoint saved yet` };
-        if (rollbacks >= maxRollbacks) return { rollback: false, reason: `${describe(err)}; ${maxRollbacks} rollback(s) already made` };
+        if (rollbacks >= maxRollbacks)
+          return { rollback: false, reason: `${describe(err)}; ${maxRollbacks} rollback(s) already made` };
         const now = Date.now();
         const c: RollbackCost = {
           sinceCheckpointMs: Math.max(0, now - last.at),
@@ -238,9 +272,16 @@ export function checkpoints(policy: CheckpointPolicy = {}): Checkpoints {
         const remVal = policy.value ? policy.value(c) : c.elapsedMs;
         const deadline = wf.declaration.deadlineMs;
         if (deadline !== undefined && c.elapsedMs + reCost > deadline) {
-          return { rollback: false, reason: `${describe(err)}; resuming (~${Math.round(reCost)} ms) would miss the deadline of ${deadline} ms` };
+          return {
+            rollback: false,
+            reason: `${describe(err)}; resuming (~${Math.round(reCost)} ms) would miss the deadline of ${deadline} ms`,
+          };
         }
-        if (!(reCost <= theta * remVal)) return { rollback: false, reason: `${describe(err)}; re-execution cost ${Math.round(reCost)} > θ·value ${Math.round(theta * remVal)}` };
+        if (!(reCost <= theta * remVal))
+          return {
+            rollback: false,
+            reason: `${describe(err)}; re-execution cost ${Math.round(reCost)} > θ·value ${Math.round(theta * remVal)}`,
+          };
         return upTo !== undefined ? { rollback: true, to: upTo } : { rollback: true };
       }
     },
@@ -276,7 +317,8 @@ class Session implements CheckpointSession {
       value = await runStep(state, options, this.wf, name);
     } catch (err) {
       const to = (err as { rollbackTo?: unknown }).rollbackTo;
-      if (err instanceof VerificationFailedError && typeof options.rollbackTo === 'string' && to === undefined) throw new RollbackRequest(name, err.message, options.rollbackTo);
+      if (err instanceof VerificationFailedError && typeof options.rollbackTo === 'string' && to === undefined)
+        throw new RollbackRequest(name, err.message, options.rollbackTo);
       throw err;
     }
     const entry: SavedCheckpoint = { name, at: Date.now(), durationMs: Date.now() - started };
@@ -299,7 +341,9 @@ function cloneable(value: unknown, name: string): { ok: true; state: unknown } |
   try {
     return { ok: true, state: structuredClone(value) };
   } catch (err) {
-    log.warn(`checkpoint "${name}": its state cannot be copied (${(err as Error).message}); it is not saved and runs again on resume`);
+    log.warn(
+      `checkpoint "${name}": its state cannot be copied (${(err as Error).message}); it is not saved and runs again on resume`,
+    );
     return { ok: false };
   }
 }

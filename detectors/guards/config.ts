@@ -23,7 +23,13 @@ export const RouteMatchSchema = z.strictObject({
 });
 
 export const RetryPolicySchema = z.strictObject({
-  maxRetries: z.number().int().min(0).max(10).optional().meta({ description: 'retries after the first attempt (default 2)' }),
+  maxRetries: z
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .optional()
+    .meta({ description: 'retries after the first attempt (default 2)' }),
   baseDelayMs: timerMs(z.number().min(0)).optional(),
   maxDelayMs: timerMs(z.number().min(0)).optional(),
   jitter: z.enum(['full', 'equal', 'none']).optional(),
@@ -41,7 +47,10 @@ export const CircuitPolicySchema = z.strictObject({
 export const FallbackRouteSchema = z.strictObject({
   name: str.optional(),
   /** Another endpoint, e.g. `http://127.0.0.1:4001` (default: the same origin). */
-  origin: z.string().regex(/^https?:\/\/[^/]+$/, 'an origin like https://host:port, without a path').optional(),
+  origin: z
+    .string()
+    .regex(/^https?:\/\/[^/]+$/, 'an origin like https://host:port, without a path')
+    .optional(),
   path: z.string().startsWith('/').optional(),
   /** Another model: the request body's `model` is rewritten. */
   model: str.optional(),
@@ -68,17 +77,35 @@ export const GuardRouteSchema = z.strictObject({
   name: str.optional(),
   match: RouteMatchSchema.optional(),
   detectors: z.array(str).optional().meta({ description: 'detectors that judge this route (default: all)' }),
-  on: z.array(z.enum(FAULT_TYPES)).optional().meta({ description: 'fault types that count as a failure (default: all)' }),
+  on: z
+    .array(z.enum(FAULT_TYPES))
+    .optional()
+    .meta({ description: 'fault types that count as a failure (default: all)' }),
   minSeverity: z.enum(['info', 'warning', 'error', 'critical']).optional().meta({ description: 'default error' }),
   minConfidence: z.number().min(0).max(1).optional().meta({ description: 'default 0.6' }),
   retry: z.union([RetryPolicySchema, z.literal(false)]).optional(),
   fallback: z.array(FallbackRouteSchema).optional(),
   circuit: z.union([CircuitPolicySchema, z.literal(false)]).optional(),
-  onFailure: z.enum(['record', 'reject']).optional().meta({ description: 'HTTP: when recovery failed, deliver and record (default) or reject' }),
-  reacquire: z.boolean().optional().meta({ description: 'channel: one guarded readback through the reacquire function' }),
+  onFailure: z
+    .enum(['record', 'reject'])
+    .optional()
+    .meta({ description: 'HTTP: when recovery failed, deliver and record (default) or reject' }),
+  reacquire: z
+    .boolean()
+    .optional()
+    .meta({ description: 'channel: one guarded readback through the reacquire function' }),
   ledger: z.boolean().optional().meta({ description: 'channel: suppress duplicate deliveries of an action' }),
-  resubmit: z.number().int().min(0).max(2).optional().meta({ description: 'channel: redeliver an undelivered action request (≤ 2)' }),
-  onUnrecovered: z.enum(['deliver', 'drop', 'reject']).optional().meta({ description: 'channel: a message still failing its contract (default drop)' }),
+  resubmit: z
+    .number()
+    .int()
+    .min(0)
+    .max(2)
+    .optional()
+    .meta({ description: 'channel: redeliver an undelivered action request (≤ 2)' }),
+  onUnrecovered: z
+    .enum(['deliver', 'drop', 'reject'])
+    .optional()
+    .meta({ description: 'channel: a message still failing its contract (default drop)' }),
 });
 
 export const GuardConfigSchema = z.strictObject({
@@ -98,7 +125,9 @@ export function parseGuardConfig(input: unknown, where = 'guards'): GuardConfig 
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   const path = issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
-  throw new FaultlineInputError('FAULTLINE_PLAN_INVALID', `✖ ${issue.message} → at ${where}${path}`, { details: r.error.issues });
+  throw new FaultlineInputError('FAULTLINE_PLAN_INVALID', `✖ ${issue.message} → at ${where}${path}`, {
+    details: r.error.issues,
+  });
 }
 
 export type GuardPresetName = 'none' | 'execution' | 'evidence' | 'both';
@@ -129,11 +158,26 @@ export function guardPreset(name: GuardPresetName, options: PresetOptions = {}):
   const evidence: GuardRoute = {
     name: 'evidence',
     match: { boundary: options.evidenceBoundary ?? 'I4' },
-    detectors: ['evidence_completeness', 'schema_contract', 'staleness', 'encoding', 'structural_truncation', 'empty_output', 'in_band_error'],
+    detectors: [
+      'evidence_completeness',
+      'schema_contract',
+      'staleness',
+      'encoding',
+      'structural_truncation',
+      'empty_output',
+      'in_band_error',
+    ],
     reacquire: true,
     onUnrecovered: 'drop',
   };
-  const routes = name === 'execution' ? [execution] : name === 'evidence' ? [evidence] : name === 'both' ? [execution, evidence] : [];
+  const routes =
+    name === 'execution'
+      ? [execution]
+      : name === 'evidence'
+        ? [evidence]
+        : name === 'both'
+          ? [execution, evidence]
+          : [];
   return { routes };
 }
 
@@ -145,13 +189,21 @@ export function loadGuardConfig(path: string): GuardConfig {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new FaultlineInputError('FAULTLINE_FILE_NOT_FOUND', `✖ cannot read the guard config ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
+    throw new FaultlineInputError(
+      'FAULTLINE_FILE_NOT_FOUND',
+      `✖ cannot read the guard config ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+      { cause: err },
+    );
   }
   let data: unknown;
   try {
     data = /\.json$/i.test(path) ? JSON.parse(text) : (require('yaml') as typeof import('yaml')).parse(text);
   } catch (err) {
-    throw new FaultlineInputError('FAULTLINE_PLAN_INVALID', `✖ ${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+    throw new FaultlineInputError(
+      'FAULTLINE_PLAN_INVALID',
+      `✖ ${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`,
+      { cause: err },
+    );
   }
   return parseGuardConfig(data, path);
 }

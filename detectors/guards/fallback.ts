@@ -18,7 +18,14 @@ export function fallbackLabel(route: string, fb: FallbackRoute): string {
  * The untried fallback ARCF's hierarchical selection scores best (hierarchical-fallback.ts: route health as the
  * reliability term, then capability, hierarchy and cost), skipping those whose circuit is open.
  */
-export function chooseFallback(route: string, list: readonly FallbackRoute[] | undefined, tried: Set<number>, health: RouteHealth, circuits: Circuits, weights?: FallbackWeights): { index: number; fallback: FallbackRoute } | undefined {
+export function chooseFallback(
+  route: string,
+  list: readonly FallbackRoute[] | undefined,
+  tried: Set<number>,
+  health: RouteHealth,
+  circuits: Circuits,
+  weights?: FallbackWeights,
+): { index: number; fallback: FallbackRoute } | undefined {
   const all = list ?? [];
   const label = (i: number) => fallbackLabel(route, all[i]!);
   const eligible = (i: number): boolean => {
@@ -31,7 +38,11 @@ export function chooseFallback(route: string, list: readonly FallbackRoute[] | u
 }
 
 /** Dispatch options for the fallback: origin / path rewritten, and the body's `model` when a model is given. */
-export function fallbackOptions(opts: Dispatcher.DispatchOptions, exchange: Exchange, fb: FallbackRoute): Dispatcher.DispatchOptions {
+export function fallbackOptions(
+  opts: Dispatcher.DispatchOptions,
+  exchange: Exchange,
+  fb: FallbackRoute,
+): Dispatcher.DispatchOptions {
   const out: Dispatcher.DispatchOptions = { ...opts };
   if (fb.origin) out.origin = fb.origin;
   if (fb.path) out.path = fb.path;

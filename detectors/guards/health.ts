@@ -45,7 +45,10 @@ export class RouteHealth {
   exportMetric(): void {
     if (this.#gauge) return;
     const meter = metrics.getMeter('faultline', VERSION);
-    this.#gauge = meter.createObservableGauge(METRIC_FL_ROUTE_HEALTH, { description: 'Recent success rate of a guarded route (0..1)', unit: '1' });
+    this.#gauge = meter.createObservableGauge(METRIC_FL_ROUTE_HEALTH, {
+      description: 'Recent success rate of a guarded route (0..1)',
+      unit: '1',
+    });
     this.#gauge.addCallback((result) => {
       for (const r of this.#outcomes.keys()) result.observe(this.score(r), { [ATTR_FL_GUARD_ROUTE]: r });
     });

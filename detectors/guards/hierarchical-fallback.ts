@@ -31,7 +31,12 @@ export interface ScoredFallback {
 }
 
 /** Score the candidates (those `eligible` admits), best first; ties keep the list order. */
-export function scoreFallbacks(list: readonly FallbackRoute[], health: (index: number) => number, eligible: (index: number) => boolean, weights: FallbackWeights = ARCF_WEIGHTS): ScoredFallback[] {
+export function scoreFallbacks(
+  list: readonly FallbackRoute[],
+  health: (index: number) => number,
+  eligible: (index: number) => boolean,
+  weights: FallbackWeights = ARCF_WEIGHTS,
+): ScoredFallback[] {
   const costs = list.map((f) => f.cost).filter((c): c is number => typeof c === 'number');
   const maxCost = costs.length > 0 ? Math.max(...costs) : 0;
   const out: ScoredFallback[] = [];
@@ -43,7 +48,11 @@ export function scoreFallbacks(list: readonly FallbackRoute[], health: (index: n
       hierarchy: 1 / (1 + (fallback.tier ?? index)),
       cost: maxCost > 0 ? clamp(1 - (fallback.cost ?? maxCost) / maxCost) : 0.5,
     };
-    const score = weights.reliability * terms.health + weights.capability * terms.capability + weights.hierarchy * terms.hierarchy + weights.cost * terms.cost;
+    const score =
+      weights.reliability * terms.health +
+      weights.capability * terms.capability +
+      weights.hierarchy * terms.hierarchy +
+      weights.cost * terms.cost;
     out.push({ index, fallback, score, terms });
   });
   return out.sort((a, b) => b.score - a.score || a.index - b.index);

@@ -111,7 +111,13 @@ class GuardedCall {
     if (this.route.circuit !== false) {
       const c = this.rt.circuits.get(this.#label, this.route.circuit);
       const { allowed, transition } = c.admit();
-      if (transition) recordGuard(this.exchange.span, 'circuit_half_open', this.#label, `${transition.from} → ${transition.to}: probing`);
+      if (transition)
+        recordGuard(
+          this.exchange.span,
+          'circuit_half_open',
+          this.#label,
+          `${transition.from} → ${transition.to}: probing`,
+        );
       if (!allowed) {
         recordGuard(this.exchange.span, 'fail_fast', this.#label, 'circuit open');
         if (this.#tryFallback('circuit open')) return true;
@@ -162,9 +168,18 @@ class GuardedCall {
         status = statusCode;
         headers = hdrs as Record<string, string | string[] | undefined>;
         statusMessage = msg ?? '';
-        const ct = String((Array.isArray(headers['content-type']) ? headers['content-type'][0] : headers['content-type']) ?? '');
+        const ct = String(
+          (Array.isArray(headers['content-type']) ? headers['content-type'][0] : headers['content-type']) ?? '',
+        );
         if (retryableStatus(statusCode) && this.#canRecover()) mode = 'discard';
-        else if (statusCode < 300 && !this.exchange.stream && /json/i.test(ct) && this.#llm() && canDecode(headerValue(headers, 'content-encoding'))) mode = 'buffer';
+        else if (
+          statusCode < 300 &&
+          !this.exchange.stream &&
+          /json/i.test(ct) &&
+          this.#llm() &&
+          canDecode(headerValue(headers, 'content-encoding'))
+        )
+          mode = 'buffer';
         else mode = 'pass';
         if (mode === 'pass') {
           this.rt.outcome(label, statusCode < 400, this.exchange.span, this.route.circuit);
@@ -186,12 +201,15 @@ class GuardedCall {
         if (mode === 'discard') {
           this.rt.outcome(label, false, this.exchange.span, this.route.circuit);
           const body = Buffer.concat(chunks);
-          this.#recover(`HTTP ${status}`, retryAfterMs(headers, this.rt.now()), [], () => this.#deliver(status, headers, statusMessage, body, trailers));
+          this.#recover(`HTTP ${status}`, retryAfterMs(headers, this.rt.now()), [], () =>
+            this.#deliver(status, headers, statusMessage, body, trailers),
+          );
           return;
         }
         const body = Buffer.concat(chunks);
         const settle = (plain: Buffer | undefined): void => {
-          const findings = plain === undefined ? [] : safely(log, 'guard judgement', () => this.#judge(status, headers, plain), []);
+          const findings =
+            plain === undefined ? [] : safely(log, 'guard judgement', () => this.#judge(status, headers, plain), []);
           if (findings.length === 0) {
             this.rt.outcome(label, true, this.exchange.span, this.route.circuit);
             this.#deliver(status, headers, statusMessage, body, trailers);
@@ -199,7 +217,9 @@ class GuardedCall {
           }
           this.rt.outcome(label, false, this.exchange.span, this.route.circuit);
           if (this.#canRecover()) {
-            this.#recover(describe(findings), undefined, findings, () => this.#deliver(status, headers, statusMessage, body, trailers));
+            this.#recover(describe(findings), undefined, findings, () =>
+              this.#deliver(status, headers, statusMessage, body, trailers),
+            );
             return;
           }
           this.#giveUp(findings, () => this.#deliver(status, headers, statusMessage, body, trailers));
@@ -218,7 +238,9 @@ class GuardedCall {
         if (this.#proxy.aborted || this.#appResponded) return this.#fail(err);
         this.rt.outcome(label, false, this.exchange.span, this.route.circuit);
         if (this.#canRecover()) {
-          this.#recover(`connection error ${(err as { code?: string }).code ?? err.name}`, undefined, [], () => this.#fail(err));
+          this.#recover(`connection error ${(err as { code?: string }).code ?? err.name}`, undefined, [], () =>
+            this.#fail(err),
+          );
           return;
         }
         this.#fail(err);
@@ -234,8 +256,18 @@ class GuardedCall {
   /** Judge a decoded answer (read, as the span layer's readers are, without its Content-Encoding). */
   #judge(status: number, headers: Record<string, string | string[] | undefined>, body: Buffer): Finding[] {
     const { 'content-encoding': _encoding, ...plain } = headers;
-    const response = summarizeLlmResponse(this.exchange.protocol as LlmProtocol, { status, headers: plain, chunks: [body] }, this.exchange);
-    const obs: LlmObservation = { kind: 'llm', spanId: this.exchange.span.spanContext().spanId, request: this.exchange.llmRequest!, response, hasContent: true };
+    const response = summarizeLlmResponse(
+      this.exchange.protocol as LlmProtocol,
+      { status, headers: plain, chunks: [body] },
+      this.exchange,
+    );
+    const obs: LlmObservation = {
+      kind: 'llm',
+      spanId: this.exchange.span.spanContext().spanId,
+      request: this.exchange.llmRequest!,
+      response,
+      hasContent: true,
+    };
     return this.rt.judge(this.route, this.config, obs, this.taskId).failing;
   }
 
@@ -260,17 +292,33 @@ class GuardedCall {
   /** Retry (with back-off) while the policy allows, then fall back, then give up. */
   #recover(reason: string, retryAfter: number | undefined, findings: Finding[], deliverLast?: () => void): void {
     const retry = this.route.retry;
-    const delay = retry === false ? undefined : nextDelay(this.#retries, retry ?? {}, this.rt.health.score(this.#currentLabel), retryAfter, this.rt.random);
+    const delay =
+      retry === false
+        ? undefined
+        : nextDelay(this.#retries, retry ?? {}, this.rt.health.score(this.#currentLabel), retryAfter, this.rt.random);
     if (delay !== undefined) {
       this.#retries++;
       this.exchange.attempt++;
-      recordGuard(this.exchange.span, 'retry', this.#currentLabel, `${reason}; waiting ${Math.round(delay)} ms`, this.exchange.attempt);
+      recordGuard(
+        this.exchange.span,
+        'retry',
+        this.#currentLabel,
+        `${reason}; waiting ${Math.round(delay)} ms`,
+        this.exchange.attempt,
+      );
       this.rt.sleep(delay, this.#settled.signal).then(
         () => {
           if (this.#finished) return;
           if (this.#proxy.aborted) return this.#fail(this.#proxy.reason ?? new Error('aborted'));
           const again = this.#replayable(this.#currentOpts);
-          if (again === undefined) return this.#fail(new GuardRejectedError(this.#label, [], `faultline guard could not resend the request on route ${this.#label}: its body is gone`));
+          if (again === undefined)
+            return this.#fail(
+              new GuardRejectedError(
+                this.#label,
+                [],
+                `faultline guard could not resend the request on route ${this.#label}: its body is gone`,
+              ),
+            );
           this.#attempt(again);
         },
         (err: unknown) => this.#fail(err as Error),
@@ -282,11 +330,17 @@ class GuardedCall {
   }
 
   #tryFallback(reason: string): boolean {
-    const choice = chooseFallback(this.#label, this.route.fallback, this.#triedFallbacks, this.rt.health, this.rt.circuits);
+    const choice = chooseFallback(
+      this.#label,
+      this.route.fallback,
+      this.#triedFallbacks,
+      this.rt.health,
+      this.rt.circuits,
+    );
     if (!choice) return false;
     this.#triedFallbacks.add(choice.index);
     this.#currentLabel = fallbackLabel(this.#label, choice.fallback);
-    this.#retries = (this.route.retry === false ? 0 : (this.route.retry?.maxRetries ?? 2)); // a fallback gets one attempt
+    this.#retries = this.route.retry === false ? 0 : (this.route.retry?.maxRetries ?? 2); // a fallback gets one attempt
     this.exchange.attempt++;
     recordGuard(this.exchange.span, 'fallback', this.#currentLabel, reason, this.exchange.attempt);
     this.#attempt(fallbackOptions(this.#replayable(this.opts) ?? this.opts, this.exchange, choice.fallback));
@@ -299,14 +353,26 @@ class GuardedCall {
     if (this.route.onFailure === 'reject' || !deliver) {
       // Without a response to hand over (a connection error), the call fails with our typed error.
       recordGuard(this.exchange.span, 'reject', this.#currentLabel, why, this.exchange.attempt);
-      this.#fail(new GuardRejectedError(this.#label, findings, findings.length === 0 ? `faultline guard gave up on route ${this.#label}: ${why}` : undefined));
+      this.#fail(
+        new GuardRejectedError(
+          this.#label,
+          findings,
+          findings.length === 0 ? `faultline guard gave up on route ${this.#label}: ${why}` : undefined,
+        ),
+      );
       return;
     }
     recordGuard(this.exchange.span, 'record', this.#currentLabel, why, this.exchange.attempt);
     deliver();
   }
 
-  #deliver(status: number, headers: Record<string, string | string[] | undefined>, statusMessage: string, body: Buffer, trailers: Record<string, string | string[] | undefined> | null): void {
+  #deliver(
+    status: number,
+    headers: Record<string, string | string[] | undefined>,
+    statusMessage: string,
+    body: Buffer,
+    trailers: Record<string, string | string[] | undefined> | null,
+  ): void {
     if (this.#finished) return;
     this.#finished = true;
     this.#startApp();

@@ -33,7 +33,19 @@ export function guardedChannelStep(config: GuardConfigSource, options: GuardOpti
 }
 
 export { guard, observeResult, type WrapOptions } from './wrap';
-export { GuardConfigSchema, GuardRouteSchema, parseGuardConfig, loadGuardConfig, guardConfigFromEnv, guardPreset, type GuardConfig, type GuardConfigInput, type GuardRoute, type GuardPresetName, type FallbackRoute } from './config';
+export {
+  GuardConfigSchema,
+  GuardRouteSchema,
+  parseGuardConfig,
+  loadGuardConfig,
+  guardConfigFromEnv,
+  guardPreset,
+  type GuardConfig,
+  type GuardConfigInput,
+  type GuardRoute,
+  type GuardPresetName,
+  type FallbackRoute,
+} from './config';
 export { GuardRejectedError, CircuitOpenError, isGuardRejection } from './reject';
 export { ActionLedger, actionKey } from './ledger';
 export { CircuitBreaker, type CircuitPolicy, type CircuitState } from './circuit';
@@ -43,6 +55,29 @@ export { routeMatches, type RouteMatch } from './routes';
 export type { GuardConfigSource, GuardOptions } from './runtime';
 export type { Reacquire } from './reacquire';
 export { GuardRuntime } from './runtime';
-export { checkpoints, memoryStore, fileStore, RollbackRequest, type CheckpointPolicy, type CheckpointStore, type CheckpointRecord, type Checkpoints, type RollbackCost } from './checkpoint';
-export { verificationPipeline, llmJudge, verdictFindings, DEFAULT_SAFETY_RULES, DEFAULT_PRINCIPLES, JUDGE_SCHEMA, type Verifier, type Verdict, type VerificationOptions, type SafetyRule, type Judge, type LlmJudgeOptions } from './verify';
+export {
+  checkpoints,
+  memoryStore,
+  fileStore,
+  RollbackRequest,
+  type CheckpointPolicy,
+  type CheckpointStore,
+  type CheckpointRecord,
+  type Checkpoints,
+  type RollbackCost,
+} from './checkpoint';
+export {
+  verificationPipeline,
+  llmJudge,
+  verdictFindings,
+  DEFAULT_SAFETY_RULES,
+  DEFAULT_PRINCIPLES,
+  JUDGE_SCHEMA,
+  type Verifier,
+  type Verdict,
+  type VerificationOptions,
+  type SafetyRule,
+  type Judge,
+  type LlmJudgeOptions,
+} from './verify';
 export { scoreFallbacks, ARCF_WEIGHTS, type FallbackWeights, type ScoredFallback } from './hierarchical-fallback';

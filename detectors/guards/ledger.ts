@@ -49,12 +49,17 @@ export class ActionLedger {
    * Execute `fn` once for `key`. A repeat gets the stored receipt (`replayed: true`); a repeat with a different
    * binding is refused (same id, different action).
    */
-  async executeOnce<R>(key: string, binding: string, fn: () => R | Promise<R>): Promise<{ receipt: R; replayed: boolean }> {
+  async executeOnce<R>(
+    key: string,
+    binding: string,
+    fn: () => R | Promise<R>,
+  ): Promise<{ receipt: R; replayed: boolean }> {
     const e = this.register(key, binding) as LedgerEntry<R>;
     if (e.binding !== binding) throw new LedgerBindingError(key);
     if (e.state === 'confirmed') return { receipt: e.receipt as R, replayed: true };
     if (e.inFlight) return { receipt: await e.inFlight, replayed: true };
-    if (e.state === 'unknown') throw e.error instanceof Error ? e.error : new Error(`action ${key} ended in an unknown state`);
+    if (e.state === 'unknown')
+      throw e.error instanceof Error ? e.error : new Error(`action ${key} ended in an unknown state`);
     e.state = 'executing';
     e.executionCount++;
     e.inFlight = Promise.resolve().then(fn);

@@ -7,7 +7,10 @@
 import type { AgentMessage } from '../../instrumentation/types';
 import type { Finding } from '../types';
 
-export type Reacquire = (message: AgentMessage, findings: readonly Finding[]) => AgentMessage | undefined | Promise<AgentMessage | undefined>;
+export type Reacquire = (
+  message: AgentMessage,
+  findings: readonly Finding[],
+) => AgentMessage | undefined | Promise<AgentMessage | undefined>;
 
 export type ReadbackResult =
   | { outcome: 'clean'; messages: AgentMessage[] }

@@ -3,7 +3,13 @@
  * what the guards did and why. Never throws.
  */
 import type { Span } from '@opentelemetry/api';
-import { ATTR_FL_GUARD_ACTION, ATTR_FL_GUARD_ATTEMPT, ATTR_FL_GUARD_REASON, ATTR_FL_GUARD_ROUTE, EVENT_FL_GUARD } from '../../instrumentation/semconv';
+import {
+  ATTR_FL_GUARD_ACTION,
+  ATTR_FL_GUARD_ATTEMPT,
+  ATTR_FL_GUARD_REASON,
+  ATTR_FL_GUARD_ROUTE,
+  EVENT_FL_GUARD,
+} from '../../instrumentation/semconv';
 
 export type GuardAction =
   | 'record'
@@ -23,10 +29,20 @@ export type GuardAction =
   | 'verify_pass'
   | 'verify_fail';
 
-export function recordGuard(span: Span | undefined, action: GuardAction, route: string, reason: string, attempt?: number): void {
+export function recordGuard(
+  span: Span | undefined,
+  action: GuardAction,
+  route: string,
+  reason: string,
+  attempt?: number,
+): void {
   if (!span || !span.isRecording()) return;
   try {
-    const attrs: Record<string, string | number> = { [ATTR_FL_GUARD_ACTION]: action, [ATTR_FL_GUARD_ROUTE]: route, [ATTR_FL_GUARD_REASON]: reason.slice(0, 300) };
+    const attrs: Record<string, string | number> = {
+      [ATTR_FL_GUARD_ACTION]: action,
+      [ATTR_FL_GUARD_ROUTE]: route,
+      [ATTR_FL_GUARD_REASON]: reason.slice(0, 300),
+    };
     if (attempt !== undefined) attrs[ATTR_FL_GUARD_ATTEMPT] = attempt;
     span.addEvent(EVENT_FL_GUARD, attrs);
   } catch {

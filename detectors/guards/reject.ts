@@ -10,7 +10,12 @@ export class GuardRejectedError extends FaultlineError {
   readonly findings: readonly Finding[];
   constructor(route: string, findings: readonly Finding[], message?: string) {
     const first = findings[0];
-    super('FAULTLINE_GUARD_REJECTED', message ?? `faultline guard rejected the response on route ${route}: ${first ? `${first.faultType} (${first.detector}: ${first.evidence})` : 'unrecovered fault'}`, { details: { route, findings } });
+    super(
+      'FAULTLINE_GUARD_REJECTED',
+      message ??
+        `faultline guard rejected the response on route ${route}: ${first ? `${first.faultType} (${first.detector}: ${first.evidence})` : 'unrecovered fault'}`,
+      { details: { route, findings } },
+    );
     this.name = 'GuardRejectedError';
     this.route = route;
     this.findings = findings;
@@ -21,7 +26,11 @@ export class CircuitOpenError extends FaultlineError {
   readonly route: string;
   readonly retryInMs: number;
   constructor(route: string, retryInMs: number) {
-    super('FAULTLINE_CIRCUIT_OPEN', `faultline circuit for route ${route} is open; next probe in ${Math.ceil(retryInMs)} ms`, { details: { route, retryInMs } });
+    super(
+      'FAULTLINE_CIRCUIT_OPEN',
+      `faultline circuit for route ${route} is open; next probe in ${Math.ceil(retryInMs)} ms`,
+      { details: { route, retryInMs } },
+    );
     this.name = 'CircuitOpenError';
     this.route = route;
     this.retryInMs = retryInMs;

@@ -24,7 +24,12 @@ export function adaptFactor(successRate: number): number {
 }
 
 /** Delay before retry number `retry` (0-based), for a route whose health is `successRate`. */
-export function backoffDelay(retry: number, policy: RetryPolicy, successRate: number, random: () => number = Math.random): number {
+export function backoffDelay(
+  retry: number,
+  policy: RetryPolicy,
+  successRate: number,
+  random: () => number = Math.random,
+): number {
   const base = policy.baseDelayMs ?? 200;
   const max = policy.maxDelayMs ?? 10_000;
   const d = Math.min(max, base * 2 ** retry * adaptFactor(successRate));
@@ -39,7 +44,10 @@ export function backoffDelay(retry: number, policy: RetryPolicy, successRate: nu
 }
 
 /** Retry-After as ms: `retry-after-ms`, delta-seconds or an HTTP date. */
-export function retryAfterMs(headers: Record<string, string | string[] | undefined> | undefined, now = Date.now()): number | undefined {
+export function retryAfterMs(
+  headers: Record<string, string | string[] | undefined> | undefined,
+  now = Date.now(),
+): number | undefined {
   if (!headers) return undefined;
   const get = (k: string) => {
     const v = headers[k] ?? headers[k.toLowerCase()];
@@ -55,7 +63,13 @@ export function retryAfterMs(headers: Record<string, string | string[] | undefin
 }
 
 /** The wait before the next attempt, or undefined when the policy says to stop. */
-export function nextDelay(retry: number, policy: RetryPolicy, successRate: number, retryAfter: number | undefined, random?: () => number): number | undefined {
+export function nextDelay(
+  retry: number,
+  policy: RetryPolicy,
+  successRate: number,
+  retryAfter: number | undefined,
+  random?: () => number,
+): number | undefined {
   if (retry >= (policy.maxRetries ?? 2)) return undefined;
   const computed = backoffDelay(retry, policy, successRate, random);
   if (retryAfter !== undefined && policy.honourRetryAfter !== false) {

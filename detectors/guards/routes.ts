@@ -37,7 +37,10 @@ export function routeMatches(match: RouteMatch | undefined, facts: RouteFacts): 
 }
 
 /** The first route whose `match` accepts the facts. */
-export function findRoute<R extends { match?: RouteMatch }>(routes: readonly R[] | undefined, facts: RouteFacts): R | undefined {
+export function findRoute<R extends { match?: RouteMatch }>(
+  routes: readonly R[] | undefined,
+  facts: RouteFacts,
+): R | undefined {
   return routes?.find((r) => routeMatches(r.match, facts));
 }
 

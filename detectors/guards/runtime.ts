@@ -16,7 +16,8 @@ import { recordGuard } from './record';
 
 export const log = logger('guards');
 
-export type GuardConfigSource = GuardConfigInput | GuardConfig | ((taskId: string | undefined) => GuardConfigInput | GuardConfig | undefined);
+export type GuardConfigSource =
+  GuardConfigInput | GuardConfig | ((taskId: string | undefined) => GuardConfigInput | GuardConfig | undefined);
 
 export interface GuardOptions {
   /** The guarded readback of evidence routes (channel): a fresh message for the one that failed its contract. */
@@ -75,7 +76,13 @@ export class GuardRuntime {
   }
 
   /** Run the route's detectors over an observation with the task's history; returns the findings that count. */
-  judge(route: GuardRoute, config: GuardConfig, obs: Observation, taskId: string, extra: Partial<DetectionContext> = {}): { all: Finding[]; failing: Finding[] } {
+  judge(
+    route: GuardRoute,
+    config: GuardConfig,
+    obs: Observation,
+    taskId: string,
+    extra: Partial<DetectionContext> = {},
+  ): { all: Finding[]; failing: Finding[] } {
     const earlier = this.#earlier(taskId);
     const ctx: DetectionContext = { earlier, now: this.now(), contracts: this.contracts(config), ...extra };
     if (config.ttlMs !== undefined) ctx.ttlMs = config.ttlMs;
@@ -101,8 +108,16 @@ export class GuardRuntime {
     this.health.record(route, ok);
     if (policy === false) return;
     const c = this.circuits.get(route, policy);
-    const t: CircuitTransition = ok ? c.onSuccess() : c.onFailure(this.health.score(route), policy?.minHealth, this.health.count(route));
-    if (t) recordGuard(span, t.to === 'open' ? 'circuit_open' : t.to === 'closed' ? 'circuit_closed' : 'circuit_half_open', route, `${t.from} → ${t.to}`);
+    const t: CircuitTransition = ok
+      ? c.onSuccess()
+      : c.onFailure(this.health.score(route), policy?.minHealth, this.health.count(route));
+    if (t)
+      recordGuard(
+        span,
+        t.to === 'open' ? 'circuit_open' : t.to === 'closed' ? 'circuit_closed' : 'circuit_half_open',
+        route,
+        `${t.from} → ${t.to}`,
+      );
   }
 
   #earlier(taskId: string): Observation[] {

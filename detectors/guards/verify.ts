@@ -55,9 +55,21 @@ export interface SafetyRule {
 
 /** Rules every output is checked against by default: patterns that are unsafe wherever they appear. */
 export const DEFAULT_SAFETY_RULES: readonly SafetyRule[] = [
-  rule('secret', /\b(sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abpr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})\b|-----BEGIN (?:RSA |EC |OPENSSH )?PRIVATE KEY-----/, 'a credential-like string'),
-  rule('prompt_injection', /\b(ignore|disregard|forget) (all |any )?(the |your )?(previous|prior|above|earlier) (instructions|prompts?|rules)\b|\byou are now (?:in )?(?:developer|DAN|jailbreak)\b|\breveal (?:your|the) system prompt\b/i, 'instruction-override phrasing'),
-  rule('destructive_command', /\brm\s+-[a-z]*r[a-z]*f?\s+(?:\/|~|\*)(?:\s|$)|\bmkfs(?:\.\w+)?\s+\/dev\/|\bdd\s+if=\/dev\/(?:zero|random)\s+of=\/dev\/|:\(\)\s*\{\s*:\|:&\s*\};:|\bDROP\s+(?:TABLE|DATABASE)\b|\bformat\s+c:/i, 'a destructive command'),
+  rule(
+    'secret',
+    /\b(sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abpr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})\b|-----BEGIN (?:RSA |EC |OPENSSH )?PRIVATE KEY-----/,
+    'a credential-like string',
+  ),
+  rule(
+    'prompt_injection',
+    /\b(ignore|disregard|forget) (all |any )?(the |your )?(previous|prior|above|earlier) (instructions|prompts?|rules)\b|\byou are now (?:in )?(?:developer|DAN|jailbreak)\b|\breveal (?:your|the) system prompt\b/i,
+    'instruction-override phrasing',
+  ),
+  rule(
+    'destructive_command',
+    /\brm\s+-[a-z]*r[a-z]*f?\s+(?:\/|~|\*)(?:\s|$)|\bmkfs(?:\.\w+)?\s+\/dev\/|\bdd\s+if=\/dev\/(?:zero|random)\s+of=\/dev\/|:\(\)\s*\{\s*:\|:&\s*\};:|\bDROP\s+(?:TABLE|DATABASE)\b|\bformat\s+c:/i,
+    'a destructive command',
+  ),
 ];
 
 function rule(name: string, re: RegExp, what: string): SafetyRule {
@@ -75,7 +87,8 @@ export interface VerificationOptions {
   safety?: { rules?: readonly SafetyRule[] | false; judge?: Judge } | false;
   /** Tier 3: identity fields that must keep the value the task's earlier accepted outputs gave them, and/or a check
    * of your own against those outputs (the reason it fails, or undefined). */
-  consistency?: { keys?: readonly string[]; check?: (value: unknown, earlier: readonly unknown[]) => string | undefined } | false;
+  consistency?:
+    { keys?: readonly string[]; check?: (value: unknown, earlier: readonly unknown[]) => string | undefined } | false;
   /** Earlier outputs kept per task for tier 3 (default 32). */
   historySize?: number;
 }
@@ -90,7 +103,8 @@ export interface Verifier {
 /** A verdict as detector findings (what the guards act on and record). */
 export function verdictFindings(v: Verdict): Finding[] {
   if (v.ok || v.tier === undefined) return [];
-  const failure = v.tier === 'schema' ? 'schema_violation' : v.tier === 'consistency' ? 'output_conflict' : 'quality_degradation';
+  const failure =
+    v.tier === 'schema' ? 'schema_violation' : v.tier === 'consistency' ? 'output_conflict' : 'quality_degradation';
   const faultType = v.tier === 'schema' ? 'schema' : 'semantic';
   return [monitorFinding('verification', failure, faultType, 'error', 0.9, `${v.tier} tier: ${v.reason ?? 'failed'}`)];
 }
@@ -122,7 +136,12 @@ function textOf(value: unknown): string {
 }
 
 export function verificationPipeline(options: VerificationOptions = {}): Verifier {
-  const rules = options.safety === false ? [] : options.safety?.rules === false ? [] : (options.safety?.rules ?? DEFAULT_SAFETY_RULES);
+  const rules =
+    options.safety === false
+      ? []
+      : options.safety?.rules === false
+        ? []
+        : (options.safety?.rules ?? DEFAULT_SAFETY_RULES);
   const judge = options.safety === false ? undefined : options.safety?.judge;
   const consistency = options.consistency === false ? undefined : options.consistency;
   const keep = options.historySize ?? 32;
@@ -131,13 +150,29 @@ export function verificationPipeline(options: VerificationOptions = {}): Verifie
   const schemaTier = (value: unknown): TierResult => {
     if (options.schema !== undefined) {
       const issues = validateAgainst(options.schema, value);
-      if (issues.length > 0) return { tier: 'schema', ok: false, reason: issues.slice(0, 3).map((i) => `${i.path}: ${i.message}`).join('; ') };
+      if (issues.length > 0)
+        return {
+          tier: 'schema',
+          ok: false,
+          reason: issues
+            .slice(0, 3)
+            .map((i) => `${i.path}: ${i.message}`)
+            .join('; '),
+        };
     }
     if (options.required) {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) return { tier: 'schema', ok: false, reason: value === undefined || value === null ? 'no output' : 'the output is not an object' };
+      if (typeof value !== 'object' || value === null || Array.isArray(value))
+        return {
+          tier: 'schema',
+          ok: false,
+          reason: value === undefined || value === null ? 'no output' : 'the output is not an object',
+        };
       const o = value as Record<string, unknown>;
-      const bad = Object.entries(options.required).filter(([k, kind]) => !kindOk(o[k], kind)).map(([k, kind]) => `${k} (${o[k] === undefined ? 'missing' : `not a ${kind}`})`);
-      if (bad.length > 0) return { tier: 'schema', ok: false, reason: `required fields: ${bad.slice(0, 6).join(', ')}` };
+      const bad = Object.entries(options.required)
+        .filter(([k, kind]) => !kindOk(o[k], kind))
+        .map(([k, kind]) => `${k} (${o[k] === undefined ? 'missing' : `not a ${kind}`})`);
+      if (bad.length > 0)
+        return { tier: 'schema', ok: false, reason: `required fields: ${bad.slice(0, 6).join(', ')}` };
     }
     return { tier: 'schema', ok: true };
   };
@@ -150,7 +185,8 @@ export function verificationPipeline(options: VerificationOptions = {}): Verifie
     }
     if (judge) {
       const j = await judge.judge(text);
-      if (!j.ok) return { tier: 'safety', ok: false, reason: j.reason, ...(j.unavailable ? { unavailable: true } : {}) };
+      if (!j.ok)
+        return { tier: 'safety', ok: false, reason: j.reason, ...(j.unavailable ? { unavailable: true } : {}) };
       if (j.unavailable) return { tier: 'safety', ok: true, unavailable: true, reason: j.reason };
     }
     return { tier: 'safety', ok: true };
@@ -162,8 +198,11 @@ export function verificationPipeline(options: VerificationOptions = {}): Verifie
       const o = value as Record<string, unknown>;
       for (const k of consistency.keys) {
         if (o[k] === undefined) continue;
-        const prior = earlier.find((e) => typeof e === 'object' && e !== null && (e as Record<string, unknown>)[k] !== undefined) as Record<string, unknown> | undefined;
-        if (prior && JSON.stringify(prior[k]) !== JSON.stringify(o[k])) return { tier: 'consistency', ok: false, reason: `${k} differs from the task's earlier outcome` };
+        const prior = earlier.find(
+          (e) => typeof e === 'object' && e !== null && (e as Record<string, unknown>)[k] !== undefined,
+        ) as Record<string, unknown> | undefined;
+        if (prior && JSON.stringify(prior[k]) !== JSON.stringify(o[k]))
+          return { tier: 'consistency', ok: false, reason: `${k} differs from the task's earlier outcome` };
       }
     }
     const why = consistency.check?.(value, earlier);
@@ -189,7 +228,12 @@ export function verificationPipeline(options: VerificationOptions = {}): Verifie
     } catch (err) {
       // A check of the user's that throws is a failed verification, said why; never an unhandled error.
       log.warn('a verification check threw (the output counts as failed):', err);
-      verdict = { ok: false, tier: tiers.length === 0 ? 'schema' : tiers.length === 1 ? 'safety' : 'consistency', reason: `a check threw: ${(err as Error)?.message ?? String(err)}`, tiers };
+      verdict = {
+        ok: false,
+        tier: tiers.length === 0 ? 'schema' : tiers.length === 1 ? 'safety' : 'consistency',
+        reason: `a check threw: ${(err as Error)?.message ?? String(err)}`,
+        tiers,
+      };
     }
     if (verdict.ok) {
       earlier.unshift(value);
@@ -199,7 +243,12 @@ export function verificationPipeline(options: VerificationOptions = {}): Verifie
     }
     const span = trace.getSpan(otelContext.active());
     const route = `verification${o.label !== undefined ? `:${o.label}` : ''}`;
-    recordGuard(span, verdict.ok ? 'verify_pass' : 'verify_fail', route, verdict.ok ? 'all tiers passed' : `${verdict.tier} tier: ${verdict.reason ?? ''}`);
+    recordGuard(
+      span,
+      verdict.ok ? 'verify_pass' : 'verify_fail',
+      route,
+      verdict.ok ? 'all tiers passed' : `${verdict.tier} tier: ${verdict.reason ?? ''}`,
+    );
     return verdict;
   };
 
@@ -272,10 +321,15 @@ export function llmJudge(options: LlmJudgeOptions): Judge {
   try {
     base = new URL(options.baseURL.endsWith('/') ? options.baseURL : `${options.baseURL}/`);
   } catch {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `llmJudge({ baseURL }): not a URL: ${JSON.stringify(options.baseURL)}`);
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `llmJudge({ baseURL }): not a URL: ${JSON.stringify(options.baseURL)}`,
+    );
   }
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new FaultlineInputError('FAULTLINE_USAGE', `llmJudge({ baseURL }): expected http(s), got ${base.protocol}`);
-  if (typeof options.model !== 'string' || options.model === '') throw new FaultlineInputError('FAULTLINE_USAGE', 'llmJudge({ model }): a model name is required');
+  if (base.protocol !== 'http:' && base.protocol !== 'https:')
+    throw new FaultlineInputError('FAULTLINE_USAGE', `llmJudge({ baseURL }): expected http(s), got ${base.protocol}`);
+  if (typeof options.model !== 'string' || options.model === '')
+    throw new FaultlineInputError('FAULTLINE_USAGE', 'llmJudge({ model }): a model name is required');
   const principles = options.principles ?? DEFAULT_PRINCIPLES;
   const timeoutMs = options.timeoutMs ?? 10_000;
   const maxChars = options.maxChars ?? 8000;
@@ -285,7 +339,11 @@ export function llmJudge(options: LlmJudgeOptions): Judge {
     principles.map((p, i) => `${i + 1}. ${p}`).join('\n') +
     '\nAnswer with JSON only: {"verdict":"pass"|"fail","violated":[numbers of the principles broken],"reason":"<one sentence>"}.';
 
-  const unavailable = (why: string): JudgeResult => ({ ok: options.onError === 'fail' ? false : true, unavailable: true, reason: `judge unavailable: ${why}` });
+  const unavailable = (why: string): JudgeResult => ({
+    ok: options.onError === 'fail' ? false : true,
+    unavailable: true,
+    reason: `judge unavailable: ${why}`,
+  });
 
   return {
     async judge(text) {
@@ -318,7 +376,9 @@ export function llmJudge(options: LlmJudgeOptions): Judge {
           continue;
         }
         const violated = answer.violated.map((n) => principles[n - 1] ?? `principle ${n}`);
-        return answer.verdict === 'pass' ? { ok: true, violated: [] } : { ok: false, violated, reason: `the judge found principle(s) ${answer.violated.join(', ') || '?'} broken` };
+        return answer.verdict === 'pass'
+          ? { ok: true, violated: [] }
+          : { ok: false, violated, reason: `the judge found principle(s) ${answer.violated.join(', ') || '?'} broken` };
       }
       return unavailable(last);
     },
@@ -329,7 +389,8 @@ export function llmJudge(options: LlmJudgeOptions): Judge {
 function parseAnswer(raw: string): { verdict: 'pass' | 'fail'; violated: number[]; reason: string } | string {
   let content: unknown;
   try {
-    content = (JSON.parse(raw) as { choices?: Array<{ message?: { content?: unknown } }> }).choices?.[0]?.message?.content;
+    content = (JSON.parse(raw) as { choices?: Array<{ message?: { content?: unknown } }> }).choices?.[0]?.message
+      ?.content;
   } catch {
     return 'the answer is not a chat completion';
   }
@@ -345,10 +406,18 @@ function parseAnswer(raw: string): { verdict: 'pass' | 'fail'; violated: number[
   return parsed as { verdict: 'pass' | 'fail'; violated: number[]; reason: string };
 }
 
-function post(url: URL, body: string, apiKey: string | undefined, timeoutMs: number): Promise<{ status: number; body: string }> {
+function post(
+  url: URL,
+  body: string,
+  apiKey: string | undefined,
+  timeoutMs: number,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+    };
     if (apiKey) headers.authorization = `Bearer ${apiKey}`;
     let settled = false;
     const done = (fn: () => void) => {
@@ -365,7 +434,9 @@ function post(url: URL, body: string, apiKey: string | undefined, timeoutMs: num
         if (size > 1_000_000) req.destroy(new Error('the answer is over 1 MB'));
         else parts.push(c);
       });
-      res.on('end', () => done(() => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8') })));
+      res.on('end', () =>
+        done(() => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('utf8') })),
+      );
       res.on('error', (err) => done(() => reject(err)));
     });
     // One deadline for the whole exchange (connect, send, answer): a judge that never answers ends here.

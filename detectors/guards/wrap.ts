@@ -20,7 +20,10 @@ import { nextDelay } from './retry';
 import { describe, GuardRuntime, type GuardOptions } from './runtime';
 import { verdictFindings, type Verifier } from './verify';
 
-export interface WrapOptions<A extends unknown[], T> extends Omit<GuardRoute, 'match' | 'detectors' | 'fallback' | 'name' | 'ledger' | 'reacquire' | 'resubmit' | 'onUnrecovered'> {
+export interface WrapOptions<A extends unknown[], T> extends Omit<
+  GuardRoute,
+  'match' | 'detectors' | 'fallback' | 'name' | 'ledger' | 'reacquire' | 'resubmit' | 'onUnrecovered'
+> {
   /** Route label (health, circuit and events are per route). Default `wrapped`. */
   route?: string;
   detectors?: readonly (string | Detector)[];
@@ -45,13 +48,20 @@ function defaultRuntime(options?: GuardOptions): GuardRuntime {
 }
 
 function isAgentMessage(v: unknown): v is AgentMessage {
-  return typeof v === 'object' && v !== null && typeof (v as AgentMessage).id === 'string' && typeof (v as AgentMessage).target === 'string' && 'payload' in v;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as AgentMessage).id === 'string' &&
+    typeof (v as AgentMessage).target === 'string' &&
+    'payload' in v
+  );
 }
 
 function protocolOf(v: unknown): LlmProtocol | undefined {
   if (typeof v !== 'object' || v === null) return undefined;
   if (Array.isArray((v as { choices?: unknown }).choices)) return 'openai.chat';
-  if ((v as { type?: unknown }).type === 'message' && Array.isArray((v as { content?: unknown }).content)) return 'anthropic.messages';
+  if ((v as { type?: unknown }).type === 'message' && Array.isArray((v as { content?: unknown }).content))
+    return 'anthropic.messages';
   return undefined;
 }
 
@@ -65,10 +75,19 @@ export function observeResult(result: unknown, requestBody?: unknown): Observati
   return request ? { kind: 'llm', request, response, hasContent: true } : { kind: 'llm', response, hasContent: true };
 }
 
-export function guard<A extends unknown[], T>(fn: (...args: A) => Promise<T>, options: WrapOptions<A, T> = {}): (...args: A) => Promise<T> {
+export function guard<A extends unknown[], T>(
+  fn: (...args: A) => Promise<T>,
+  options: WrapOptions<A, T> = {},
+): (...args: A) => Promise<T> {
   const rt = options.runtime ?? defaultRuntime();
   const label = options.route ?? 'wrapped';
-  const route: GuardRoute = { ...options, name: label, detectors: undefined, fallback: undefined, verify: undefined } as GuardRoute;
+  const route: GuardRoute = {
+    ...options,
+    name: label,
+    detectors: undefined,
+    fallback: undefined,
+    verify: undefined,
+  } as GuardRoute;
   const detectors = options.detectors;
   const config = { routes: [route] };
 
@@ -96,13 +115,15 @@ export function guard<A extends unknown[], T>(fn: (...args: A) => Promise<T>, op
     let lastError: unknown;
     for (let k = 0; k < attempts.length; k++) {
       const call = attempts[k]!;
-      if (k > 0) recordGuard(span, 'fallback', label, lastError !== undefined ? String(lastError) : describe(lastFindings), k);
+      if (k > 0)
+        recordGuard(span, 'fallback', label, lastError !== undefined ? String(lastError) : describe(lastFindings), k);
       for (let retry = 0; ; retry++) {
         lastError = undefined;
         try {
           const value = await call(...args);
           let findings = judge(value, args);
-          if (findings.length === 0 && options.verify) findings = verdictFindings(await options.verify.verify(value, { label }));
+          if (findings.length === 0 && options.verify)
+            findings = verdictFindings(await options.verify.verify(value, { label }));
           if (findings.length === 0) {
             rt.outcome(label, true, span, options.circuit);
             return value;
@@ -115,9 +136,18 @@ export function guard<A extends unknown[], T>(fn: (...args: A) => Promise<T>, op
         }
         rt.outcome(label, false, span, options.circuit);
         const ra = (lastError as { headers?: Record<string, string> } | undefined)?.headers;
-        const delay = k > 0 || options.retry === false ? undefined : nextDelay(retry, options.retry ?? {}, rt.health.score(label), retryAfter(ra), rt.random);
+        const delay =
+          k > 0 || options.retry === false
+            ? undefined
+            : nextDelay(retry, options.retry ?? {}, rt.health.score(label), retryAfter(ra), rt.random);
         if (delay === undefined) break;
-        recordGuard(span, 'retry', label, `${lastError !== undefined ? String(lastError) : describe(lastFindings)}; waiting ${Math.round(delay)} ms`, retry + 1);
+        recordGuard(
+          span,
+          'retry',
+          label,
+          `${lastError !== undefined ? String(lastError) : describe(lastFindings)}; waiting ${Math.round(delay)} ms`,
+          retry + 1,
+        );
         await rt.sleep(delay);
       }
     }
@@ -127,7 +157,13 @@ export function guard<A extends unknown[], T>(fn: (...args: A) => Promise<T>, op
     }
     if (lastError !== undefined && lastResult === undefined && options.onFailure === 'record') throw lastError;
     recordGuard(span, 'reject', label, lastError !== undefined ? String(lastError) : describe(lastFindings));
-    throw new GuardRejectedError(label, lastFindings, lastError !== undefined && lastFindings.length === 0 ? `faultline guard gave up on route ${label}: ${String(lastError)}` : undefined);
+    throw new GuardRejectedError(
+      label,
+      lastFindings,
+      lastError !== undefined && lastFindings.length === 0
+        ? `faultline guard gave up on route ${label}: ${String(lastError)}`
+        : undefined,
+    );
   };
 
   if (!options.ledger) return run;
@@ -135,12 +171,15 @@ export function guard<A extends unknown[], T>(fn: (...args: A) => Promise<T>, op
   return async (...args: A): Promise<T> => {
     const key = ledger.key(...args);
     const { receipt, replayed } = await rt.ledger.executeOnce(key, ledger.binding?.(...args) ?? '', () => run(...args));
-    if (replayed) recordGuard(trace.getSpan(otelContext.active()), 'receipt_replayed', label, `action ${key} already executed`);
+    if (replayed)
+      recordGuard(trace.getSpan(otelContext.active()), 'receipt_replayed', label, `action ${key} already executed`);
     return receipt;
   };
 }
 
-function retryAfter(headers: Record<string, string> | { get?: (k: string) => string | null } | undefined): number | undefined {
+function retryAfter(
+  headers: Record<string, string> | { get?: (k: string) => string | null } | undefined,
+): number | undefined {
   if (!headers) return undefined;
   const get = (k: string): string | undefined => {
     const h = headers as { get?: (k: string) => string | null };

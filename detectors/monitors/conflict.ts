@@ -30,14 +30,17 @@ function identities(payload: unknown): Map<string, string> {
     for (const [k, v] of Object.entries(obj)) {
       if ((typeof v === 'string' && v !== '') || typeof v === 'number') {
         if (IDENTITY.test(k) && !ENVELOPE.test(k)) out.set(k, String(v));
-      } else if (depth === 0 && v !== null && typeof v === 'object' && !Array.isArray(v)) scan(v as Record<string, unknown>, `${prefix}${k}.`, 1);
+      } else if (depth === 0 && v !== null && typeof v === 'object' && !Array.isArray(v))
+        scan(v as Record<string, unknown>, `${prefix}${k}.`, 1);
     }
   };
-  if (payload !== null && typeof payload === 'object' && !Array.isArray(payload)) scan(payload as Record<string, unknown>, '', 0);
+  if (payload !== null && typeof payload === 'object' && !Array.isArray(payload))
+    scan(payload as Record<string, unknown>, '', 0);
   return out;
 }
 
-const delivered = (o: MessageObservation): AgentMessage | undefined => (o.hasContent || o.original ? o.delivered[0] : undefined);
+const delivered = (o: MessageObservation): AgentMessage | undefined =>
+  o.hasContent || o.original ? o.delivered[0] : undefined;
 
 export const outputConflictDetector: Detector = {
   name: OUTPUT_CONFLICT,
@@ -56,7 +59,17 @@ export const outputConflictDetector: Detector = {
       for (const [k, v] of identities(then.payload)) {
         const w = mine.get(k);
         if (w === undefined || w === v) continue;
-        out.push(monitorFinding(OUTPUT_CONFLICT, 'output_conflict', 'semantic', 'warning', 0.7, `${now.target} was told two values of ${k}: by ${then.source} (${v.length} chars) and by ${now.source} (${w.length} chars)`, { field: k }));
+        out.push(
+          monitorFinding(
+            OUTPUT_CONFLICT,
+            'output_conflict',
+            'semantic',
+            'warning',
+            0.7,
+            `${now.target} was told two values of ${k}: by ${then.source} (${v.length} chars) and by ${now.source} (${w.length} chars)`,
+            { field: k },
+          ),
+        );
         return out;
       }
     }
@@ -78,7 +91,8 @@ function twins(a: string, b: string): boolean {
   return diff.length === 2 && diff[1] === diff[0]! + 1 && a[diff[0]!] === b[diff[1]!] && a[diff[1]!] === b[diff[0]!];
 }
 
-const textOf = (m: GenAiMessage): string => m.parts.map((p) => (p.type === 'text' && typeof p.content === 'string' ? p.content : '')).join(' ');
+const textOf = (m: GenAiMessage): string =>
+  m.parts.map((p) => (p.type === 'text' && typeof p.content === 'string' ? p.content : '')).join(' ');
 
 /** Values of one identifier that two agents hold differently (content capture needed). */
 export function valueConflicts(run: WorkflowRun): Array<{ finding: Finding; span: SpanRecord }> {
@@ -93,7 +107,8 @@ export function valueConflicts(run: WorkflowRun): Array<{ finding: Finding; span
     if (step.tool?.result !== undefined) for (const v of identsIn(step.tool.result)) given.add(v);
     const agent = step.tool?.agent ?? step.observation?.scope?.agent;
     if (agent === undefined) continue;
-    if (step.tool?.arguments !== undefined) for (const v of identsIn(step.tool.arguments)) used.push({ agent, value: v });
+    if (step.tool?.arguments !== undefined)
+      for (const v of identsIn(step.tool.arguments)) used.push({ agent, value: v });
     const o = step.observation;
     if (o?.kind !== 'llm' || !o.hasContent) continue;
     const llm = o as LlmObservation;
@@ -101,7 +116,8 @@ export function valueConflicts(run: WorkflowRun): Array<{ finding: Finding; span
     if (turn !== undefined && !firstOfTurn.has(turn)) {
       firstOfTurn.add(turn);
       const told = toldTo.get(agent) ?? new Set<string>();
-      for (const m of llm.request?.messages ?? []) if (m.role === 'user') for (const v of identsIn(textOf(m))) told.add(v);
+      for (const m of llm.request?.messages ?? [])
+        if (m.role === 'user') for (const v of identsIn(textOf(m))) told.add(v);
       toldTo.set(agent, told);
     }
     for (const v of identsIn(llm.response.text)) {
@@ -114,11 +130,24 @@ export function valueConflicts(run: WorkflowRun): Array<{ finding: Finding; span
   const told = (agent: string, v: string): boolean => toldTo.get(agent)?.has(v) === true;
   for (const x of said) {
     if (given.has(x.value) || [...toldTo.values()].some((t) => t.has(x.value))) continue;
-    const twin = used.find((y) => y.agent !== x.agent && twins(x.value, y.value))?.value ?? [...(toldTo.get(x.agent) ?? [])].find((v) => twins(x.value, v));
+    const twin =
+      used.find((y) => y.agent !== x.agent && twins(x.value, y.value))?.value ??
+      [...(toldTo.get(x.agent) ?? [])].find((v) => twins(x.value, v));
     if (twin === undefined) continue;
     const others = [...new Set(used.filter((y) => y.value === twin && y.agent !== x.agent).map((y) => y.agent))];
-    const source = others.length > 0 ? others.join(', ') : told(x.agent, twin) ? `what ${x.agent} was given` : 'the tools';
-    out.push({ span: x.span, finding: monitorFinding(OUTPUT_CONFLICT, 'output_conflict', 'semantic', 'warning', 0.7, `${x.agent} reported a ${x.value.length}-char value no tool returned, a near twin of the one ${source} held (two characters swapped or one digit changed)`) });
+    const source =
+      others.length > 0 ? others.join(', ') : told(x.agent, twin) ? `what ${x.agent} was given` : 'the tools';
+    out.push({
+      span: x.span,
+      finding: monitorFinding(
+        OUTPUT_CONFLICT,
+        'output_conflict',
+        'semantic',
+        'warning',
+        0.7,
+        `${x.agent} reported a ${x.value.length}-char value no tool returned, a near twin of the one ${source} held (two characters swapped or one digit changed)`,
+      ),
+    });
     break;
   }
   return out;

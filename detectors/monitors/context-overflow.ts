@@ -29,7 +29,8 @@ export { CONTEXT_WINDOWS, contextWindowOf } from './context-windows';
  *  - Mistral: "… too large for model with N maximum context length".
  * Bedrock's ThrottlingException "Too many tokens, please wait" is a rate limit, not a length refusal: not matched.
  */
-const REFUSAL_CODES = /context_length_exceeded|context_window_exceeded|exceed_context_size|string_above_max_length|prompt[_ ]too[_ ]long/i;
+const REFUSAL_CODES =
+  /context_length_exceeded|context_window_exceeded|exceed_context_size|string_above_max_length|prompt[_ ]too[_ ]long/i;
 const REFUSAL_TEXT =
   /maximum context length|prompt is too long|input token count.{0,40}exceeds the maximum|input is too long for (the )?requested model|too many input tokens|exceeds the available context size|too large for model with \d+ maximum context length|context[_ ](length|window)[_ ]exceeded/i;
 
@@ -58,7 +59,12 @@ function refusal(o: LlmObservation): string | undefined {
   const text = `${r.errorMessage ?? ''}\n${r.unparsedBody ?? ''}`;
   if (code === undefined && !REFUSAL_TEXT.test(text)) return undefined;
   const { requested, window } = statedSizes(text);
-  const sizes = requested !== undefined && window !== undefined ? `: ${requested} tokens against a ${window}-token window` : window !== undefined ? `: a ${window}-token window` : '';
+  const sizes =
+    requested !== undefined && window !== undefined
+      ? `: ${requested} tokens against a ${window}-token window`
+      : window !== undefined
+        ? `: a ${window}-token window`
+        : '';
   return `${code ?? r.errorType ?? (r.status !== undefined ? `HTTP ${r.status}` : 'error')}${sizes}`;
 }
 
@@ -70,13 +76,17 @@ function conversation(o: LlmObservation, earlier: readonly Observation[]): LlmOb
   const turn = o.scope?.turn;
   const agent = o.scope?.agent;
   if (turn === undefined && agent === undefined) return [];
-  return earlier.filter((e): e is LlmObservation => e.kind === 'llm' && (turn !== undefined ? e.scope?.turn === turn : e.scope?.agent === agent));
+  return earlier.filter(
+    (e): e is LlmObservation =>
+      e.kind === 'llm' && (turn !== undefined ? e.scope?.turn === turn : e.scope?.agent === agent),
+  );
 }
 
 /** A refused call that recorded no reason: the conversation's last two inputs project past the window. */
 function projectedPast(o: LlmObservation, earlier: readonly Observation[], window: number): string | undefined {
   const r = o.response;
-  const refusedRequest = r.status === 400 || r.status === 413 || /bad ?request|invalid|validation|400/i.test(r.errorType ?? '');
+  const refusedRequest =
+    r.status === 400 || r.status === 413 || /bad ?request|invalid|validation|400/i.test(r.errorType ?? '');
   if (!refusedRequest) return undefined;
   const sizes = conversation(o, earlier)
     .filter(answered)
@@ -106,22 +116,49 @@ export const contextOverflowDetector: Detector = {
     const r = o.response;
     const model = o.request?.model ?? r.model;
     const refused = refusal(o);
-    if (refused !== undefined) return [monitorFinding(CONTEXT_OVERFLOW, 'context_overflow', 'error', 'error', 0.95, `the provider refused the input as too long (${refused})`)];
+    if (refused !== undefined)
+      return [
+        monitorFinding(
+          CONTEXT_OVERFLOW,
+          'context_overflow',
+          'error',
+          'error',
+          0.95,
+          `the provider refused the input as too long (${refused})`,
+        ),
+      ];
     const window = contextWindowOf(model);
     if (window === undefined) return [];
     const input = answered(o) ? inputTokens(o) : undefined;
     if (input !== undefined && input >= FULL * window) {
       return [
-        monitorFinding(CONTEXT_OVERFLOW, 'context_overflow', 'error', 'warning', 0.7, `input of ${input} tokens fills ${Math.round((100 * input) / window)}% of ${model}'s ${window}-token context window`),
+        monitorFinding(
+          CONTEXT_OVERFLOW,
+          'context_overflow',
+          'error',
+          'warning',
+          0.7,
+          `input of ${input} tokens fills ${Math.round((100 * input) / window)}% of ${model}'s ${window}-token context window`,
+        ),
       ];
     }
     if (answered(o)) return [];
     const projected = projectedPast(o, ctx.earlier, window);
-    if (projected !== undefined) return [monitorFinding(CONTEXT_OVERFLOW, 'context_overflow', 'error', 'error', 0.75, projected)];
+    if (projected !== undefined)
+      return [monitorFinding(CONTEXT_OVERFLOW, 'context_overflow', 'error', 'error', 0.75, projected)];
     // A refused call reports no usage: estimate the input from the request it sent (~4 characters a token).
     const chars = r.status === 400 ? requestChars(o) : undefined;
     if (chars !== undefined && chars / 4 >= window) {
-      return [monitorFinding(CONTEXT_OVERFLOW, 'context_overflow', 'error', 'error', 0.75, `HTTP 400 for a request of ~${Math.round(chars / 4)} tokens, over ${model}'s ${window}-token window`)];
+      return [
+        monitorFinding(
+          CONTEXT_OVERFLOW,
+          'context_overflow',
+          'error',
+          'error',
+          0.75,
+          `HTTP 400 for a request of ~${Math.round(chars / 4)} tokens, over ${model}'s ${window}-token window`,
+        ),
+      ];
     }
     return [];
   },

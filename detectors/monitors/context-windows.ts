@@ -59,6 +59,7 @@ export function contextWindowOf(model: string | undefined): number | undefined {
     .replace(/^llama(\d)-(\d)\b/, 'llama$1.$2')
     .replace(/^open-/, '');
   let best: (typeof CONTEXT_WINDOWS)[number] | undefined;
-  for (const entry of CONTEXT_WINDOWS) if (m.startsWith(entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
+  for (const entry of CONTEXT_WINDOWS)
+    if (m.startsWith(entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
   return best?.[1];
 }

@@ -42,9 +42,27 @@ export const historyLossDetector: Detector = {
     if (last === undefined || now >= last || peak < OPENING + 2) return [];
     const agent = o.scope?.agent ?? 'the agent';
     if (now <= OPENING) {
-      return [monitorFinding(HISTORY_LOSS, 'context_overflow', 'partial', 'warning', 0.7, `${agent}'s conversation was reset: ${now} message(s) after ${peak} earlier in the same turn`)].map((f) => ({ ...f, mast: '2.1' as const }));
+      return [
+        monitorFinding(
+          HISTORY_LOSS,
+          'context_overflow',
+          'partial',
+          'warning',
+          0.7,
+          `${agent}'s conversation was reset: ${now} message(s) after ${peak} earlier in the same turn`,
+        ),
+      ].map((f) => ({ ...f, mast: '2.1' as const }));
     }
-    return [monitorFinding(HISTORY_LOSS, 'context_overflow', 'partial', 'warning', 0.6, `${agent}'s request carried ${now} messages after ${last} in the same turn: ${last - now} dropped`)];
+    return [
+      monitorFinding(
+        HISTORY_LOSS,
+        'context_overflow',
+        'partial',
+        'warning',
+        0.6,
+        `${agent}'s request carried ${now} messages after ${last} in the same turn: ${last - now} dropped`,
+      ),
+    ];
   },
 };
 
@@ -62,7 +80,8 @@ interface TurnCall {
 }
 
 /** A requested tool as compared: with its arguments when they were recorded (reading another file is not redoing). */
-const requestKey = (name: string, args: string | undefined): string => (args !== undefined ? `${name}\u0000${args.replace(/\s+/g, '')}` : name);
+const requestKey = (name: string, args: string | undefined): string =>
+  args !== undefined ? `${name}\u0000${args.replace(/\s+/g, '')}` : name;
 
 /** Input tokens comparable across calls: not where a prompt cache took part (some providers count cached input
  * apart from `input_tokens`, so the count can drop while the request grew). */
@@ -71,7 +90,8 @@ const inputTokens = (o: LlmObservation): number | undefined => {
   return (u?.cacheReadInputTokens ?? 0) > 0 || (u?.cacheCreationInputTokens ?? 0) > 0 ? undefined : u?.inputTokens;
 };
 /** Output tokens the next request carries back: reasoning tokens are not resent. */
-const outputTokens = (o: LlmObservation): number => Math.max(0, (o.response.usage?.outputTokens ?? 0) - (o.response.usage?.reasoningOutputTokens ?? 0));
+const outputTokens = (o: LlmObservation): number =>
+  Math.max(0, (o.response.usage?.outputTokens ?? 0) - (o.response.usage?.reasoningOutputTokens ?? 0));
 const counted = (o: LlmObservation): number | undefined => {
   const n = messageCount(o);
   return n !== undefined && n > 0 ? n : undefined;
@@ -100,15 +120,38 @@ export function historyResets(run: WorkflowRun): Array<{ finding: Finding; span:
         const [nowN, lastN, firstN] = [counted(c.obs), counted(last.obs), counted(first.obs)];
         const [nowT, lastT, firstT] = [inputTokens(c.obs), inputTokens(last.obs), inputTokens(first.obs)];
         const byMessages = nowN !== undefined && lastN !== undefined;
-        const shrank = byMessages ? nowN! <= lastN! : nowT !== undefined && lastT !== undefined && nowT < lastT + GROWTH * outputTokens(last.obs);
+        const shrank = byMessages
+          ? nowN! <= lastN!
+          : nowT !== undefined && lastT !== undefined && nowT < lastT + GROWTH * outputTokens(last.obs);
         const repeated = c.tools.filter((t) => asked.has(t));
         if (grew && shrank && repeated.length > 0) {
-          const reset = byMessages ? firstN !== undefined && nowN! <= firstN : firstT !== undefined && nowT! <= firstT * (1 + AT_OPENING);
+          const reset = byMessages
+            ? firstN !== undefined && nowN! <= firstN
+            : firstT !== undefined && nowT! <= firstT * (1 + AT_OPENING);
           const agent = c.obs.scope?.agent ?? 'the agent';
-          const size = byMessages ? `${nowN} input message(s) after ${lastN}` : `${nowT} input tokens after ${lastT} (+${outputTokens(last.obs)} answered)`;
+          const size = byMessages
+            ? `${nowN} input message(s) after ${lastN}`
+            : `${nowT} input tokens after ${lastT} (+${outputTokens(last.obs)} answered)`;
           const finding = reset
-            ? { ...monitorFinding(HISTORY_LOSS, 'context_overflow', 'partial', 'warning', 0.7, `${agent}'s conversation was reset to its opening: ${size}, and it asked again for ${repeated[0]!.split('\u0000')[0]}, already run in this turn`), mast: '2.1' as const }
-            : monitorFinding(HISTORY_LOSS, 'context_overflow', 'partial', 'warning', 0.6, `${agent}'s request lost part of its history: ${size}, and it asked again for ${repeated[0]!.split('\u0000')[0]}, already run in this turn`);
+            ? {
+                ...monitorFinding(
+                  HISTORY_LOSS,
+                  'context_overflow',
+                  'partial',
+                  'warning',
+                  0.7,
+                  `${agent}'s conversation was reset to its opening: ${size}, and it asked again for ${repeated[0]!.split('\u0000')[0]}, already run in this turn`,
+                ),
+                mast: '2.1' as const,
+              }
+            : monitorFinding(
+                HISTORY_LOSS,
+                'context_overflow',
+                'partial',
+                'warning',
+                0.6,
+                `${agent}'s request lost part of its history: ${size}, and it asked again for ${repeated[0]!.split('\u0000')[0]}, already run in this turn`,
+              );
           out.push({ finding, span: c.span });
           break;
         }
@@ -117,7 +160,11 @@ export function historyResets(run: WorkflowRun): Array<{ finding: Finding; span:
       if (last) {
         const [nowN, lastN] = [counted(c.obs), counted(last.obs)];
         const [nowT, lastT] = [inputTokens(c.obs), inputTokens(last.obs)];
-        if ((nowN !== undefined && lastN !== undefined && nowN > lastN) || (nowT !== undefined && lastT !== undefined && nowT > lastT)) grew = true;
+        if (
+          (nowN !== undefined && lastN !== undefined && nowN > lastN) ||
+          (nowT !== undefined && lastT !== undefined && nowT > lastT)
+        )
+          grew = true;
       }
       for (const t of c.tools) asked.add(t);
       last = c;

@@ -46,5 +46,18 @@ export function workflowSnapshot(w: WorkflowState, at: number): WorkflowSnapshot
 }
 
 export { workflowFindings, PREMATURE_TERMINATION, WORKFLOW_PROGRESS, type WorkflowSnapshot } from './workflow';
-export { MAST_MODES, MAST_OF, MAST_CATEGORIES, ARCF_FAILURES, ARCF_GROUP, classifyFinding, mastMode, mastModeOfLabel, type ArcfFailure, type MastModeId, type MastMode, type Classified } from './mast';
+export {
+  MAST_MODES,
+  MAST_OF,
+  MAST_CATEGORIES,
+  ARCF_FAILURES,
+  ARCF_GROUP,
+  classifyFinding,
+  mastMode,
+  mastModeOfLabel,
+  type ArcfFailure,
+  type MastModeId,
+  type MastMode,
+  type Classified,
+} from './mast';
 export { contextWindowOf, CONTEXT_WINDOWS } from './context-overflow';

@@ -11,7 +11,16 @@
 import type { FaultType } from '../../src/taxonomy';
 import type { Finding } from '../types';
 import { ARCF_FAILURES, MAST_MODES, type ArcfFailure, type MastMode, type MastModeId } from '../../src/failure-modes';
-export { ARCF_FAILURES, ARCF_GROUP, MAST_CATEGORIES, MAST_MODES, type ArcfFailure, type MastCategory, type MastMode, type MastModeId } from '../../src/failure-modes';
+export {
+  ARCF_FAILURES,
+  ARCF_GROUP,
+  MAST_CATEGORIES,
+  MAST_MODES,
+  type ArcfFailure,
+  type MastCategory,
+  type MastMode,
+  type MastModeId,
+} from '../../src/failure-modes';
 
 /** The MAST mode an ARCF failure type is named by, and whether it is that mode or only the nearest one. */
 export const MAST_OF: Record<ArcfFailure, { mode: MastModeId; exact: boolean }> = {
@@ -74,13 +83,20 @@ export interface Classified {
  * A finding in ARCF's and MAST's terms: the monitor's own naming when it carries one, else by fault type (a partial
  * message withholds information: 2.4 exactly; an undefined tool is improper tool use).
  */
-export function classifyFinding(f: Pick<Finding, 'faultType' | 'detector' | 'evidence'> & { failure?: ArcfFailure; mast?: MastModeId }): Classified | undefined {
+export function classifyFinding(
+  f: Pick<Finding, 'faultType' | 'detector' | 'evidence'> & { failure?: ArcfFailure; mast?: MastModeId },
+): Classified | undefined {
   if (f.failure !== undefined) {
     const m = MAST_OF[f.failure];
-    return { failure: f.failure, mast: f.mast ?? m.mode, exact: f.mast !== undefined ? f.mast === m.mode && m.exact : m.exact };
+    return {
+      failure: f.failure,
+      mast: f.mast ?? m.mode,
+      exact: f.mast !== undefined ? f.mast === m.mode && m.exact : m.exact,
+    };
   }
   if (f.faultType === 'partial') return { failure: 'communication_failure', mast: '2.4', exact: true };
-  if (f.detector === 'schema_contract' && /undefined tool|unknown tool|not JSON/i.test(f.evidence)) return { failure: 'improper_tool_use', mast: '1.1', exact: true };
+  if (f.detector === 'schema_contract' && /undefined tool|unknown tool|not JSON/i.test(f.evidence))
+    return { failure: 'improper_tool_use', mast: '1.1', exact: true };
   const failure = BY_FAULT_TYPE[f.faultType];
   if (failure === undefined) return undefined;
   return { failure, mast: MAST_OF[failure].mode, exact: MAST_OF[failure].exact };
@@ -92,7 +108,11 @@ export function classifyFinding(f: Pick<Finding, 'faultType' | 'detector' | 'evi
  * so labels are matched by name, never by number. Draft modes with no counterpart in the final 14 give undefined.
  */
 export function mastModeOfLabel(label: string): MastModeId | undefined {
-  const name = label.split('\n')[0]!.replace(/^\s*\d+\.\d+\s*/, '').trim().toLowerCase();
+  const name = label
+    .split('\n')[0]!
+    .replace(/^\s*\d+\.\d+\s*/, '')
+    .trim()
+    .toLowerCase();
   const table: Array<[RegExp, MastModeId]> = [
     [/^poor task constraint compliance|^disobey task spec/, '1.1'],
     [/^disobey role spec/, '1.2'],

@@ -36,7 +36,9 @@ function yieldsNothing(result: string): boolean {
     if (Array.isArray(v)) return v.length === 0;
     if (v && typeof v === 'object') {
       const vals = Object.values(v as Record<string, unknown>);
-      return vals.some((x) => Array.isArray(x) && x.length === 0) && !vals.some((x) => Array.isArray(x) && x.length > 0);
+      return (
+        vals.some((x) => Array.isArray(x) && x.length === 0) && !vals.some((x) => Array.isArray(x) && x.length > 0)
+      );
     }
   } catch {
     // not JSON: judged by its words
@@ -64,7 +66,14 @@ export function noProgress(run: WorkflowRun): Array<{ finding: Finding; span: Sp
       if (same.length < ATTEMPTS || distinct < ATTEMPTS || !yieldsNothing(same[0]!.result)) continue;
       out.push({
         span: same[same.length - 1]!.span,
-        finding: monitorFinding(NO_PROGRESS, 'workflow_deadlock', 'stale', 'warning', 0.7, `${agent !== '' ? `${agent} ran ` : ''}${tool} ${same.length} times with ${distinct} different arguments and got the same ${same[0]!.result.length}-char result every time`),
+        finding: monitorFinding(
+          NO_PROGRESS,
+          'workflow_deadlock',
+          'stale',
+          'warning',
+          0.7,
+          `${agent !== '' ? `${agent} ran ` : ''}${tool} ${same.length} times with ${distinct} different arguments and got the same ${same[0]!.result.length}-char result every time`,
+        ),
       });
       break;
     }

@@ -37,25 +37,57 @@ export function notObservable(run: WorkflowRun): NotObservable[] {
   const tools = run.steps.flatMap((s) => (s.tool ? [s.tool] : []));
   const content = calls.some((o) => o.hasContent) || messages.some((m) => m.hasContent);
   const values = content || tools.some((t) => t.arguments !== undefined || t.result !== undefined);
-  const prints = calls.some((o) => knowsRequest(o) || toolCallPrints(o).length > 0 || o.facts?.contentHash !== undefined) || messages.some((m) => m.facts?.payloadHash !== undefined);
-  const definitions = calls.some((o) => (o.request?.tools.length ?? 0) > 0) || run.agents.size > 0 || tools.some((t) => t.declaration !== undefined);
-  const inputSizes = calls.some((o) => o.response.usage?.inputTokens !== undefined || (o.facts?.messageCount ?? 0) > 0 || (o.request?.messages.length ?? 0) > 0);
-  const outputSizes = calls.some((o) => o.hasContent || o.response.usage?.outputTokens !== undefined || o.facts?.outputChars !== undefined);
+  const prints =
+    calls.some((o) => knowsRequest(o) || toolCallPrints(o).length > 0 || o.facts?.contentHash !== undefined) ||
+    messages.some((m) => m.facts?.payloadHash !== undefined);
+  const definitions =
+    calls.some((o) => (o.request?.tools.length ?? 0) > 0) ||
+    run.agents.size > 0 ||
+    tools.some((t) => t.declaration !== undefined);
+  const inputSizes = calls.some(
+    (o) =>
+      o.response.usage?.inputTokens !== undefined ||
+      (o.facts?.messageCount ?? 0) > 0 ||
+      (o.request?.messages.length ?? 0) > 0,
+  );
+  const outputSizes = calls.some(
+    (o) => o.hasContent || o.response.usage?.outputTokens !== undefined || o.facts?.outputChars !== undefined,
+  );
   const finishes = calls.some((o) => o.response.finishReasons.length > 0);
 
   const out: NotObservable[] = [];
-  const add = (failure: ArcfFailure, detector: string, reason: string, extra: { mast?: MastModeId; faultType?: FaultType } = {}): void => {
-    out.push({ failure, mast: extra.mast ?? MAST_OF[failure].mode, ...(extra.faultType ? { faultType: extra.faultType } : {}), detector, reason });
+  const add = (
+    failure: ArcfFailure,
+    detector: string,
+    reason: string,
+    extra: { mast?: MastModeId; faultType?: FaultType } = {},
+  ): void => {
+    out.push({
+      failure,
+      mast: extra.mast ?? MAST_OF[failure].mode,
+      ...(extra.faultType ? { faultType: extra.faultType } : {}),
+      detector,
+      reason,
+    });
   };
   if (calls.length === 0 && messages.length === 0 && tools.length === 0) return out;
-  if (!values && !prints) add('infinite_loop', 'repetition', 'no request, answer or tool-call content or fingerprints recorded');
+  if (!values && !prints)
+    add('infinite_loop', 'repetition', 'no request, answer or tool-call content or fingerprints recorded');
   if (!values) {
     add('output_conflict', 'output_conflict', 'no message content, tool arguments or results recorded');
     add('workflow_deadlock', 'no_progress', 'no tool arguments or results recorded', { faultType: 'stale' });
   }
-  if (!definitions && tools.length > 0) add('role_violation', 'role_violation', 'no tool definitions on the agents\u2019 calls and no declared tools');
-  if (!inputSizes && calls.length > 0) add('context_overflow', 'history_loss', 'no input message counts or input token usage recorded', { mast: '2.1' });
-  if (!outputSizes && calls.length > 0) add('quality_degradation', 'quality_degradation', 'no output content, characters or output token usage recorded');
-  if (!content && !finishes && run.requiredSteps === undefined && calls.length > 0) add('premature_termination', 'premature_termination', 'no finish reasons, content or declared required steps recorded');
+  if (!definitions && tools.length > 0)
+    add('role_violation', 'role_violation', 'no tool definitions on the agents\u2019 calls and no declared tools');
+  if (!inputSizes && calls.length > 0)
+    add('context_overflow', 'history_loss', 'no input message counts or input token usage recorded', { mast: '2.1' });
+  if (!outputSizes && calls.length > 0)
+    add('quality_degradation', 'quality_degradation', 'no output content, characters or output token usage recorded');
+  if (!content && !finishes && run.requiredSteps === undefined && calls.length > 0)
+    add(
+      'premature_termination',
+      'premature_termination',
+      'no finish reasons, content or declared required steps recorded',
+    );
   return out;
 }

@@ -62,7 +62,10 @@ function onlineMonitorFindings(span: SpanRecord): Finding[] {
 }
 
 function snapshotAt(run: WorkflowRun, at: number, ended: boolean): WorkflowSnapshot {
-  const completed = run.completed.length > 0 || run.root ? run.completed : run.turns.filter((t) => t.ok).map((t) => ({ name: t.name, at: t.span.end }));
+  const completed =
+    run.completed.length > 0 || run.root
+      ? run.completed
+      : run.turns.filter((t) => t.ok).map((t) => ({ name: t.name, at: t.span.end }));
   const done = completed.filter((c) => c.at <= at);
   const s: WorkflowSnapshot = { name: run.name, startedAt: run.start, at, ended, completed: done.map((c) => c.name) };
   if (done.length > 0) s.lastProgressAt = done[done.length - 1]!.at;
@@ -73,7 +76,9 @@ function snapshotAt(run: WorkflowRun, at: number, ended: boolean): WorkflowSnaps
     if (run.output !== undefined) s.output = run.output;
     if (run.errorType !== undefined) s.errorType = run.errorType;
   } else {
-    s.open = run.turns.filter((t) => t.span.start <= at && t.span.end > at).map((t) => (t.parent !== undefined ? { name: t.name, parent: t.parent } : { name: t.name }));
+    s.open = run.turns
+      .filter((t) => t.span.start <= at && t.span.end > at)
+      .map((t) => (t.parent !== undefined ? { name: t.name, parent: t.parent } : { name: t.name }));
   }
   return s;
 }
@@ -97,7 +102,10 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
   const extras = run.steps.map((step, i) => {
     const extra: Partial<MonitorFinding> = { step: i + 1 };
     const obs = step.observation;
-    const agent = step.tool?.agent ?? obs?.scope?.agent ?? (obs?.kind === 'message' ? (obs.original ?? obs.delivered[0])?.source || undefined : undefined);
+    const agent =
+      step.tool?.agent ??
+      obs?.scope?.agent ??
+      (obs?.kind === 'message' ? (obs.original ?? obs.delivered[0])?.source || undefined : undefined);
     if (agent !== undefined) extra.agent = agent;
     return extra;
   });
@@ -106,7 +114,8 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
   const byId = new Map(run.trace.spans.map((s) => [s.spanId, s]));
   const member = membership(run, byId);
   for (const s of options.includeOnline === false ? [] : run.trace.spans) {
-    const host = (s.name === 'faultline.detection' && s.parentSpanId !== undefined ? byId.get(s.parentSpanId) : undefined) ?? s;
+    const host =
+      (s.name === 'faultline.detection' && s.parentSpanId !== undefined ? byId.get(s.parentSpanId) : undefined) ?? s;
     if (!member(host)) continue;
     for (const f of onlineMonitorFindings(s)) add(f, host, { ...extraOf.get(host.spanId), online: true });
   }
@@ -117,7 +126,8 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     if (step.observation) {
       const obs = step.observation;
       const ctx: DetectionContext = { earlier, now: step.span.end };
-      for (const f of runDetectors(obs, ctx, monitorDetectors)) if (!retriesFailedTool(run.steps, i, f)) add(f, step.span, extra);
+      for (const f of runDetectors(obs, ctx, monitorDetectors))
+        if (!retriesFailedTool(run.steps, i, f)) add(f, step.span, extra);
       earlier.push(obs);
     }
     if (step.tool && !step.tool.nested) {
@@ -132,7 +142,8 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     }
   });
   // Run-level monitors over the recorded spans: what only the whole run shows.
-  for (const monitor of RUN_MONITORS) for (const { finding, span } of monitor(run)) add(finding, span, extraOf.get(span.spanId));
+  for (const monitor of RUN_MONITORS)
+    for (const { finding, span } of monitor(run)) add(finding, span, extraOf.get(span.spanId));
   const host = run.root ?? run.trace.spans[0];
   if (host) {
     if (run.deadlineMs !== undefined && run.end - run.start > run.deadlineMs) {
@@ -141,7 +152,8 @@ export function monitorWorkflow(run: WorkflowRun, options: MonitorOptions = {}):
     for (const f of workflowFindings(snapshotAt(run, run.end, true), earlier)) add(f, host);
   }
   // A run that stopped while its last step said more was to come, when its declaration did not already say so.
-  if (!findings.some((f) => f.detector === PREMATURE_TERMINATION)) for (const { finding, span } of earlyEnd(run)) add(finding, span, extraOf.get(span.spanId));
+  if (!findings.some((f) => f.detector === PREMATURE_TERMINATION))
+    for (const { finding, span } of earlyEnd(run)) add(finding, span, extraOf.get(span.spanId));
   return { run, findings, notObservable: notObservable(run) };
 }
 

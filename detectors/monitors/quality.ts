@@ -44,7 +44,12 @@ function textChars(o: LlmObservation): number | undefined {
 function asksQuestion(o: LlmObservation): boolean {
   const users = (o.request?.messages ?? []).filter((m) => m.role === 'user');
   const last = users[users.length - 1];
-  const text = last ? last.parts.map((p) => (p.type === 'text' && typeof p.content === 'string' ? p.content : '')).join(' ').trim() : '';
+  const text = last
+    ? last.parts
+        .map((p) => (p.type === 'text' && typeof p.content === 'string' ? p.content : ''))
+        .join(' ')
+        .trim()
+    : '';
   return text.endsWith('?');
 }
 
@@ -77,7 +82,16 @@ export const qualityDegradationDetector: Detector = {
     if (baseline.length < BASELINE) return [];
     const m = median(baseline);
     if (m < MIN_BASELINE_CHARS || Math.min(...baseline) < STEADY * m || now >= RATIO * m) return [];
-    return [monitorFinding(QUALITY_DEGRADATION, 'quality_degradation', 'semantic', 'warning', 0.6, `${o.scope?.agent}'s answer of ${now} chars against a median of ${Math.round(m)} over its ${baseline.length} earlier turns in the task`)];
+    return [
+      monitorFinding(
+        QUALITY_DEGRADATION,
+        'quality_degradation',
+        'semantic',
+        'warning',
+        0.6,
+        `${o.scope?.agent}'s answer of ${now} chars against a median of ${Math.round(m)} over its ${baseline.length} earlier turns in the task`,
+      ),
+    ];
   },
 };
 
@@ -89,7 +103,6 @@ const MIN_BASELINE_TOKENS = MIN_BASELINE_CHARS / 4;
 
 const TOOL_FINISH = /tool|function/i;
 
-
 /** An agent's answers collapsing at the end of the run, from characters or output tokens. */
 export function outputCollapse(run: WorkflowRun): Array<{ finding: Finding; span: SpanRecord }> {
   const byAgent = new Map<string, Array<{ obs: LlmObservation; span: SpanRecord }>>();
@@ -97,7 +110,8 @@ export function outputCollapse(run: WorkflowRun): Array<{ finding: Finding; span
     const o = step.observation;
     if (o?.kind !== 'llm' || o.scope?.agent === undefined || !answered(o)) continue;
     if (o.response.finishReasons.some((f) => LIMITS.test(f) || TOOL_FINISH.test(f))) continue;
-    if (o.response.toolCalls.length > 0 || (o.facts?.toolCallCount ?? 0) > 0 || (step.ranTools?.length ?? 0) > 0) continue;
+    if (o.response.toolCalls.length > 0 || (o.facts?.toolCallCount ?? 0) > 0 || (step.ranTools?.length ?? 0) > 0)
+      continue;
     // A brief answer to a question (the request's last user message asks one) may be all it needs: not compared.
     if (o.hasContent && asksQuestion(o)) continue;
     const list = byAgent.get(o.scope.agent) ?? [];
@@ -107,7 +121,8 @@ export function outputCollapse(run: WorkflowRun): Array<{ finding: Finding; span
   const out: Array<{ finding: Finding; span: SpanRecord }> = [];
   for (const [agent, answers] of byAgent) {
     const chars = answers.every((a) => a.obs.hasContent);
-    const size = (o: LlmObservation): number | undefined => (chars ? o.response.text.length : (o.response.usage?.outputTokens ?? o.facts?.outputChars));
+    const size = (o: LlmObservation): number | undefined =>
+      chars ? o.response.text.length : (o.response.usage?.outputTokens ?? o.facts?.outputChars);
     const sizes = answers.map((a) => size(a.obs));
     if (sizes.some((n) => n === undefined)) continue;
     const xs = sizes as number[];
@@ -124,7 +139,14 @@ export function outputCollapse(run: WorkflowRun): Array<{ finding: Finding; span
     const unit = chars ? 'chars' : 'output tokens';
     out.push({
       span: answers[cut]!.span,
-      finding: monitorFinding(QUALITY_DEGRADATION, 'quality_degradation', 'semantic', 'warning', 0.65, `${agent}'s last ${tail} answers collapsed to ${xs.slice(cut).join(', ')} ${unit} against a median of ${Math.round(m)} over its ${cut} earlier answers, with nothing better after`),
+      finding: monitorFinding(
+        QUALITY_DEGRADATION,
+        'quality_degradation',
+        'semantic',
+        'warning',
+        0.65,
+        `${agent}'s last ${tail} answers collapsed to ${xs.slice(cut).join(', ')} ${unit} against a median of ${Math.round(m)} over its ${cut} earlier answers, with nothing better after`,
+      ),
     });
   }
   return out;

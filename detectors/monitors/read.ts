@@ -23,7 +23,13 @@ import {
 } from '../../instrumentation/agents/declarations';
 import { ATTR_ERROR_TYPE, ATTR_FL_TASK_ID, ATTR_MCP_METHOD_NAME } from '../../instrumentation/semconv';
 import { num, str, strList, type SpanRecord, type TraceRecord } from '../../src/traces/model';
-import { DETECTION_CHILD, messageObservation, viewTrace, type AgentSpan, type SpanFailure } from '../../src/traces/view';
+import {
+  DETECTION_CHILD,
+  messageObservation,
+  viewTrace,
+  type AgentSpan,
+  type SpanFailure,
+} from '../../src/traces/view';
 import { llmObservation } from '../observations';
 import type { MessageObservation, Observation } from '../types';
 
@@ -83,7 +89,6 @@ export interface WorkflowRun {
   steps: WorkflowStep[];
 }
 
-
 function declarationOf(s: SpanRecord): AgentDeclaration | undefined {
   const a = s.attributes;
   const d: AgentDeclaration = {};
@@ -117,13 +122,20 @@ export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
   const toolSpans = new Set(view.tools.map((t) => t.span.spanId));
   const insideTool = (s: SpanRecord): boolean => {
     let p = s.parentSpanId !== undefined ? view.byId.get(s.parentSpanId) : undefined;
-    for (let i = 0; p && i < 64 && !kindOf.has(p.spanId); i++, p = p.parentSpanId !== undefined ? view.byId.get(p.parentSpanId) : undefined) if (toolSpans.has(p.spanId)) return true;
+    for (
+      let i = 0;
+      p && i < 64 && !kindOf.has(p.spanId);
+      i++, p = p.parentSpanId !== undefined ? view.byId.get(p.parentSpanId) : undefined
+    )
+      if (toolSpans.has(p.spanId)) return true;
     return false;
   };
   const isAgent = (a: AgentSpan) => a.kind === 'agent';
   const isWorkflow = (a: AgentSpan) => a.kind === 'workflow';
 
-  const roots = new Set(view.agents.filter((a) => isWorkflow(a) && !ancestor(a.span, isWorkflow)).map((a) => a.span.spanId));
+  const roots = new Set(
+    view.agents.filter((a) => isWorkflow(a) && !ancestor(a.span, isWorkflow)).map((a) => a.span.spanId),
+  );
   const runs = new Map<string, WorkflowRun>();
   const runOf = (s: SpanRecord): WorkflowRun => {
     const key = roots.has(s.spanId) ? s.spanId : (ancestor(s, (a) => roots.has(a.span.spanId))?.span.spanId ?? '');
@@ -174,7 +186,11 @@ export function readWorkflows(trace: TraceRecord): WorkflowRun[] {
     const call = view.llmOf(s.spanId);
     // A message is observed once, at the span that stands for it (a send, or a receive the trace has alone).
     const exchange = call || !messages.has(s.spanId) ? undefined : view.exchangeOf(s.spanId);
-    const obs: Observation | undefined = call ? llmObservation(call) : exchange && exchange.step === s ? messageObservation(exchange) : undefined;
+    const obs: Observation | undefined = call
+      ? llmObservation(call)
+      : exchange && exchange.step === s
+        ? messageObservation(exchange)
+        : undefined;
     if (!obs) continue;
     if (Object.keys(scope).length > 0) obs.scope = scope;
     if (obs.kind === 'message') withShell(obs, s);
@@ -252,19 +268,28 @@ function newRun(trace: TraceRecord, root: SpanRecord | undefined): WorkflowRun {
   const run: WorkflowRun = {
     trace,
     ...(root ? { root } : {}),
-    name: root ? (str(root.attributes, 'gen_ai.workflow.name') ?? root.name.replace(/^invoke_workflow\s*/, '')) || root.name : (first?.name ?? trace.traceId),
+    name: root
+      ? (str(root.attributes, 'gen_ai.workflow.name') ?? root.name.replace(/^invoke_workflow\s*/, '')) || root.name
+      : (first?.name ?? trace.traceId),
     taskId: (root && str(root.attributes, ATTR_FL_TASK_ID)) ?? trace.traceId,
     start: base?.start ?? 0,
     end: root ? root.end : Math.max(...trace.spans.map((s) => s.end), 0),
     completed: [],
-    outcome: root ? (failed(root) ? 'error' : 'ok') : trace.spans.some((s) => s.parentSpanId === undefined && failed(s)) ? 'error' : 'ok',
+    outcome: root
+      ? failed(root)
+        ? 'error'
+        : 'ok'
+      : trace.spans.some((s) => s.parentSpanId === undefined && failed(s))
+        ? 'error'
+        : 'ok',
     agents: new Map(),
     turns: [],
     steps: [],
   };
   if (root) {
     const a = root.attributes;
-    if (a[ATTR_FL_WORKFLOW_REQUIRED_STEPS] !== undefined) run.requiredSteps = strList(a, ATTR_FL_WORKFLOW_REQUIRED_STEPS) ?? [];
+    if (a[ATTR_FL_WORKFLOW_REQUIRED_STEPS] !== undefined)
+      run.requiredSteps = strList(a, ATTR_FL_WORKFLOW_REQUIRED_STEPS) ?? [];
     const deadline = num(a, ATTR_FL_WORKFLOW_DEADLINE_MS);
     if (deadline !== undefined) run.deadlineMs = deadline;
     const output = str(a, ATTR_FL_WORKFLOW_OUTPUT);
@@ -279,7 +304,8 @@ function newRun(trace: TraceRecord, root: SpanRecord | undefined): WorkflowRun {
       if (n !== undefined) run.completed.push({ name: n, at: e.time });
     }
     // A producer without step events: the recorded list, at the workflow's end.
-    if (run.completed.length === 0) for (const n of strList(a, ATTR_FL_WORKFLOW_COMPLETED_STEPS) ?? []) run.completed.push({ name: n, at: root.end });
+    if (run.completed.length === 0)
+      for (const n of strList(a, ATTR_FL_WORKFLOW_COMPLETED_STEPS) ?? []) run.completed.push({ name: n, at: root.end });
   }
   return run;
 }

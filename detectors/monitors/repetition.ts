@@ -24,7 +24,8 @@ const SUBSTANTIAL = 40;
 
 function llmRepetition(o: LlmObservation, earlier: readonly Observation[]): Finding[] {
   const now = callFacts(o);
-  const mine = o.scope?.agent !== undefined ? sameAgent(o, earlier) : earlier.filter((e): e is LlmObservation => e.kind === 'llm');
+  const mine =
+    o.scope?.agent !== undefined ? sameAgent(o, earlier) : earlier.filter((e): e is LlmObservation => e.kind === 'llm');
   const facts = mine.map(callFacts);
   const out: Finding[] = [];
 
@@ -33,7 +34,16 @@ function llmRepetition(o: LlmObservation, earlier: readonly Observation[]): Find
     let answeredBefore = 0;
     for (const f of facts) if (f.request === now.request && f.ok) answeredBefore++;
     if (answeredBefore >= REPEATS - 1) {
-      out.push(monitorFinding(REPETITION, 'infinite_loop', 'duplicate', answeredBefore >= 2 * REPEATS - 1 ? 'error' : 'warning', 0.8, `the same request was sent ${answeredBefore + 1} times in the task, answered each time${who(o)}`));
+      out.push(
+        monitorFinding(
+          REPETITION,
+          'infinite_loop',
+          'duplicate',
+          answeredBefore >= 2 * REPEATS - 1 ? 'error' : 'warning',
+          0.8,
+          `the same request was sent ${answeredBefore + 1} times in the task, answered each time${who(o)}`,
+        ),
+      );
       return out;
     }
   }
@@ -48,7 +58,17 @@ function llmRepetition(o: LlmObservation, earlier: readonly Observation[]): Find
     }
     if (run >= REPEATS) {
       const name = o.response.toolCalls[i]?.name;
-      out.push(monitorFinding(REPETITION, 'infinite_loop', 'duplicate', run >= 2 * REPEATS ? 'error' : 'warning', 0.75, `the same tool call${name ? ` (${name})` : ''} with the same arguments ${run} times in a row${who(o)}`, { field: `tool_calls[${i}]` }));
+      out.push(
+        monitorFinding(
+          REPETITION,
+          'infinite_loop',
+          'duplicate',
+          run >= 2 * REPEATS ? 'error' : 'warning',
+          0.75,
+          `the same tool call${name ? ` (${name})` : ''} with the same arguments ${run} times in a row${who(o)}`,
+          { field: `tool_calls[${i}]` },
+        ),
+      );
       return out;
     }
   }
@@ -63,7 +83,17 @@ function llmRepetition(o: LlmObservation, earlier: readonly Observation[]): Find
       if (f.content === now.content && f.request !== undefined && f.request !== now.request) run++;
       else break;
     }
-    if (run >= REPEATS) out.push(monitorFinding(REPETITION, 'infinite_loop', 'duplicate', 'warning', 0.7, `the same answer ${run} times in a row to different requests${who(o)}`));
+    if (run >= REPEATS)
+      out.push(
+        monitorFinding(
+          REPETITION,
+          'infinite_loop',
+          'duplicate',
+          'warning',
+          0.7,
+          `the same answer ${run} times in a row to different requests${who(o)}`,
+        ),
+      );
   }
   return out;
 }
@@ -86,10 +116,22 @@ function edgeOf(m: MessageObservation): Edge | undefined {
 function messageRepetition(m: MessageObservation, earlier: readonly Observation[]): Finding[] {
   const now = edgeOf(m);
   if (!now || now.print === undefined) return [];
-  const edges = earlier.filter((e): e is MessageObservation => e.kind === 'message').map(edgeOf).filter((e): e is Edge => e !== undefined);
+  const edges = earlier
+    .filter((e): e is MessageObservation => e.kind === 'message')
+    .map(edgeOf)
+    .filter((e): e is Edge => e !== undefined);
   const same = edges.filter((e) => e.source === now.source && e.target === now.target && e.print === now.print).length;
   if (same >= REPEATS - 1) {
-    return [monitorFinding(REPETITION, 'infinite_loop', 'duplicate', 'warning', 0.75, `the same message sent ${same + 1} times from ${now.source} to ${now.target}`)];
+    return [
+      monitorFinding(
+        REPETITION,
+        'infinite_loop',
+        'duplicate',
+        'warning',
+        0.75,
+        `the same message sent ${same + 1} times from ${now.source} to ${now.target}`,
+      ),
+    ];
   }
   // A → B → A → B …: the last 2·(REPEATS−1) edges alternate between the same two messages, then this one.
   const need = 2 * (REPEATS - 1);
@@ -97,9 +139,29 @@ function messageRepetition(m: MessageObservation, earlier: readonly Observation[
     const tail = edges.slice(-need);
     const a = tail[tail.length - 2]!;
     const b = tail[tail.length - 1]!;
-    const cycle = a.source === now.source && a.target === now.target && a.print === now.print && b.source === now.target && b.target === now.source;
-    if (cycle && tail.every((e, i) => { const ref = i % 2 === 0 ? tail[0]! : tail[1]!; return e.source === ref.source && e.target === ref.target && e.print === ref.print; })) {
-      return [monitorFinding(REPETITION, 'infinite_loop', 'duplicate', 'warning', 0.7, `handoff cycle ${now.source} → ${now.target} → ${now.source} repeated ${REPEATS} times with the same messages`)];
+    const cycle =
+      a.source === now.source &&
+      a.target === now.target &&
+      a.print === now.print &&
+      b.source === now.target &&
+      b.target === now.source;
+    if (
+      cycle &&
+      tail.every((e, i) => {
+        const ref = i % 2 === 0 ? tail[0]! : tail[1]!;
+        return e.source === ref.source && e.target === ref.target && e.print === ref.print;
+      })
+    ) {
+      return [
+        monitorFinding(
+          REPETITION,
+          'infinite_loop',
+          'duplicate',
+          'warning',
+          0.7,
+          `handoff cycle ${now.source} → ${now.target} → ${now.source} repeated ${REPEATS} times with the same messages`,
+        ),
+      ];
     }
   }
   return [];

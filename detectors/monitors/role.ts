@@ -14,15 +14,30 @@ import { monitorFinding } from './common';
 
 export const ROLE_VIOLATION = 'role_violation';
 
-const list = (xs: readonly string[]): string => (xs.length === 0 ? 'none' : xs.slice(0, 8).join(', ') + (xs.length > 8 ? ', …' : ''));
+const list = (xs: readonly string[]): string =>
+  xs.length === 0 ? 'none' : xs.slice(0, 8).join(', ') + (xs.length > 8 ? ', …' : '');
 
 /** A tool call outside the agent's declared tools, as a finding (also used offline for tool execution spans);
  * `offered`: the set is the tools the agent's own calls offered the model, not a declaration. */
-export function toolOutsideRole(agent: string, d: AgentDeclaration | undefined, tool: string, field?: string, offered = false): Finding | undefined {
+export function toolOutsideRole(
+  agent: string,
+  d: AgentDeclaration | undefined,
+  tool: string,
+  field?: string,
+  offered = false,
+): Finding | undefined {
   if (!d?.tools || tool === '' || d.tools.includes(tool)) return undefined;
   const role = d.role !== undefined ? ` (${d.role})` : '';
   const what = offered ? 'the tools its own calls offered the model' : 'its declared tools';
-  return monitorFinding(ROLE_VIOLATION, 'role_violation', 'semantic', 'error', offered ? 0.8 : 0.9, `agent ${agent}${role} called tool ${tool}, outside ${what}: ${list(d.tools)}`, field !== undefined ? { field } : undefined);
+  return monitorFinding(
+    ROLE_VIOLATION,
+    'role_violation',
+    'semantic',
+    'error',
+    offered ? 0.8 : 0.9,
+    `agent ${agent}${role} called tool ${tool}, outside ${what}: ${list(d.tools)}`,
+    field !== undefined ? { field } : undefined,
+  );
 }
 
 /** The tools each agent's LLM calls offered the model, by agent name (agents whose calls offered none are absent). */
@@ -45,7 +60,14 @@ export function offeredTools(observations: readonly Observation[]): Map<string, 
 export function targetOutsideRole(agent: string, d: AgentDeclaration | undefined, target: string): Finding | undefined {
   if (!d?.targets || target === '' || d.targets.includes(target)) return undefined;
   const role = d.role !== undefined ? ` (${d.role})` : '';
-  return monitorFinding(ROLE_VIOLATION, 'role_violation', 'semantic', 'error', 0.9, `agent ${agent}${role} sent to ${target}, outside its declared targets: ${list(d.targets)}`);
+  return monitorFinding(
+    ROLE_VIOLATION,
+    'role_violation',
+    'semantic',
+    'error',
+    0.9,
+    `agent ${agent}${role} sent to ${target}, outside its declared targets: ${list(d.targets)}`,
+  );
 }
 
 export const roleViolationDetector: Detector = {

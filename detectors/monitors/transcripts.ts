@@ -44,7 +44,14 @@ export interface TranscriptMessage {
   index: number;
 }
 
-const text = (v: unknown): string => (typeof v === 'string' ? v : Array.isArray(v) ? v.map(String).join('\n') : v === undefined || v === null ? '' : JSON.stringify(v));
+const text = (v: unknown): string =>
+  typeof v === 'string'
+    ? v
+    : Array.isArray(v)
+      ? v.map(String).join('\n')
+      : v === undefined || v === null
+        ? ''
+        : JSON.stringify(v);
 
 function whoAndWhen(r: TranscriptRecord): TranscriptMessage[] {
   return (r.messages ?? []).map((m, i) => {
@@ -79,16 +86,26 @@ function openManus(t: string): TranscriptMessage[] {
     if (usage) tokens = Number(usage[1]);
     const thought = /✨ ([\w ]+?)'s thoughts:(.*)$/.exec(line);
     if (thought) {
-      current = { agent: thought[1]!.trim(), text: thought[2]!.trim(), index: out.length, ...(tokens !== undefined ? { inputTokens: tokens } : {}) };
+      current = {
+        agent: thought[1]!.trim(),
+        text: thought[2]!.trim(),
+        index: out.length,
+        ...(tokens !== undefined ? { inputTokens: tokens } : {}),
+      };
       out.push(current);
       continue;
     }
     if (!current) continue;
     const tools = /Tools being prepared: \[([^\]]*)\]/.exec(line);
-    if (tools) current.toolCalls = tools[1]!.split(',').map((s) => ({ name: s.trim().replace(/^'|'$/g, ''), arguments: '' })).filter((c) => c.name !== '');
+    if (tools)
+      current.toolCalls = tools[1]!
+        .split(',')
+        .map((s) => ({ name: s.trim().replace(/^'|'$/g, ''), arguments: '' }))
+        .filter((c) => c.name !== '');
     const args = /Tool arguments: (.*)$/.exec(line);
     if (args && current.toolCalls?.length) current.toolCalls[current.toolCalls.length - 1]!.arguments = args[1]!.trim();
-    if (!/ - (✨|🛠️|🧰|🔧|Token usage)/.test(line) && / \| INFO {5}\| /.test(line) === false) current.text += `\n${line}`;
+    if (!/ - (✨|🛠️|🧰|🔧|Token usage)/.test(line) && / \| INFO {5}\| /.test(line) === false)
+      current.text += `\n${line}`;
   }
   return out;
 }
@@ -110,7 +127,8 @@ function mastMessages(r: TranscriptRecord): TranscriptMessage[] {
       return [{ agent: String(m.name ?? m.role ?? 'agent'), text: text(m.content), index: i }];
     });
   }
-  if (mas === 'HyperAgent' && Array.isArray(doc?.trajectory)) return splitAt(doc.trajectory.map(text).join('\n'), /^.* - INFO - ([\w-]+)'s Response:/gm);
+  if (mas === 'HyperAgent' && Array.isArray(doc?.trajectory))
+    return splitAt(doc.trajectory.map(text).join('\n'), /^.* - INFO - ([\w-]+)'s Response:/gm);
   if (mas === 'ChatDev') return splitAt(t, /^\[[^\]]*INFO\] ([A-Z][\w ]+): \*\*/gm, (a) => a === 'System');
   if (mas === 'MetaGPT') {
     const body = typeof doc?.content === 'string' ? doc.content : t;
@@ -148,7 +166,13 @@ export function transcriptTrace(r: TranscriptRecord): TraceRecord | undefined {
   const nextId = (): string => hex(seed ^ ++ids, 8) + hex(ids, 8);
   const t0 = Date.UTC(2025, 0, 1);
   const system = r.mas_name ?? r.subset ?? r.dataset;
-  const base = (name: string, start: number, end: number, attributes: SpanRecord['attributes'], parent?: string): SpanRecord => ({
+  const base = (
+    name: string,
+    start: number,
+    end: number,
+    attributes: SpanRecord['attributes'],
+    parent?: string,
+  ): SpanRecord => ({
     traceId,
     spanId: nextId(),
     ...(parent !== undefined ? { parentSpanId: parent } : {}),
@@ -163,17 +187,29 @@ export function transcriptTrace(r: TranscriptRecord): TraceRecord | undefined {
     resource: { 'service.name': system },
     scope: { name: 'faultline/transcripts' },
   });
-  const root = base(`invoke_workflow ${system}`, t0, t0 + messages.length + 1, { 'gen_ai.operation.name': 'invoke_workflow', 'faultline.task.id': r.id });
+  const root = base(`invoke_workflow ${system}`, t0, t0 + messages.length + 1, {
+    'gen_ai.operation.name': 'invoke_workflow',
+    'faultline.task.id': r.id,
+  });
   const spans: SpanRecord[] = [root];
   messages.forEach((m, i) => {
     const at = t0 + i + 0.1;
-    const agent = base(`invoke_agent ${m.agent}`, at, at + 0.8, { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': m.agent, 'faultline.transcript.index': m.index }, root.spanId);
+    const agent = base(
+      `invoke_agent ${m.agent}`,
+      at,
+      at + 0.8,
+      { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': m.agent, 'faultline.transcript.index': m.index },
+      root.spanId,
+    );
     const parts: Array<Record<string, unknown>> = [];
     if (m.text !== '') parts.push({ type: 'text', content: m.text });
     for (const c of m.toolCalls ?? []) parts.push({ type: 'tool_call', name: c.name, arguments: c.arguments });
     // What the agent was shown: the conversation so far — its length as it was, the earlier messages' text elided
     // (the logs do not say what each agent's context held) except the last one, which the agent answers.
-    const before = messages.slice(0, i).map((p, j) => ({ role: 'user', parts: [{ type: 'text', content: j === i - 1 ? `${p.agent}: ${p.text.slice(0, 2000)}` : '' }] }));
+    const before = messages.slice(0, i).map((p, j) => ({
+      role: 'user',
+      parts: [{ type: 'text', content: j === i - 1 ? `${p.agent}: ${p.text.slice(0, 2000)}` : '' }],
+    }));
     const chat = base(
       'chat transcript',
       at + 0.1,
@@ -182,8 +218,12 @@ export function transcriptTrace(r: TranscriptRecord): TraceRecord | undefined {
         'gen_ai.operation.name': 'chat',
         'gen_ai.provider.name': system,
         'gen_ai.request.model': 'transcript',
-        'gen_ai.input.messages': JSON.stringify(before.length > 0 ? before : [{ role: 'user', parts: [{ type: 'text', content: 'start' }] }]),
-        'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', parts, finish_reason: (m.toolCalls?.length ?? 0) > 0 ? 'tool_call' : 'stop' }]),
+        'gen_ai.input.messages': JSON.stringify(
+          before.length > 0 ? before : [{ role: 'user', parts: [{ type: 'text', content: 'start' }] }],
+        ),
+        'gen_ai.output.messages': JSON.stringify([
+          { role: 'assistant', parts, finish_reason: (m.toolCalls?.length ?? 0) > 0 ? 'tool_call' : 'stop' },
+        ]),
         'gen_ai.response.finish_reasons': [(m.toolCalls?.length ?? 0) > 0 ? 'tool_call' : 'stop'],
         'faultline.request.message_count': Math.max(1, i),
         ...(m.inputTokens !== undefined ? { 'gen_ai.usage.input_tokens': m.inputTokens } : {}),
@@ -193,13 +233,19 @@ export function transcriptTrace(r: TranscriptRecord): TraceRecord | undefined {
     spans.push(agent, chat);
     if (m.target !== undefined) {
       spans.push(
-        base(`handoff ${m.target}`, at + 0.65, at + 0.7, {
-          'faultline.message.id': `${r.id}-${i}`,
-          'faultline.message.source': m.agent,
-          'faultline.message.target': m.target,
-          'faultline.message.payload': JSON.stringify({ text: m.text }),
-          'faultline.message.delivered_count': 1,
-        }, root.spanId),
+        base(
+          `handoff ${m.target}`,
+          at + 0.65,
+          at + 0.7,
+          {
+            'faultline.message.id': `${r.id}-${i}`,
+            'faultline.message.source': m.agent,
+            'faultline.message.target': m.target,
+            'faultline.message.payload': JSON.stringify({ text: m.text }),
+            'faultline.message.delivered_count': 1,
+          },
+          root.spanId,
+        ),
       );
     }
   });

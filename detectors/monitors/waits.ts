@@ -26,11 +26,25 @@ const OVERLAP = 0.5;
 const IDLE = 0.5;
 
 /** Attributes that name what a wait waits on. */
-const PEER_KEYS = ['messaging.destination.name', 'messaging.source.name', 'messaging.destination.subscription.name', 'peer.service', 'server.address', 'gen_ai.agent.name', 'rpc.service', 'rpc.method'];
+const PEER_KEYS = [
+  'messaging.destination.name',
+  'messaging.source.name',
+  'messaging.destination.subscription.name',
+  'peer.service',
+  'server.address',
+  'gen_ai.agent.name',
+  'rpc.service',
+  'rpc.method',
+];
 
 const isWaitSpan = (s: SpanRecord): boolean => {
   const op = s.attributes['messaging.operation.type'] ?? s.attributes['messaging.operation'];
-  return s.kind === 'CONSUMER' || op === 'receive' || op === 'process' || /^(receive|wait|await|poll|handoff|recv)\b/i.test(s.name);
+  return (
+    s.kind === 'CONSUMER' ||
+    op === 'receive' ||
+    op === 'process' ||
+    /^(receive|wait|await|poll|handoff|recv)\b/i.test(s.name)
+  );
 };
 
 interface Wait {
@@ -63,7 +77,12 @@ export function waitFindings(run: WorkflowRun): Array<{ finding: Finding; span: 
     for (let s = stack.pop(); s; s = stack.pop()) {
       if (isWaitSpan(s) && timedOut(s)) {
         const peers = PEER_KEYS.map((k) => s.attributes[k]).filter((v) => v !== undefined && v !== '');
-        waits.push({ agent: turn.name, span: s, text: `${s.name} ${peers.map(String).join(' ')}`.toLowerCase(), names: peers.length > 0 });
+        waits.push({
+          agent: turn.name,
+          span: s,
+          text: `${s.name} ${peers.map(String).join(' ')}`.toLowerCase(),
+          names: peers.length > 0,
+        });
         found = true;
       }
       stack.push(...(children.get(s.spanId) ?? []));
@@ -94,10 +113,19 @@ export function waitFindings(run: WorkflowRun): Array<{ finding: Finding; span: 
       if (ab === false || ba === false) continue;
       const named = ab === true && ba === true;
       deadlocked = true;
-      const how = named ? `${a.agent} waited on ${b.agent} and ${b.agent} on ${a.agent}` : `${a.agent} and ${b.agent} were both waiting`;
+      const how = named
+        ? `${a.agent} waited on ${b.agent} and ${b.agent} on ${a.agent}`
+        : `${a.agent} and ${b.agent} were both waiting`;
       out.push({
         span: a.span,
-        finding: monitorFinding(WAITS, 'workflow_deadlock', 'timeout', 'error', named ? 0.85 : 0.7, `deadlock: ${how} at the same time, ${seconds(a.span.end - a.span.start)} and ${seconds(b.span.end - b.span.start)}, both ending in a timeout`),
+        finding: monitorFinding(
+          WAITS,
+          'workflow_deadlock',
+          'timeout',
+          'error',
+          named ? 0.85 : 0.7,
+          `deadlock: ${how} at the same time, ${seconds(a.span.end - a.span.start)} and ${seconds(b.span.end - b.span.start)}, both ending in a timeout`,
+        ),
       });
     }
   }
@@ -106,9 +134,15 @@ export function waitFindings(run: WorkflowRun): Array<{ finding: Finding; span: 
   const byTarget = new Map<string, { label: string; timeouts: SpanRecord[]; okAfter: boolean }>();
   for (const step of run.steps) {
     const obs = step.observation;
-    const key = step.tool ? `tool ${step.tool.name}` : obs?.kind === 'llm' ? `model ${obs.scope?.agent ?? ''}` : undefined;
+    const key = step.tool
+      ? `tool ${step.tool.name}`
+      : obs?.kind === 'llm'
+        ? `model ${obs.scope?.agent ?? ''}`
+        : undefined;
     if (key === undefined) continue;
-    const label = step.tool ? `tool ${step.tool.name}` : `the model calls${obs?.scope?.agent ? ` of ${obs.scope.agent}` : ''}`;
+    const label = step.tool
+      ? `tool ${step.tool.name}`
+      : `the model calls${obs?.scope?.agent ? ` of ${obs.scope.agent}` : ''}`;
     const t = byTarget.get(key) ?? { label, timeouts: [], okAfter: false };
     if (timedOut(step.span)) {
       t.timeouts.push(step.span);
@@ -123,7 +157,14 @@ export function waitFindings(run: WorkflowRun): Array<{ finding: Finding; span: 
     const longest = Math.max(...t.timeouts.map((s) => s.end - s.start));
     out.push({
       span: last,
-      finding: monitorFinding(WAITS, 'timeout', 'timeout', 'error', 0.8, `${t.label} timed out ${t.timeouts.length} times (up to ${seconds(longest)}) with no success after, and the run ${run.outcome === 'error' ? 'ended in error' : 'ended there'}`),
+      finding: monitorFinding(
+        WAITS,
+        'timeout',
+        'timeout',
+        'error',
+        0.8,
+        `${t.label} timed out ${t.timeouts.length} times (up to ${seconds(longest)}) with no success after, and the run ${run.outcome === 'error' ? 'ended in error' : 'ended there'}`,
+      ),
     });
   }
   return out;

@@ -55,10 +55,12 @@ function incompleteLast(earlier: readonly Observation[]): string | undefined {
   if (!last || !answered(last)) return undefined;
   const r = last.response;
   const cut = r.finishReasons.find((f) => LIMITS.test(f));
-  if (cut !== undefined) return `its last answer${last.scope?.agent ? ` (${last.scope.agent})` : ''} was cut by the token limit (finish reason ${cut})`;
+  if (cut !== undefined)
+    return `its last answer${last.scope?.agent ? ` (${last.scope.agent})` : ''} was cut by the token limit (finish reason ${cut})`;
   const chars = last.hasContent ? r.text.length : last.facts?.outputChars;
   const calls = last.hasContent ? r.toolCalls.length : last.facts?.toolCallCount;
-  if (chars === 0 && calls === 0 && !r.finishReasons.some((f) => /tool/i.test(f))) return `its last answer${last.scope?.agent ? ` (${last.scope.agent})` : ''} was empty`;
+  if (chars === 0 && calls === 0 && !r.finishReasons.some((f) => /tool/i.test(f)))
+    return `its last answer${last.scope?.agent ? ` (${last.scope.agent})` : ''} was empty`;
   return undefined;
 }
 
@@ -98,31 +100,98 @@ export function workflowFindings(w: WorkflowSnapshot, earlier: readonly Observat
   const missing = required.filter((s) => !w.completed.includes(s));
   const done = required.length - missing.length;
   // At the deadline itself the task is late (timers fire at, not after, the deadline).
-  const late = w.deadlineMs !== undefined && (w.ended ? w.at - w.startedAt > w.deadlineMs : w.at - w.startedAt >= w.deadlineMs);
+  const late =
+    w.deadlineMs !== undefined && (w.ended ? w.at - w.startedAt > w.deadlineMs : w.at - w.startedAt >= w.deadlineMs);
 
   if (!w.ended) {
     if (!late || w.deadlineMs === undefined) return out;
     const cycle = waitCycle(w.open ?? []);
     if (cycle !== undefined) {
-      out.push(monitorFinding(WORKFLOW_PROGRESS, 'workflow_deadlock', 'timeout', 'error', 0.9, `past its deadline of ${w.deadlineMs} ms with agents waiting on each other: ${cycle}`));
+      out.push(
+        monitorFinding(
+          WORKFLOW_PROGRESS,
+          'workflow_deadlock',
+          'timeout',
+          'error',
+          0.9,
+          `past its deadline of ${w.deadlineMs} ms with agents waiting on each other: ${cycle}`,
+        ),
+      );
     } else if (w.completed.length === 0) {
-      out.push(monitorFinding(WORKFLOW_PROGRESS, 'workflow_deadlock', 'timeout', 'error', 0.85, `past its deadline of ${w.deadlineMs} ms with no step completed${openText(w)}`));
+      out.push(
+        monitorFinding(
+          WORKFLOW_PROGRESS,
+          'workflow_deadlock',
+          'timeout',
+          'error',
+          0.85,
+          `past its deadline of ${w.deadlineMs} ms with no step completed${openText(w)}`,
+        ),
+      );
     } else {
       const since = w.lastProgressAt !== undefined ? `; last step ${Math.round(w.at - w.lastProgressAt)} ms ago` : '';
-      out.push(monitorFinding(WORKFLOW_PROGRESS, 'timeout', 'timeout', 'error', 0.85, `past its deadline of ${w.deadlineMs} ms${required.length ? ` with ${done} of ${required.length} required steps` : ` after ${w.completed.length} steps`}${since}${openText(w)}`));
+      out.push(
+        monitorFinding(
+          WORKFLOW_PROGRESS,
+          'timeout',
+          'timeout',
+          'error',
+          0.85,
+          `past its deadline of ${w.deadlineMs} ms${required.length ? ` with ${done} of ${required.length} required steps` : ` after ${w.completed.length} steps`}${since}${openText(w)}`,
+        ),
+      );
     }
     return out;
   }
 
   if (missing.length > 0) {
     const how = w.outcome === 'error' ? `failed${w.errorType ? ` (${w.errorType})` : ''}` : 'ended';
-    out.push(monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'error', 0.9, `the workflow ${how} after ${done} of ${required.length} required steps; missing: ${missing.join(', ')}`));
+    out.push(
+      monitorFinding(
+        PREMATURE_TERMINATION,
+        'premature_termination',
+        'partial',
+        'error',
+        0.9,
+        `the workflow ${how} after ${done} of ${required.length} required steps; missing: ${missing.join(', ')}`,
+      ),
+    );
   } else if (w.outcome === 'ok') {
     const incomplete = incompleteLast(earlier);
-    if (incomplete !== undefined) out.push(monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'error', 0.75, `the workflow ended on an incomplete final output: ${incomplete}`));
-    else if (w.output === 'empty' && required.length > 0) out.push(monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'warning', 0.6, 'the workflow ended with an empty result'));
+    if (incomplete !== undefined)
+      out.push(
+        monitorFinding(
+          PREMATURE_TERMINATION,
+          'premature_termination',
+          'partial',
+          'error',
+          0.75,
+          `the workflow ended on an incomplete final output: ${incomplete}`,
+        ),
+      );
+    else if (w.output === 'empty' && required.length > 0)
+      out.push(
+        monitorFinding(
+          PREMATURE_TERMINATION,
+          'premature_termination',
+          'partial',
+          'warning',
+          0.6,
+          'the workflow ended with an empty result',
+        ),
+      );
   }
-  if (late) out.push(monitorFinding(WORKFLOW_PROGRESS, 'timeout', 'timeout', 'warning', 0.8, `took ${Math.round(w.at - w.startedAt)} ms, past its deadline of ${w.deadlineMs} ms`));
+  if (late)
+    out.push(
+      monitorFinding(
+        WORKFLOW_PROGRESS,
+        'timeout',
+        'timeout',
+        'warning',
+        0.8,
+        `took ${Math.round(w.at - w.startedAt)} ms, past its deadline of ${w.deadlineMs} ms`,
+      ),
+    );
   return out;
 }
 
@@ -133,15 +202,19 @@ function openText(w: WorkflowSnapshot): string {
 
 const TOOL_FINISH = /tool|function/i;
 /** First person about to act: a future, or "let me". */
-const WILL = /\b(?:(?:I|we)(?:'ll| will| shall| am going to|'m going to| are going to)|let me|let's)\b(?![^.!?]*\b(?:not|never)\b)/i;
+const WILL =
+  /\b(?:(?:I|we)(?:'ll| will| shall| am going to|'m going to| are going to)|let me|let's)\b(?![^.!?]*\b(?:not|never)\b)/i;
 /** What says the task goes on (a next step, the rest of it, a hand-off) rather than something for after it. */
 const GOES_ON = /\b(?:now|next|continue|continuing|proceed|remaining|the rest|then|moving on)\b/i;
-const HANDOFF = /\b(?:hand(?:ing)?|pass(?:ing)?|send(?:ing)?|forward(?:ing)?) (?:it |this |that )?(?:off|over|on) to\b|\bhanding (?:it |this )?(?:off|over)\b/i;
+const HANDOFF =
+  /\b(?:hand(?:ing)?|pass(?:ing)?|send(?:ing)?|forward(?:ing)?) (?:it |this |that )?(?:off|over|on) to\b|\bhanding (?:it |this )?(?:off|over)\b/i;
 /** Said to the user about after the run ("I'll email you", "let me know if …"): a closing, not a next step. */
 const TO_USER = /\byou(?:r)?\b|\blet (?:me|us) know\b|\bfeel free\b|\bhappy to\b|\bglad to\b/i;
 /** Whether a sentence announces the speaker's own next step in the task. */
 const announcesNext = (sentence: string, others: readonly string[] = []): boolean =>
-  !TO_USER.test(sentence) && (HANDOFF.test(sentence) || (WILL.test(sentence) && (GOES_ON.test(sentence) || others.some((a) => sentence.toLowerCase().includes(a)))));
+  !TO_USER.test(sentence) &&
+  (HANDOFF.test(sentence) ||
+    (WILL.test(sentence) && (GOES_ON.test(sentence) || others.some((a) => sentence.toLowerCase().includes(a)))));
 /** The last sentences of a text (where an announcement of what comes next sits). */
 const lastSentences = (t: string, n = 2): string[] => (t.trim().match(/[^.!?]+[.!?]*/g) ?? []).slice(-n);
 
@@ -158,14 +231,43 @@ export function earlyEnd(run: WorkflowRun): Array<{ finding: Finding; span: Span
   const asked = o.response.toolCalls.map((c) => c.name).filter((n) => n !== '');
   // "Nothing ran it" is evidence only where the run records its tool executions at all.
   const recordsTools = run.steps.some((s) => s.tool !== undefined);
-  if (recordsTools && (asked.length > 0 || (o.facts?.toolCallCount ?? 0) > 0 || o.response.finishReasons.some((f) => TOOL_FINISH.test(f)))) {
+  if (
+    recordsTools &&
+    (asked.length > 0 || (o.facts?.toolCallCount ?? 0) > 0 || o.response.finishReasons.some((f) => TOOL_FINISH.test(f)))
+  ) {
     const what = asked.length > 0 ? `tool ${asked.join(', ')}` : 'a tool';
-    return [{ span: step.span, finding: monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'error', 0.75, `the run ended on its last call${who} asking for ${what}, which nothing ran`) }];
+    return [
+      {
+        span: step.span,
+        finding: monitorFinding(
+          PREMATURE_TERMINATION,
+          'premature_termination',
+          'partial',
+          'error',
+          0.75,
+          `the run ended on its last call${who} asking for ${what}, which nothing ran`,
+        ),
+      },
+    ];
   }
   // Another agent of the run named in the announcement ("I'll ask the reviewer agent …") is a next step too.
-  const others = [...new Set(run.turns.map((t) => t.name))].filter((a) => a !== o.scope?.agent && a.length >= 3).map((a) => a.toLowerCase().replace(/[_-]+/g, ' '));
+  const others = [...new Set(run.turns.map((t) => t.name))]
+    .filter((a) => a !== o.scope?.agent && a.length >= 3)
+    .map((a) => a.toLowerCase().replace(/[_-]+/g, ' '));
   if (o.hasContent && lastSentences(o.response.text).some((x) => announcesNext(x.replace(/[_-]+/g, ' '), others))) {
-    return [{ span: step.span, finding: monitorFinding(PREMATURE_TERMINATION, 'premature_termination', 'partial', 'warning', 0.6, `the run ended on an answer${who} announcing a next step (${o.response.text.length} chars), and nothing came after`) }];
+    return [
+      {
+        span: step.span,
+        finding: monitorFinding(
+          PREMATURE_TERMINATION,
+          'premature_termination',
+          'partial',
+          'warning',
+          0.6,
+          `the run ended on an answer${who} announcing a next step (${o.response.text.length} chars), and nothing came after`,
+        ),
+      },
+    ];
   }
   return [];
 }

@@ -71,7 +71,9 @@ export async function startEvidenceInbox(name = 'Verifier'): Promise<EvidenceInb
     capabilities: { streaming: false, pushNotifications: false },
     defaultInputModes: ['application/json'],
     defaultOutputModes: ['application/json'],
-    skills: [{ id: 'evidence', name: 'receive evidence', description: 'Receives evidence handoffs', tags: ['evidence'] }],
+    skills: [
+      { id: 'evidence', name: 'receive evidence', description: 'Receives evidence handoffs', tags: ['evidence'] },
+    ],
   });
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
   app.use(`/${sdk.AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
@@ -90,7 +92,10 @@ export async function startEvidenceInbox(name = 'Verifier'): Promise<EvidenceInb
  * An evidence transport over A2A to `inbox`: resolves to the evidence as the receiver got it (none when the call
  * failed — a lost message looks like that to the sender).
  */
-export async function a2aEvidenceTransport(inbox: { baseUrl: string }, agentName = 'Verifier'): Promise<EvidenceTransport> {
+export async function a2aEvidenceTransport(
+  inbox: { baseUrl: string },
+  agentName = 'Verifier',
+): Promise<EvidenceTransport> {
   const sdk = await import('@a2a-js/sdk');
   const { ClientFactory } = await import('@a2a-js/sdk/client');
   const client = await new ClientFactory().createFromUrl(inbox.baseUrl);

@@ -16,7 +16,11 @@ function openaiSdk(): typeof OpenAI {
     return (require('openai') as { default: typeof OpenAI }).default;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw err;
-    throw new FaultlineInputError('FAULTLINE_USAGE', 'the example agents (demo, campaign presets) call the model through the openai SDK, which is not installed: npm install openai@6', { cause: err });
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      'the example agents (demo, campaign presets) call the model through the openai SDK, which is not installed: npm install openai@6',
+      { cause: err },
+    );
   }
 }
 

@@ -56,12 +56,21 @@ async function complete(
 ): Promise<{ text: string; toolCalls: { id: string; name: string; arguments: string }[] } | undefined> {
   try {
     if (options.stream) {
-      const stream = await llm.client.chat.completions.create({ model: llm.model, messages, stream: true, stream_options: { include_usage: true } });
+      const stream = await llm.client.chat.completions.create({
+        model: llm.model,
+        messages,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let text = '';
       for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
       return { text, toolCalls: [] };
     }
-    const res = await llm.client.chat.completions.create({ model: llm.model, messages, ...(options.tools ? { tools: options.tools } : {}) });
+    const res = await llm.client.chat.completions.create({
+      model: llm.model,
+      messages,
+      ...(options.tools ? { tools: options.tools } : {}),
+    });
     const msg = res.choices[0]?.message;
     const toolCalls = (msg?.tool_calls ?? []).flatMap((tc) =>
       tc.type === 'function' ? [{ id: tc.id, name: tc.function.name, arguments: tc.function.arguments }] : [],
@@ -76,7 +85,12 @@ async function complete(
 const REASK = 'Your previous reply could not be used. Reply again with only the JSON object.';
 
 /** Ask for a JSON object; re-ask once when the reply is missing or does not parse. */
-export async function askJson(llm: ModelConnection, role: Role, user: string, options: AskOptions = {}): Promise<Json | undefined> {
+export async function askJson(
+  llm: ModelConnection,
+  role: Role,
+  user: string,
+  options: AskOptions = {},
+): Promise<Json | undefined> {
   const messages: ChatCompletionMessageParam[] = [
     { role: 'system', content: SYSTEM[role] },
     { role: 'user', content: user },
@@ -91,8 +105,13 @@ export async function askJson(llm: ModelConnection, role: Role, user: string, op
   return undefined;
 }
 
-export function planner(llm: ModelConnection, task: TaskDef, role: 'Planner' | 'Supervisor' = 'Planner'): Promise<Json | undefined> {
-  const user = role === 'Supervisor' ? formatSections({ Mode: 'plan', Task: task.text }) : formatSections({ Task: task.text });
+export function planner(
+  llm: ModelConnection,
+  task: TaskDef,
+  role: 'Planner' | 'Supervisor' = 'Planner',
+): Promise<Json | undefined> {
+  const user =
+    role === 'Supervisor' ? formatSections({ Mode: 'plan', Task: task.text }) : formatSections({ Task: task.text });
   return runAgent(role, () => askJson(llm, role, user, { requires: 'family' }), DECLARED[role]);
 }
 
@@ -112,45 +131,58 @@ export function worker<T extends TaskDef, Env>(
   plan: Json,
   act: ActionPort,
 ): Promise<Json | undefined> {
-  return runAgent('Worker', async () => {
-    const messages: ChatCompletionMessageParam[] = [
-      { role: 'system', content: SYSTEM.Worker },
-      { role: 'user', content: formatSections({ Plan: JSON.stringify(plan) }) },
-    ];
-    let reasked = false;
-    for (let turn = 0; turn < 10; turn++) {
-      const reply = await complete(llm, messages, { tools: family.tools });
-      if (reply && reply.toolCalls.length > 0) {
-        messages.push({
-          role: 'assistant',
-          content: reply.text || null,
-          tool_calls: reply.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
-        });
-        for (const call of reply.toolCalls) {
-          const args = extractJson(call.arguments);
-          let result: Json;
-          if (!args) result = { error: `invalid arguments: not a JSON object: ${call.arguments.slice(0, 80)}` };
-          else if (family.actions.has(call.name)) result = (await act(call.name, args)) ?? { error: 'no acknowledgement from the executor' };
-          else result = family.runTool(env, task, call.name, args);
-          messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });
+  return runAgent(
+    'Worker',
+    async () => {
+      const messages: ChatCompletionMessageParam[] = [
+        { role: 'system', content: SYSTEM.Worker },
+        { role: 'user', content: formatSections({ Plan: JSON.stringify(plan) }) },
+      ];
+      let reasked = false;
+      for (let turn = 0; turn < 10; turn++) {
+        const reply = await complete(llm, messages, { tools: family.tools });
+        if (reply && reply.toolCalls.length > 0) {
+          messages.push({
+            role: 'assistant',
+            content: reply.text || null,
+            tool_calls: reply.toolCalls.map((c) => ({
+              id: c.id,
+              type: 'function' as const,
+              function: { name: c.name, arguments: c.arguments },
+            })),
+          });
+          for (const call of reply.toolCalls) {
+            const args = extractJson(call.arguments);
+            let result: Json;
+            if (!args) result = { error: `invalid arguments: not a JSON object: ${call.arguments.slice(0, 80)}` };
+            else if (family.actions.has(call.name))
+              result = (await act(call.name, args)) ?? { error: 'no acknowledgement from the executor' };
+            else result = family.runTool(env, task, call.name, args);
+            messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });
+          }
+          continue;
         }
-        continue;
+        const evidence = extractJson(reply?.text);
+        // Evidence reports what the environment shows; an error object from the model is not evidence.
+        if (evidence && evidence.error === undefined) return evidence;
+        if (reasked) return undefined;
+        reasked = true;
+        if (reply) messages.push({ role: 'assistant', content: reply.text });
+        messages.push({ role: 'user', content: REASK });
       }
-      const evidence = extractJson(reply?.text);
-      // Evidence reports what the environment shows; an error object from the model is not evidence.
-      if (evidence && evidence.error === undefined) return evidence;
-      if (reasked) return undefined;
-      reasked = true;
-      if (reply) messages.push({ role: 'assistant', content: reply.text });
-      messages.push({ role: 'user', content: REASK });
-    }
-    return undefined;
-  }, { ...DECLARED.Worker, tools: family.tools.flatMap((t) => (t.type === 'function' ? [t.function.name] : [])) });
+      return undefined;
+    },
+    { ...DECLARED.Worker, tools: family.tools.flatMap((t) => (t.type === 'function' ? [t.function.name] : [])) },
+  );
 }
 
 export function verifier(llm: ModelConnection, task: TaskDef, evidence: Json | undefined): Promise<Json | undefined> {
   const user = formatSections({ Task: task.text, Evidence: evidence ? JSON.stringify(evidence) : NONE_RECEIVED });
-  return runAgent('Verifier', () => askJson(llm, 'Verifier', user, { stream: true, requires: 'verdict' }), DECLARED.Verifier);
+  return runAgent(
+    'Verifier',
+    () => askJson(llm, 'Verifier', user, { stream: true, requires: 'verdict' }),
+    DECLARED.Verifier,
+  );
 }
 
 export function decision(
@@ -160,8 +192,13 @@ export function decision(
   evidence: Json | undefined,
   role: 'Decision' | 'Supervisor' = 'Decision',
 ): Promise<Json | undefined> {
-  const sections: Record<string, string | undefined> = role === 'Supervisor' ? { Mode: 'decide', Task: task.text } : { Task: task.text };
+  const sections: Record<string, string | undefined> =
+    role === 'Supervisor' ? { Mode: 'decide', Task: task.text } : { Task: task.text };
   if (role === 'Decision') sections.Judgment = judgment ? JSON.stringify(judgment) : NONE_RECEIVED;
   sections.Evidence = evidence ? JSON.stringify(evidence) : NONE_RECEIVED;
-  return runAgent(role, () => askJson(llm, role, formatSections(sections), { stream: true, requires: 'decision' }), DECLARED[role]);
+  return runAgent(
+    role,
+    () => askJson(llm, role, formatSections(sections), { stream: true, requires: 'decision' }),
+    DECLARED[role],
+  );
 }

@@ -81,17 +81,17 @@ export async function runTask<T extends TaskDef, Env>(opts: RunTaskOptions<T, En
    * the stage again and then rolls the workflow back, and a resumed workflow restores the stage (and the environment
    * as it was after it) instead of running it again.
    */
-  const stage = async <S extends Json>(name: string, fn: () => Promise<S>, check?: (s: S) => Promise<{ ok: boolean; reason?: string }>): Promise<S> => {
+  const stage = async <S extends Json>(
+    name: string,
+    fn: () => Promise<S>,
+    check?: (s: S) => Promise<{ ok: boolean; reason?: string }>,
+  ): Promise<S> => {
     if (!reliability) return fn();
-    const saved = await checkpoint(
-      name,
-      async () => ({ out: await fn(), env: family.snapshot(env) }),
-      {
-        retries: 1,
-        ...(check ? { verify: (s: { out: S }) => check(s.out) } : {}),
-        restore: (s) => family.restore(env, s.env),
-      },
-    );
+    const saved = await checkpoint(name, async () => ({ out: await fn(), env: family.snapshot(env) }), {
+      retries: 1,
+      ...(check ? { verify: (s: { out: S }) => check(s.out) } : {}),
+      restore: (s) => family.restore(env, s.env),
+    });
     return saved.out;
   };
 
@@ -126,7 +126,9 @@ export async function runTask<T extends TaskDef, Env>(opts: RunTaskOptions<T, En
     const act = async (operation: string, args: Json): Promise<Json | undefined> => {
       const actionId = `${taskId}:action-${++actions}`;
       // The RQ4 action-request shape: the binding, the action id and the operation's parameters side by side.
-      const delivered = await channel.send(envelope('Worker', 'Executor', 'I2', { action_id: actionId, operation, ...args }));
+      const delivered = await channel.send(
+        envelope('Worker', 'Executor', 'I2', { action_id: actionId, operation, ...args }),
+      );
       let observation: Json | undefined;
       // The Executor runs every request it receives: a duplicated request is executed twice.
       for (const m of delivered) {
@@ -173,15 +175,36 @@ export async function runTask<T extends TaskDef, Env>(opts: RunTaskOptions<T, En
           const verdict = await verifier(llm, task, atVerifier);
           // The Verifier forwards its judgment with the evidence it checked.
           const judgmentMsg = verdict
-            ? first(await channel.send(envelope('Verifier', 'Decision', 'judgment', { verdict: verdict.verdict, reason: verdict.reason, evidence: atVerifier ?? null })))
+            ? first(
+                await channel.send(
+                  envelope('Verifier', 'Decision', 'judgment', {
+                    verdict: verdict.verdict,
+                    reason: verdict.reason,
+                    evidence: atVerifier ?? null,
+                  }),
+                ),
+              )
             : undefined;
-          return { judgment: judgmentMsg ? { verdict: judgmentMsg.verdict, reason: judgmentMsg.reason } : null, forwarded: (judgmentMsg?.evidence as Json | undefined) ?? null, direct: direct ?? null, received: atVerifier ?? null };
+          return {
+            judgment: judgmentMsg ? { verdict: judgmentMsg.verdict, reason: judgmentMsg.reason } : null,
+            forwarded: (judgmentMsg?.evidence as Json | undefined) ?? null,
+            direct: direct ?? null,
+            received: atVerifier ?? null,
+          };
         },
         verify?.verify,
       );
       ({ final } = (await stage(
         'decide',
-        async () => ({ final: (await decision(llm, task, (verified.judgment as Json | null) ?? undefined, ((verified.direct ?? verified.forwarded) as Json | null) ?? undefined)) ?? null }),
+        async () => ({
+          final:
+            (await decision(
+              llm,
+              task,
+              (verified.judgment as Json | null) ?? undefined,
+              ((verified.direct ?? verified.forwarded) as Json | null) ?? undefined,
+            )) ?? null,
+        }),
         verify?.decide,
       )) as { final: Json | undefined });
     }
@@ -191,14 +214,28 @@ export async function runTask<T extends TaskDef, Env>(opts: RunTaskOptions<T, En
     const commit = final?.decision === 'accept' ? family.commit(env, final) : undefined;
     const outcome = family.evaluate(env, task);
     span.setAttribute(ATTR_TASK_SUCCESS, outcome.success);
-    return { taskId, traceId: span.spanContext().traceId, family: family.name, task: task.id, topology, outcome, ...(final !== undefined ? { decision: final } : {}), ...(commit !== undefined ? { commit } : {}) };
+    return {
+      taskId,
+      traceId: span.spanContext().traceId,
+      family: family.name,
+      task: task.id,
+      topology,
+      outcome,
+      ...(final !== undefined ? { decision: final } : {}),
+      ...(commit !== undefined ? { commit } : {}),
+    };
   };
 
   const options = {
     taskId,
     attributes,
     requiredSteps: REQUIRED_STEPS[topology],
-    ...(reliability ? { checkpoints: reliability.checkpoints, ...(reliability.deadlineMs !== undefined ? { deadlineMs: reliability.deadlineMs } : {}) } : {}),
+    ...(reliability
+      ? {
+          checkpoints: reliability.checkpoints,
+          ...(reliability.deadlineMs !== undefined ? { deadlineMs: reliability.deadlineMs } : {}),
+        }
+      : {}),
   };
   if (!reliability) return runWorkflow(`${family.name}-${topology}`, body, options);
   try {
@@ -206,14 +243,29 @@ export async function runTask<T extends TaskDef, Env>(opts: RunTaskOptions<T, En
   } catch (err) {
     // Recovery gave up (the error is on the workflow span): nothing was committed; the evaluator says so.
     const outcome = family.evaluate(env, task);
-    return { taskId, ...(traceId !== undefined ? { traceId } : {}), family: family.name, task: task.id, topology, outcome: { ...outcome, reason: `${outcome.reason} (recovery gave up: ${err instanceof Error ? err.message : String(err)})` } };
+    return {
+      taskId,
+      ...(traceId !== undefined ? { traceId } : {}),
+      family: family.name,
+      task: task.id,
+      topology,
+      outcome: {
+        ...outcome,
+        reason: `${outcome.reason} (recovery gave up: ${err instanceof Error ? err.message : String(err)})`,
+      },
+    };
   }
 }
 
 /** The evidence carrier: the Worker's findings plus provenance and a JSON mirror (inner/outer consistency). */
 function evidencePayload(found: Json): Json {
   const fields = Object.fromEntries(Object.entries(found).filter(([k]) => k !== 'evidence'));
-  return { ...fields, evidence_id: `ev-${randomUUID().slice(0, 8)}`, source: 'Worker', evidence: JSON.stringify(fields) };
+  return {
+    ...fields,
+    evidence_id: `ev-${randomUUID().slice(0, 8)}`,
+    source: 'Worker',
+    evidence: JSON.stringify(fields),
+  };
 }
 
 /**
@@ -231,8 +283,14 @@ function stageVerifiers(family: TaskFamily<TaskDef, unknown>) {
         const ev = value as Json;
         const p = earlier.find((e) => (e as Json).family !== undefined) as Json | undefined;
         if (!p) return undefined;
-        if (typeof p.product === 'string' && typeof ev.product_title === 'string' && p.product.toLowerCase() !== ev.product_title.toLowerCase()) return 'the evidence is about another product than the plan';
-        if (typeof p.function === 'string' && typeof ev.function === 'string' && p.function !== ev.function) return 'the evidence is about another function than the plan';
+        if (
+          typeof p.product === 'string' &&
+          typeof ev.product_title === 'string' &&
+          p.product.toLowerCase() !== ev.product_title.toLowerCase()
+        )
+          return 'the evidence is about another product than the plan';
+        if (typeof p.function === 'string' && typeof ev.function === 'string' && p.function !== ev.function)
+          return 'the evidence is about another function than the plan';
         return undefined;
       },
     },
@@ -240,7 +298,8 @@ function stageVerifiers(family: TaskFamily<TaskDef, unknown>) {
   const received = verificationPipeline({ required: fields, safety: false });
   const verdict = verificationPipeline({ required: { verdict: 'string' }, safety: false });
   const decided = verificationPipeline({ required: { decision: 'string' } });
-  const reason = (v: { ok: boolean; tier?: string; reason?: string }) => (v.ok ? { ok: true } : { ok: false, reason: `${v.tier} tier: ${v.reason ?? ''}` });
+  const reason = (v: { ok: boolean; tier?: string; reason?: string }) =>
+    v.ok ? { ok: true } : { ok: false, reason: `${v.tier} tier: ${v.reason ?? ''}` };
   return {
     plan: async (s: { plan: Json | null }) => reason(await plan.verify(s.plan ?? undefined, { label: 'plan' })),
     work: async (s: { evidence: Json | null }, planned: Json | null) => {
@@ -253,7 +312,8 @@ function stageVerifiers(family: TaskFamily<TaskDef, unknown>) {
       if (!got.ok) return reason(got);
       return reason(await verdict.verify(s.judgment ?? undefined, { label: 'verdict' }));
     },
-    decide: async (s: { final: Json | null }) => reason(await decided.verify(s.final ?? undefined, { label: 'decision' })),
+    decide: async (s: { final: Json | null }) =>
+      reason(await decided.verify(s.final ?? undefined, { label: 'decision' })),
   };
 }
 

@@ -40,7 +40,10 @@ export const CODING_TASKS: readonly CodingTask[] = [
     fn: 'fizzBuzz',
     text: 'Implement the JavaScript function fizzBuzz(n) that returns the strings 1..n with multiples of 3 as Fizz, of 5 as Buzz and of both as FizzBuzz.',
     visible: [t([5], ['1', '2', 'Fizz', '4', 'Buzz'])],
-    hidden: [t([1], ['1']), t([15], ['1', '2', 'Fizz', '4', 'Buzz', 'Fizz', '7', '8', 'Fizz', 'Buzz', '11', 'Fizz', '13', '14', 'FizzBuzz'])],
+    hidden: [
+      t([1], ['1']),
+      t([15], ['1', '2', 'Fizz', '4', 'Buzz', 'Fizz', '7', '8', 'Fizz', 'Buzz', '11', 'Fizz', '13', '14', 'FizzBuzz']),
+    ],
   },
   {
     id: 'code-word-count',
@@ -57,7 +60,11 @@ export class Workspace {
 }
 
 /** Run `code` (a CommonJS module exporting `fn`) against the cases; never throws. */
-export function runTests(code: string | undefined, fn: string, cases: TestCase[]): { passed: number; total: number; failures: string[] } {
+export function runTests(
+  code: string | undefined,
+  fn: string,
+  cases: TestCase[],
+): { passed: number; total: number; failures: string[] } {
   const failures: string[] = [];
   if (code === undefined) return { passed: 0, total: cases.length, failures: ['file not found'] };
   let impl: unknown;
@@ -75,7 +82,10 @@ export function runTests(code: string | undefined, fn: string, cases: TestCase[]
       // Results cross the vm boundary: compare as plain JSON values.
       const got: unknown = JSON.parse(JSON.stringify((impl as (...a: unknown[]) => unknown)(...c.args)) ?? 'null');
       if (isDeepStrictEqual(got, c.expected)) passed++;
-      else failures.push(`${fn}(${JSON.stringify(c.args).slice(1, -1)}) = ${JSON.stringify(got)}, expected ${JSON.stringify(c.expected)}`);
+      else
+        failures.push(
+          `${fn}(${JSON.stringify(c.args).slice(1, -1)}) = ${JSON.stringify(got)}, expected ${JSON.stringify(c.expected)}`,
+        );
     } catch (err) {
       failures.push(`${fn} threw ${String(err)}`);
     }
@@ -83,13 +93,17 @@ export function runTests(code: string | undefined, fn: string, cases: TestCase[]
   return { passed, total: cases.length, failures };
 }
 
-const byPath = (ws: Workspace, path: unknown): string | undefined => (typeof path === 'string' ? ws.files.get(path) : undefined);
+const byPath = (ws: Workspace, path: unknown): string | undefined =>
+  typeof path === 'string' ? ws.files.get(path) : undefined;
 
 export const coding: TaskFamily<CodingTask, Workspace> = {
   name: 'coding',
   tasks: CODING_TASKS,
   tools: [
-    fn('write_file', 'Write a file in the workspace.', { path: { type: 'string' }, content: { type: 'string' } }, ['path', 'content']),
+    fn('write_file', 'Write a file in the workspace.', { path: { type: 'string' }, content: { type: 'string' } }, [
+      'path',
+      'content',
+    ]),
     fn('run_tests', "Run the task's tests against a file.", { path: { type: 'string' } }, ['path']),
   ],
   actions: new Set(['write_file']),
@@ -97,11 +111,11 @@ export const coding: TaskFamily<CodingTask, Workspace> = {
   runTool(ws, task, name, args) {
     switch (name) {
       case 'write_file':
-        if (typeof args.path !== 'string' || typeof args.content !== 'string') return { error: 'invalid arguments: path and content strings required' };
+        if (typeof args.path !== 'string' || typeof args.content !== 'string')
+          return { error: 'invalid arguments: path and content strings required' };
         ws.files.set(args.path, args.content);
         return { ok: true, path: args.path, bytes: Buffer.byteLength(args.content) };
-      case 'run_tests':
-      {
+      case 'run_tests': {
         if (typeof args.path !== 'string') return { error: 'invalid arguments: path string required' };
         const r = runTests(ws.files.get(args.path), task.fn, task.visible);
         return { passed: r.passed, total: r.total, failures: r.failures };
@@ -119,7 +133,13 @@ export const coding: TaskFamily<CodingTask, Workspace> = {
   reobserve(ws, task) {
     const path = `${task.fn}.js`;
     const r = runTests(byPath(ws, path), task.fn, task.visible);
-    return { function: task.fn, path, tests_passed: r.passed, tests_total: r.total, all_passed: r.total > 0 && r.passed === r.total };
+    return {
+      function: task.fn,
+      path,
+      tests_passed: r.passed,
+      tests_total: r.total,
+      all_passed: r.total > 0 && r.passed === r.total,
+    };
   },
   snapshot: (ws) => ({ files: [...ws.files], ...(ws.submitted !== undefined ? { submitted: ws.submitted } : {}) }),
   restore(ws, snap) {
@@ -127,7 +147,14 @@ export const coding: TaskFamily<CodingTask, Workspace> = {
     for (const [path, content] of (snap.files as Array<[string, string]>) ?? []) ws.files.set(path, content);
     ws.submitted = snap.submitted as string | undefined;
   },
-  evidenceFields: { task_id: 'string', function: 'string', path: 'string', tests_passed: 'integer', tests_total: 'integer', all_passed: 'boolean' },
+  evidenceFields: {
+    task_id: 'string',
+    function: 'string',
+    path: 'string',
+    tests_passed: 'integer',
+    tests_total: 'integer',
+    all_passed: 'boolean',
+  },
   evaluate(ws, task): Outcome {
     if (ws.submitted === undefined) return { success: false, reason: 'nothing was submitted' };
     const r = runTests(ws.files.get(ws.submitted), task.fn, [...task.visible, ...task.hidden]);

@@ -36,7 +36,16 @@ async function complete(baseUrl: string, messages: Message[]): Promise<Message> 
     const res = await fetch(`${baseUrl}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: 'Bearer sk-demo' },
-      body: JSON.stringify({ model: 'demo-model', messages, tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }] }),
+      body: JSON.stringify({
+        model: 'demo-model',
+        messages,
+        tools: [
+          {
+            type: 'function',
+            function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+          },
+        ],
+      }),
     });
     if ((res.status === 429 || res.status >= 500) && attempt === 0) {
       await res.arrayBuffer();
@@ -56,7 +65,8 @@ async function weatherAgent(baseUrl: string, city: string): Promise<string> {
     const reply = await complete(baseUrl, messages);
     messages.push(reply);
     if (!reply.tool_calls?.length) return reply.content ?? '';
-    for (const call of reply.tool_calls) messages.push({ role: 'tool', tool_call_id: call.id, content: getWeather(call.function.arguments) });
+    for (const call of reply.tool_calls)
+      messages.push({ role: 'tool', tool_call_id: call.id, content: getWeather(call.function.arguments) });
   }
   return '(no answer)';
 }
@@ -82,7 +92,9 @@ export async function runDemo(planPath: string, cities = ['Paris', 'Berlin', 'To
     const answers: DemoResult['answers'] = [];
     for (const city of cities) {
       // One task per question: the plan's per-task state (positions, single faults) starts fresh for each.
-      const answer = await runWorkflow('weather', () => weatherAgent(model.url, city), { taskId: `weather-${city.toLowerCase()}` });
+      const answer = await runWorkflow('weather', () => weatherAgent(model.url, city), {
+        taskId: `weather-${city.toLowerCase()}`,
+      });
       answers.push({ city, answer });
     }
     return { answers, report: injector.triggerReport() };

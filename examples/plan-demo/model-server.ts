@@ -14,20 +14,47 @@ let n = 0;
 
 function answer(req: ChatRequest): unknown {
   const last = req.messages[req.messages.length - 1];
-  const base = { id: `chatcmpl-demo-${++n}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: req.model ?? 'demo-model' };
+  const base = {
+    id: `chatcmpl-demo-${++n}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: req.model ?? 'demo-model',
+  };
   const usage = { prompt_tokens: 20, completion_tokens: 10, total_tokens: 30 };
   if (last?.role === 'tool') {
-    return { ...base, usage, choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: `Here is the weather: ${last.content ?? ''}. Have a nice day!` } }] };
+    return {
+      ...base,
+      usage,
+      choices: [
+        {
+          index: 0,
+          finish_reason: 'stop',
+          message: { role: 'assistant', content: `Here is the weather: ${last.content ?? ''}. Have a nice day!` },
+        },
+      ],
+    };
   }
   const city = /weather in ([A-Za-z ]+)/.exec(last?.content ?? '')?.[1]?.trim() ?? 'Paris';
   return {
     ...base,
     usage,
-    choices: [{
-      index: 0,
-      finish_reason: 'tool_calls',
-      message: { role: 'assistant', content: null, tool_calls: [{ id: `call_${n}`, type: 'function', function: { name: 'get_weather', arguments: JSON.stringify({ city }) } }] },
-    }],
+    choices: [
+      {
+        index: 0,
+        finish_reason: 'tool_calls',
+        message: {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: `call_${n}`,
+              type: 'function',
+              function: { name: 'get_weather', arguments: JSON.stringify({ city }) },
+            },
+          ],
+        },
+      },
+    ],
   };
 }
 
@@ -49,9 +76,10 @@ export async function startModelServer(port = 0): Promise<{ url: string; close()
   const { port: bound } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${bound}/v1`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -57,7 +57,13 @@ export class Store {
     const p = CATALOG.find((c) => c.product_id === productId);
     if (!p) return { error: `unknown product ${productId}` };
     this.cart.set(productId, (this.cart.get(productId) ?? 0) + quantity);
-    return { ok: true, product_id: productId, sku: p.sku, quantity_added: quantity, cart_quantity: this.cart.get(productId) };
+    return {
+      ok: true,
+      product_id: productId,
+      sku: p.sku,
+      quantity_added: quantity,
+      cart_quantity: this.cart.get(productId),
+    };
   }
 
   view(): Json {
@@ -72,7 +78,8 @@ export class Store {
   checkout(sku: unknown, quantity: unknown): Json {
     const p = CATALOG.find((c) => c.sku === sku);
     if (!p) return { error: `no product with sku ${String(sku)}` };
-    if (typeof quantity !== 'number' || this.cart.size !== 1 || this.cart.get(p.product_id) !== quantity) return { error: 'the cart does not match the confirmed order' };
+    if (typeof quantity !== 'number' || this.cart.size !== 1 || this.cart.get(p.product_id) !== quantity)
+      return { error: 'the cart does not match the confirmed order' };
     this.orders.push({ lines: [{ product_id: p.product_id, sku: p.sku, quantity }] });
     this.cart.clear();
     return { ok: true, order: this.orders.length };
@@ -86,7 +93,12 @@ export const shopping: TaskFamily<ShoppingTask, Store> = {
   tasks: SHOPPING_TASKS,
   tools: [
     fn('search_product', 'Search the catalogue by title.', { query: { type: 'string' } }, ['query']),
-    fn('add_to_cart', 'Add a quantity of a product to the cart.', { product_id: { type: 'string' }, quantity: { type: 'integer', minimum: 1 } }, ['product_id', 'quantity']),
+    fn(
+      'add_to_cart',
+      'Add a quantity of a product to the cart.',
+      { product_id: { type: 'string' }, quantity: { type: 'integer', minimum: 1 } },
+      ['product_id', 'quantity'],
+    ),
     fn('view_cart', 'Show the cart contents.', {}, []),
   ],
   actions: new Set(['add_to_cart']),
@@ -98,7 +110,8 @@ export const shopping: TaskFamily<ShoppingTask, Store> = {
         return { results: store.search(args.query) };
       case 'add_to_cart': {
         const q = int(args.quantity);
-        if (typeof args.product_id !== 'string' || q === undefined) return { error: 'invalid arguments: product_id string and quantity ≥ 1 required' };
+        if (typeof args.product_id !== 'string' || q === undefined)
+          return { error: 'invalid arguments: product_id string and quantity ≥ 1 required' };
         return store.add(args.product_id, q);
       }
       case 'view_cart':

@@ -14,7 +14,18 @@
  * as its wire JSON). The handler's results and errors pass through unchanged; an error of ours is reported through
  * diag and never reaches the agent.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Context, type Span, type TextMapGetter } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  propagation,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type TextMapGetter,
+} from '@opentelemetry/api';
 import { logger, safely } from '../../src/diag';
 import {
   ATTR_A2A_MESSAGE_ID,
@@ -77,13 +88,18 @@ const headerGetter: TextMapGetter<Record<string, unknown>> = {
   keys: (carrier) => Object.keys(carrier),
   get: (carrier, key) => {
     const v = carrier[key] ?? carrier[Object.keys(carrier).find((k) => k.toLowerCase() === key) ?? ''];
-    return typeof v === 'string' ? v : Array.isArray(v) ? (v.filter((x) => typeof x === 'string') as string[]) : undefined;
+    return typeof v === 'string'
+      ? v
+      : Array.isArray(v)
+        ? (v.filter((x) => typeof x === 'string') as string[])
+        : undefined;
   },
 };
 
 /** The request headers the SDK's default ServerCallContext keeps in its state bag. */
 function headersOf(callContext: unknown): Record<string, unknown> | undefined {
-  const state = isObj(callContext) || typeof callContext === 'object' ? (callContext as { state?: unknown }).state : undefined;
+  const state =
+    isObj(callContext) || typeof callContext === 'object' ? (callContext as { state?: unknown }).state : undefined;
   const headers = state instanceof Map ? state.get('headers') : undefined;
   return isObj(headers) ? headers : undefined;
 }
@@ -116,7 +132,13 @@ class ServerCall {
   readonly context: Context;
   #ended = false;
 
-  constructor(method: string, params: unknown, callContext: unknown, agent: string | undefined, options: A2aServerOptions) {
+  constructor(
+    method: string,
+    params: unknown,
+    callContext: unknown,
+    agent: string | undefined,
+    options: A2aServerOptions,
+  ) {
     const json = safely(log, 'request JSON', () => wireJson()?.toJSON(params), undefined) ?? params;
     const message = isObj(json) && isObj(json.message) ? json.message : undefined;
     const sdkMessage = isObj(params) && isObj(params.message) ? params.message : message;
@@ -168,11 +190,20 @@ class ServerCall {
  * Wrap an @a2a-js/sdk request handler: SendMessage and SendStreamingMessage get receive spans, everything else passes
  * through. Returns a new handler object; the original is not modified.
  */
-export function instrumentA2aRequestHandler<H extends A2aRequestHandlerLike>(handler: H, options: A2aServerOptions = {}): H {
+export function instrumentA2aRequestHandler<H extends A2aRequestHandlerLike>(
+  handler: H,
+  options: A2aServerOptions = {},
+): H {
   let agent = options.agentName;
-  const named = agent !== undefined ? Promise.resolve() : handler.getAgentCard().then((c) => {
-    agent ??= str(c?.name);
-  }, () => undefined);
+  const named =
+    agent !== undefined
+      ? Promise.resolve()
+      : handler.getAgentCard().then(
+          (c) => {
+            agent ??= str(c?.name);
+          },
+          () => undefined,
+        );
   const start = (method: string, params: unknown, callContext: unknown): ServerCall | undefined =>
     safely(log, `${method} span`, () => new ServerCall(method, params, callContext, agent, options), undefined);
 
@@ -190,7 +221,10 @@ export function instrumentA2aRequestHandler<H extends A2aRequestHandlerLike>(han
       throw err;
     }
   };
-  wrapped.sendMessageStream = async function* sendMessageStream(params: unknown, callContext: unknown): AsyncGenerator<unknown, void, undefined> {
+  wrapped.sendMessageStream = async function* sendMessageStream(
+    params: unknown,
+    callContext: unknown,
+  ): AsyncGenerator<unknown, void, undefined> {
     await named;
     const call = start('SendStreamingMessage', params, callContext);
     if (!call) {

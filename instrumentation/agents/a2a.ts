@@ -109,7 +109,11 @@ function recognise(url: URL, body: unknown): A2aCall | undefined {
   }
   const rest = REST_PATH.exec(url.pathname);
   if (rest === null || !isObject(body) || !isObject(body.message)) return undefined;
-  return { method: rest[2] === 'send' ? 'SendMessage' : 'SendStreamingMessage', isV1: rest[1] === undefined, params: body };
+  return {
+    method: rest[2] === 'send' ? 'SendMessage' : 'SendStreamingMessage',
+    isV1: rest[1] === undefined,
+    params: body,
+  };
 }
 
 export const a2aProtocol: ProtocolModule = {
@@ -152,7 +156,7 @@ export const a2aProtocol: ProtocolModule = {
     const attributes: Attributes = {
       [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_AGENT,
       [ATTR_A2A_METHOD_NAME]: method,
-      [ATTR_A2A_PROTOCOL_VERSION]: isV1 ? header(headers, 'a2a-version') ?? '1.0' : '0.3',
+      [ATTR_A2A_PROTOCOL_VERSION]: isV1 ? (header(headers, 'a2a-version') ?? '1.0') : '0.3',
       ...serverAttributes(url),
       ...messageAttributes(message, captureContent),
     };
@@ -344,7 +348,9 @@ function unwrap(result: unknown): A2aEvent | undefined {
 
 /** An A2A message (either version) in the GenAI message shape, for captured content. */
 function toGenAiMessage(message: Record<string, unknown>): GenAiMessage {
-  const role = String(message.role ?? '').toLowerCase().replace(/^role_/, '');
+  const role = String(message.role ?? '')
+    .toLowerCase()
+    .replace(/^role_/, '');
   return {
     role: role === 'agent' ? 'assistant' : role === '' ? 'user' : role,
     parts: Array.isArray(message.parts) ? message.parts.map(toGenAiPart) : [],

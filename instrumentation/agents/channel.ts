@@ -95,7 +95,10 @@ export class MessageChannel {
    */
   on(target: string, handler: MessageHandler, options: ReceiverOptions = {}): this {
     if (typeof target !== 'string' || typeof handler !== 'function') {
-      throw new FaultlineInputError('FAULTLINE_USAGE', 'MessageChannel.on(target, handler): expected a string and a function');
+      throw new FaultlineInputError(
+        'FAULTLINE_USAGE',
+        'MessageChannel.on(target, handler): expected a string and a function',
+      );
     }
     this.#handlers.set(target, { handler, ...(options.contract !== undefined ? { contract: options.contract } : {}) });
     return this;
@@ -114,7 +117,12 @@ export class MessageChannel {
       const message = delivered[copy]!;
       const entry = this.#handlers.get(message.target);
       const parent = context.active();
-      const received = safely(log, 'receive span', () => receiveSpan(message, copy, span, parent, capture, entry?.contract), undefined);
+      const received = safely(
+        log,
+        'receive span',
+        () => receiveSpan(message, copy, span, parent, capture, entry?.contract),
+        undefined,
+      );
       if (entry === undefined) {
         received?.end();
       } else if (received === undefined) {
@@ -161,7 +169,9 @@ export class MessageChannel {
     }
 
     span.setAttribute(ATTR_FL_MESSAGE_DELIVERED_COUNT, delivered.length);
-    span.setAttributes(safely(log, 'delivered attributes', () => deliveredAttributes(message, delivered, capture, wire), {}));
+    span.setAttributes(
+      safely(log, 'delivered attributes', () => deliveredAttributes(message, delivered, capture, wire), {}),
+    );
     if (onDelivery !== undefined) {
       safely(log, 'onDelivery', () => onDelivery(ctx, message, delivered), undefined);
     }
@@ -170,7 +180,14 @@ export class MessageChannel {
   }
 }
 
-function receiveSpan(message: AgentMessage, copy: number, handoff: Span, parent: Context, capture: boolean, contract: unknown): Span {
+function receiveSpan(
+  message: AgentMessage,
+  copy: number,
+  handoff: Span,
+  parent: Context,
+  capture: boolean,
+  contract: unknown,
+): Span {
   return startReceiveSpan({
     name: `receive ${message.target}`,
     kind: SpanKind.CONSUMER,
@@ -194,7 +211,12 @@ function handoffAttributes(message: AgentMessage, capture: boolean, parent: Cont
 
 /** Compose the steps around the identity delivery, outermost first, and check what comes back. Every message that
  * reaches the identity delivery is appended to `wire`. */
-async function runSteps(steps: DeliverStep[], message: AgentMessage, ctx: DeliveryContext, wire: AgentMessage[]): Promise<AgentMessage[]> {
+async function runSteps(
+  steps: DeliverStep[],
+  message: AgentMessage,
+  ctx: DeliveryContext,
+  wire: AgentMessage[],
+): Promise<AgentMessage[]> {
   const dispatch = async (i: number, m: AgentMessage): Promise<AgentMessage[]> => {
     if (i >= steps.length) {
       wire.push(m);
@@ -202,7 +224,9 @@ async function runSteps(steps: DeliverStep[], message: AgentMessage, ctx: Delive
     }
     const out: unknown = await steps[i](m, ctx, (next) => dispatch(i + 1, next));
     if (!Array.isArray(out) || !out.every((x) => x !== null && typeof x === 'object')) {
-      throw new TypeError(`delivery step ${i} returned ${Array.isArray(out) ? 'an array with a non-message' : typeof out}, not AgentMessage[]`);
+      throw new TypeError(
+        `delivery step ${i} returned ${Array.isArray(out) ? 'an array with a non-message' : typeof out}, not AgentMessage[]`,
+      );
     }
     return out as AgentMessage[];
   };
@@ -211,15 +235,24 @@ async function runSteps(steps: DeliverStep[], message: AgentMessage, ctx: Delive
 
 function checkMessage<P>(input: MessageInput<P>): AgentMessage {
   if (input === null || typeof input !== 'object') {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `MessageChannel.send(message): message must be an object, got ${input === null ? 'null' : typeof input}`);
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `MessageChannel.send(message): message must be an object, got ${input === null ? 'null' : typeof input}`,
+    );
   }
   for (const field of ['source', 'target'] as const) {
     if (typeof input[field] !== 'string' || input[field] === '') {
-      throw new FaultlineInputError('FAULTLINE_USAGE', `MessageChannel.send(message): message.${field} must be a non-empty string`);
+      throw new FaultlineInputError(
+        'FAULTLINE_USAGE',
+        `MessageChannel.send(message): message.${field} must be a non-empty string`,
+      );
     }
   }
   if (input.id !== undefined && (typeof input.id !== 'string' || input.id === '')) {
-    throw new FaultlineInputError('FAULTLINE_USAGE', 'MessageChannel.send(message): message.id must be a non-empty string when given');
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      'MessageChannel.send(message): message.id must be a non-empty string when given',
+    );
   }
   return { ...input, id: input.id ?? newMessageId(), sentAt: input.sentAt ?? Date.now() };
 }

@@ -51,12 +51,23 @@ function fromZod(issues: readonly ZodLikeIssue[], value: unknown): string[] {
     const at = pathText(i.path);
     if (i.code === 'unrecognized_keys' && Array.isArray(i.keys)) {
       for (const k of i.keys) out.push(`extra:${at === '$' ? k : `${at}.${k}`}`);
-    } else if (i.code === 'invalid_union' && Array.isArray(i.errors) && i.errors.some((e) => Array.isArray(e) && e.length > 0)) {
+    } else if (
+      i.code === 'invalid_union' &&
+      Array.isArray(i.errors) &&
+      i.errors.some((e) => Array.isArray(e) && e.length > 0)
+    ) {
       // The value is meant to be one of the options: judge it against the one it comes closest to.
       // Closest: an option that allows every key the value has, then the fewest issues.
       const extra = (e: ZodLikeIssue[]): number => e.filter((x) => x.code === 'unrecognized_keys').length;
-      const closest = i.errors.filter((e) => Array.isArray(e) && e.length > 0).sort((a, b) => extra(a) - extra(b) || a.length - b.length)[0]!;
-      out.push(...fromZod(closest.map((c) => ({ ...c, path: [...(i.path ?? []), ...(c.path ?? [])] })), value));
+      const closest = i.errors
+        .filter((e) => Array.isArray(e) && e.length > 0)
+        .sort((a, b) => extra(a) - extra(b) || a.length - b.length)[0]!;
+      out.push(
+        ...fromZod(
+          closest.map((c) => ({ ...c, path: [...(i.path ?? []), ...(c.path ?? [])] })),
+          value,
+        ),
+      );
     } else if (i.code === 'invalid_type' || i.code === 'invalid_union') {
       out.push(`${lookup(value, i.path).found ? 'type' : 'missing'}:${at}`);
     } else {
@@ -82,7 +93,10 @@ export function contractIssues(contract: unknown, value: unknown): string[] | un
     const s = contract as { safeParse?: unknown; '~standard'?: { validate?: unknown } };
     let out: string[];
     if (typeof s.safeParse === 'function') {
-      const r = (s.safeParse as (v: unknown) => { success: boolean; error?: { issues?: ZodLikeIssue[] } }).call(contract, value);
+      const r = (s.safeParse as (v: unknown) => { success: boolean; error?: { issues?: ZodLikeIssue[] } }).call(
+        contract,
+        value,
+      );
       out = r.success ? [] : fromZod(r.error?.issues ?? [{}], value);
     } else if (s['~standard'] && typeof s['~standard'].validate === 'function') {
       const r = (s['~standard'].validate as (v: unknown) => unknown)(value);
@@ -90,7 +104,9 @@ export function contractIssues(contract: unknown, value: unknown): string[] | un
       const issues = (r as { issues?: { path?: Path }[] }).issues ?? [];
       out = issues.map((i) => `${lookup(value, i.path).found ? 'value' : 'missing'}:${pathText(i.path)}`);
     } else if (typeof contract === 'object') {
-      out = validateJsonSchema(contract, value).map((i) => `${JSON_SCHEMA_KIND[i.keyword] ?? 'value'}:${i.path.replace(/\[\d+\]/g, '[]').replace(/^\$\./, '')}`);
+      out = validateJsonSchema(contract, value).map(
+        (i) => `${JSON_SCHEMA_KIND[i.keyword] ?? 'value'}:${i.path.replace(/\[\d+\]/g, '[]').replace(/^\$\./, '')}`,
+      );
     } else {
       return undefined;
     }

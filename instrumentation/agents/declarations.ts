@@ -64,10 +64,12 @@ export interface WorkflowDeclaration {
 
 /** Validate the declaration options of runAgent / runWorkflow; bad input names the option. */
 export function checkAgentDeclaration(where: string, d: AgentDeclaration): void {
-  if (d.role !== undefined && typeof d.role !== 'string') throw usage(`${where}: role must be a string, got ${typeof d.role}`);
+  if (d.role !== undefined && typeof d.role !== 'string')
+    throw usage(`${where}: role must be a string, got ${typeof d.role}`);
   for (const key of ['tools', 'targets'] as const) {
     const v = d[key];
-    if (v !== undefined && (!Array.isArray(v) || !v.every((x) => typeof x === 'string'))) throw usage(`${where}: ${key} must be an array of strings`);
+    if (v !== undefined && (!Array.isArray(v) || !v.every((x) => typeof x === 'string')))
+      throw usage(`${where}: ${key} must be an array of strings`);
   }
 }
 
@@ -76,7 +78,10 @@ export function checkWorkflowDeclaration(where: string, d: WorkflowDeclaration):
   if (steps !== undefined && (!Array.isArray(steps) || !steps.every((x) => typeof x === 'string' && x !== ''))) {
     throw usage(`${where}: requiredSteps must be an array of non-empty strings`);
   }
-  if (d.deadlineMs !== undefined && !(typeof d.deadlineMs === 'number' && d.deadlineMs > 0 && Number.isFinite(d.deadlineMs))) {
+  if (
+    d.deadlineMs !== undefined &&
+    !(typeof d.deadlineMs === 'number' && d.deadlineMs > 0 && Number.isFinite(d.deadlineMs))
+  ) {
     throw usage(`${where}: deadlineMs must be a positive number of milliseconds, got ${String(d.deadlineMs)}`);
   }
   if (d.onDeadline !== undefined && d.onDeadline !== 'record' && d.onDeadline !== 'abort') {
@@ -102,7 +107,8 @@ export function workflowDeclarationAttributes(d: WorkflowDeclaration): Attribute
   return a;
 }
 
-const declared = (d: AgentDeclaration): boolean => d.role !== undefined || d.tools !== undefined || d.targets !== undefined;
+const declared = (d: AgentDeclaration): boolean =>
+  d.role !== undefined || d.tools !== undefined || d.targets !== undefined;
 
 // ------------------------------------------------------------------------------------------------ live state
 
@@ -283,7 +289,11 @@ function stepDone(wf: WorkflowState, name: string, kind: 'agent' | 'checkpoint',
   wf.completed.push(name);
   wf.lastProgressAt = Date.now();
   if (wf.declared && wf.span.isRecording()) {
-    wf.span.addEvent(EVENT_FL_WORKFLOW_STEP, { [ATTR_FL_STEP_NAME]: name, [ATTR_FL_STEP_KIND]: kind, [ATTR_FL_STEP_DURATION_MS]: Math.max(0, durationMs) });
+    wf.span.addEvent(EVENT_FL_WORKFLOW_STEP, {
+      [ATTR_FL_STEP_NAME]: name,
+      [ATTR_FL_STEP_KIND]: kind,
+      [ATTR_FL_STEP_DURATION_MS]: Math.max(0, durationMs),
+    });
   }
   emit({ type: 'step', workflow: wf, step: name, kind });
 }
@@ -294,7 +304,10 @@ export class WorkflowDeadlineError extends FaultlineError {
   readonly workflow: string;
   readonly deadlineMs: number;
   constructor(workflow: string, deadlineMs: number) {
-    super('FAULTLINE_WORKFLOW_DEADLINE', `workflow "${workflow}" did not finish within its deadline of ${deadlineMs} ms`);
+    super(
+      'FAULTLINE_WORKFLOW_DEADLINE',
+      `workflow "${workflow}" did not finish within its deadline of ${deadlineMs} ms`,
+    );
     this.name = 'WorkflowDeadlineError';
     this.workflow = workflow;
     this.deadlineMs = deadlineMs;
@@ -302,10 +315,29 @@ export class WorkflowDeadlineError extends FaultlineError {
 }
 
 /** The live state of a workflow that starts now on `span`. */
-export function createWorkflow(name: string, span: Span, taskId: string | undefined, d: WorkflowDeclaration, signal: AbortSignal, recovery?: WorkflowRecovery): WorkflowState {
+export function createWorkflow(
+  name: string,
+  span: Span,
+  taskId: string | undefined,
+  d: WorkflowDeclaration,
+  signal: AbortSignal,
+  recovery?: WorkflowRecovery,
+): WorkflowState {
   const now = Date.now();
   const declared = d.requiredSteps !== undefined || d.deadlineMs !== undefined || recovery !== undefined;
-  return { name, taskId, span, startedAt: now, declaration: d, declared, agents: new Map(), completed: [], open: [], lastProgressAt: now, signal };
+  return {
+    name,
+    taskId,
+    span,
+    startedAt: now,
+    declaration: d,
+    declared,
+    agents: new Map(),
+    completed: [],
+    open: [],
+    lastProgressAt: now,
+    signal,
+  };
 }
 
 export function withWorkflow(ctx: Context, wf: WorkflowState): Context {
@@ -317,12 +349,20 @@ export function withWorkflow(ctx: Context, wf: WorkflowState): Context {
  * settles, the workflow's end facts go on its span and the monitors hear of it — before the span ends. Without a
  * recovery guard or an aborting deadline, `fn`'s own result (the same promise) is returned.
  */
-export function workflowBody<T>(wf: WorkflowState, fn: (span: Span) => T, recovery: WorkflowRecovery | undefined, abort: AbortController): (span: Span) => T {
+export function workflowBody<T>(
+  wf: WorkflowState,
+  fn: (span: Span) => T,
+  recovery: WorkflowRecovery | undefined,
+  abort: AbortController,
+): (span: Span) => T {
   const d = wf.declaration;
   return (span) => {
     let timer: NodeJS.Timeout | undefined;
     let rejectDeadline: ((err: Error) => void) | undefined;
-    const deadline = d.deadlineMs !== undefined && d.onDeadline === 'abort' ? new Promise<never>((_, reject) => (rejectDeadline = reject)) : undefined;
+    const deadline =
+      d.deadlineMs !== undefined && d.onDeadline === 'abort'
+        ? new Promise<never>((_, reject) => (rejectDeadline = reject))
+        : undefined;
     // The deadline promise only ever rejects through the race below; never unhandled.
     deadline?.catch(() => {});
     if (d.deadlineMs !== undefined) {
@@ -340,7 +380,11 @@ export function workflowBody<T>(wf: WorkflowState, fn: (span: Span) => T, recove
     const finish = (outcome: 'ok' | 'error', value: unknown, err?: unknown): void => {
       clearTimeout(timer);
       if (wf.ended) return;
-      wf.ended = { at: Date.now(), outcome, output: outcome === 'error' ? 'error' : isEmpty(value) ? 'empty' : 'present' };
+      wf.ended = {
+        at: Date.now(),
+        outcome,
+        output: outcome === 'error' ? 'error' : isEmpty(value) ? 'empty' : 'present',
+      };
       if (err !== undefined) wf.ended.errorType = errorName(err);
       safely(
         log,
@@ -419,7 +463,11 @@ function errorName(err: unknown): string {
  *   const plan = await checkpoint('plan', () => planner(task));
  *   const found = await checkpoint('work', () => worker(plan), { verify: (s) => ({ ok: s !== undefined }) });
  */
-export async function checkpoint<T>(name: string, state: T | (() => T | Promise<T>), options: CheckpointOptions<T> = {}): Promise<T> {
+export async function checkpoint<T>(
+  name: string,
+  state: T | (() => T | Promise<T>),
+  options: CheckpointOptions<T> = {},
+): Promise<T> {
   if (typeof name !== 'string' || name === '') throw usage('checkpoint(name, state): name must be a non-empty string');
   const wf = getWorkflow();
   if (wf?.session) return wf.session.checkpoint(name, state, options);
@@ -439,7 +487,12 @@ export class VerificationFailedError extends FaultlineError {
 }
 
 /** Compute a step's state and verify it, re-running the step when verification fails (then a severe failure). */
-export async function runStep<T>(state: T | (() => T | Promise<T>), options: CheckpointOptions<T>, wf: WorkflowState | undefined, name: string): Promise<T> {
+export async function runStep<T>(
+  state: T | (() => T | Promise<T>),
+  options: CheckpointOptions<T>,
+  wf: WorkflowState | undefined,
+  name: string,
+): Promise<T> {
   const retries = options.retries ?? 1;
   for (let attempt = 0; ; attempt++) {
     const value = typeof state === 'function' ? await (state as () => T | Promise<T>)() : state;
@@ -448,14 +501,25 @@ export async function runStep<T>(state: T | (() => T | Promise<T>), options: Che
     if (verdict.ok) return value;
     const reason = verdict.reason ?? 'rejected';
     if (wf?.span.isRecording()) {
-      wf.span.addEvent(EVENT_FL_CHECKPOINT, { [ATTR_FL_CHECKPOINT_NAME]: name, [ATTR_FL_CHECKPOINT_ACTION]: 'verify_failed', [ATTR_FL_CHECKPOINT_REASON]: reason, [ATTR_FL_CHECKPOINT_ATTEMPT]: attempt + 1 });
+      wf.span.addEvent(EVENT_FL_CHECKPOINT, {
+        [ATTR_FL_CHECKPOINT_NAME]: name,
+        [ATTR_FL_CHECKPOINT_ACTION]: 'verify_failed',
+        [ATTR_FL_CHECKPOINT_REASON]: reason,
+        [ATTR_FL_CHECKPOINT_ATTEMPT]: attempt + 1,
+      });
     }
     if (attempt >= retries || typeof state !== 'function') throw new VerificationFailedError(name, reason);
   }
 }
 
 /** Record a checkpoint action on the workflow span. */
-export function checkpointEvent(wf: WorkflowState, name: string, action: string, reason?: string, attempt?: number): void {
+export function checkpointEvent(
+  wf: WorkflowState,
+  name: string,
+  action: string,
+  reason?: string,
+  attempt?: number,
+): void {
   if (!wf.span.isRecording()) return;
   const a: Attributes = { [ATTR_FL_CHECKPOINT_NAME]: name, [ATTR_FL_CHECKPOINT_ACTION]: action };
   if (reason !== undefined) a[ATTR_FL_CHECKPOINT_REASON] = reason;
@@ -469,5 +533,9 @@ export function checkpointDone(wf: WorkflowState, name: string, durationMs: numb
 }
 
 function isThenable<T>(value: T): value is T & PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }

@@ -16,7 +16,13 @@ import {
   GEN_AI_OPERATION_INVOKE_AGENT,
 } from '../semconv';
 import { frameworkContext } from '../frameworks/scope';
-import { agentDeclarationAttributes, agentTurn, checkAgentDeclaration, enterAgent, type AgentDeclaration } from './declarations';
+import {
+  agentDeclarationAttributes,
+  agentTurn,
+  checkAgentDeclaration,
+  enterAgent,
+  type AgentDeclaration,
+} from './declarations';
 import { setString } from './message';
 import { runInSpan } from './run-in-span';
 
@@ -63,7 +69,10 @@ export function runAgent<T>(name: string, fn: (span: Span) => T, options: RunAge
     throw new FaultlineInputError('FAULTLINE_USAGE', `runAgent(name, fn): name must be a string, got ${typeof name}`);
   }
   if (typeof fn !== 'function') {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `runAgent("${name}", fn): fn must be a function, got ${typeof fn}`);
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `runAgent("${name}", fn): fn must be a function, got ${typeof fn}`,
+    );
   }
   const attributes: Attributes = { ...options.attributes, [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_AGENT };
   setString(attributes, ATTR_GEN_AI_AGENT_NAME, name);
@@ -78,6 +87,11 @@ export function runAgent<T>(name: string, fn: (span: Span) => T, options: RunAge
   const parent = frameworkContext();
   const spanName = name === '' ? GEN_AI_OPERATION_INVOKE_AGENT : `${GEN_AI_OPERATION_INVOKE_AGENT} ${name}`;
   const span = tracer().startSpan(spanName, { kind: SpanKind.INTERNAL, attributes }, parent);
-  const ctx = enterAgent(trace.setSpan(name === '' ? parent : parent.setValue(AGENT_KEY, name), span), name, span, options);
+  const ctx = enterAgent(
+    trace.setSpan(name === '' ? parent : parent.setValue(AGENT_KEY, name), span),
+    name,
+    span,
+    options,
+  );
   return runInSpan(span, ctx, agentTurn(ctx, fn));
 }

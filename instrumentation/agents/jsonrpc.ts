@@ -105,7 +105,7 @@ export class JsonRpcBody {
   onStart(status: number, headers: IncomingHttpHeaders): void {
     this.status = status;
     const ct = headers['content-type'];
-    this.contentType = (Array.isArray(ct) ? ct[0] : ct ?? '').split(';')[0].trim().toLowerCase();
+    this.contentType = (Array.isArray(ct) ? ct[0] : (ct ?? '')).split(';')[0].trim().toLowerCase();
     if (this.contentType === 'text/event-stream') {
       this.#sse = new SseParser((event) => {
         this.events++;

@@ -14,7 +14,18 @@
  * faultline does not depend on the MCP SDK. Messages pass through unchanged; an error of ours is reported through
  * diag and never reaches the server.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace, type Attributes, type Context, type Span, type TextMapGetter } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  propagation,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type TextMapGetter,
+} from '@opentelemetry/api';
 import { logger, safely } from '../../src/diag';
 import {
   ATTR_ERROR_TYPE,
@@ -59,7 +70,11 @@ const metaGetter: TextMapGetter<Json> = {
   keys: (carrier) => Object.keys(carrier),
   get: (carrier, key) => {
     const v = carrier[key] ?? carrier[Object.keys(carrier).find((k) => k.toLowerCase() === key) ?? ''];
-    return typeof v === 'string' ? v : Array.isArray(v) ? (v.filter((x) => typeof x === 'string') as string[]) : undefined;
+    return typeof v === 'string'
+      ? v
+      : Array.isArray(v)
+        ? (v.filter((x) => typeof x === 'string') as string[])
+        : undefined;
   },
 };
 
@@ -77,7 +92,10 @@ function applicationParams(params: Json): Json {
 function parentOf(params: Json, extra: unknown): Context {
   const carriers: Json[] = [];
   if (isObj(params._meta)) carriers.push(params._meta);
-  const headers = isObj(extra) && isObj(extra.requestInfo) && isObj(extra.requestInfo.headers) ? extra.requestInfo.headers : undefined;
+  const headers =
+    isObj(extra) && isObj(extra.requestInfo) && isObj(extra.requestInfo.headers)
+      ? extra.requestInfo.headers
+      : undefined;
   if (headers) carriers.push(headers);
   for (const c of carriers) {
     const ctx = propagation.extract(ROOT_CONTEXT, c, metaGetter);
@@ -106,14 +124,19 @@ function wrapTransport(transport: TransportLike, options: McpServerOptions): voi
     return context.with(started.context, () => onmessage(message, extra));
   };
   t.send = (message: unknown, sendOptions?: unknown) => {
-    safely(log, 'tools/call response', () => {
-      if (!isObj(message) || message.id === undefined || (!('result' in message) && !('error' in message))) return;
-      const key = String(message.id);
-      const spans = pending.get(key);
-      const span = spans?.shift();
-      if (spans?.length === 0) pending.delete(key);
-      if (span) endCall(span, message);
-    }, undefined);
+    safely(
+      log,
+      'tools/call response',
+      () => {
+        if (!isObj(message) || message.id === undefined || (!('result' in message) && !('error' in message))) return;
+        const key = String(message.id);
+        const spans = pending.get(key);
+        const span = spans?.shift();
+        if (spans?.length === 0) pending.delete(key);
+        if (span) endCall(span, message);
+      },
+      undefined,
+    );
     return send(message, sendOptions);
   };
   t.onclose = () => {
@@ -123,8 +146,14 @@ function wrapTransport(transport: TransportLike, options: McpServerOptions): voi
   };
 }
 
-function startCall(message: unknown, extra: unknown, t: TransportLike, options: McpServerOptions): { key: string; span: Span; context: Context } | undefined {
-  if (!isObj(message) || message.method !== 'tools/call' || message.id === undefined || !isObj(message.params)) return undefined;
+function startCall(
+  message: unknown,
+  extra: unknown,
+  t: TransportLike,
+  options: McpServerOptions,
+): { key: string; span: Span; context: Context } | undefined {
+  if (!isObj(message) || message.method !== 'tools/call' || message.id === undefined || !isObj(message.params))
+    return undefined;
   const params = message.params;
   const tool = typeof params.name === 'string' ? params.name : undefined;
   if (tool === undefined) return undefined;

@@ -106,7 +106,8 @@ export const mcpProtocol: ProtocolModule = {
       operation: GEN_AI_OPERATION_EXECUTE_TOOL,
       provider: 'mcp',
       message,
-      rewriteBody: (traceparent, tracestate) => withTraceContext(rpc as unknown as Record<string, unknown>, params, traceparent, tracestate),
+      rewriteBody: (traceparent, tracestate) =>
+        withTraceContext(rpc as unknown as Record<string, unknown>, params, traceparent, tracestate),
     };
   },
 
@@ -162,14 +163,18 @@ class McpResponseReader implements ResponseReader {
     const errorType = exchangeErrorType(failure, status, error) ?? (toolFailed ? TOOL_ERROR : undefined);
     const attributes: Attributes = { ...this.#body.facts() };
     if (status > 0) attributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = status;
-    if (error !== undefined && Number.isFinite(error.code)) attributes[ATTR_RPC_RESPONSE_STATUS_CODE] = String(error.code);
+    if (error !== undefined && Number.isFinite(error.code))
+      attributes[ATTR_RPC_RESPONSE_STATUS_CODE] = String(error.code);
     if (errorType !== undefined) attributes[ATTR_ERROR_TYPE] = errorType;
     if (this.#capture && result !== undefined) attributes[ATTR_GEN_AI_TOOL_CALL_RESULT] = JSON.stringify(result);
     let description: string | undefined;
     if (errorType !== undefined) {
       if (status >= 400) description = `HTTP ${status}`;
       else if (error !== undefined) {
-        description = this.#capture && error.message ? `JSON-RPC error ${error.code}: ${error.message}` : `JSON-RPC error ${error.code}`;
+        description =
+          this.#capture && error.message
+            ? `JSON-RPC error ${error.code}: ${error.message}`
+            : `JSON-RPC error ${error.code}`;
       } else description = errorType;
     }
     return {

@@ -86,7 +86,11 @@ export function payloadKeys(payload: unknown): string[] {
  * The faultline.message.* attributes of a message as one end saw it (`side`: the sender's span, or a receiver's):
  * envelope, keys, size, hash and content-free shape. The payload JSON is included only when `captureContent`.
  */
-export function messageAttributes(message: AgentMessage, captureContent: boolean, side: 'send' | 'receive' = 'send'): Attributes {
+export function messageAttributes(
+  message: AgentMessage,
+  captureContent: boolean,
+  side: 'send' | 'receive' = 'send',
+): Attributes {
   const attrs: Attributes = { [ATTR_FL_MESSAGE_SIDE]: side };
   setString(attrs, ATTR_FL_MESSAGE_ID, message.id);
   setString(attrs, ATTR_FL_MESSAGE_SOURCE, message.source);
@@ -97,7 +101,8 @@ export function messageAttributes(message: AgentMessage, captureContent: boolean
   if (typeof message.version === 'number' && Number.isFinite(message.version)) {
     attrs[ATTR_FL_MESSAGE_VERSION] = message.version;
   }
-  if (typeof message.sentAt === 'number' && Number.isFinite(message.sentAt)) attrs[ATTR_FL_MESSAGE_SENT_AT] = message.sentAt;
+  if (typeof message.sentAt === 'number' && Number.isFinite(message.sentAt))
+    attrs[ATTR_FL_MESSAGE_SENT_AT] = message.sentAt;
   attrs[ATTR_FL_MESSAGE_KEYS] = payloadKeys(message.payload);
   attrs[ATTR_FL_MESSAGE_SHAPE] = payloadShape(message.payload);
   const json = canonicalJson(message.payload);
@@ -123,8 +128,12 @@ export function deliveredAttributes(
   wire: readonly AgentMessage[] = delivered,
 ): Attributes {
   const sentHash = payloadHash(original.payload);
-  const hashOf = (m: AgentMessage): string => (m.payload === original.payload ? sentHash : payloadHash(m.payload)) ?? '';
-  const attrs: Attributes = { [ATTR_FL_MESSAGE_DELIVERED_COUNT]: delivered.length, [ATTR_FL_MESSAGE_DELIVERED_HASHES]: delivered.map(hashOf) };
+  const hashOf = (m: AgentMessage): string =>
+    (m.payload === original.payload ? sentHash : payloadHash(m.payload)) ?? '';
+  const attrs: Attributes = {
+    [ATTR_FL_MESSAGE_DELIVERED_COUNT]: delivered.length,
+    [ATTR_FL_MESSAGE_DELIVERED_HASHES]: delivered.map(hashOf),
+  };
   const hashes = wire === delivered ? (attrs[ATTR_FL_MESSAGE_DELIVERED_HASHES] as string[]) : wire.map(hashOf);
   const sameId = wire.every((m) => m.id === original.id);
   const sameTask = wire.every((m) => m.taskId === original.taskId);
@@ -135,7 +144,10 @@ export function deliveredAttributes(
   if (!sameId) attrs[ATTR_FL_MESSAGE_DELIVERED_IDS] = wire.map((m) => (typeof m.id === 'string' ? m.id : ''));
   if (!sameTask) attrs[ATTR_FL_MESSAGE_DELIVERED_TASK_IDS] = wire.map((m) => m.taskId ?? '');
   if (!sameSession) attrs[ATTR_FL_MESSAGE_DELIVERED_SESSION_IDS] = wire.map((m) => m.sessionId ?? '');
-  if (!sameVersion) attrs[ATTR_FL_MESSAGE_DELIVERED_VERSIONS] = wire.map((m) => (typeof m.version === 'number' ? String(m.version) : ''));
+  if (!sameVersion)
+    attrs[ATTR_FL_MESSAGE_DELIVERED_VERSIONS] = wire.map((m) =>
+      typeof m.version === 'number' ? String(m.version) : '',
+    );
   if (changedAt >= 0) {
     const changed = wire[changedAt]!.payload;
     attrs[ATTR_FL_MESSAGE_DELIVERED_KEYS] = payloadKeys(changed);
@@ -180,7 +192,8 @@ function diff(a: unknown, b: unknown, path: string, depth: number, out: Set<stri
     const xb = b as unknown[];
     if (xa.length !== xb.length) out.add(`length:${at}`);
     if (depth >= MAX_DEPTH) return;
-    for (let i = 0; i < Math.min(xa.length, xb.length) && out.size < MAX_CHANGES; i++) diff(xa[i], xb[i], `${path}[]`, depth + 1, out);
+    for (let i = 0; i < Math.min(xa.length, xb.length) && out.size < MAX_CHANGES; i++)
+      diff(xa[i], xb[i], `${path}[]`, depth + 1, out);
     return;
   }
   if (ka === 'object') {

@@ -48,7 +48,9 @@ export interface ReceiveSpanInput {
 }
 
 /** The attributes of a receive span (exported for tests and for receivers that build their own span). */
-export function receiveAttributes(input: Omit<ReceiveSpanInput, 'name' | 'kind' | 'parent' | 'sender' | 'startTime'>): Attributes {
+export function receiveAttributes(
+  input: Omit<ReceiveSpanInput, 'name' | 'kind' | 'parent' | 'sender' | 'startTime'>,
+): Attributes {
   const { message } = input;
   const attrs: Attributes = {
     ...input.attributes,

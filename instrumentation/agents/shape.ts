@@ -37,7 +37,18 @@ export type StringFormat =
  * format. The free-text family (word, ident, text) is not: an answer that grew from one word to a sentence is still
  * a valid answer.
  */
-const STRUCTURED: ReadonlySet<StringFormat> = new Set(['int', 'dec', 'bool', 'uuid', 'hex', 'date', 'datetime', 'url', 'email', 'json']);
+const STRUCTURED: ReadonlySet<StringFormat> = new Set([
+  'int',
+  'dec',
+  'bool',
+  'uuid',
+  'hex',
+  'date',
+  'datetime',
+  'url',
+  'email',
+  'json',
+]);
 
 export function isStructuredFormat(f: string): boolean {
   return STRUCTURED.has(f as StringFormat);
@@ -48,16 +59,24 @@ export function sameFormatFamily(a: string, b: string): boolean {
   if (a === b) return true;
   const num = (f: string): boolean => f === 'int' || f === 'dec';
   const free = (f: string): boolean => f === 'word' || f === 'ident' || f === 'text';
-  return (num(a) && num(b)) || (free(a) && free(b)) || (a === 'date' && b === 'datetime') || (a === 'datetime' && b === 'date');
+  return (
+    (num(a) && num(b)) ||
+    (free(a) && free(b)) ||
+    (a === 'date' && b === 'datetime') ||
+    (a === 'datetime' && b === 'date')
+  );
 }
 
 // Mojibake: UTF-8 bytes read as Latin-1 / Windows-1252 ("Ã©", "â€™", "Â "), the replacement character, C0/C1 control
 // characters other than tab and newlines, lone surrogates, private-use characters, and a symbol of the U+2600–U+26FF
 // block inside a word (legitimate text puts ☀ between words, not between letters).
-const MOJIBAKE = /[ÃÂ][\u0080-\u00BF]|â€[\u0080-\u00BF\u2018-\u201E\u2020-\u2022\u2026\u2030\u2039\u203A\u20AC\u2122]|ï¿½/;
-// eslint-disable-next-line no-control-regex -- control characters are exactly what this looks for
-const BAD_CHARS = /[\uFFFD\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uE000-\uF8FF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-const SYMBOL_IN_WORD = /[\p{L}\p{N}][\u2600-\u26FF]|[\u2600-\u26FF][\p{L}\p{N}]|[!-/:-@[-`{-~][\u2600-\u26FF][!-/:-@[-`{-~]/u;
+const MOJIBAKE =
+  /[ÃÂ][\u0080-\u00BF]|â€[\u0080-\u00BF\u2018-\u201E\u2020-\u2022\u2026\u2030\u2039\u203A\u20AC\u2122]|ï¿½/;
+const BAD_CHARS =
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what this looks for
+  /[\uFFFD\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\uE000-\uF8FF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const SYMBOL_IN_WORD =
+  /[\p{L}\p{N}][\u2600-\u26FF]|[\u2600-\u26FF][\p{L}\p{N}]|[!-/:-@[-`{-~][\u2600-\u26FF][!-/:-@[-`{-~]/u;
 
 /** Whether a text is garbled (mis-decoded, control characters, symbol noise inside words). */
 export function isGarbled(s: string): boolean {
@@ -232,9 +251,11 @@ export function parseShapeEntry(entry: string): ShapeEntry | undefined {
   if (eq <= 0) return undefined;
   const path = entry.slice(0, eq);
   const [type = '', a, b] = entry.slice(eq + 1).split(':');
-  if (type === 'str') return { path, type, format: a ?? '', ...(b !== undefined && b !== '' ? { size: Number(b) } : {}) };
+  if (type === 'str')
+    return { path, type, format: a ?? '', ...(b !== undefined && b !== '' ? { size: Number(b) } : {}) };
   if (type === 'num') return { path, type, format: a ?? '' };
-  if (type === 'arr' || type === 'obj') return { path, type, format: '', ...(a !== undefined && a !== '' ? { size: Number(a) } : {}) };
+  if (type === 'arr' || type === 'obj')
+    return { path, type, format: '', ...(a !== undefined && a !== '' ? { size: Number(a) } : {}) };
   return { path, type, format: '' };
 }
 

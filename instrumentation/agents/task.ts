@@ -4,11 +4,28 @@
  * starts fresh. An explicit task rides in the OTel context (`withTask`, `runWorkflow`); when the app declares none,
  * `resolveTaskId` finds one: the framework run, else the trace, else the process.
  */
-import { SpanKind, context, createContextKey, isSpanContextValid, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import {
+  SpanKind,
+  context,
+  createContextKey,
+  isSpanContextValid,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import { FaultlineInputError } from '../../src/errors';
 import { getFrameworkRun, isRootCall } from '../frameworks/scope';
 import { ATTR_FL_TASK_ID, ATTR_GEN_AI_OPERATION_NAME, GEN_AI_OPERATION_INVOKE_WORKFLOW } from '../semconv';
-import { checkWorkflowDeclaration, createWorkflow, withWorkflow, workflowBody, workflowDeclarationAttributes, type WorkflowDeclaration, type WorkflowRecovery } from './declarations';
+import {
+  checkWorkflowDeclaration,
+  createWorkflow,
+  withWorkflow,
+  workflowBody,
+  workflowDeclarationAttributes,
+  type WorkflowDeclaration,
+  type WorkflowRecovery,
+} from './declarations';
 import { tracer } from './invoke-agent';
 import { runInSpan } from './run-in-span';
 
@@ -58,7 +75,10 @@ export function getTaskId(ctx: Context = context.active()): string | undefined {
 export function withTask<T>(taskId: string, fn: () => T): T {
   checkTaskId('withTask', taskId);
   if (typeof fn !== 'function') {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `withTask("${taskId}", fn): fn must be a function, got ${typeof fn}`);
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `withTask("${taskId}", fn): fn must be a function, got ${typeof fn}`,
+    );
   }
   return context.with(context.active().setValue(TASK_KEY, taskId), fn);
 }
@@ -80,10 +100,16 @@ export interface RunWorkflowOptions extends WorkflowDeclaration {
  */
 export function runWorkflow<T>(name: string, fn: (span: Span) => T, options: RunWorkflowOptions = {}): T {
   if (typeof name !== 'string') {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `runWorkflow(name, fn): name must be a string, got ${typeof name}`);
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `runWorkflow(name, fn): name must be a string, got ${typeof name}`,
+    );
   }
   if (typeof fn !== 'function') {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `runWorkflow("${name}", fn): fn must be a function, got ${typeof fn}`);
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `runWorkflow("${name}", fn): fn must be a function, got ${typeof fn}`,
+    );
   }
   if (options.taskId !== undefined) checkTaskId('runWorkflow', options.taskId);
   checkWorkflowDeclaration(`runWorkflow("${name}")`, options);

@@ -24,7 +24,11 @@ export function whenGlobalSet(key: symbol, onSet: (value: unknown) => void, onMi
   };
   const existing = Object.getOwnPropertyDescriptor(globalThis, key);
   // Someone else's accessor, or a property we may not redefine: leave it alone.
-  if (existing !== undefined && (!('value' in existing) || (existing.value === undefined && existing.configurable !== true))) return () => {};
+  if (
+    existing !== undefined &&
+    (!('value' in existing) || (existing.value === undefined && existing.configurable !== true))
+  )
+    return () => {};
   if (existing?.value !== undefined) {
     call(existing.value);
     return () => {};

@@ -109,7 +109,12 @@ export class FaultlineCallbackHandler {
     _runType?: string,
     runName?: string,
   ): Promise<void> {
-    safely(log, 'handleChainStart', () => this.#enabled && this.#chainStart(chain, runId, parentRunId, metadata, runName), undefined);
+    safely(
+      log,
+      'handleChainStart',
+      () => this.#enabled && this.#chainStart(chain, runId, parentRunId, metadata, runName),
+      undefined,
+    );
   }
 
   /** Fires when a tool run starts. */
@@ -129,10 +134,17 @@ export class FaultlineCallbackHandler {
       () => {
         if (!this.#enabled) return;
         const name = runName ?? nameOf(tool);
-        const attributes: Attributes = { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL, [ATTR_GEN_AI_TOOL_NAME]: name, [ATTR_GEN_AI_TOOL_TYPE]: 'function' };
+        const attributes: Attributes = {
+          [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
+          [ATTR_GEN_AI_TOOL_NAME]: name,
+          [ATTR_GEN_AI_TOOL_TYPE]: 'function',
+        };
         if (typeof toolCallId === 'string' && toolCallId !== '') attributes[ATTR_GEN_AI_TOOL_CALL_ID] = toolCallId;
-        if (this.options.captureContent() && typeof input === 'string') attributes[ATTR_GEN_AI_TOOL_CALL_ARGUMENTS] = input;
-        const mirror = startMirror(`${GEN_AI_OPERATION_EXECUTE_TOOL} ${name}`, this.#parentContext(parentRunId), { attributes });
+        if (this.options.captureContent() && typeof input === 'string')
+          attributes[ATTR_GEN_AI_TOOL_CALL_ARGUMENTS] = input;
+        const mirror = startMirror(`${GEN_AI_OPERATION_EXECUTE_TOOL} ${name}`, this.#parentContext(parentRunId), {
+          attributes,
+        });
         this.#add(runId, { mirror, scope: mirror });
       },
       undefined,
@@ -190,19 +202,29 @@ export class FaultlineCallbackHandler {
 
   // ---------------------------------------------------------------- runs
 
-  #chainStart(chain: Serialized | undefined, runId: string, parentRunId: string | undefined, metadata: Record<string, unknown> | undefined, runName: string | undefined): void {
+  #chainStart(
+    chain: Serialized | undefined,
+    runId: string,
+    parentRunId: string | undefined,
+    metadata: Record<string, unknown> | undefined,
+    runName: string | undefined,
+  ): void {
     const name = runName ?? nameOf(chain);
     const parent = parentRunId === undefined ? undefined : this.#runs.get(parentRunId);
     if (parent === undefined) {
       // A root run (or one whose parent faultline never saw): the framework run, and a task of its own unless it was
       // started inside one (declared, or another framework's run).
       const attributes: Attributes = { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_WORKFLOW };
-      const thread = (metadata?.thread_id ?? (metadata?.configurable as Record<string, unknown> | undefined)?.thread_id) as unknown;
+      const thread = (metadata?.thread_id ??
+        (metadata?.configurable as Record<string, unknown> | undefined)?.thread_id) as unknown;
       if (typeof thread === 'string' && thread !== '') attributes[ATTR_GEN_AI_CONVERSATION_ID] = thread;
       const parent = frameworkContext(context.active(), this.source);
       const own = getTaskId(parent) === undefined && getFrameworkRun(parent) === undefined;
       if (own) attributes[ATTR_FL_TASK_ID] = runId;
-      const mirror = startMirror(`${GEN_AI_OPERATION_INVOKE_WORKFLOW} ${name}`, parent, { attributes, ...(own ? { run: runId } : {}) });
+      const mirror = startMirror(`${GEN_AI_OPERATION_INVOKE_WORKFLOW} ${name}`, parent, {
+        attributes,
+        ...(own ? { run: runId } : {}),
+      });
       this.#add(runId, { mirror, scope: mirror });
       return;
     }
@@ -318,7 +340,9 @@ function contextModule(copy: { dist: string; ext: string }): LangChainContextMod
   try {
     return require(`${copy.dist}singletons/async_local_storage/context.${copy.ext}`) as LangChainContextModule;
   } catch (err) {
-    log.warn(`cannot reach LangChain's configure hooks (${(err as Error).message}), so its runs are not recorded as spans: add registerLangChain(await import("@langchain/core/context")) at the top of the app`);
+    log.warn(
+      `cannot reach LangChain's configure hooks (${(err as Error).message}), so its runs are not recorded as spans: add registerLangChain(await import("@langchain/core/context")) at the top of the app`,
+    );
     return undefined;
   }
 }
@@ -356,7 +380,9 @@ export function bridgeLangChain(options: LangChainBridgeOptions): () => void {
       // which is where a context variable set outside any run is seen by every run (LangChain's "global").
       const copy = callerCopy();
       if (copy === undefined) {
-        log.warn('LangChain was loaded from a copy faultline cannot locate (bundled?), so its runs are not recorded as spans: add registerLangChain(await import("@langchain/core/context")) at the top of the app');
+        log.warn(
+          'LangChain was loaded from a copy faultline cannot locate (bundled?), so its runs are not recorded as spans: add registerLangChain(await import("@langchain/core/context")) at the top of the app',
+        );
         return;
       }
       const mod = contextModule(copy);

@@ -181,13 +181,17 @@ export class AgentsTraceProcessor {
     let mirror = this.#traces.get(sdkTrace.traceId);
     if (mirror !== undefined) return mirror;
     const attributes: Attributes = { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_WORKFLOW };
-    if (typeof sdkTrace.groupId === 'string' && sdkTrace.groupId !== '') attributes[ATTR_GEN_AI_CONVERSATION_ID] = sdkTrace.groupId;
+    if (typeof sdkTrace.groupId === 'string' && sdkTrace.groupId !== '')
+      attributes[ATTR_GEN_AI_CONVERSATION_ID] = sdkTrace.groupId;
     // Under whatever the run was started in: the app's span, a runWorkflow, another framework's tool. A run started
     // inside a task (declared, or another framework's run) is part of that task; else it is a task of its own.
     const parent = frameworkContext(context.active(), this.source);
     const own = getTaskId(parent) === undefined && getFrameworkRun(parent) === undefined;
     if (own) attributes[ATTR_FL_TASK_ID] = sdkTrace.traceId;
-    mirror = startMirror(`${GEN_AI_OPERATION_INVOKE_WORKFLOW} ${sdkTrace.name}`, parent, { attributes, ...(own ? { run: sdkTrace.traceId } : {}) });
+    mirror = startMirror(`${GEN_AI_OPERATION_INVOKE_WORKFLOW} ${sdkTrace.name}`, parent, {
+      attributes,
+      ...(own ? { run: sdkTrace.traceId } : {}),
+    });
     this.#traces.set(sdkTrace.traceId, mirror);
     return mirror;
   }
@@ -199,9 +203,12 @@ export class AgentsTraceProcessor {
     let parent: Mirror | undefined;
     if (span.parentId !== null) {
       parent = this.#spans.get(span.parentId)?.scope;
-      if (parent === undefined && span.previousSpan?.spanId === span.parentId) parent = this.#entry(span.previousSpan, sdkTrace).scope;
+      if (parent === undefined && span.previousSpan?.spanId === span.parentId)
+        parent = this.#entry(span.previousSpan, sdkTrace).scope;
     }
-    parent ??= this.#trace(sdkTrace?.traceId === span.traceId ? sdkTrace : { traceId: span.traceId, name: 'Agent workflow' });
+    parent ??= this.#trace(
+      sdkTrace?.traceId === span.traceId ? sdkTrace : { traceId: span.traceId, name: 'Agent workflow' },
+    );
     const mirror = this.#mirror(span, parent.context);
     const entry: Entry = mirror !== undefined ? { mirror, scope: mirror } : { scope: parent };
     this.#spans.set(span.spanId, entry);
@@ -215,15 +222,23 @@ export class AgentsTraceProcessor {
     switch (data.type) {
       case 'agent': {
         const name = data.name ?? '';
-        return startMirror(name === '' ? GEN_AI_OPERATION_INVOKE_AGENT : `${GEN_AI_OPERATION_INVOKE_AGENT} ${name}`, parent, {
-          ...at,
-          attributes: { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_AGENT, [ATTR_GEN_AI_AGENT_NAME]: name },
-          decorate: (ctx) => withAgentName(ctx, name),
-        });
+        return startMirror(
+          name === '' ? GEN_AI_OPERATION_INVOKE_AGENT : `${GEN_AI_OPERATION_INVOKE_AGENT} ${name}`,
+          parent,
+          {
+            ...at,
+            attributes: { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_AGENT, [ATTR_GEN_AI_AGENT_NAME]: name },
+            decorate: (ctx) => withAgentName(ctx, name),
+          },
+        );
       }
       case 'function': {
         const name = data.name ?? '';
-        const attributes: Attributes = { [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL, [ATTR_GEN_AI_TOOL_NAME]: name, [ATTR_GEN_AI_TOOL_TYPE]: 'function' };
+        const attributes: Attributes = {
+          [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_EXECUTE_TOOL,
+          [ATTR_GEN_AI_TOOL_NAME]: name,
+          [ATTR_GEN_AI_TOOL_TYPE]: 'function',
+        };
         return startMirror(`${GEN_AI_OPERATION_EXECUTE_TOOL} ${name}`, parent, { ...at, attributes });
       }
       case 'handoff': {
@@ -231,7 +246,10 @@ export class AgentsTraceProcessor {
         const attributes: Attributes = {};
         if (data.from_agent !== undefined) attributes[ATTR_FL_MESSAGE_SOURCE] = data.from_agent;
         if (data.to_agent !== undefined) attributes[ATTR_FL_MESSAGE_TARGET] = data.to_agent;
-        return startMirror(data.to_agent !== undefined ? `handoff ${data.to_agent}` : 'handoff', parent, { ...at, attributes });
+        return startMirror(data.to_agent !== undefined ? `handoff ${data.to_agent}` : 'handoff', parent, {
+          ...at,
+          attributes,
+        });
       }
       case 'guardrail':
         return startMirror(`guardrail ${data.name ?? ''}`.trimEnd(), parent, { ...at });
@@ -251,8 +269,10 @@ export class AgentsTraceProcessor {
     const otel = mirror.span;
     // The SDK fills a tool span's input after starting it: both are read at the end.
     if (data.type === 'function' && this.options.captureContent()) {
-      if (typeof data.input === 'string' && data.input !== '') otel.setAttribute(ATTR_GEN_AI_TOOL_CALL_ARGUMENTS, data.input);
-      if (typeof data.output === 'string' && data.output !== '') otel.setAttribute(ATTR_GEN_AI_TOOL_CALL_RESULT, data.output);
+      if (typeof data.input === 'string' && data.input !== '')
+        otel.setAttribute(ATTR_GEN_AI_TOOL_CALL_ARGUMENTS, data.input);
+      if (typeof data.output === 'string' && data.output !== '')
+        otel.setAttribute(ATTR_GEN_AI_TOOL_CALL_RESULT, data.output);
     }
     if (data.type === 'handoff' && data.to_agent !== undefined) {
       otel.updateName(`handoff ${data.to_agent}`);
@@ -260,7 +280,8 @@ export class AgentsTraceProcessor {
     }
     // What the SDK agent declares, for the workflow monitors (detectors/monitors/role.ts): its tools and handoffs.
     if (data.type === 'agent') otel.setAttributes(agentDeclarationAttributes(sdkDeclaration(data)));
-    if (data.type === 'guardrail' && typeof data.triggered === 'boolean') otel.setAttribute(ATTR_FL_GUARDRAIL_TRIGGERED, data.triggered);
+    if (data.type === 'guardrail' && typeof data.triggered === 'boolean')
+      otel.setAttribute(ATTR_FL_GUARDRAIL_TRIGGERED, data.triggered);
     if (span.error !== null) {
       // A tool's failure is reported back to the model (the SDK's default), a low-cardinality tool_error as MCP does.
       otel.setAttribute(ATTR_ERROR_TYPE, data.type === 'function' ? 'tool_error' : ERROR_TYPE_OTHER);
@@ -321,7 +342,8 @@ export function bridgeOpenAIAgents(options: AgentsBridgeOptions): () => void {
 
 /** An SDK agent's tools and handoff targets, when the SDK recorded them (lists of names). */
 function sdkDeclaration(data: SdkSpanData): { tools?: string[]; targets?: string[] } {
-  const names = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined);
+  const names = (v: unknown): string[] | undefined =>
+    Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined;
   const tools = names(data.tools);
   const targets = names(data.handoffs);
   return { ...(tools ? { tools } : {}), ...(targets ? { targets } : {}) };

@@ -6,7 +6,18 @@
  * it, e.g. a `runAgent` in a tool). The mirror's context also carries the agent's name and the framework run, which is
  * a task (see `resolveTaskId` in ../agents/task.ts).
  */
-import { ROOT_CONTEXT, context, createContextKey, isSpanContextValid, SpanKind, trace, type Attributes, type Context, type Span, type TimeInput } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  context,
+  createContextKey,
+  isSpanContextValid,
+  SpanKind,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type TimeInput,
+} from '@opentelemetry/api';
 import { logger } from '../../src/diag';
 import { PACKAGE_NAME, VERSION } from '../../src/version';
 import { aiSdkFunctionId, aiSdkOperationFunctionId } from './ai-sdk';
@@ -110,7 +121,11 @@ export interface MirrorOptions {
 export function startMirror(name: string, parent: Context, options: MirrorOptions = {}): Mirror {
   const span = trace.getTracer(PACKAGE_NAME, VERSION).startSpan(
     name,
-    { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}), ...(options.startTime !== undefined ? { startTime: options.startTime } : {}) },
+    {
+      kind: options.kind ?? SpanKind.INTERNAL,
+      ...(options.attributes ? { attributes: options.attributes } : {}),
+      ...(options.startTime !== undefined ? { startTime: options.startTime } : {}),
+    },
     parent,
   );
   const above = new Set<string>();

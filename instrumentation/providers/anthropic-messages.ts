@@ -135,7 +135,8 @@ class AnthropicMessagesReader extends BodyReader implements ResponseReader {
     const acc = this.#acc;
     if (preview !== undefined) acc.unparsedBody = preview;
     if (!isObject(value)) return;
-    if (value.type === 'error' && isObject(value.error) && typeof value.error.type === 'string') acc.errorCode = value.error.type;
+    if (value.type === 'error' && isObject(value.error) && typeof value.error.type === 'string')
+      acc.errorCode = value.error.type;
     if (typeof value.id === 'string') acc.id = value.id;
     if (typeof value.model === 'string') acc.model = value.model;
     if (typeof value.stop_reason === 'string') this.#stopReason = value.stop_reason;
@@ -173,7 +174,8 @@ class AnthropicMessagesReader extends BodyReader implements ResponseReader {
       .map(([, b]) => {
         if (b.type === 'text') return { type: 'text', text: b.text };
         if (b.type === 'thinking') return { type: 'thinking', thinking: b.text };
-        if (b.type === 'tool_use') return { type: 'tool_use', id: b.id, name: b.name, input: parseJson(b.json) ?? b.input };
+        if (b.type === 'tool_use')
+          return { type: 'tool_use', id: b.id, name: b.name, input: parseJson(b.json) ?? b.input };
         return { type: b.type, id: b.id, name: b.name, input: parseJson(b.json) ?? b.input };
       });
     return [anthropicOutputMessage(content, this.#stopReason)];
@@ -192,7 +194,14 @@ class AnthropicMessagesReader extends BodyReader implements ResponseReader {
     const usage = toUsage(this.#usage);
     if (usage) this.#acc.usage = usage;
     const request = this.#exchange?.request;
-    return finishLlm(body, this.#acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs, isObject(request) ? { declared: { tools: anthropicTools(request) } } : {});
+    return finishLlm(
+      body,
+      this.#acc,
+      this.#capture ? () => this.#outputMessages() : undefined,
+      failure,
+      durationMs,
+      isObject(request) ? { declared: { tools: anthropicTools(request) } } : {},
+    );
   }
 }
 
@@ -238,7 +247,14 @@ export function anthropicReader(captureContent: boolean, exchange?: Exchange): R
  * The span start of an Anthropic messages request body: `model` and `provider` are the caller's (the body's model and
  * the host's provider here; the path's model id and `aws.bedrock` for Bedrock's InvokeModel, whose body has none).
  */
-export function anthropicStart(url: URL, b: Json, headers: Record<string, string>, captureContent: boolean, model: string | undefined, provider: string): ProtocolStart {
+export function anthropicStart(
+  url: URL,
+  b: Json,
+  headers: Record<string, string>,
+  captureContent: boolean,
+  model: string | undefined,
+  provider: string,
+): ProtocolStart {
   const stream = b.stream === true;
   const llmRequest: LlmRequestSummary = {
     provider,

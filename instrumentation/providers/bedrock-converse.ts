@@ -26,7 +26,15 @@ import {
   GEN_AI_OPERATION_CHAT,
 } from '../semconv';
 import type { ProtocolModule, ProtocolStart, ResponseReader } from '../internal-types';
-import type { Exchange, GenAiMessage, GenAiPart, LlmRequestSummary, ToolCallSummary, ToolDefinition, UsageSummary } from '../types';
+import type {
+  Exchange,
+  GenAiMessage,
+  GenAiPart,
+  LlmRequestSummary,
+  ToolCallSummary,
+  ToolDefinition,
+  UsageSummary,
+} from '../types';
 import { isObject, str } from './content';
 import { EventStreamParser, isEventStream, type EventStreamMessage } from './eventstream';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
@@ -98,7 +106,14 @@ function awsRetryCount(headers: Record<string, string>): number | undefined {
 
 // ------------------------------------------------------------------------------------------------ content
 
-const MIME: Record<string, string> = { pdf: 'application/pdf', csv: 'text/csv', html: 'text/html', txt: 'text/plain', md: 'text/markdown', json: 'application/json' };
+const MIME: Record<string, string> = {
+  pdf: 'application/pdf',
+  csv: 'text/csv',
+  html: 'text/html',
+  txt: 'text/plain',
+  md: 'text/markdown',
+  json: 'application/json',
+};
 
 function mimeOf(modality: string, format: string | undefined): string | null {
   if (format === undefined) return null;
@@ -134,7 +149,12 @@ export function converseParts(content: unknown): GenAiPart[] {
     if (typeof b.text === 'string') parts.push({ type: 'text', content: b.text });
     else if (isObject(b.toolUse)) {
       const t = b.toolUse;
-      parts.push({ type: 'tool_call', id: str(t.toolUseId) ?? null, name: str(t.name) ?? '', arguments: t.input ?? {} });
+      parts.push({
+        type: 'tool_call',
+        id: str(t.toolUseId) ?? null,
+        name: str(t.name) ?? '',
+        arguments: t.input ?? {},
+      });
     } else if (isObject(b.toolResult)) {
       const t = b.toolResult;
       parts.push({ type: 'tool_call_response', id: str(t.toolUseId) ?? null, response: toolResultValue(t.content) });
@@ -144,7 +164,8 @@ export function converseParts(content: unknown): GenAiPart[] {
     } else if (isObject(b.image)) parts.push(mediaPart('image', b.image));
     else if (isObject(b.document)) parts.push(mediaPart('document', b.document));
     else if (isObject(b.video)) parts.push(mediaPart('video', b.video));
-    else if (isObject(b.guardContent) && isObject(b.guardContent.text)) parts.push({ type: 'text', content: str(b.guardContent.text.text) ?? '' });
+    else if (isObject(b.guardContent) && isObject(b.guardContent.text))
+      parts.push({ type: 'text', content: str(b.guardContent.text.text) ?? '' });
     else {
       // cachePoint marks where a prompt cache ends: not content.
       const key = Object.keys(b).find((k) => k !== 'cachePoint');
@@ -164,7 +185,9 @@ export function converseInput(messages: unknown): GenAiMessage[] {
 /** `system`: text (and guard) blocks → their text. */
 export function converseSystem(system: unknown): string | undefined {
   if (!Array.isArray(system)) return undefined;
-  const texts = converseParts(system).filter((p): p is { type: 'text'; content: string } => p.type === 'text').map((p) => p.content);
+  const texts = converseParts(system)
+    .filter((p): p is { type: 'text'; content: string } => p.type === 'text')
+    .map((p) => p.content);
   return texts.length > 0 ? texts.join('\n\n') : undefined;
 }
 
@@ -266,8 +289,10 @@ class ConverseReader extends BodyReader implements ResponseReader {
       case 'contentBlockDelta': {
         const d = isObject(data.delta) ? data.delta : {};
         if (typeof d.text === 'string') this.#block(data.contentBlockIndex, 'text').text += d.text;
-        else if (isObject(d.toolUse) && typeof d.toolUse.input === 'string') this.#block(data.contentBlockIndex, 'toolUse').input += d.toolUse.input;
-        else if (isObject(d.reasoningContent) && typeof d.reasoningContent.text === 'string') this.#block(data.contentBlockIndex, 'reasoning').text += d.reasoningContent.text;
+        else if (isObject(d.toolUse) && typeof d.toolUse.input === 'string')
+          this.#block(data.contentBlockIndex, 'toolUse').input += d.toolUse.input;
+        else if (isObject(d.reasoningContent) && typeof d.reasoningContent.text === 'string')
+          this.#block(data.contentBlockIndex, 'reasoning').text += d.reasoningContent.text;
         break;
       }
       case 'messageStop':
@@ -308,7 +333,8 @@ class ConverseReader extends BodyReader implements ResponseReader {
     for (const b of message.content) {
       if (!isObject(b)) continue;
       if (typeof b.text === 'string') texts.push(b.text);
-      else if (isObject(b.toolUse)) acc.toolCalls.push(toolCall(b.toolUse.toolUseId, b.toolUse.name, JSON.stringify(b.toolUse.input ?? {})));
+      else if (isObject(b.toolUse))
+        acc.toolCalls.push(toolCall(b.toolUse.toolUseId, b.toolUse.name, JSON.stringify(b.toolUse.input ?? {})));
     }
     acc.text = texts.join('');
   }
@@ -322,7 +348,8 @@ class ConverseReader extends BodyReader implements ResponseReader {
     if (this.#content !== undefined) return [{ role: 'assistant', parts: converseParts(this.#content), finish_reason }];
     if (this.#blocks === undefined) return [];
     const parts = this.#sortedBlocks().map((b): GenAiPart => {
-      if (b.kind === 'toolUse') return { type: 'tool_call', id: b.id ?? null, name: b.name ?? '', arguments: parseJson(b.input) };
+      if (b.kind === 'toolUse')
+        return { type: 'tool_call', id: b.id ?? null, name: b.name ?? '', arguments: parseJson(b.input) };
       if (b.kind === 'reasoning') return { type: 'reasoning', content: b.text };
       return { type: 'text', content: b.text };
     });
@@ -336,14 +363,19 @@ class ConverseReader extends BodyReader implements ResponseReader {
     if (this.#frames !== undefined) {
       if (this.#frames.malformed > 0) acc.malformedEvents = (acc.malformedEvents ?? 0) + this.#frames.malformed;
       const blocks = this.#sortedBlocks();
-      acc.text = blocks.filter((b) => b.kind === 'text').map((b) => b.text).join('');
+      acc.text = blocks
+        .filter((b) => b.kind === 'text')
+        .map((b) => b.text)
+        .join('');
       acc.toolCalls = blocks.filter((b) => b.kind === 'toolUse').map((b) => toolCall(b.id, b.name, b.input || '{}'));
     } else {
       const { value, preview } = body.json();
       this.#fromJson(value, preview);
     }
     if (this.#stopReason !== undefined) acc.finishReasons = [converseFinishReason(this.#stopReason)];
-    return finishLlm(body, acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs, { stream: streamed });
+    return finishLlm(body, acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs, {
+      stream: streamed,
+    });
   }
 }
 
@@ -389,8 +421,12 @@ export const bedrockConverse: ProtocolModule = {
 
     const attributes = llmStartAttributes(url, llmRequest, headers, captureContent);
     setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_P, config.topP);
-    if (isObject(body.additionalModelRequestFields)) setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_K, body.additionalModelRequestFields.top_k);
-    if (Array.isArray(config.stopSequences)) attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = config.stopSequences.filter((s): s is string => typeof s === 'string');
+    if (isObject(body.additionalModelRequestFields))
+      setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_K, body.additionalModelRequestFields.top_k);
+    if (Array.isArray(config.stopSequences))
+      attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = config.stopSequences.filter(
+        (s): s is string => typeof s === 'string',
+      );
     const retries = awsRetryCount(headers);
     if (retries !== undefined && retries >= 0) attributes[ATTR_FL_REQUEST_RETRY_COUNT] = retries;
     return {

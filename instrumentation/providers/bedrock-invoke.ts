@@ -21,7 +21,13 @@
  */
 import { SpanKind } from '@opentelemetry/api';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ATTR_FL_RESPONSE_BODY_BYTES, ATTR_GEN_AI_REQUEST_STREAM, ATTR_GEN_AI_REQUEST_TOP_P, GEN_AI_OPERATION_CHAT, GEN_AI_OPERATION_TEXT_COMPLETION } from '../semconv';
+import {
+  ATTR_FL_RESPONSE_BODY_BYTES,
+  ATTR_GEN_AI_REQUEST_STREAM,
+  ATTR_GEN_AI_REQUEST_TOP_P,
+  GEN_AI_OPERATION_CHAT,
+  GEN_AI_OPERATION_TEXT_COMPLETION,
+} from '../semconv';
 import type { ProtocolModule, ProtocolStart, ResponseReader } from '../internal-types';
 import type { Exchange, GenAiMessage, LlmRequestSummary, UsageSummary } from '../types';
 import { anthropicReader, anthropicStart } from './anthropic-messages';
@@ -54,8 +60,13 @@ function familyOfModel(model: string): InvokeFamily | undefined {
 export function invokeFamily(body: Json, model: string): InvokeFamily | undefined {
   if (typeof body.anthropic_version === 'string' && Array.isArray(body.messages)) return 'anthropic';
   if (typeof body.inputText === 'string') return 'titan';
-  if (Array.isArray(body.messages) && (isObject(body.inferenceConfig) || body.schemaVersion === 'messages-v1' || familyOfModel(model) === 'nova')) return 'nova';
-  if (typeof body.message === 'string') return familyOfModel(model) === 'cohere' || 'chat_history' in body || 'preamble' in body ? 'cohere' : undefined;
+  if (
+    Array.isArray(body.messages) &&
+    (isObject(body.inferenceConfig) || body.schemaVersion === 'messages-v1' || familyOfModel(model) === 'nova')
+  )
+    return 'nova';
+  if (typeof body.message === 'string')
+    return familyOfModel(model) === 'cohere' || 'chat_history' in body || 'preamble' in body ? 'cohere' : undefined;
   if (typeof body.prompt === 'string') {
     const family = familyOfModel(model);
     if (family === 'llama' || family === 'mistral' || family === 'cohere') return family;
@@ -67,19 +78,39 @@ export function invokeFamily(body: Json, model: string): InvokeFamily | undefine
 /** The family each started request was read as (the reader is built from its exchange). */
 const FAMILY = new WeakMap<LlmRequestSummary, InvokeFamily>();
 
-function textStart(url: URL, body: Json, headers: Record<string, string>, capture: boolean, model: string, family: InvokeFamily, stream: boolean): ProtocolStart {
+function textStart(
+  url: URL,
+  body: Json,
+  headers: Record<string, string>,
+  capture: boolean,
+  model: string,
+  family: InvokeFamily,
+  stream: boolean,
+): ProtocolStart {
   const provider = providerName(url.hostname, 'bedrock');
   const chat = family === 'nova' || family === 'cohere';
   const operation = chat ? GEN_AI_OPERATION_CHAT : GEN_AI_OPERATION_TEXT_COMPLETION;
-  const config = family === 'nova' && isObject(body.inferenceConfig) ? body.inferenceConfig : family === 'titan' && isObject(body.textGenerationConfig) ? body.textGenerationConfig : body;
+  const config =
+    family === 'nova' && isObject(body.inferenceConfig)
+      ? body.inferenceConfig
+      : family === 'titan' && isObject(body.textGenerationConfig)
+        ? body.textGenerationConfig
+        : body;
   let messages: GenAiMessage[];
   if (family === 'nova') messages = converseInput(body.messages);
   else {
-    const text = family === 'titan' ? body.inputText : family === 'cohere' && typeof body.message === 'string' ? body.message : body.prompt;
+    const text =
+      family === 'titan'
+        ? body.inputText
+        : family === 'cohere' && typeof body.message === 'string'
+          ? body.message
+          : body.prompt;
     messages = [{ role: 'user', parts: [{ type: 'text', content: String(text ?? '') }] }];
   }
   const llmRequest: LlmRequestSummary = { provider, operation, model, stream, messages, tools: [], time: Date.now() };
-  const maxTokens = num(config.maxTokens ?? config.max_new_tokens ?? config.max_gen_len ?? config.max_tokens ?? config.maxTokenCount);
+  const maxTokens = num(
+    config.maxTokens ?? config.max_new_tokens ?? config.max_gen_len ?? config.max_tokens ?? config.maxTokenCount,
+  );
   if (maxTokens !== undefined) llmRequest.maxTokens = maxTokens;
   const temperature = num(config.temperature);
   if (temperature !== undefined) llmRequest.temperature = temperature;
@@ -95,8 +126,20 @@ function textStart(url: URL, body: Json, headers: Record<string, string>, captur
 
 // ------------------------------------------------------------------------------------------------ text families
 
-const TITAN_FINISH: Record<string, string> = { FINISH: 'stop', STOP_CRITERIA_MET: 'stop', LENGTH: 'length', CONTENT_FILTERED: 'content_filter' };
-const COHERE_FINISH: Record<string, string> = { COMPLETE: 'stop', MAX_TOKENS: 'length', ERROR_TOXIC: 'content_filter', ERROR_LIMIT: 'length', ERROR: 'error', USER_CANCEL: 'cancelled' };
+const TITAN_FINISH: Record<string, string> = {
+  FINISH: 'stop',
+  STOP_CRITERIA_MET: 'stop',
+  LENGTH: 'length',
+  CONTENT_FILTERED: 'content_filter',
+};
+const COHERE_FINISH: Record<string, string> = {
+  COMPLETE: 'stop',
+  MAX_TOKENS: 'length',
+  ERROR_TOXIC: 'content_filter',
+  ERROR_LIMIT: 'length',
+  ERROR: 'error',
+  USER_CANCEL: 'cancelled',
+};
 
 /** What a Llama, Mistral, Titan or Cohere answer (or one event of its stream) says. */
 interface TextState {
@@ -130,7 +173,8 @@ function readText(family: InvokeFamily, v: Json, s: TextState): void {
     case 'titan': {
       const r = Array.isArray(v.results) && isObject(v.results[0]) ? v.results[0] : v;
       if (typeof r.outputText === 'string') s.text += r.outputText;
-      if (typeof r.completionReason === 'string') s.finish = TITAN_FINISH[r.completionReason] ?? r.completionReason.toLowerCase();
+      if (typeof r.completionReason === 'string')
+        s.finish = TITAN_FINISH[r.completionReason] ?? r.completionReason.toLowerCase();
       s.input = num(v.inputTextTokenCount) ?? s.input;
       s.output = num(r.tokenCount ?? v.totalOutputTextTokenCount) ?? s.output;
       break;
@@ -139,12 +183,14 @@ function readText(family: InvokeFamily, v: Json, s: TextState): void {
       if (Array.isArray(v.generations)) {
         const g = isObject(v.generations[0]) ? v.generations[0] : {};
         if (typeof g.text === 'string') s.text += g.text;
-        if (typeof g.finish_reason === 'string') s.finish = COHERE_FINISH[g.finish_reason] ?? g.finish_reason.toLowerCase();
+        if (typeof g.finish_reason === 'string')
+          s.finish = COHERE_FINISH[g.finish_reason] ?? g.finish_reason.toLowerCase();
         break;
       }
       // A stream's end repeats the whole answer (`response`): its text is not added again.
       if (typeof v.text === 'string' && v.event_type !== 'stream-end') s.text += v.text;
-      if (typeof v.finish_reason === 'string') s.finish = COHERE_FINISH[v.finish_reason] ?? v.finish_reason.toLowerCase();
+      if (typeof v.finish_reason === 'string')
+        s.finish = COHERE_FINISH[v.finish_reason] ?? v.finish_reason.toLowerCase();
       if (typeof v.generation_id === 'string') s.id = v.generation_id;
       const billed = isObject(v.meta) && isObject(v.meta.billed_units) ? v.meta.billed_units : undefined;
       if (billed) {
@@ -210,8 +256,12 @@ class TextFamilyReader extends BodyReader implements ResponseReader {
       if (s.output !== undefined) usage.outputTokens = s.output;
       acc.usage = usage;
     }
-    const output = (): GenAiMessage[] => [{ role: 'assistant', parts: [{ type: 'text', content: s.text }], finish_reason: s.finish ?? '' }];
-    return finishLlm(this.body, acc, this.capture ? output : undefined, failure, durationMs, { stream: this.#frames !== undefined });
+    const output = (): GenAiMessage[] => [
+      { role: 'assistant', parts: [{ type: 'text', content: s.text }], finish_reason: s.finish ?? '' },
+    ];
+    return finishLlm(this.body, acc, this.capture ? output : undefined, failure, durationMs, {
+      stream: this.#frames !== undefined,
+    });
   }
 }
 
@@ -257,7 +307,8 @@ class ChunkRelay implements ResponseReader {
   ) {}
 
   onStart(status: number, headers: IncomingHttpHeaders): void {
-    if (status >= 400 || !isEventStream(headerValue(headers, 'content-type'))) return this.inner.onStart(status, headers);
+    if (status >= 400 || !isEventStream(headerValue(headers, 'content-type')))
+      return this.inner.onStart(status, headers);
     const type = this.family === 'anthropic' ? 'text/event-stream' : 'application/vnd.amazon.eventstream';
     this.inner.onStart(status, { ...headers, 'content-type': type });
     this.#frames = new EventStreamParser((m) => this.#frame(m));
@@ -267,8 +318,17 @@ class ChunkRelay implements ResponseReader {
     const kind = m.headers[':message-type'];
     if (kind === 'exception' || kind === 'error') {
       const type = String(m.headers[':exception-type'] ?? m.headers[':error-code'] ?? 'exception');
-      if (this.family === 'nova') this.inner.onData(encodeMessage({ ':message-type': 'exception', ':exception-type': type, ':content-type': 'application/json' }, m.payload));
-      else this.inner.onData(Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message: '' } })}\n\n`));
+      if (this.family === 'nova')
+        this.inner.onData(
+          encodeMessage(
+            { ':message-type': 'exception', ':exception-type': type, ':content-type': 'application/json' },
+            m.payload,
+          ),
+        );
+      else
+        this.inner.onData(
+          Buffer.from(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message: '' } })}\n\n`),
+        );
       return;
     }
     const chunk = streamChunk(m, this.#acc);
@@ -281,7 +341,12 @@ class ChunkRelay implements ResponseReader {
     // Nova: `{"contentBlockDelta": {…}}` is the Converse event of that type.
     for (const [event, payload] of Object.entries(chunk)) {
       if (event === 'amazon-bedrock-invocationMetrics' || !isObject(payload)) continue;
-      this.inner.onData(encodeMessage({ ':event-type': event, ':content-type': 'application/json', ':message-type': 'event' }, Buffer.from(JSON.stringify(payload))));
+      this.inner.onData(
+        encodeMessage(
+          { ':event-type': event, ':content-type': 'application/json', ':message-type': 'event' },
+          Buffer.from(JSON.stringify(payload)),
+        ),
+      );
     }
   }
 
@@ -323,7 +388,14 @@ export const bedrockInvoke: ProtocolModule = {
     const family = invokeFamily(body, route.model);
     if (family === undefined) return undefined;
     if (family !== 'anthropic') return textStart(url, body, headers, captureContent, route.model, family, stream);
-    const start = anthropicStart(url, body, headers, captureContent, route.model, providerName(url.hostname, 'bedrock'));
+    const start = anthropicStart(
+      url,
+      body,
+      headers,
+      captureContent,
+      route.model,
+      providerName(url.hostname, 'bedrock'),
+    );
     if (start.llmRequest) FAMILY.set(start.llmRequest, 'anthropic');
     if (!stream) return start;
     if (start.llmRequest) start.llmRequest.stream = true;
@@ -332,7 +404,10 @@ export const bedrockInvoke: ProtocolModule = {
 
   reader(exchange: Exchange, captureContent: boolean): ResponseReader {
     const request = exchange.llmRequest;
-    const family = (request && FAMILY.get(request)) ?? (request?.model !== undefined ? familyOfModel(request.model) : undefined) ?? 'anthropic';
+    const family =
+      (request && FAMILY.get(request)) ??
+      (request?.model !== undefined ? familyOfModel(request.model) : undefined) ??
+      'anthropic';
     if (family === 'anthropic') return new ChunkRelay('anthropic', anthropicReader(captureContent));
     if (family === 'nova') return new ChunkRelay('nova', bedrockConverse.reader(exchange, captureContent));
     return new TextFamilyReader(family, captureContent);

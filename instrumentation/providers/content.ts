@@ -82,7 +82,12 @@ function openAiContentParts(content: unknown): GenAiPart[] {
       }
       case 'input_audio': {
         const a = isObject(p.input_audio) ? p.input_audio : {};
-        parts.push({ type: 'blob', modality: 'audio', mime_type: str(a.format) ? `audio/${a.format}` : null, content: str(a.data) ?? '' });
+        parts.push({
+          type: 'blob',
+          modality: 'audio',
+          mime_type: str(a.format) ? `audio/${a.format}` : null,
+          content: str(a.data) ?? '',
+        });
         break;
       }
       case 'file': {
@@ -104,11 +109,21 @@ function openAiToolCallParts(m: Json): GenAiPart[] {
     for (const tc of m.tool_calls) {
       if (!isObject(tc)) continue;
       const fn = isObject(tc.function) ? tc.function : isObject(tc.custom) ? tc.custom : {};
-      parts.push({ type: 'tool_call', id: str(tc.id) ?? null, name: str(fn.name) ?? '', arguments: parseArguments(fn.arguments ?? fn.input) });
+      parts.push({
+        type: 'tool_call',
+        id: str(tc.id) ?? null,
+        name: str(fn.name) ?? '',
+        arguments: parseArguments(fn.arguments ?? fn.input),
+      });
     }
   }
   if (isObject(m.function_call)) {
-    parts.push({ type: 'tool_call', id: null, name: str(m.function_call.name) ?? '', arguments: parseArguments(m.function_call.arguments) });
+    parts.push({
+      type: 'tool_call',
+      id: null,
+      name: str(m.function_call.name) ?? '',
+      arguments: parseArguments(m.function_call.arguments),
+    });
   }
   return parts;
 }
@@ -131,7 +146,13 @@ export function openAiInput(messages: unknown): { messages: GenAiMessage[]; syst
     if (role === 'tool' || role === 'function') {
       out.push({
         role: 'tool',
-        parts: [{ type: 'tool_call_response', id: str(m.tool_call_id) ?? null, response: typeof m.content === 'string' ? m.content : (m.content ?? null) }],
+        parts: [
+          {
+            type: 'tool_call_response',
+            id: str(m.tool_call_id) ?? null,
+            response: typeof m.content === 'string' ? m.content : (m.content ?? null),
+          },
+        ],
       });
       continue;
     }
@@ -206,14 +227,29 @@ function anthropicBlockParts(content: unknown): GenAiPart[] {
         parts.push({ type: 'tool_call', id: str(b.id) ?? null, name: str(b.name) ?? '', arguments: b.input });
         break;
       case 'server_tool_use':
-        parts.push({ type: 'server_tool_call', id: str(b.id) ?? null, name: str(b.name) ?? '', server_tool_call: { type: str(b.name) ?? 'server_tool', input: b.input } });
+        parts.push({
+          type: 'server_tool_call',
+          id: str(b.id) ?? null,
+          name: str(b.name) ?? '',
+          server_tool_call: { type: str(b.name) ?? 'server_tool', input: b.input },
+        });
         break;
       case 'tool_result':
-        parts.push({ type: 'tool_call_response', id: str(b.tool_use_id) ?? null, response: toolResultValue(b.content) });
+        parts.push({
+          type: 'tool_call_response',
+          id: str(b.tool_use_id) ?? null,
+          response: toolResultValue(b.content),
+        });
         break;
       case 'image': {
         const s = isObject(b.source) ? b.source : {};
-        if (s.type === 'base64') parts.push({ type: 'blob', modality: 'image', mime_type: str(s.media_type) ?? null, content: str(s.data) ?? '' });
+        if (s.type === 'base64')
+          parts.push({
+            type: 'blob',
+            modality: 'image',
+            mime_type: str(s.media_type) ?? null,
+            content: str(s.data) ?? '',
+          });
         else if (s.type === 'url' && str(s.url)) parts.push({ type: 'uri', modality: 'image', uri: s.url });
         else parts.push({ type: 'image' });
         break;

@@ -52,7 +52,7 @@ interface EmbeddingsAnswer {
 /** A vector's dimension: a float array's length, or a base64 float32 vector's bytes / 4. */
 function dimensionOf(v: unknown): number | undefined {
   if (Array.isArray(v)) return v.length;
-  if (typeof v === 'string') return Math.floor((Math.floor((v.replace(/=+$/, '').length * 3) / 4)) / 4);
+  if (typeof v === 'string') return Math.floor(Math.floor((v.replace(/=+$/, '').length * 3) / 4) / 4);
   if (isObject(v) && Array.isArray(v.values)) return v.values.length;
   return undefined;
 }
@@ -117,7 +117,11 @@ class EmbeddingsReader implements ResponseReader {
     this.#body.onEnd();
   }
 
-  finish(_exchange: Exchange, failure: Failure, durationMs: number): { attributes: Attributes; outcome: ExchangeOutcome; error?: string } {
+  finish(
+    _exchange: Exchange,
+    failure: Failure,
+    durationMs: number,
+  ): { attributes: Attributes; outcome: ExchangeOutcome; error?: string } {
     const body = this.#body;
     const a: Attributes = { [ATTR_FL_RESPONSE_BODY_BYTES]: body.bytes };
     const status = body.status || undefined;
@@ -223,7 +227,10 @@ export const geminiEmbeddings: ProtocolModule = embeddingsModule(
     if (!m) return undefined;
     // The URL is the evidence (Google's `:embedContent` / `:batchEmbedContents`).
     const batch = m[2] === 'batchEmbedContents';
-    return { model: decodeURIComponent(m[1] as string), inputs: batch ? (Array.isArray(body.requests) ? body.requests.length : 0) : 1 };
+    return {
+      model: decodeURIComponent(m[1] as string),
+      inputs: batch ? (Array.isArray(body.requests) ? body.requests.length : 0) : 1,
+    };
   },
 );
 
@@ -233,7 +240,8 @@ export const ollamaEmbeddings: ProtocolModule = embeddingsModule(
   (p) => p.endsWith('/api/embed') || p.endsWith('/api/embeddings'),
   (url, body) => {
     if (typeof body.model !== 'string') return undefined;
-    if (url.pathname.endsWith('/api/embed')) return body.input === undefined ? undefined : { model: body.model, inputs: count(body.input) };
+    if (url.pathname.endsWith('/api/embed'))
+      return body.input === undefined ? undefined : { model: body.model, inputs: count(body.input) };
     // /api/embeddings: `prompt`; an OpenAI-shaped body on that path is left to the OpenAI-compatible module.
     return typeof body.prompt === 'string' ? { model: body.model, inputs: 1 } : undefined;
   },

@@ -25,7 +25,15 @@ import {
   GEN_AI_OPERATION_GENERATE_CONTENT,
 } from '../semconv';
 import type { ProtocolModule, ProtocolStart, ResponseReader } from '../internal-types';
-import type { Exchange, GenAiMessage, GenAiPart, LlmRequestSummary, ToolCallSummary, ToolDefinition, UsageSummary } from '../types';
+import type {
+  Exchange,
+  GenAiMessage,
+  GenAiPart,
+  LlmRequestSummary,
+  ToolCallSummary,
+  ToolDefinition,
+  UsageSummary,
+} from '../types';
 import { dataUriPart, isObject, str } from './content';
 import { jsonStreamElements } from '../../src/wire/json-stream';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
@@ -47,10 +55,21 @@ export function geminiRoute(url: URL): { model: string; stream: boolean } | unde
 
 /** Vertex AI hosts and Vertex-shaped paths (a gateway in front of Vertex keeps its paths). */
 export function isVertex(url: URL): boolean {
-  return url.hostname.endsWith('aiplatform.googleapis.com') || /\/projects\/[^/]+\/locations\/[^/]+\//.test(url.pathname);
+  return (
+    url.hostname.endsWith('aiplatform.googleapis.com') || /\/projects\/[^/]+\/locations\/[^/]+\//.test(url.pathname)
+  );
 }
 
-const SAFETY = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT', 'IMAGE_RECITATION']);
+const SAFETY = new Set([
+  'SAFETY',
+  'RECITATION',
+  'BLOCKLIST',
+  'PROHIBITED_CONTENT',
+  'SPII',
+  'IMAGE_SAFETY',
+  'IMAGE_PROHIBITED_CONTENT',
+  'IMAGE_RECITATION',
+]);
 const TOOL_FAILURE = new Set(['MALFORMED_FUNCTION_CALL', 'UNEXPECTED_TOOL_CALL', 'TOO_MANY_TOOL_CALLS']);
 
 /** A Gemini finishReason as a semconv finish reason. */
@@ -88,20 +107,47 @@ function geminiParts(parts: unknown): GenAiPart[] {
     if (typeof p.text === 'string') {
       out.push(p.thought === true ? { type: 'reasoning', content: p.text } : { type: 'text', content: p.text });
     } else if (isObject(p.functionCall)) {
-      out.push({ type: 'tool_call', id: str(p.functionCall.id) ?? null, name: str(p.functionCall.name) ?? '', arguments: p.functionCall.args ?? {} });
+      out.push({
+        type: 'tool_call',
+        id: str(p.functionCall.id) ?? null,
+        name: str(p.functionCall.name) ?? '',
+        arguments: p.functionCall.args ?? {},
+      });
     } else if (isObject(p.functionResponse)) {
-      out.push({ type: 'tool_call_response', id: str(p.functionResponse.id) ?? null, response: p.functionResponse.response ?? null });
+      out.push({
+        type: 'tool_call_response',
+        id: str(p.functionResponse.id) ?? null,
+        response: p.functionResponse.response ?? null,
+      });
     } else if (isObject(p.inlineData)) {
       const d = p.inlineData;
-      out.push({ type: 'blob', modality: modalityOf(str(d.mimeType)), mime_type: str(d.mimeType) ?? null, content: str(d.data) ?? '' });
+      out.push({
+        type: 'blob',
+        modality: modalityOf(str(d.mimeType)),
+        mime_type: str(d.mimeType) ?? null,
+        content: str(d.data) ?? '',
+      });
     } else if (isObject(p.fileData)) {
       const d = p.fileData;
       const uri = str(d.fileUri) ?? '';
-      out.push(uri.startsWith('data:') ? dataUriPart(uri, modalityOf(str(d.mimeType))) : { type: 'uri', modality: modalityOf(str(d.mimeType)), mime_type: str(d.mimeType) ?? null, uri });
+      out.push(
+        uri.startsWith('data:')
+          ? dataUriPart(uri, modalityOf(str(d.mimeType)))
+          : { type: 'uri', modality: modalityOf(str(d.mimeType)), mime_type: str(d.mimeType) ?? null, uri },
+      );
     } else if (isObject(p.executableCode)) {
-      out.push({ type: 'server_tool_call', id: null, name: 'code_execution', server_tool_call: { type: 'code_execution', ...p.executableCode } });
+      out.push({
+        type: 'server_tool_call',
+        id: null,
+        name: 'code_execution',
+        server_tool_call: { type: 'code_execution', ...p.executableCode },
+      });
     } else if (isObject(p.codeExecutionResult)) {
-      out.push({ type: 'server_tool_call_response', id: null, server_tool_call_response: { type: 'code_execution', ...p.codeExecutionResult } });
+      out.push({
+        type: 'server_tool_call_response',
+        id: null,
+        server_tool_call_response: { type: 'code_execution', ...p.codeExecutionResult },
+      });
     } else {
       const key = Object.keys(p).find((k) => k !== 'thoughtSignature' && k !== 'thought');
       if (key !== undefined) out.push({ type: key });
@@ -199,7 +245,8 @@ class GeminiReader extends BodyReader implements ResponseReader {
     if (!isObject(value)) return;
     const acc = this.#acc;
     if (isObject(value.error)) {
-      acc.errorCode = str(value.error.status) ?? (typeof value.error.code === 'number' ? String(value.error.code) : undefined);
+      acc.errorCode =
+        str(value.error.status) ?? (typeof value.error.code === 'number' ? String(value.error.code) : undefined);
       if (streamed) acc.failedInBand = true;
       return;
     }
@@ -211,7 +258,8 @@ class GeminiReader extends BodyReader implements ResponseReader {
     }
     const usage = usageOf(value.usageMetadata);
     if (usage) acc.usage = usage;
-    if (isObject(value.promptFeedback) && typeof value.promptFeedback.blockReason === 'string') this.#blockReason = value.promptFeedback.blockReason;
+    if (isObject(value.promptFeedback) && typeof value.promptFeedback.blockReason === 'string')
+      this.#blockReason = value.promptFeedback.blockReason;
     if (!Array.isArray(value.candidates)) return;
     value.candidates.forEach((c, i) => {
       if (!isObject(c)) return;
@@ -228,7 +276,11 @@ class GeminiReader extends BodyReader implements ResponseReader {
   }
 
   #outputMessages(): GenAiMessage[] {
-    return this.#sorted().map(([, c]) => ({ role: 'assistant', parts: geminiParts(c.parts), finish_reason: finishOf(c) ?? '' }));
+    return this.#sorted().map(([, c]) => ({
+      role: 'assistant',
+      parts: geminiParts(c.parts),
+      finish_reason: finishOf(c) ?? '',
+    }));
   }
 
   #sorted(): Array<[number, Candidate]> {
@@ -261,12 +313,17 @@ class GeminiReader extends BodyReader implements ResponseReader {
     const sorted = this.#sorted();
     const first = sorted[0]?.[1];
     if (first) {
-      acc.text = first.parts.filter((p) => typeof p.text === 'string' && p.thought !== true).map((p) => p.text as string).join('');
+      acc.text = first.parts
+        .filter((p) => typeof p.text === 'string' && p.thought !== true)
+        .map((p) => p.text as string)
+        .join('');
       acc.toolCalls = first.parts.filter((p) => isObject(p.functionCall)).map((p) => toolCall(p.functionCall as Json));
     }
     acc.finishReasons = sorted.map(([, c]) => finishOf(c)).filter((f): f is string => f !== undefined);
     if (acc.finishReasons.length === 0 && this.#blockReason !== undefined) acc.finishReasons = ['content_filter'];
-    return finishLlm(body, acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs, { stream: streamed });
+    return finishLlm(body, acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs, {
+      stream: streamed,
+    });
   }
 
   /** A non-array body on a stream route (an error object sent as plain JSON). */
@@ -280,13 +337,24 @@ class GeminiReader extends BodyReader implements ResponseReader {
 }
 
 function finishOf(c: Candidate): string | undefined {
-  return c.finishReason === undefined ? undefined : geminiFinishReason(c.finishReason, c.parts.some((p) => isObject(p.functionCall)));
+  return c.finishReason === undefined
+    ? undefined
+    : geminiFinishReason(
+        c.finishReason,
+        c.parts.some((p) => isObject(p.functionCall)),
+      );
 }
 
 /** Stream chunks continue the last text part (same kind: thought or not) and add every other part. */
 function appendPart(parts: Json[], p: Json): void {
   const last = parts[parts.length - 1];
-  if (last && typeof p.text === 'string' && typeof last.text === 'string' && (last.thought === true) === (p.thought === true) && !isObject(p.functionCall)) {
+  if (
+    last &&
+    typeof p.text === 'string' &&
+    typeof last.text === 'string' &&
+    (last.thought === true) === (p.thought === true) &&
+    !isObject(p.functionCall)
+  ) {
     parts[parts.length - 1] = { ...last, text: last.text + p.text };
     return;
   }
@@ -315,7 +383,11 @@ export const geminiGenerateContent: ProtocolModule = {
     if (!route || !isObject(body)) return undefined;
     const { model, stream } = route;
     const provider = providerName(url.hostname, isVertex(url) ? 'vertex' : 'gemini');
-    const config = isObject(body.generationConfig) ? body.generationConfig : isObject(body.generation_config) ? body.generation_config : {};
+    const config = isObject(body.generationConfig)
+      ? body.generationConfig
+      : isObject(body.generation_config)
+        ? body.generation_config
+        : {};
     const llmRequest: LlmRequestSummary = {
       provider,
       operation: GEN_AI_OPERATION_GENERATE_CONTENT,
@@ -340,9 +412,13 @@ export const geminiGenerateContent: ProtocolModule = {
     setNumber(attributes, ATTR_GEN_AI_REQUEST_PRESENCE_PENALTY, config.presencePenalty);
     const n = num(config.candidateCount);
     if (n !== undefined && n !== 1) attributes[ATTR_GEN_AI_REQUEST_CHOICE_COUNT] = n;
-    if (Array.isArray(config.stopSequences)) attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = config.stopSequences.filter((s): s is string => typeof s === 'string');
+    if (Array.isArray(config.stopSequences))
+      attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = config.stopSequences.filter(
+        (s): s is string => typeof s === 'string',
+      );
     const mime = str(config.responseMimeType);
-    if (mime === 'application/json' || config.responseSchema !== undefined || config.responseJsonSchema !== undefined) attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'json';
+    if (mime === 'application/json' || config.responseSchema !== undefined || config.responseJsonSchema !== undefined)
+      attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'json';
     else if (mime === 'text/plain') attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'text';
     return {
       name: `${GEN_AI_OPERATION_GENERATE_CONTENT} ${model}`,

@@ -85,7 +85,8 @@ export function finishLlm(
     if (u.inputTokens !== undefined) a[ATTR_GEN_AI_USAGE_INPUT_TOKENS] = u.inputTokens;
     if (u.outputTokens !== undefined) a[ATTR_GEN_AI_USAGE_OUTPUT_TOKENS] = u.outputTokens;
     if (u.cacheReadInputTokens !== undefined) a[ATTR_GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = u.cacheReadInputTokens;
-    if (u.cacheCreationInputTokens !== undefined) a[ATTR_GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = u.cacheCreationInputTokens;
+    if (u.cacheCreationInputTokens !== undefined)
+      a[ATTR_GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = u.cacheCreationInputTokens;
     if (u.reasoningOutputTokens !== undefined) a[ATTR_GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = u.reasoningOutputTokens;
   }
   a[ATTR_FL_RESPONSE_OUTPUT_CHARS] = acc.text.length;

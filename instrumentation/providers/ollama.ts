@@ -14,7 +14,15 @@ import {
   GEN_AI_OPERATION_TEXT_COMPLETION,
 } from '../semconv';
 import type { ProtocolModule, ProtocolStart, ResponseReader } from '../internal-types';
-import type { Exchange, GenAiMessage, GenAiPart, LlmRequestSummary, Protocol, ToolCallSummary, UsageSummary } from '../types';
+import type {
+  Exchange,
+  GenAiMessage,
+  GenAiPart,
+  LlmRequestSummary,
+  Protocol,
+  ToolCallSummary,
+  UsageSummary,
+} from '../types';
 import { isObject, openAiTools, parseArguments, str } from './content';
 import { jsonStreamElements } from '../../src/wire/json-stream';
 import { finishLlm, type Failure, type LlmAccumulated } from './llm-result';
@@ -31,7 +39,9 @@ export function ollamaFinishReason(reason: string, calledTools: boolean): string
 
 function imageParts(images: unknown): GenAiPart[] {
   if (!Array.isArray(images)) return [];
-  return images.filter((i): i is string => typeof i === 'string').map((content) => ({ type: 'blob', modality: 'image', mime_type: null, content }));
+  return images
+    .filter((i): i is string => typeof i === 'string')
+    .map((content) => ({ type: 'blob', modality: 'image', mime_type: null, content }));
 }
 
 function toolCallParts(calls: unknown): GenAiPart[] {
@@ -40,7 +50,12 @@ function toolCallParts(calls: unknown): GenAiPart[] {
   for (const tc of calls) {
     if (!isObject(tc)) continue;
     const fn = isObject(tc.function) ? tc.function : {};
-    parts.push({ type: 'tool_call', id: str(tc.id) ?? null, name: str(fn.name) ?? '', arguments: parseArguments(fn.arguments) });
+    parts.push({
+      type: 'tool_call',
+      id: str(tc.id) ?? null,
+      name: str(fn.name) ?? '',
+      arguments: parseArguments(fn.arguments),
+    });
   }
   return parts;
 }
@@ -49,7 +64,8 @@ function toolCallParts(calls: unknown): GenAiPart[] {
 function messageParts(m: Json): GenAiPart[] {
   const parts: GenAiPart[] = [];
   if (typeof m.thinking === 'string' && m.thinking !== '') parts.push({ type: 'reasoning', content: m.thinking });
-  if (typeof m.content === 'string' && (m.content !== '' || !Array.isArray(m.tool_calls))) parts.push({ type: 'text', content: m.content });
+  if (typeof m.content === 'string' && (m.content !== '' || !Array.isArray(m.tool_calls)))
+    parts.push({ type: 'text', content: m.content });
   parts.push(...imageParts(m.images), ...toolCallParts(m.tool_calls));
   return parts;
 }
@@ -65,7 +81,10 @@ export function ollamaInput(messages: unknown): { messages: GenAiMessage[]; syst
     if (role === 'system') {
       system.push(str(m.content) ?? '');
     } else if (role === 'tool') {
-      const msg: GenAiMessage = { role: 'tool', parts: [{ type: 'tool_call_response', id: str(m.tool_call_id) ?? null, response: m.content ?? null }] };
+      const msg: GenAiMessage = {
+        role: 'tool',
+        parts: [{ type: 'tool_call_response', id: str(m.tool_call_id) ?? null, response: m.content ?? null }],
+      };
       if (typeof m.tool_name === 'string') msg.name = m.tool_name;
       out.push(msg);
     } else {
@@ -82,7 +101,10 @@ function toolCalls(calls: unknown): ToolCallSummary[] {
     if (!isObject(tc)) continue;
     const fn = isObject(tc.function) ? tc.function : {};
     const args = fn.arguments;
-    const call: ToolCallSummary = { name: str(fn.name) ?? '', arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) };
+    const call: ToolCallSummary = {
+      name: str(fn.name) ?? '',
+      arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}),
+    };
     if (typeof tc.id === 'string') call.id = tc.id;
     out.push(call);
   }
@@ -159,14 +181,21 @@ class OllamaReader extends BodyReader implements ResponseReader {
       }
     }
     acc.toolCalls = toolCalls(this.#rawCalls);
-    const finish = this.#doneReason !== undefined ? ollamaFinishReason(this.#doneReason, acc.toolCalls.length > 0) : undefined;
+    const finish =
+      this.#doneReason !== undefined ? ollamaFinishReason(this.#doneReason, acc.toolCalls.length > 0) : undefined;
     if (finish !== undefined) acc.finishReasons = [finish];
     const capture = this.#capture && (acc.done || acc.text !== '' || acc.toolCalls.length > 0);
-    return finishLlm(body, acc, capture ? () => this.#outputMessages(finish) : undefined, failure, durationMs, { stream: streamed });
+    return finishLlm(body, acc, capture ? () => this.#outputMessages(finish) : undefined, failure, durationMs, {
+      stream: streamed,
+    });
   }
 }
 
-function ollamaModule(protocol: Extract<Protocol, 'ollama.chat' | 'ollama.generate'>, path: string, operation: string): ProtocolModule {
+function ollamaModule(
+  protocol: Extract<Protocol, 'ollama.chat' | 'ollama.generate'>,
+  path: string,
+  operation: string,
+): ProtocolModule {
   const chat = protocol === 'ollama.chat';
   return {
     protocol,
@@ -175,7 +204,12 @@ function ollamaModule(protocol: Extract<Protocol, 'ollama.chat' | 'ollama.genera
       return method === 'POST' && url.pathname.endsWith(path);
     },
 
-    start(url: URL, body: unknown, headers: Record<string, string>, captureContent: boolean): ProtocolStart | undefined {
+    start(
+      url: URL,
+      body: unknown,
+      headers: Record<string, string>,
+      captureContent: boolean,
+    ): ProtocolStart | undefined {
       if (!isObject(body) || typeof body.model !== 'string') return undefined;
       if (chat && body.messages !== undefined && !Array.isArray(body.messages)) return undefined;
       if (!chat && body.prompt !== undefined && typeof body.prompt !== 'string') return undefined;
@@ -184,8 +218,23 @@ function ollamaModule(protocol: Extract<Protocol, 'ollama.chat' | 'ollama.genera
       const stream = body.stream !== false;
       const provider = providerName(url.hostname, 'ollama');
       const options = isObject(body.options) ? body.options : {};
-      const input = chat ? ollamaInput(body.messages) : { messages: typeof body.prompt === 'string' ? [{ role: 'user', parts: [{ type: 'text', content: body.prompt }] }] : [] };
-      const llmRequest: LlmRequestSummary = { provider, operation, model, stream, messages: input.messages, tools: openAiTools(body), time: Date.now() };
+      const input = chat
+        ? ollamaInput(body.messages)
+        : {
+            messages:
+              typeof body.prompt === 'string'
+                ? [{ role: 'user', parts: [{ type: 'text', content: body.prompt }] }]
+                : [],
+          };
+      const llmRequest: LlmRequestSummary = {
+        provider,
+        operation,
+        model,
+        stream,
+        messages: input.messages,
+        tools: openAiTools(body),
+        time: Date.now(),
+      };
       const maxTokens = num(options.num_predict);
       if (maxTokens !== undefined && maxTokens >= 0) llmRequest.maxTokens = maxTokens;
       const temperature = num(options.temperature);
@@ -199,7 +248,15 @@ function ollamaModule(protocol: Extract<Protocol, 'ollama.chat' | 'ollama.genera
       setNumber(attributes, ATTR_GEN_AI_REQUEST_SEED, options.seed);
       setStopSequences(attributes, options.stop);
       if (body.format === 'json' || isObject(body.format)) attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'json';
-      return { name: `${operation} ${model}`, kind: SpanKind.CLIENT, attributes, stream, operation, provider, llmRequest };
+      return {
+        name: `${operation} ${model}`,
+        kind: SpanKind.CLIENT,
+        attributes,
+        stream,
+        operation,
+        provider,
+        llmRequest,
+      };
     },
 
     reader(_exchange: Exchange, captureContent: boolean): ResponseReader {
@@ -209,4 +266,8 @@ function ollamaModule(protocol: Extract<Protocol, 'ollama.chat' | 'ollama.genera
 }
 
 export const ollamaChat: ProtocolModule = ollamaModule('ollama.chat', '/api/chat', GEN_AI_OPERATION_CHAT);
-export const ollamaGenerate: ProtocolModule = ollamaModule('ollama.generate', '/api/generate', GEN_AI_OPERATION_TEXT_COMPLETION);
+export const ollamaGenerate: ProtocolModule = ollamaModule(
+  'ollama.generate',
+  '/api/generate',
+  GEN_AI_OPERATION_TEXT_COMPLETION,
+);

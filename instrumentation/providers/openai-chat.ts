@@ -35,7 +35,9 @@ function usageOf(u: unknown): UsageSummary | undefined {
   if (output !== undefined) usage.outputTokens = output;
   const cached = isObject(u.prompt_tokens_details) ? num(u.prompt_tokens_details.cached_tokens) : undefined;
   if (cached !== undefined) usage.cacheReadInputTokens = cached;
-  const reasoning = isObject(u.completion_tokens_details) ? num(u.completion_tokens_details.reasoning_tokens) : undefined;
+  const reasoning = isObject(u.completion_tokens_details)
+    ? num(u.completion_tokens_details.reasoning_tokens)
+    : undefined;
   if (reasoning !== undefined) usage.reasoningOutputTokens = reasoning;
   return usage;
 }
@@ -56,7 +58,11 @@ const CHOICES = '"choices":[{"index":';
 const TEXT = ',"delta":{"content":"';
 const TOOL_ARGS = ['"tool_calls":[{"index":', ',"function":{"arguments":"'] as const;
 /** What may follow a plain delta in its choice: nothing the reader keeps (a null finish reason, null logprobs). */
-const CHOICE_TAILS = [',"logprobs":null,"finish_reason":null}]', ',"finish_reason":null}]', ',"finish_reason":null,"logprobs":null}]'];
+const CHOICE_TAILS = [
+  ',"logprobs":null,"finish_reason":null}]',
+  ',"finish_reason":null}]',
+  ',"finish_reason":null,"logprobs":null}]',
+];
 
 /** A JSON non-negative integer at `at` and the index after it, or undefined. */
 function indexAt(data: string, at: number): [number, number] | undefined {
@@ -251,7 +257,9 @@ class OpenAiChatReader extends BodyReader implements ResponseReader {
 
   #outputMessages(): GenAiMessage[] {
     if (this.#jsonChoices) {
-      return this.#jsonChoices.filter(isObject).map((c) => openAiOutputMessage(c.message, typeof c.finish_reason === 'string' ? c.finish_reason : undefined));
+      return this.#jsonChoices
+        .filter(isObject)
+        .map((c) => openAiOutputMessage(c.message, typeof c.finish_reason === 'string' ? c.finish_reason : undefined));
     }
     if (!this.#choices) return [];
     return [...this.#choices.entries()]
@@ -260,7 +268,8 @@ class OpenAiChatReader extends BodyReader implements ResponseReader {
         const parts: GenAiPart[] = [];
         if (st.text) parts.push({ type: 'text', content: st.text });
         if (st.refusal) parts.push({ type: 'text', content: st.refusal });
-        for (const t of streamToolCalls(st)) parts.push({ type: 'tool_call', id: t.id ?? null, name: t.name, arguments: parseArguments(t.arguments) });
+        for (const t of streamToolCalls(st))
+          parts.push({ type: 'tool_call', id: t.id ?? null, name: t.name, arguments: parseArguments(t.arguments) });
         return { role: 'assistant', parts, finish_reason: st.finish ?? '' };
       });
   }
@@ -279,7 +288,9 @@ class OpenAiChatReader extends BodyReader implements ResponseReader {
         this.#fromJson(value, preview);
       }
     }
-    return finishLlm(body, this.#acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs, { declared: declaredBy(this.#exchange.request) });
+    return finishLlm(body, this.#acc, this.#capture ? () => this.#outputMessages() : undefined, failure, durationMs, {
+      declared: declaredBy(this.#exchange.request),
+    });
   }
 }
 
@@ -294,14 +305,20 @@ function jsonToolCalls(m: Json): ToolCallSummary[] {
     for (const tc of m.tool_calls) {
       if (!isObject(tc)) continue;
       const fn = isObject(tc.function) ? tc.function : {};
-      const call: ToolCallSummary = { name: typeof fn.name === 'string' ? fn.name : '', arguments: typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? '') };
+      const call: ToolCallSummary = {
+        name: typeof fn.name === 'string' ? fn.name : '',
+        arguments: typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? ''),
+      };
       if (typeof tc.id === 'string') call.id = tc.id;
       out.push(call);
     }
   }
   if (isObject(m.function_call)) {
     const fc = m.function_call;
-    out.push({ name: typeof fc.name === 'string' ? fc.name : '', arguments: typeof fc.arguments === 'string' ? fc.arguments : '' });
+    out.push({
+      name: typeof fc.name === 'string' ? fc.name : '',
+      arguments: typeof fc.arguments === 'string' ? fc.arguments : '',
+    });
   }
   return out;
 }
@@ -309,7 +326,9 @@ function jsonToolCalls(m: Json): ToolCallSummary[] {
 function streamToolCalls(st: ChoiceState): ToolCallSummary[] {
   return [...st.tools.entries()]
     .sort((x, y) => x[0] - y[0])
-    .map(([, t]) => (t.id !== undefined ? { id: t.id, name: t.name, arguments: t.args } : { name: t.name, arguments: t.args }));
+    .map(([, t]) =>
+      t.id !== undefined ? { id: t.id, name: t.name, arguments: t.args } : { name: t.name, arguments: t.args },
+    );
 }
 
 /** The tools and the `response_format` JSON Schema a chat request declared, to judge the answer against. */
@@ -317,7 +336,8 @@ function declaredBy(body: unknown): Declared {
   if (!isObject(body)) return {};
   const out: Declared = { tools: openAiTools(body) };
   const rf = body.response_format;
-  if (isObject(rf) && rf.type === 'json_schema' && isObject(rf.json_schema) && isObject(rf.json_schema.schema)) out.responseSchema = rf.json_schema.schema;
+  if (isObject(rf) && rf.type === 'json_schema' && isObject(rf.json_schema) && isObject(rf.json_schema.schema))
+    out.responseSchema = rf.json_schema.schema;
   return out;
 }
 
@@ -343,7 +363,14 @@ export const openaiChat: ProtocolModule = {
     const summarise = (): LlmRequestSummary => {
       if (summary !== undefined) return summary;
       const input = openAiInput(body.messages);
-      const llmRequest: LlmRequestSummary = { provider, operation: GEN_AI_OPERATION_CHAT, stream, messages: input.messages, tools, time };
+      const llmRequest: LlmRequestSummary = {
+        provider,
+        operation: GEN_AI_OPERATION_CHAT,
+        stream,
+        messages: input.messages,
+        tools,
+        time,
+      };
       if (model !== undefined) llmRequest.model = model;
       if (maxTokens !== undefined) llmRequest.maxTokens = maxTokens;
       if (temperature !== undefined) llmRequest.temperature = temperature;
@@ -352,7 +379,16 @@ export const openaiChat: ProtocolModule = {
     };
     const head = captureContent
       ? summarise()
-      : { provider, operation: GEN_AI_OPERATION_CHAT, stream, model, maxTokens, temperature, tools, messageCount: openAiMessageCount(body.messages) };
+      : {
+          provider,
+          operation: GEN_AI_OPERATION_CHAT,
+          stream,
+          model,
+          maxTokens,
+          temperature,
+          tools,
+          messageCount: openAiMessageCount(body.messages),
+        };
     const attributes = llmStartAttributes(url, head, headers, captureContent);
     setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_P, body.top_p);
     setNumber(attributes, ATTR_GEN_AI_REQUEST_FREQUENCY_PENALTY, body.frequency_penalty);

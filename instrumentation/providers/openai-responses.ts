@@ -52,7 +52,15 @@ interface OutItem {
 }
 
 /** Items the application has to act on: function and custom tool calls, and the built-in tools it executes itself. */
-const TOOL_ITEMS = new Set(['function_call', 'custom_tool_call', 'computer_call', 'local_shell_call', 'shell_call', 'apply_patch_call', 'mcp_approval_request']);
+const TOOL_ITEMS = new Set([
+  'function_call',
+  'custom_tool_call',
+  'computer_call',
+  'local_shell_call',
+  'shell_call',
+  'apply_patch_call',
+  'mcp_approval_request',
+]);
 
 function isToolCall(item: OutItem): boolean {
   return TOOL_ITEMS.has(item.type) || item.clientExecuted === true;
@@ -71,7 +79,12 @@ function outItem(item: Json): OutItem {
       else if (c.type === 'refusal' && typeof c.refusal === 'string') out.refusal += c.refusal;
     }
   } else if (type === 'function_call') {
-    out.args = typeof item.arguments === 'string' ? item.arguments : item.arguments !== undefined ? JSON.stringify(item.arguments) : '';
+    out.args =
+      typeof item.arguments === 'string'
+        ? item.arguments
+        : item.arguments !== undefined
+          ? JSON.stringify(item.arguments)
+          : '';
   } else if (type === 'custom_tool_call') {
     out.args = str(item.input) ?? '';
   } else if (type === 'reasoning') {
@@ -235,7 +248,8 @@ class OpenAiResponsesReader extends BodyReader implements ResponseReader {
     const items = this.#itemsMap();
     if (typeof data.output_index === 'number') {
       let item = items.get(data.output_index);
-      if (!item) items.set(data.output_index, (item = { type: 'message', text: '', refusal: '', args: '', reasoning: '' }));
+      if (!item)
+        items.set(data.output_index, (item = { type: 'message', text: '', refusal: '', args: '', reasoning: '' }));
       return item;
     }
     for (const item of items.values()) if (item.id !== undefined && item.id === data.item_id) return item;
@@ -281,11 +295,21 @@ class OpenAiResponsesReader extends BodyReader implements ResponseReader {
         if (item.text) parts.push({ type: 'text', content: item.text });
         if (item.refusal) parts.push({ type: 'text', content: item.refusal });
       } else if (isToolCall(item)) {
-        parts.push({ type: 'tool_call', id: item.callId ?? item.id ?? null, name: item.name ?? '', arguments: item.type === 'custom_tool_call' ? item.args : parseArguments(item.args) });
+        parts.push({
+          type: 'tool_call',
+          id: item.callId ?? item.id ?? null,
+          name: item.name ?? '',
+          arguments: item.type === 'custom_tool_call' ? item.args : parseArguments(item.args),
+        });
       } else if (item.type === 'reasoning') {
         if (item.reasoning) parts.push({ type: 'reasoning', content: item.reasoning });
       } else {
-        parts.push({ type: 'server_tool_call', id: item.id ?? null, name: item.type, server_tool_call: { ...(item.raw ?? {}), type: item.type } });
+        parts.push({
+          type: 'server_tool_call',
+          id: item.id ?? null,
+          name: item.type,
+          server_tool_call: { ...(item.raw ?? {}), type: item.type },
+        });
       }
     }
     if (parts.length === 0 && finishReason === undefined) return [];
@@ -302,12 +326,20 @@ class OpenAiResponsesReader extends BodyReader implements ResponseReader {
     }
     const acc = this.#acc;
     const items = this.#outItems();
-    for (const item of items) if (item.name === undefined && isToolCall(item)) item.name = builtinToolName(item.type, exchange.request);
+    for (const item of items)
+      if (item.name === undefined && isToolCall(item)) item.name = builtinToolName(item.type, exchange.request);
     acc.text = items.map((i) => (i.type === 'message' ? i.text || i.refusal : '')).join('');
     acc.toolCalls = items.filter(isToolCall).map(toolCall);
     const finishReason = this.#response ? responsesFinishReason(this.#response, acc.toolCalls.length > 0) : undefined;
     if (finishReason !== undefined) acc.finishReasons = [finishReason];
-    return finishLlm(body, acc, this.#capture ? () => this.#outputMessages(items, finishReason) : undefined, failure, durationMs, { declared: declaredBy(this.#exchange.request) });
+    return finishLlm(
+      body,
+      acc,
+      this.#capture ? () => this.#outputMessages(items, finishReason) : undefined,
+      failure,
+      durationMs,
+      { declared: declaredBy(this.#exchange.request) },
+    );
   }
 }
 
@@ -351,7 +383,12 @@ function inputParts(content: unknown): GenAiPart[] {
         break;
       case 'input_audio': {
         const a = isObject(c.input_audio) ? c.input_audio : {};
-        parts.push({ type: 'blob', modality: 'audio', mime_type: str(a.format) ? `audio/${a.format}` : null, content: str(a.data) ?? '' });
+        parts.push({
+          type: 'blob',
+          modality: 'audio',
+          mime_type: str(a.format) ? `audio/${a.format}` : null,
+          content: str(a.data) ?? '',
+        });
         break;
       }
       default:
@@ -361,7 +398,8 @@ function inputParts(content: unknown): GenAiPart[] {
   return parts;
 }
 
-const textOf = (parts: GenAiPart[]): string => parts.map((p) => (p.type === 'text' ? (p as { content: string }).content : '')).join('');
+const textOf = (parts: GenAiPart[]): string =>
+  parts.map((p) => (p.type === 'text' ? (p as { content: string }).content : '')).join('');
 
 /**
  * `instructions` + `input` (a string or a list of items) → semconv input messages, with system/developer messages
@@ -387,12 +425,30 @@ export function responsesInput(body: Json): { messages: GenAiMessage[]; system?:
         if (role === 'system' || role === 'developer') system.push(textOf(parts));
         else messages.push({ role, parts });
       } else if (type === 'function_call') {
-        push('assistant', { type: 'tool_call', id: str(item.call_id) ?? str(item.id) ?? null, name: str(item.name) ?? '', arguments: parseArguments(item.arguments) });
+        push('assistant', {
+          type: 'tool_call',
+          id: str(item.call_id) ?? str(item.id) ?? null,
+          name: str(item.name) ?? '',
+          arguments: parseArguments(item.arguments),
+        });
       } else if (type === 'custom_tool_call') {
-        push('assistant', { type: 'tool_call', id: str(item.call_id) ?? str(item.id) ?? null, name: str(item.name) ?? '', arguments: item.input });
-      } else if (type === 'function_call_output' || type === 'custom_tool_call_output' || type.endsWith('_call_output')) {
+        push('assistant', {
+          type: 'tool_call',
+          id: str(item.call_id) ?? str(item.id) ?? null,
+          name: str(item.name) ?? '',
+          arguments: item.input,
+        });
+      } else if (
+        type === 'function_call_output' ||
+        type === 'custom_tool_call_output' ||
+        type.endsWith('_call_output')
+      ) {
         const output = item.output;
-        push('tool', { type: 'tool_call_response', id: str(item.call_id) ?? str(item.id) ?? null, response: typeof output === 'string' ? output : (output ?? null) });
+        push('tool', {
+          type: 'tool_call_response',
+          id: str(item.call_id) ?? str(item.id) ?? null,
+          response: typeof output === 'string' ? output : (output ?? null),
+        });
       } else if (type === 'reasoning') {
         // Encrypted reasoning carries no text: the item is still part of the turn, but adds no part.
         const text = reasoningText(item);
@@ -401,7 +457,12 @@ export function responsesInput(body: Json): { messages: GenAiMessage[]; system?:
         push('user', { type: 'item_reference', id: str(item.id) ?? null });
       } else {
         // Built-in tool calls replayed as input (web_search_call, mcp_call, …).
-        push('assistant', { type: 'server_tool_call', id: str(item.id) ?? null, name: type, server_tool_call: { ...item, type } });
+        push('assistant', {
+          type: 'server_tool_call',
+          id: str(item.id) ?? null,
+          name: type,
+          server_tool_call: { ...item, type },
+        });
       }
     }
   }
@@ -453,7 +514,8 @@ export const openaiResponses: ProtocolModule = {
   start(url: URL, body: unknown, headers: Record<string, string>, captureContent: boolean): ProtocolStart | undefined {
     // Evidence that this is the Responses API and not some other `/responses` endpoint: a model, an input or a
     // stored prompt.
-    if (!isObject(body) || (typeof body.model !== 'string' && body.input === undefined && !isObject(body.prompt))) return undefined;
+    if (!isObject(body) || (typeof body.model !== 'string' && body.input === undefined && !isObject(body.prompt)))
+      return undefined;
     const model = str(body.model);
     const stream = body.stream === true;
     const provider = providerName(url.hostname, 'openai');
@@ -465,7 +527,14 @@ export const openaiResponses: ProtocolModule = {
     const summarise = (): LlmRequestSummary => {
       if (summary !== undefined) return summary;
       const input = responsesInput(body);
-      const llmRequest: LlmRequestSummary = { provider, operation: GEN_AI_OPERATION_CHAT, stream, messages: input.messages, tools, time };
+      const llmRequest: LlmRequestSummary = {
+        provider,
+        operation: GEN_AI_OPERATION_CHAT,
+        stream,
+        messages: input.messages,
+        tools,
+        time,
+      };
       if (model !== undefined) llmRequest.model = model;
       if (maxTokens !== undefined) llmRequest.maxTokens = maxTokens;
       if (temperature !== undefined) llmRequest.temperature = temperature;
@@ -474,13 +543,23 @@ export const openaiResponses: ProtocolModule = {
     };
     const head = captureContent
       ? summarise()
-      : { provider, operation: GEN_AI_OPERATION_CHAT, stream, model, maxTokens, temperature, tools, messageCount: inputMessageCount(body) };
+      : {
+          provider,
+          operation: GEN_AI_OPERATION_CHAT,
+          stream,
+          model,
+          maxTokens,
+          temperature,
+          tools,
+          messageCount: inputMessageCount(body),
+        };
     const attributes = llmStartAttributes(url, head, headers, captureContent);
     attributes[ATTR_OPENAI_API_TYPE] = 'responses';
     setNumber(attributes, ATTR_GEN_AI_REQUEST_TOP_P, body.top_p);
     const conversation = conversationId(body);
     if (conversation !== undefined) attributes[ATTR_GEN_AI_CONVERSATION_ID] = conversation;
-    if (typeof body.previous_response_id === 'string') attributes[ATTR_FL_REQUEST_PREVIOUS_RESPONSE_ID] = body.previous_response_id;
+    if (typeof body.previous_response_id === 'string')
+      attributes[ATTR_FL_REQUEST_PREVIOUS_RESPONSE_ID] = body.previous_response_id;
     const format = isObject(body.text) && isObject(body.text.format) ? body.text.format.type : undefined;
     if (format === 'json_object' || format === 'json_schema') attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'json';
     else if (format === 'text') attributes[ATTR_GEN_AI_OUTPUT_TYPE] = 'text';

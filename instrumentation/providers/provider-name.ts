@@ -11,7 +11,6 @@
  */
 import { processEnv } from '../../src/env';
 
-
 export type WireFamily = 'openai' | 'anthropic' | 'gemini' | 'vertex' | 'bedrock' | 'ollama';
 
 const FALLBACK: Record<WireFamily, string> = {

@@ -40,7 +40,12 @@ export function retryCount(headers: Record<string, string>): number | undefined 
 /** What the start attributes need: a full summary, or (content capture off) its head with the message count. */
 export type LlmStartHead =
   | LlmRequestSummary
-  | (Pick<LlmRequestSummary, 'provider' | 'operation' | 'stream' | 'tools'> & { model?: string | undefined; maxTokens?: number | undefined; temperature?: number | undefined; messageCount: number });
+  | (Pick<LlmRequestSummary, 'provider' | 'operation' | 'stream' | 'tools'> & {
+      model?: string | undefined;
+      maxTokens?: number | undefined;
+      temperature?: number | undefined;
+      messageCount: number;
+    });
 
 export function llmStartAttributes(
   url: URL,
@@ -85,7 +90,8 @@ export function setNumber(attributes: Attributes, key: string, value: unknown): 
 /** `gen_ai.request.stop_sequences` from a `stop` parameter that is one string or a list of them. */
 export function setStopSequences(attributes: Attributes, stop: unknown): void {
   if (typeof stop === 'string') attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = [stop];
-  else if (Array.isArray(stop)) attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = stop.filter((s): s is string => typeof s === 'string');
+  else if (Array.isArray(stop))
+    attributes[ATTR_GEN_AI_REQUEST_STOP_SEQUENCES] = stop.filter((s): s is string => typeof s === 'string');
 }
 
 /**
@@ -94,7 +100,14 @@ export function setStopSequences(attributes: Attributes, stop: unknown): void {
  * A class, so the getter lives on its prototype: defining it on each object (`Object.defineProperty`) turned every
  * start into a dictionary-mode object, twice per call.
  */
-export function lazyLlmStart(operation: string, provider: string, model: string | undefined, attributes: Attributes, stream: boolean, summarise?: () => LlmRequestSummary): ProtocolStart {
+export function lazyLlmStart(
+  operation: string,
+  provider: string,
+  model: string | undefined,
+  attributes: Attributes,
+  stream: boolean,
+  summarise?: () => LlmRequestSummary,
+): ProtocolStart {
   return new LazyLlmStart(operation, provider, model, attributes, stream, summarise);
 }
 

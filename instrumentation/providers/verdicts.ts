@@ -41,7 +41,10 @@ function parse(text: string): { ok: true; value: unknown } | { ok: false } {
 
 /** `keyword path`, the path cut before a key the model wrote (an undeclared property names content). */
 function issueText(i: SchemaIssue): string {
-  const path = i.keyword === 'additionalProperties' || i.keyword === 'unevaluatedProperties' ? i.path.replace(/\.[^.[\]]*$|\[\d+\]$/, '') || '$' : i.path;
+  const path =
+    i.keyword === 'additionalProperties' || i.keyword === 'unevaluatedProperties'
+      ? i.path.replace(/\.[^.[\]]*$|\[\d+\]$/, '') || '$'
+      : i.path;
   return `${i.keyword} ${path}`;
 }
 
@@ -55,7 +58,11 @@ function garbling(texts: readonly string[]): string[] {
 }
 
 /** The verdict attributes of one answer (first choice's text and tool calls). Never throws. */
-export function answerVerdicts(text: string, toolCalls: readonly ToolCallSummary[], declared: Declared | undefined): Attributes {
+export function answerVerdicts(
+  text: string,
+  toolCalls: readonly ToolCallSummary[],
+  declared: Declared | undefined,
+): Attributes {
   const a: Attributes = {};
   try {
     const size = text.length + toolCalls.reduce((n, t) => n + t.arguments.length, 0);

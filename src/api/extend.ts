@@ -38,7 +38,12 @@ export type {
 export type { FaultPlanInput, FaultRule, FaultSelector } from '../plan/schema';
 
 // ---------------------------------------------------------------- a protocol module
-export type { ProtocolModule, ProtocolStart, ResponseReader, LlmRequestHead } from '../../instrumentation/internal-types';
+export type {
+  ProtocolModule,
+  ProtocolStart,
+  ResponseReader,
+  LlmRequestHead,
+} from '../../instrumentation/internal-types';
 export type {
   Protocol,
   Exchange,

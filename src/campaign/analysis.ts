@@ -62,7 +62,14 @@ export interface CampaignSummary {
 const rate = (k: number, n: number): Rate => ({ n, k, ...(n > 0 ? { rate: k / n } : {}) });
 
 export function isSilent(r: RunRecord): boolean {
-  return r.faulted && !r.success && r.decision === 'accept' && r.detections === 0 && r.guardEvents === 0 && r.errorSpans === 0;
+  return (
+    r.faulted &&
+    !r.success &&
+    r.decision === 'accept' &&
+    r.detections === 0 &&
+    r.guardEvents === 0 &&
+    r.errorSpans === 0
+  );
 }
 
 /** Statistics over faulted runs (each with its clean twin looked up in `byTask`). */
@@ -124,8 +131,10 @@ export function analyse(records: RunRecord[]): CampaignSummary {
   const faulted = records.filter((r) => r.faulted);
   const clean = records.filter((r) => !r.faulted);
   const main = faulted.filter((r) => r.study === 'main');
-  const stats = (groups: Map<string, RunRecord[]>): CellStats[] => [...groups].map(([k, rs]) => cellStats(k, rs, byTask));
-  const contentStrategy = (r: RunRecord): string | undefined => r.strategy ?? /_(single|persistent)$/.exec(r.condition)?.[1];
+  const stats = (groups: Map<string, RunRecord[]>): CellStats[] =>
+    [...groups].map(([k, rs]) => cellStats(k, rs, byTask));
+  const contentStrategy = (r: RunRecord): string | undefined =>
+    r.strategy ?? /_(single|persistent)$/.exec(r.condition)?.[1];
   const withTopology = main.filter((r) => r.topology !== undefined);
 
   const protection = faulted.filter((r) => r.study === 'protection');
@@ -146,7 +155,12 @@ export function analyse(records: RunRecord[]): CampaignSummary {
       byConditionTopology: stats(groupBy(withTopology, (r) => `${r.condition} | ${r.topology as string}`)),
       byTask: stats(groupBy(main, (r) => r.task)),
       byConditionTask: stats(groupBy(main, (r) => `${r.condition} | ${r.task}`)),
-      byStrategy: stats(groupBy(main.filter((r) => contentStrategy(r) !== undefined), (r) => contentStrategy(r) as string)),
+      byStrategy: stats(
+        groupBy(
+          main.filter((r) => contentStrategy(r) !== undefined),
+          (r) => contentStrategy(r) as string,
+        ),
+      ),
       overall: cellStats('all', main, byTask),
     },
     protection: protectionRows,

@@ -20,13 +20,24 @@ import { createHash } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SpanStatusCode } from '@opentelemetry/api';
-import { BasicTracerProvider, type ReadableSpan, type SpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  type ReadableSpan,
+  type SpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { context, trace } from '@opentelemetry/api';
 import { checkpoints } from '../../detectors/guards/checkpoint';
 import type { GuardConfigInput } from '../../detectors/guards/config';
 import { guardPreset } from '../../detectors/guards/config';
-import { classifyFinding, isArcfFailure, isMastModeId, type ArcfFailure, type MastModeId } from '../../detectors/monitors/mast';
+import {
+  classifyFinding,
+  isArcfFailure,
+  isMastModeId,
+  type ArcfFailure,
+  type MastModeId,
+} from '../../detectors/monitors/mast';
 import { createOnlineDetection } from '../../detectors/online';
 import { FaultlineInstrumentation } from '../../instrumentation/instrumentation';
 import { isFaultType, type FaultType } from '../taxonomy';
@@ -39,7 +50,12 @@ export type { ArcfRunFacts, ArcfTally } from './types';
 
 export const ARCF_RATE = 0.1;
 
-const cond = (id: string, fault: string, kind: Condition['kind'], params?: Record<string, unknown>): Condition => ({ id, fault, kind, ...(params ? { params } : {}) });
+const cond = (id: string, fault: string, kind: Condition['kind'], params?: Record<string, unknown>): Condition => ({
+  id,
+  fault,
+  kind,
+  ...(params ? { params } : {}),
+});
 
 /** The fault conditions of the study, each at a 10 % rate per eligible call or message. */
 export const ARCF_CONDITIONS: readonly Condition[] = [
@@ -73,7 +89,8 @@ export function arcfCells(spec: CampaignSpec, tasksOf: (family: string) => reado
       for (const family of spec.families) {
         for (const topology of topologies) {
           for (const arm of ['none', 'arcf'] as const) {
-            for (const task of tasksOf(family).slice(0, spec.tasksPerFamily)) cells.push({ study: 'arcf', family, task, topology, condition, arm, rep });
+            for (const task of tasksOf(family).slice(0, spec.tasksPerFamily))
+              cells.push({ study: 'arcf', family, task, topology, condition, arm, rep });
           }
         }
       }
@@ -87,13 +104,22 @@ export function arcfPlan(cell: Cell): { seed: number; rules: Record<string, unkn
   const c = cell.condition;
   const key = `${c.id}|${cell.family}|${cell.task}|${cell.topology}|${cell.rep}`;
   const seed = parseInt(createHash('sha256').update(key).digest('hex').slice(0, 8), 16);
-  const rule: Record<string, unknown> = { name: c.id, fault: c.fault, strategy: 'intermittent', probability: ARCF_RATE, match: c.kind === 'communication' ? {} : { operation: 'chat' } };
+  const rule: Record<string, unknown> = {
+    name: c.id,
+    fault: c.fault,
+    strategy: 'intermittent',
+    probability: ARCF_RATE,
+    match: c.kind === 'communication' ? {} : { operation: 'chat' },
+  };
   if (c.params) rule.params = c.params;
   return { seed, rules: [rule] };
 }
 
 /** The arm's guard routes: ARCF's retry, fallback and circuit on the LLM route, message-level recovery on the rest. */
-export function arcfGuardConfig(family: { name?: string; evidenceFields?: Record<string, string> } | undefined, model: string): GuardConfigInput {
+export function arcfGuardConfig(
+  family: { name?: string; evidenceFields?: Record<string, string> } | undefined,
+  model: string,
+): GuardConfigInput {
   const messages = guardPreset('both').routes;
   return {
     routes: [
@@ -195,8 +221,16 @@ interface SpanView {
   events: ReadonlyArray<{ name: string; attributes?: Record<string, unknown> }>;
 }
 
-const fromSdk = (s: ReadableSpan): SpanView => ({ error: s.status.code === SpanStatusCode.ERROR, attributes: s.attributes, events: s.events });
-const fromRecord = (s: SpanRecord): SpanView => ({ error: s.status.code === 'ERROR', attributes: s.attributes, events: s.events });
+const fromSdk = (s: ReadableSpan): SpanView => ({
+  error: s.status.code === SpanStatusCode.ERROR,
+  attributes: s.attributes,
+  events: s.events,
+});
+const fromRecord = (s: SpanRecord): SpanView => ({
+  error: s.status.code === 'ERROR',
+  attributes: s.attributes,
+  events: s.events,
+});
 
 export function arcfRunFacts(spans: readonly ReadableSpan[]): ArcfRunFacts {
   return runFactsOf(spans.map(fromSdk));
@@ -208,16 +242,37 @@ export function arcfTraceFacts(trace: TraceRecord): ArcfRunFacts {
 }
 
 function runFactsOf(spans: readonly SpanView[]): ArcfRunFacts {
-  const f: ArcfRunFacts = { retried: 0, retryOk: 0, fellBack: 0, fallbackOk: 0, rollbacks: 0, detections: { failures: {}, modes: {} }, repairs: { failures: {}, modes: {} }, failed: false, repaired: false, verified: 0, safetyBlocked: 0 };
+  const f: ArcfRunFacts = {
+    retried: 0,
+    retryOk: 0,
+    fellBack: 0,
+    fallbackOk: 0,
+    rollbacks: 0,
+    detections: { failures: {}, modes: {} },
+    repairs: { failures: {}, modes: {} },
+    failed: false,
+    repaired: false,
+    verified: 0,
+    safetyBlocked: 0,
+  };
   const count = (t: ArcfTally, c: { failure: ArcfFailure; mast: MastModeId }): void => {
     t.failures[c.failure] = (t.failures[c.failure] ?? 0) + 1;
     t.modes[c.mast] = (t.modes[c.mast] ?? 0) + 1;
   };
   for (const s of spans) {
     if (s.error) f.failed = true;
-    const guard = s.events.filter((e) => e.name === 'faultline.guard').map((e) => ({ action: String(e.attributes?.['faultline.guard.action']), reason: String(e.attributes?.['faultline.guard.reason'] ?? ''), route: String(e.attributes?.['faultline.guard.route'] ?? '') }));
-    const gaveUp = (after: number) => guard.slice(after).some((g) => g.action === 'reject' || g.action === 'record' || g.action === 'drop') || s.error;
-    const firstRetry = guard.findIndex((g) => g.action === 'retry' || g.action === 'resubmit' || g.action === 'reacquire');
+    const guard = s.events
+      .filter((e) => e.name === 'faultline.guard')
+      .map((e) => ({
+        action: String(e.attributes?.['faultline.guard.action']),
+        reason: String(e.attributes?.['faultline.guard.reason'] ?? ''),
+        route: String(e.attributes?.['faultline.guard.route'] ?? ''),
+      }));
+    const gaveUp = (after: number) =>
+      guard.slice(after).some((g) => g.action === 'reject' || g.action === 'record' || g.action === 'drop') || s.error;
+    const firstRetry = guard.findIndex(
+      (g) => g.action === 'retry' || g.action === 'resubmit' || g.action === 'reacquire',
+    );
     if (firstRetry >= 0) {
       f.retried++;
       const fallbackAfter = guard.slice(firstRetry).some((g) => g.action === 'fallback');
@@ -232,7 +287,8 @@ function runFactsOf(spans: readonly SpanView[]): ArcfRunFacts {
     if (guard.some((g) => RECOVERY.has(g.action))) f.repaired = true;
     for (const g of guard) {
       const type = guardFailure(g.action, g.reason);
-      const c = type !== undefined ? classifyFinding({ faultType: type, detector: 'guard', evidence: g.reason }) : undefined;
+      const c =
+        type !== undefined ? classifyFinding({ faultType: type, detector: 'guard', evidence: g.reason }) : undefined;
       if (c) count(f.repairs, c);
     }
     for (const g of guard) {
@@ -241,7 +297,12 @@ function runFactsOf(spans: readonly SpanView[]): ArcfRunFacts {
       if (g.action === 'verify_fail' && g.reason.startsWith('safety tier')) f.safetyBlocked++;
     }
     // Steps that failed verification and were saved after their re-run: a retry that worked.
-    const ckpt = s.events.filter((e) => e.name === 'faultline.checkpoint').map((e) => ({ action: String(e.attributes?.['faultline.checkpoint.action']), name: String(e.attributes?.['faultline.checkpoint.name']) }));
+    const ckpt = s.events
+      .filter((e) => e.name === 'faultline.checkpoint')
+      .map((e) => ({
+        action: String(e.attributes?.['faultline.checkpoint.action']),
+        name: String(e.attributes?.['faultline.checkpoint.name']),
+      }));
     for (let i = 0; i < ckpt.length; i++) {
       const c = ckpt[i]!;
       if (c.action === 'rollback') {
@@ -253,7 +314,8 @@ function runFactsOf(spans: readonly SpanView[]): ArcfRunFacts {
       if (ckpt[i - 1]?.action === 'verify_failed' && ckpt[i - 1]?.name === c.name) continue; // one retried step, counted once
       f.retried++;
       const next = ckpt.slice(i + 1).find((x) => x.name === c.name && x.action !== 'verify_failed');
-      if (next?.action === 'saved' && !ckpt.slice(i + 1, ckpt.indexOf(next)).some((x) => x.action === 'rollback')) f.retryOk++;
+      if (next?.action === 'saved' && !ckpt.slice(i + 1, ckpt.indexOf(next)).some((x) => x.action === 'rollback'))
+        f.retryOk++;
     }
     for (const e of s.events) {
       if (e.name !== 'faultline.detection') continue;
@@ -269,7 +331,8 @@ function runFactsOf(spans: readonly SpanView[]): ArcfRunFacts {
         ...(isArcfFailure(failure) ? { failure } : {}),
         ...(isMastModeId(mast) ? { mast } : {}),
       });
-      if (a['faultline.detection.severity'] === 'error' || a['faultline.detection.severity'] === 'critical') f.failed = true;
+      if (a['faultline.detection.severity'] === 'error' || a['faultline.detection.severity'] === 'critical')
+        f.failed = true;
       if (c) count(f.detections, c);
     }
   }
@@ -326,8 +389,10 @@ const cellKey = (r: RunRecord): string => [r.cell, r.family ?? '', r.task, r.top
 const harmed = (r: RunRecord): boolean => !r.success || r.errorSpans > 0 || r.arcf?.failed === true;
 
 function addTally(into: ArcfTally, t: ArcfTally | undefined): void {
-  for (const [k, v] of Object.entries(t?.modes ?? {})) into.modes[k as MastModeId] = (into.modes[k as MastModeId] ?? 0) + (v ?? 0);
-  for (const [k, v] of Object.entries(t?.failures ?? {})) into.failures[k as ArcfFailure] = (into.failures[k as ArcfFailure] ?? 0) + (v ?? 0);
+  for (const [k, v] of Object.entries(t?.modes ?? {}))
+    into.modes[k as MastModeId] = (into.modes[k as MastModeId] ?? 0) + (v ?? 0);
+  for (const [k, v] of Object.entries(t?.failures ?? {}))
+    into.failures[k as ArcfFailure] = (into.failures[k as ArcfFailure] ?? 0) + (v ?? 0);
 }
 
 const named = (t: ArcfTally | undefined): boolean => Object.keys(t?.modes ?? {}).length > 0;
@@ -336,12 +401,23 @@ const named = (t: ArcfTally | undefined): boolean => Object.keys(t?.modes ?? {})
  * The table from the run records. The example study marks both arms `arcf`; a command campaign's baseline is its
  * main matrix (`baseline: 'main'`), and its bare runs (the program without faultline) give the overhead.
  */
-export function arcfSummary(records: readonly RunRecord[], options: { baseline?: 'arcf' | 'main' } = {}): ArcfSummary | undefined {
-  const study = records.filter((r) => !r.bare && (r.study === 'arcf' || (options.baseline === 'main' && r.study === 'main')));
+export function arcfSummary(
+  records: readonly RunRecord[],
+  options: { baseline?: 'arcf' | 'main' } = {},
+): ArcfSummary | undefined {
+  const study = records.filter(
+    (r) => !r.bare && (r.study === 'arcf' || (options.baseline === 'main' && r.study === 'main')),
+  );
   if (!study.some((r) => r.arm === 'arcf')) return undefined;
   const byTask = new Map(study.map((r) => [r.taskId, r]));
-  const faultedOf = (arm: 'none' | 'arcf') => study.filter((r) => r.arm === arm && r.faulted && r.triggered && r.matchedTo !== undefined && byTask.has(r.matchedTo));
-  const cells = { none: new Map(faultedOf('none').map((r) => [cellKey(r), r])), arcf: new Map(faultedOf('arcf').map((r) => [cellKey(r), r])) };
+  const faultedOf = (arm: 'none' | 'arcf') =>
+    study.filter(
+      (r) => r.arm === arm && r.faulted && r.triggered && r.matchedTo !== undefined && byTask.has(r.matchedTo),
+    );
+  const cells = {
+    none: new Map(faultedOf('none').map((r) => [cellKey(r), r])),
+    arcf: new Map(faultedOf('arcf').map((r) => [cellKey(r), r])),
+  };
   const harmedCells = [...cells.none].filter(([k, r]) => cells.arcf.has(k) && harmed(r)).map(([k]) => k);
   const arms: ArcfArmStats[] = [];
   const byCondition: ArcfSummary['byCondition'] = [];
@@ -349,7 +425,8 @@ export function arcfSummary(records: readonly RunRecord[], options: { baseline?:
     const faulted = faultedOf(arm);
     const twins = faulted.map((r) => byTask.get(r.matchedTo!)!);
     const facts = (r: RunRecord): ArcfRunFacts | undefined => r.arcf;
-    const sum = (pick: (f: ArcfRunFacts) => number) => faulted.reduce((n, r) => n + (facts(r) ? pick(facts(r)!) : 0), 0);
+    const sum = (pick: (f: ArcfRunFacts) => number) =>
+      faulted.reduce((n, r) => n + (facts(r) ? pick(facts(r)!) : 0), 0);
     const rollbackRuns = faulted.filter((r) => (facts(r)?.rollbacks ?? 0) > 0);
     const detections: ArcfTally = { failures: {}, modes: {} };
     const repairs: ArcfTally = { failures: {}, modes: {} };
@@ -367,21 +444,46 @@ export function arcfSummary(records: readonly RunRecord[], options: { baseline?:
       mastCoverage: wilson(faulted.filter((r) => named(facts(r)?.detections)).length, faulted.length),
       cleanFlagged: wilson(twins.filter((r) => named(facts(r)?.detections)).length, twins.length),
       repairedRuns: wilson(faulted.filter((r) => facts(r)?.repaired === true).length, faulted.length),
-      retry: wilson(sum((f) => f.retryOk), sum((f) => f.retried)),
-      fallback: wilson(sum((f) => f.fallbackOk), sum((f) => f.fellBack)),
+      retry: wilson(
+        sum((f) => f.retryOk),
+        sum((f) => f.retried),
+      ),
+      fallback: wilson(
+        sum((f) => f.fallbackOk),
+        sum((f) => f.fellBack),
+      ),
       checkpoint: wilson(rollbackRuns.filter((r) => r.success).length, rollbackRuns.length),
-      safetyBlock: wilson(sum((f) => f.safetyBlocked), sum((f) => f.verified)),
-      p95Ms: quantile(study.filter((r) => r.arm === arm && r.faulted).map((r) => r.durationMs), 0.95),
-      p95CleanMs: quantile(study.filter((r) => r.arm === arm && !r.faulted).map((r) => r.durationMs), 0.95),
+      safetyBlock: wilson(
+        sum((f) => f.safetyBlocked),
+        sum((f) => f.verified),
+      ),
+      p95Ms: quantile(
+        study.filter((r) => r.arm === arm && r.faulted).map((r) => r.durationMs),
+        0.95,
+      ),
+      p95CleanMs: quantile(
+        study.filter((r) => r.arm === arm && !r.faulted).map((r) => r.durationMs),
+        0.95,
+      ),
       detections,
       repairs,
     });
     for (const c of [...new Set(study.map((r) => r.cell))]) {
       const rs = faulted.filter((r) => r.cell === c);
-      byCondition.push({ condition: c, arm, pairs: rs.length, completion: wilson(rs.filter((r) => r.success).length, rs.length) });
+      byCondition.push({
+        condition: c,
+        arm,
+        pairs: rs.length,
+        completion: wilson(rs.filter((r) => r.success).length, rs.length),
+      });
     }
   }
-  const summary: ArcfSummary = { rate: ARCF_RATE, conditions: [...new Set(study.map((r) => r.cell))], arms, byCondition };
+  const summary: ArcfSummary = {
+    rate: ARCF_RATE,
+    conditions: [...new Set(study.map((r) => r.cell))],
+    arms,
+    byCondition,
+  };
   const overhead = bareOverhead(records);
   if (overhead) summary.overhead = overhead;
   return summary;
@@ -395,7 +497,9 @@ function bareOverhead(records: readonly RunRecord[]): OverheadResult | undefined
   const off: number[] = [];
   const on: number[] = [];
   for (const b of bare) {
-    const twin = records.find((r) => !r.bare && !r.faulted && r.arm === 'none' && r.task === b.task && r.rep === b.rep && r.cell === b.cell);
+    const twin = records.find(
+      (r) => !r.bare && !r.faulted && r.arm === 'none' && r.task === b.task && r.rep === b.rep && r.cell === b.cell,
+    );
     if (!twin || b.durationMs <= 0) continue;
     off.push(b.durationMs);
     on.push(twin.durationMs);
@@ -403,7 +507,12 @@ function bareOverhead(records: readonly RunRecord[]): OverheadResult | undefined
   }
   if (diffs.length === 0) return undefined;
   const med = (xs: readonly number[]) => quantile(xs, 0.5);
-  return { pairs: diffs.length, bareMs: med(off), instrumentedMs: med(on), relative: bootstrap(diffs, med, { seed: 7 }) };
+  return {
+    pairs: diffs.length,
+    bareMs: med(off),
+    instrumentedMs: med(on),
+    relative: bootstrap(diffs, med, { seed: 7 }),
+  };
 }
 
 /** ARCF's simulated Table 1 (10 % fault rate), for comparison. */
@@ -418,8 +527,10 @@ export const ARCF_PAPER = {
   overhead: 0.34,
 };
 
-const pct = (p: Proportion | undefined): string => (p === undefined || !Number.isFinite(p.p) ? '–' : `${(100 * p.p).toFixed(1)}% (${p.k}/${p.n})`);
-const ci = (p: Interval): string => (Number.isFinite(p.lo) ? `[${(100 * p.lo).toFixed(1)}, ${(100 * p.hi).toFixed(1)}]` : '');
+const pct = (p: Proportion | undefined): string =>
+  p === undefined || !Number.isFinite(p.p) ? '–' : `${(100 * p.p).toFixed(1)}% (${p.k}/${p.n})`;
+const ci = (p: Interval): string =>
+  Number.isFinite(p.lo) ? `[${(100 * p.lo).toFixed(1)}, ${(100 * p.hi).toFixed(1)}]` : '';
 
 const measured = (a: ArcfArmStats, p: Proportion): string => (a.measured || a.pairs === 0 ? pct(p) : '–');
 
@@ -428,27 +539,69 @@ export function renderArcf(s: ArcfSummary): string {
   const arcf = s.arms.find((a) => a.arm === 'arcf')!;
   const paper = ARCF_PAPER;
   const rows: string[][] = [
-    ['Workflow completion rate', pct(none.completion), pct(arcf.completion), `${100 * paper.completion.none}% → ${100 * paper.completion.arcf}%`],
+    [
+      'Workflow completion rate',
+      pct(none.completion),
+      pct(arcf.completion),
+      `${100 * paper.completion.none}% → ${100 * paper.completion.arcf}%`,
+    ],
     ['  (clean twins)', pct(none.cleanCompletion), pct(arcf.cleanCompletion), ''],
-    ['Failure recovery rate (cells the fault harmed unprotected)', pct(none.recovery), pct(arcf.recovery), `${100 * paper.recovery}%`],
-    ['MAST coverage rate (detections only)', measured(none, none.mastCoverage), pct(arcf.mastCoverage), `${100 * paper.mastCoverage}%`],
+    [
+      'Failure recovery rate (cells the fault harmed unprotected)',
+      pct(none.recovery),
+      pct(arcf.recovery),
+      `${100 * paper.recovery}%`,
+    ],
+    [
+      'MAST coverage rate (detections only)',
+      measured(none, none.mastCoverage),
+      pct(arcf.mastCoverage),
+      `${100 * paper.mastCoverage}%`,
+    ],
     ['  (clean twins flagged)', measured(none, none.cleanFlagged), pct(arcf.cleanFlagged), ''],
     ['Runs repaired (guard / checkpoint actions)', measured(none, none.repairedRuns), pct(arcf.repairedRuns), ''],
     ['Retry success rate', '–', pct(arcf.retry), `${100 * paper.retry}%`],
     ['Fallback success rate', '–', pct(arcf.fallback), `${100 * paper.fallback}%`],
     ['Checkpoint recovery rate', '–', pct(arcf.checkpoint), `${100 * paper.checkpoint}%`],
     ['Safety block rate', '–', pct(arcf.safetyBlock), '1.2%'],
-    ['Response latency P95 (faulted runs)', `${(none.p95Ms / 1000).toFixed(2)} s`, `${(arcf.p95Ms / 1000).toFixed(2)} s`, '1.8 s → 2.1 s'],
+    [
+      'Response latency P95 (faulted runs)',
+      `${(none.p95Ms / 1000).toFixed(2)} s`,
+      `${(arcf.p95Ms / 1000).toFixed(2)} s`,
+      '1.8 s → 2.1 s',
+    ],
     ['  (clean twins)', `${(none.p95CleanMs / 1000).toFixed(2)} s`, `${(arcf.p95CleanMs / 1000).toFixed(2)} s`, ''],
-    ['Observability overhead', '', s.overhead ? `${(100 * s.overhead.relative.p).toFixed(1)}% ${ci(s.overhead.relative)}` : '–', `${100 * paper.overhead}%`],
+    [
+      'Observability overhead',
+      '',
+      s.overhead ? `${(100 * s.overhead.relative.p).toFixed(1)}% ${ci(s.overhead.relative)}` : '–',
+      `${100 * paper.overhead}%`,
+    ],
   ];
-  const out = [`ARCF at a ${100 * s.rate}% fault rate: baseline vs arcf (triggered faulted runs; conditions ${s.conditions.join(', ')})`, table(['metric', 'baseline', 'arcf', 'ARCF (simulated)'], rows, new Set([1, 2]))];
-  const conds = s.conditions.map((c) => [c, pct(s.byCondition.find((b) => b.condition === c && b.arm === 'none')?.completion), pct(s.byCondition.find((b) => b.condition === c && b.arm === 'arcf')?.completion)]);
+  const out = [
+    `ARCF at a ${100 * s.rate}% fault rate: baseline vs arcf (triggered faulted runs; conditions ${s.conditions.join(', ')})`,
+    table(['metric', 'baseline', 'arcf', 'ARCF (simulated)'], rows, new Set([1, 2])),
+  ];
+  const conds = s.conditions.map((c) => [
+    c,
+    pct(s.byCondition.find((b) => b.condition === c && b.arm === 'none')?.completion),
+    pct(s.byCondition.find((b) => b.condition === c && b.arm === 'arcf')?.completion),
+  ]);
   out.push('', 'Completion by condition', table(['condition', 'baseline', 'arcf'], conds, new Set([1, 2])));
-  const modes = (t: ArcfTally): string => Object.entries(t.modes).sort(([a], [b]) => a.localeCompare(b)).map(([m, n]) => `${m}: ${n}`).join(', ') || 'none';
-  out.push('', `MAST modes detected by the online findings: baseline ${none.measured ? modes(none.detections) : '–'}; arcf ${modes(arcf.detections)}`);
+  const modes = (t: ArcfTally): string =>
+    Object.entries(t.modes)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([m, n]) => `${m}: ${n}`)
+      .join(', ') || 'none';
+  out.push(
+    '',
+    `MAST modes detected by the online findings: baseline ${none.measured ? modes(none.detections) : '–'}; arcf ${modes(arcf.detections)}`,
+  );
   out.push(`Failures repaired by the arcf arm's guards (not counted as detections): ${modes(arcf.repairs)}`);
-  if (s.overhead) out.push(`Observability overhead: ${s.overhead.pairs} pairs of a clean run without and with faultline (spans, detectors, monitors); median ${s.overhead.bareMs.toFixed(1)} ms → ${s.overhead.instrumentedMs.toFixed(1)} ms`);
+  if (s.overhead)
+    out.push(
+      `Observability overhead: ${s.overhead.pairs} pairs of a clean run without and with faultline (spans, detectors, monitors); median ${s.overhead.bareMs.toFixed(1)} ms → ${s.overhead.instrumentedMs.toFixed(1)} ms`,
+    );
   return out.join('\n');
 }
 
@@ -477,7 +630,13 @@ export async function measureOverhead(run: () => Promise<unknown>, pairs = 24): 
   trace.setGlobalTracerProvider(provider);
   const online = createOnlineDetection();
   // Constructed disabled (it enables itself otherwise): on only for the instrumented half of each pair.
-  const inst = new FaultlineInstrumentation({ enabled: false, onExchangeEnd: online.onExchangeEnd, onDelivery: online.onDelivery, onWorkflowEvent: online.onWorkflowEvent, captureMessageContent: false });
+  const inst = new FaultlineInstrumentation({
+    enabled: false,
+    onExchangeEnd: online.onExchangeEnd,
+    onDelivery: online.onDelivery,
+    onWorkflowEvent: online.onWorkflowEvent,
+    captureMessageContent: false,
+  });
   inst.setTracerProvider(provider);
   const timed = async (on: boolean): Promise<number> => {
     if (on) inst.enable();

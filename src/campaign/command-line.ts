@@ -27,7 +27,8 @@ export function splitCommand(text: string, flag: string): CommandTemplate {
   const end = (): void => {
     if (word === undefined) return;
     // Shell syntax is not interpreted: say so rather than pass "|" to the program as an argument.
-    if (!quoted && /^(\||\|\||&&?|;|[<>]|>>|2>)$/.test(word)) bad(`"${word}" (no shell runs the command: put a pipeline or redirection in a script, or use sh -c '…')`);
+    if (!quoted && /^(\||\|\||&&?|;|[<>]|>>|2>)$/.test(word))
+      bad(`"${word}" (no shell runs the command: put a pipeline or redirection in a script, or use sh -c '…')`);
     words.push(word);
     word = undefined;
     quoted = false;
@@ -86,7 +87,11 @@ export function fillCommand(t: CommandTemplate, task: CampaignTask, flag: string
   return t.words.map((w) =>
     w.replace(PLACEHOLDER, (_, name: string) => {
       const v = valueOf(task, name);
-      if (v === undefined) throw new FaultlineInputError('FAULTLINE_USAGE', `${flag}: {${name}} names a field task ${JSON.stringify(task.id)} does not have (line ${task.line} of the tasks file)`);
+      if (v === undefined)
+        throw new FaultlineInputError(
+          'FAULTLINE_USAGE',
+          `${flag}: {${name}} names a field task ${JSON.stringify(task.id)} does not have (line ${task.line} of the tasks file)`,
+        );
       return v;
     }),
   );

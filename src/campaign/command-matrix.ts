@@ -31,15 +31,27 @@ import type { FaultPlan } from '../plan/schema';
 const STRATEGIES = ['single', 'persistent', 'intermittent', 'burst'] as const;
 
 const FaultEntry = z.strictObject({
-  name: z.string().min(1).optional().meta({ description: 'condition id (default: the fault, with @boundary #position /strategy)' }),
+  name: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({ description: 'condition id (default: the fault, with @boundary #position /strategy)' }),
   fault: z.string().min(1).meta({ description: 'a catalog fault name' }),
   match: z.record(z.string(), z.unknown()).optional().meta({ description: 'the rule selector, as in a plan' }),
   params: z.record(z.string(), z.unknown()).optional(),
   probability: z.number().optional(),
   count: z.number().optional(),
-  positions: z.array(z.number().int().min(1)).min(1).optional().meta({ description: 'one condition per position (match.position)' }),
+  positions: z
+    .array(z.number().int().min(1))
+    .min(1)
+    .optional()
+    .meta({ description: 'one condition per position (match.position)' }),
   strategies: z.array(z.enum(STRATEGIES)).min(1).optional().meta({ description: 'one condition per strategy' }),
-  boundaries: z.array(z.string().min(1)).min(1).optional().meta({ description: 'one condition per boundary (match.boundary)' }),
+  boundaries: z
+    .array(z.string().min(1))
+    .min(1)
+    .optional()
+    .meta({ description: 'one condition per boundary (match.boundary)' }),
 });
 
 const PlanEntry = z.strictObject({
@@ -51,16 +63,36 @@ export const CommandMatrix = z
   .strictObject({
     $schema: z.string().optional(),
     description: z.string().optional(),
-    seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().meta({ description: 'plan seed of the first repetition (default 42)' }),
-    seeds: z.array(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)).min(1).optional().meta({ description: 'one repetition per seed' }),
-    repetitions: z.number().int().min(1).optional().meta({ description: 'runs of every (task, condition), each with its clean twin (default 1)' }),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(Number.MAX_SAFE_INTEGER)
+      .optional()
+      .meta({ description: 'plan seed of the first repetition (default 42)' }),
+    seeds: z
+      .array(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER))
+      .min(1)
+      .optional()
+      .meta({ description: 'one repetition per seed' }),
+    repetitions: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .meta({ description: 'runs of every (task, condition), each with its clean twin (default 1)' }),
     allowProduction: z.boolean().optional(),
     conditions: z.array(z.union([PlanEntry, FaultEntry])).min(1),
   })
   .superRefine((m, ctx) => {
-    if (m.seeds && m.seed !== undefined) ctx.addIssue({ code: 'custom', path: ['seed'], message: 'give seed or seeds, not both' });
+    if (m.seeds && m.seed !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['seed'], message: 'give seed or seeds, not both' });
     if (m.seeds && m.repetitions !== undefined && m.repetitions !== m.seeds.length) {
-      ctx.addIssue({ code: 'custom', path: ['repetitions'], message: `${m.seeds.length} seeds mean ${m.seeds.length} repetitions, not ${m.repetitions}` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['repetitions'],
+        message: `${m.seeds.length} seeds mean ${m.seeds.length} repetitions, not ${m.repetitions}`,
+      });
     }
   });
 
@@ -85,12 +117,20 @@ function read(file: string): unknown {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new FaultlineInputError(code === 'ENOENT' ? 'FAULTLINE_PLAN_NOT_FOUND' : 'FAULTLINE_PLAN_INVALID', `--matrix ${file}: ${code === 'ENOENT' ? 'no such file' : `cannot read (${code ?? String(err)})`}`, { cause: err });
+    throw new FaultlineInputError(
+      code === 'ENOENT' ? 'FAULTLINE_PLAN_NOT_FOUND' : 'FAULTLINE_PLAN_INVALID',
+      `--matrix ${file}: ${code === 'ENOENT' ? 'no such file' : `cannot read (${code ?? String(err)})`}`,
+      { cause: err },
+    );
   }
   try {
     return extname(file).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text);
   } catch (err) {
-    throw new FaultlineInputError('FAULTLINE_PLAN_INVALID', `--matrix ${file} is not valid ${extname(file).toLowerCase() === '.json' ? 'JSON' : 'YAML'}: ${(err as Error).message}`, { cause: err });
+    throw new FaultlineInputError(
+      'FAULTLINE_PLAN_INVALID',
+      `--matrix ${file} is not valid ${extname(file).toLowerCase() === '.json' ? 'JSON' : 'YAML'}: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
 }
 
@@ -103,7 +143,10 @@ export function loadMatrix(file: string): ResolvedMatrix {
 
 export function resolveMatrix(input: unknown, where: string): ResolvedMatrix {
   const parsed = CommandMatrix.safeParse(input);
-  if (!parsed.success) throw new FaultlineInputError('FAULTLINE_PLAN_INVALID', `invalid ${where}:\n${z.prettifyError(parsed.error)}`, { details: parsed.error.issues });
+  if (!parsed.success)
+    throw new FaultlineInputError('FAULTLINE_PLAN_INVALID', `invalid ${where}:\n${z.prettifyError(parsed.error)}`, {
+      details: parsed.error.issues,
+    });
   const m = parsed.data;
   const conditions: PlanCondition[] = [];
   const ids = new Map<string, number>();
@@ -123,23 +166,46 @@ export function resolveMatrix(input: unknown, where: string): ResolvedMatrix {
             if (entry.probability !== undefined) rule.probability = entry.probability;
             if (entry.count !== undefined) rule.count = entry.count;
             const auto = `${entry.fault}${boundary !== undefined ? `@${boundary}` : ''}${position !== undefined ? `#${position}` : ''}${strategy !== undefined ? `/${strategy}` : ''}`;
-            const multiple = (entry.boundaries?.length ?? 1) * (entry.positions?.length ?? 1) * (entry.strategies?.length ?? 1) > 1;
-            const id = entry.name !== undefined ? (multiple ? `${entry.name}${auto.slice(entry.fault.length)}` : entry.name) : auto;
+            const multiple =
+              (entry.boundaries?.length ?? 1) * (entry.positions?.length ?? 1) * (entry.strategies?.length ?? 1) > 1;
+            const id =
+              entry.name !== undefined
+                ? multiple
+                  ? `${entry.name}${auto.slice(entry.fault.length)}`
+                  : entry.name
+                : auto;
             rule.name = id;
             const strat = strategy ?? AGENTCHAOS_STRATEGY.exec(entry.fault)?.[1];
-            expanded.push({ id, rules: [rule], fault: entry.fault, ...(strat !== undefined ? { strategy: strat } : {}) });
+            expanded.push({
+              id,
+              rules: [rule],
+              fault: entry.fault,
+              ...(strat !== undefined ? { strategy: strat } : {}),
+            });
           }
         }
       }
     }
     for (const c of expanded) {
       const dup = ids.get(c.id);
-      if (dup !== undefined) throw new FaultlineInputError('FAULTLINE_PLAN_INVALID', `invalid ${where}: conditions[${i}]: condition "${c.id}" is already defined by conditions[${dup}] (give it a name)`);
+      if (dup !== undefined)
+        throw new FaultlineInputError(
+          'FAULTLINE_PLAN_INVALID',
+          `invalid ${where}: conditions[${i}]: condition "${c.id}" is already defined by conditions[${dup}] (give it a name)`,
+        );
       ids.set(c.id, i);
-      const plan = parsePlan({ rules: c.rules, ...(m.allowProduction !== undefined ? { allowProduction: m.allowProduction } : {}) }, `${where}: conditions[${i}] ("${c.id}")`);
+      const plan = parsePlan(
+        { rules: c.rules, ...(m.allowProduction !== undefined ? { allowProduction: m.allowProduction } : {}) },
+        `${where}: conditions[${i}] ("${c.id}")`,
+      );
       const { seed: _seed, ...rest } = plan;
       void _seed;
-      conditions.push({ id: c.id, plan: rest, ...(c.fault !== undefined ? { fault: c.fault } : {}), ...(c.strategy !== undefined ? { strategy: c.strategy } : {}) });
+      conditions.push({
+        id: c.id,
+        plan: rest,
+        ...(c.fault !== undefined ? { fault: c.fault } : {}),
+        ...(c.strategy !== undefined ? { strategy: c.strategy } : {}),
+      });
     }
   });
   const seeds = m.seeds ?? Array.from({ length: m.repetitions ?? 1 }, (_, r) => (m.seed ?? 42) + r);

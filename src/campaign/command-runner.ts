@@ -14,7 +14,11 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ATTR_FL_FAULT_CONDITION, ATTR_FL_TASK_ID, GEN_AI_OPERATION_INVOKE_WORKFLOW } from '../../instrumentation/semconv';
+import {
+  ATTR_FL_FAULT_CONDITION,
+  ATTR_FL_TASK_ID,
+  GEN_AI_OPERATION_INVOKE_WORKFLOW,
+} from '../../instrumentation/semconv';
 import { FaultlineError, FaultlineInputError } from '../errors';
 import { isProduction, processEnv } from '../env';
 import { checkProduction, injectionDisabled } from '../plan/load';
@@ -23,7 +27,14 @@ import { analyse, type CampaignSummary, type RunRecord } from './analysis';
 import { arcfEnv, arcfRuns, arcfSummary, arcfTraceFacts, bareRun, renderArcf } from './arcf';
 import { fillCommand, shellQuote, splitCommand, type CommandTemplate } from './command-line';
 import { loadMatrix, planOf, type ResolvedMatrix } from './command-matrix';
-import { ATTR_CAMPAIGN_ID, ATTR_CAMPAIGN_PAIR, ATTR_CAMPAIGN_REP, ATTR_CAMPAIGN_TASK, ATTR_TASK_SUCCESS, runTaskId } from './labels';
+import {
+  ATTR_CAMPAIGN_ID,
+  ATTR_CAMPAIGN_PAIR,
+  ATTR_CAMPAIGN_REP,
+  ATTR_CAMPAIGN_TASK,
+  ATTR_TASK_SUCCESS,
+  runTaskId,
+} from './labels';
 import { loadOracle, type Oracle } from './oracle';
 import { runProcess, stopAll } from './process-run';
 import { buildRunTrace, runFacts } from './run-trace';
@@ -88,7 +99,9 @@ export interface CommandCampaignResult {
 const STATE = 'campaign.json';
 
 /** Every run of the campaign, in schedule order: per pair the faulted run, then its clean twin. */
-export function planCommandCampaign(o: Pick<CommandCampaignOptions, 'cmd' | 'tasks' | 'matrix' | 'oracle' | 'arms'>): CommandPlan {
+export function planCommandCampaign(
+  o: Pick<CommandCampaignOptions, 'cmd' | 'tasks' | 'matrix' | 'oracle' | 'arms'>,
+): CommandPlan {
   const template = splitCommand(o.cmd, '--cmd');
   const tasks = loadTasks(o.tasks);
   const matrix = loadMatrix(o.matrix);
@@ -112,7 +125,16 @@ export function planCommandCampaign(o: Pick<CommandCampaignOptions, 'cmd' | 'tas
     }
   }
   const fingerprint = createHash('sha256')
-    .update(JSON.stringify({ cmd: template.words, tasks: tasks.map((t) => t.fields), conditions: matrix.conditions, seeds: matrix.seeds, oracle: o.oracle ?? null, ...(o.arms?.includes('arcf') ? { arms: o.arms } : {}) }))
+    .update(
+      JSON.stringify({
+        cmd: template.words,
+        tasks: tasks.map((t) => t.fields),
+        conditions: matrix.conditions,
+        seeds: matrix.seeds,
+        oracle: o.oracle ?? null,
+        ...(o.arms?.includes('arcf') ? { arms: o.arms } : {}),
+      }),
+    )
     .digest('hex')
     .slice(0, 16);
   return { runs, tasks, matrix, template, fingerprint };
@@ -125,12 +147,17 @@ export function describePlan(p: CommandPlan): string {
     `${p.tasks.length} task${p.tasks.length === 1 ? '' : 's'} × ${p.matrix.conditions.length} condition${p.matrix.conditions.length === 1 ? '' : 's'} × ${p.matrix.seeds.length} repetition${p.matrix.seeds.length === 1 ? '' : 's'} = ${faulted} faulted runs, each with its clean twin: ${p.runs.length} runs`,
     '',
     'conditions:',
-    ...p.matrix.conditions.map((c) => `  ${c.id}: ${JSON.stringify(c.plan.rules.map((r) => ({ fault: r.fault, ...(Object.keys(r.match).length > 0 ? { match: r.match } : {}), ...(r.strategy ? { strategy: r.strategy } : {}), ...(Object.keys(r.params).length > 0 ? { params: r.params } : {}) })))}`),
+    ...p.matrix.conditions.map(
+      (c) =>
+        `  ${c.id}: ${JSON.stringify(c.plan.rules.map((r) => ({ fault: r.fault, ...(Object.keys(r.match).length > 0 ? { match: r.match } : {}), ...(r.strategy ? { strategy: r.strategy } : {}), ...(Object.keys(r.params).length > 0 ? { params: r.params } : {}) })))}`,
+    ),
     '',
     'runs:',
   ];
   for (const r of p.runs) {
-    lines.push(`  ${String(r.pair).padStart(3)} ${r.faulted ? 'faulted' : r.bare ? 'bare   ' : 'clean  '}${r.arm === 'arcf' ? ' [arcf]' : ''} task ${r.task.id}  ${r.condition.id}  rep ${r.rep}${r.faulted ? ` seed ${r.seed}` : ''}  $ ${r.argv.map(shellQuote).join(' ')}`);
+    lines.push(
+      `  ${String(r.pair).padStart(3)} ${r.faulted ? 'faulted' : r.bare ? 'bare   ' : 'clean  '}${r.arm === 'arcf' ? ' [arcf]' : ''} task ${r.task.id}  ${r.condition.id}  rep ${r.rep}${r.faulted ? ` seed ${r.seed}` : ''}  $ ${r.argv.map(shellQuote).join(' ')}`,
+    );
   }
   return lines.join('\n');
 }
@@ -148,7 +175,12 @@ interface State {
 /** The built register and run-context modules the children preload (a campaign runs from the built package). */
 function preloads(): string[] {
   const files = [join(__dirname, '..', 'register.js'), join(__dirname, 'run-context.js')];
-  for (const f of files) if (!existsSync(f)) throw new FaultlineError('FAULTLINE_USAGE', `campaign --cmd needs the built package (${f} is missing): run npm run build`);
+  for (const f of files)
+    if (!existsSync(f))
+      throw new FaultlineError(
+        'FAULTLINE_USAGE',
+        `campaign --cmd needs the built package (${f} is missing): run npm run build`,
+      );
   return files;
 }
 
@@ -185,12 +217,22 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
   const plan = planCommandCampaign(o);
   const env = o.env ?? processEnv();
   // What would make every faulted run an untriggered one, said before the first run rather than after the last.
-  if (injectionDisabled(env)) throw new FaultlineInputError('FAULTLINE_USAGE', 'FAULTLINE_DISABLE is set: no fault would be injected in any run; unset it for the campaign');
-  for (const c of plan.matrix.conditions) checkProduction(planOf(c, 0), `--matrix ${o.matrix} (condition "${c.id}")`, isProduction(env));
+  if (injectionDisabled(env))
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      'FAULTLINE_DISABLE is set: no fault would be injected in any run; unset it for the campaign',
+    );
+  for (const c of plan.matrix.conditions)
+    checkProduction(planOf(c, 0), `--matrix ${o.matrix} (condition "${c.id}")`, isProduction(env));
   const oracle: Oracle = await loadOracle(o.oracle, env);
   const [registerJs, runContextJs] = preloads();
   const out = ensureDir(o.out, '--out');
-  const files = { traces: join(out, 'traces.jsonl'), summary: join(out, 'summary.json'), report: join(out, 'report.html'), runs: join(out, 'runs.jsonl') };
+  const files = {
+    traces: join(out, 'traces.jsonl'),
+    summary: join(out, 'summary.json'),
+    report: join(out, 'report.html'),
+    runs: join(out, 'runs.jsonl'),
+  };
   for (const f of [...Object.values(files), join(out, STATE)]) checkWritable(f, '--out');
 
   // Resume, or start over.
@@ -215,12 +257,23 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
     rmSync(join(out, 'runs'), { recursive: true, force: true });
     rmSync(join(out, 'plans'), { recursive: true, force: true });
     previous = [];
-    state = { fingerprint: plan.fingerprint, campaignId: `c${started.toString(36)}`, cmd: o.cmd, tasks: o.tasks, matrix: o.matrix, ...(o.oracle ? { oracle: o.oracle } : {}), createdAt: new Date(started).toISOString() };
+    state = {
+      fingerprint: plan.fingerprint,
+      campaignId: `c${started.toString(36)}`,
+      cmd: o.cmd,
+      tasks: o.tasks,
+      matrix: o.matrix,
+      ...(o.oracle ? { oracle: o.oracle } : {}),
+      createdAt: new Date(started).toISOString(),
+    };
     writeFileSync(statePath, `${JSON.stringify(state, null, 2)}\n`);
   }
   const keys = new Set(plan.runs.map((r) => r.key));
   const done = new Map(previous.filter((r) => keys.has(r.key!)).map((r) => [r.key!, r]));
-  compactTraces(files.traces, new Set([...done.values()].map((r) => r.traceId).filter((t): t is string => t !== undefined)));
+  compactTraces(
+    files.traces,
+    new Set([...done.values()].map((r) => r.traceId).filter((t): t is string => t !== undefined)),
+  );
   const campaignId = state.campaignId;
 
   // One plan file per (condition, repetition).
@@ -272,7 +325,10 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
     const n = Math.max(1, records.length);
     const avgCalls = spentCalls / n;
     const avgTokens = spentTokens / n;
-    return (budget.calls !== undefined && spentCalls + inFlight * avgCalls >= budget.calls) || (budget.tokens !== undefined && spentTokens + inFlight * avgTokens >= budget.tokens);
+    return (
+      (budget.calls !== undefined && spentCalls + inFlight * avgCalls >= budget.calls) ||
+      (budget.tokens !== undefined && spentTokens + inFlight * avgTokens >= budget.tokens)
+    );
   };
 
   const onStop = (): void => {
@@ -292,7 +348,8 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
     const taskId = r.faulted ? twins.faulted : twins.clean;
     const childEnv: NodeJS.ProcessEnv = {
       ...env,
-      NODE_OPTIONS: `${env.NODE_OPTIONS ?? ''} --require ${JSON.stringify(registerJs)} --require ${JSON.stringify(runContextJs)}`.trim(),
+      NODE_OPTIONS:
+        `${env.NODE_OPTIONS ?? ''} --require ${JSON.stringify(registerJs)} --require ${JSON.stringify(runContextJs)}`.trim(),
       FAULTLINE_TRACES_FILE: spanFile,
       TRACEPARENT: `00-${traceId}-${spanId}-01`,
       FAULTLINE_CAMPAIGN_TASK: JSON.stringify(r.task.fields),
@@ -301,7 +358,9 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
     if (r.faulted) childEnv.FAULTLINE_PLAN = planFile(r);
     else delete childEnv.FAULTLINE_PLAN;
     Object.assign(childEnv, arcfEnv(r, env, out, o.fallbackModel));
-    if (r.bare) for (const k of ['FAULTLINE_TRACES_FILE', 'TRACEPARENT', 'FAULTLINE_PLAN', 'FAULTLINE_GUARDS']) delete childEnv[k];
+    if (r.bare)
+      for (const k of ['FAULTLINE_TRACES_FILE', 'TRACEPARENT', 'FAULTLINE_PLAN', 'FAULTLINE_GUARDS'])
+        delete childEnv[k];
     const result = await runProcess({
       argv: r.argv,
       env: childEnv,
@@ -313,10 +372,27 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
     // Stopped by us, not by the fault: not a result (a resumed campaign makes this run again).
     if (o.stopSignal?.aborted) return;
     let verdict: { success: boolean; reason: string };
-    if (result.spawnError !== undefined) verdict = { success: false, reason: `could not start ${JSON.stringify(r.argv[0])}: ${result.spawnError}` };
-    else if (result.timedOut) verdict = { success: false, reason: `timed out after ${Math.round((o.timeoutMs ?? 300_000) / 1000)} s` };
-    else verdict = await oracle.judge({ task: r.task, stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode, signal: result.signal });
-    const error = result.spawnError ?? (result.timedOut ? 'timed out' : result.signal ? `killed by ${result.signal}` : result.exitCode !== 0 ? `exit code ${String(result.exitCode)}` : undefined);
+    if (result.spawnError !== undefined)
+      verdict = { success: false, reason: `could not start ${JSON.stringify(r.argv[0])}: ${result.spawnError}` };
+    else if (result.timedOut)
+      verdict = { success: false, reason: `timed out after ${Math.round((o.timeoutMs ?? 300_000) / 1000)} s` };
+    else
+      verdict = await oracle.judge({
+        task: r.task,
+        stdout: result.stdout,
+        stderr: result.stderr,
+        exitCode: result.exitCode,
+        signal: result.signal,
+      });
+    const error =
+      result.spawnError ??
+      (result.timedOut
+        ? 'timed out'
+        : result.signal
+          ? `killed by ${result.signal}`
+          : result.exitCode !== 0
+            ? `exit code ${String(result.exitCode)}`
+            : undefined);
     const labelled = buildRunTrace(spanFile, {
       traceId,
       spanId,
@@ -339,7 +415,9 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
     const facts = runFacts(labelled.trace);
     if (facts.spans === 0 && !warnedNoSpans && !r.bare) {
       warnedNoSpans = true;
-      o.onNote?.(`run ${r.pair} (${r.task.id}, ${r.faulted ? r.condition.id : 'clean'}) wrote no spans: faultline/register is loaded through NODE_OPTIONS, so the command must start Node (see ${join(dir, 'stderr.txt')})`);
+      o.onNote?.(
+        `run ${r.pair} (${r.task.id}, ${r.faulted ? r.condition.id : 'clean'}) wrote no spans: faultline/register is loaded through NODE_OPTIONS, so the command must start Node (see ${join(dir, 'stderr.txt')})`,
+      );
     }
     const record: RunRecord = {
       run: ++seq,
@@ -395,7 +473,10 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
         return;
       }
       if (overBudget()) {
-        if (stopped === undefined) o.onNote?.(`budget reached (${spentCalls} LLM calls, ${spentTokens} tokens spent${budget.calls !== undefined ? `; --max-calls ${budget.calls}` : ''}${budget.tokens !== undefined ? `; --max-tokens ${budget.tokens}` : ''}): no new runs start`);
+        if (stopped === undefined)
+          o.onNote?.(
+            `budget reached (${spentCalls} LLM calls, ${spentTokens} tokens spent${budget.calls !== undefined ? `; --max-calls ${budget.calls}` : ''}${budget.tokens !== undefined ? `; --max-tokens ${budget.tokens}` : ''}): no new runs start`,
+          );
         stopped = 'budget reached';
         return;
       }
@@ -429,10 +510,22 @@ export async function runCommandCampaign(o: CommandCampaignOptions): Promise<Com
     ...(stopped !== undefined ? { stopped } : {}),
   };
   try {
-    writeFileSync(files.summary, `${JSON.stringify({ meta, matrix: { conditions: plan.matrix.conditions, seeds: plan.matrix.seeds }, tasks: plan.tasks.map((t) => t.fields), summary, ...(arcf ? { arcf } : {}), runs: records }, null, 2)}\n`);
+    writeFileSync(
+      files.summary,
+      `${JSON.stringify({ meta, matrix: { conditions: plan.matrix.conditions, seeds: plan.matrix.seeds }, tasks: plan.tasks.map((t) => t.fields), summary, ...(arcf ? { arcf } : {}), runs: records }, null, 2)}\n`,
+    );
     writeFileSync(files.report, renderHtml(summary, meta, records));
   } catch (err) {
     throw writeFailed('--out', o.out, err);
   }
-  return { summary, records, interrupted: stopped !== undefined, ...(stopped !== undefined ? { stopped } : {}), ran, files, text: renderText(summary, meta) + (arcf ? `\n\n${renderArcf(arcf)}` : ''), wallMs };
+  return {
+    summary,
+    records,
+    interrupted: stopped !== undefined,
+    ...(stopped !== undefined ? { stopped } : {}),
+    ran,
+    files,
+    text: renderText(summary, meta) + (arcf ? `\n\n${renderArcf(arcf)}` : ''),
+    wallMs,
+  };
 }

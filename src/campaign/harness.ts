@@ -87,7 +87,9 @@ export interface RunState extends RunSetup {
 /**
  * Build the harness. `wire` receives the per-task state lookup and returns the injector / detection / guard hooks.
  */
-export async function createHarness(wire?: (state: (taskId: string) => RunState | undefined) => HarnessHooks | Promise<HarnessHooks>): Promise<Harness> {
+export async function createHarness(
+  wire?: (state: (taskId: string) => RunState | undefined) => HarnessHooks | Promise<HarnessHooks>,
+): Promise<Harness> {
   const runs = new Map<string, RunState>();
   const hooks = wire ? await wire((id) => runs.get(id)) : await defaultWiring((id) => runs.get(id));
   const buffer = new TraceBuffer();
@@ -105,7 +107,11 @@ export async function createHarness(wire?: (state: (taskId: string) => RunState 
     steps: hooks.httpSteps ?? [],
     ...(hooks.onExchangeEnd ? { onExchangeEnd: hooks.onExchangeEnd } : {}),
   });
-  configureChannels({ steps: hooks.channelSteps ?? [], ...(hooks.onDelivery ? { onDelivery: hooks.onDelivery } : {}), captureMessageContent: true });
+  configureChannels({
+    steps: hooks.channelSteps ?? [],
+    ...(hooks.onDelivery ? { onDelivery: hooks.onDelivery } : {}),
+    captureMessageContent: true,
+  });
   configureWorkflows(hooks.onWorkflowEvent ? { onWorkflowEvent: hooks.onWorkflowEvent } : {});
 
   return {
@@ -123,7 +129,8 @@ export async function createHarness(wire?: (state: (taskId: string) => RunState 
       return spans;
     },
     traceOf(taskId) {
-      for (const [traceId, spans] of buffer.spans) if (spans.some((sp) => sp.attributes[ATTR_FL_TASK_ID] === taskId)) return traceId;
+      for (const [traceId, spans] of buffer.spans)
+        if (spans.some((sp) => sp.attributes[ATTR_FL_TASK_ID] === taskId)) return traceId;
       return undefined;
     },
     release(taskId) {
@@ -152,7 +159,9 @@ export const CAMPAIGN_DETECTORS: readonly string[] = detectorNames().filter((n) 
 /** The injector, online detection and guards, each per task. */
 async function defaultWiring(state: (taskId: string) => RunState | undefined): Promise<HarnessHooks> {
   // The plan objects are created once per condition (planFor), so the injector's parse cache keys on them.
-  const injector = createInjector((taskId) => state(taskId)?.plan as FaultPlanInput | undefined, { captureMessageContent: true });
+  const injector = createInjector((taskId) => state(taskId)?.plan as FaultPlanInput | undefined, {
+    captureMessageContent: true,
+  });
   const detection = createOnlineDetection({ detectors: CAMPAIGN_DETECTORS });
   const guards = createGuards((taskId) => (taskId === undefined ? undefined : guardConfigFor(state(taskId))), {
     // The receiving task is the one in whose context the delivery runs — not the task a (stale, foreign) message
@@ -179,7 +188,8 @@ export function guardConfigFor(run: RunState | undefined): GuardConfigInput | un
   if (!run || run.arm === 'none') return undefined;
   const key = `${run.arm}|${String(run.family?.name)}`;
   let config = configs.get(key);
-  if (!config && run.arm === 'arcf') configs.set(key, (config = arcfGuardConfig(run.family, run.model ?? 'faultline-mock-1')));
+  if (!config && run.arm === 'arcf')
+    configs.set(key, (config = arcfGuardConfig(run.family, run.model ?? 'faultline-mock-1')));
   if (!config) {
     const preset = guardPreset(run.arm as Exclude<Arm, 'arcf'>);
     const evidence = run.arm === 'evidence' || run.arm === 'both';

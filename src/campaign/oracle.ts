@@ -50,14 +50,24 @@ function verdictOf(v: unknown, where: string): Verdict {
   if (typeof v === 'boolean') return { success: v, reason: v ? 'oracle: success' : 'oracle: failure' };
   if (v !== null && typeof v === 'object' && typeof (v as { success?: unknown }).success === 'boolean') {
     const o = v as { success: boolean; reason?: unknown };
-    return { success: o.success, reason: typeof o.reason === 'string' && o.reason !== '' ? o.reason : o.success ? 'oracle: success' : 'oracle: failure' };
+    return {
+      success: o.success,
+      reason:
+        typeof o.reason === 'string' && o.reason !== '' ? o.reason : o.success ? 'oracle: success' : 'oracle: failure',
+    };
   }
-  return { success: false, reason: `${where} returned ${JSON.stringify(v) ?? String(v)}, not a boolean or { success }` };
+  return {
+    success: false,
+    reason: `${where} returned ${JSON.stringify(v) ?? String(v)}, not a boolean or { success }`,
+  };
 }
 
 export async function loadOracle(spec: string | undefined, env: NodeJS.ProcessEnv): Promise<Oracle> {
   if (spec === undefined || spec.trim() === '') {
-    return { describe: 'exit code 0', judge: async (i) => ({ success: i.exitCode === 0 && i.signal === null, reason: exitReason(i) }) };
+    return {
+      describe: 'exit code 0',
+      judge: async (i) => ({ success: i.exitCode === 0 && i.signal === null, reason: exitReason(i) }),
+    };
   }
   const ext = extname(spec).toLowerCase();
   if (['.js', '.mjs', '.cjs'].includes(ext) && !/\s/.test(spec.trim())) {
@@ -67,11 +77,25 @@ export async function loadOracle(spec: string | undefined, env: NodeJS.ProcessEn
     try {
       mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
     } catch (err) {
-      throw new FaultlineInputError('FAULTLINE_USAGE', `--oracle ${spec}: cannot load it: ${(err as Error).message}`, { cause: err });
+      throw new FaultlineInputError('FAULTLINE_USAGE', `--oracle ${spec}: cannot load it: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     const def = mod.default as Record<string, unknown> | CheckFn | undefined;
-    const check = (typeof mod.check === 'function' ? mod.check : typeof def === 'function' ? def : typeof def?.check === 'function' ? def.check : undefined) as CheckFn | undefined;
-    if (check === undefined) throw new FaultlineInputError('FAULTLINE_USAGE', `--oracle ${spec}: exports no check function (export function check({ task, stdout, exitCode }) { … })`);
+    const check = (
+      typeof mod.check === 'function'
+        ? mod.check
+        : typeof def === 'function'
+          ? def
+          : typeof def?.check === 'function'
+            ? def.check
+            : undefined
+    ) as CheckFn | undefined;
+    if (check === undefined)
+      throw new FaultlineInputError(
+        'FAULTLINE_USAGE',
+        `--oracle ${spec}: exports no check function (export function check({ task, stdout, exitCode }) { … })`,
+      );
     return {
       describe: spec,
       async judge(i) {
@@ -90,14 +114,21 @@ export async function loadOracle(spec: string | undefined, env: NodeJS.ProcessEn
       const argv = fillCommand(template, i.task, '--oracle');
       const r = await runProcess({
         argv,
-        env: { ...env, FAULTLINE_CAMPAIGN_TASK: JSON.stringify(i.task.fields), FAULTLINE_RUN_EXIT_CODE: i.exitCode === null ? '' : String(i.exitCode) },
+        env: {
+          ...env,
+          FAULTLINE_CAMPAIGN_TASK: JSON.stringify(i.task.fields),
+          FAULTLINE_RUN_EXIT_CODE: i.exitCode === null ? '' : String(i.exitCode),
+        },
         input: i.stdout,
         timeoutMs: ORACLE_TIMEOUT_MS,
         keepBytes: 64 << 10,
       });
       if (r.spawnError !== undefined) return { success: false, reason: `oracle could not run: ${r.spawnError}` };
       if (r.timedOut) return { success: false, reason: `oracle gave no verdict within ${ORACLE_TIMEOUT_MS / 1000} s` };
-      const said = r.stdout.split('\n').map((l) => l.trim()).find((l) => l !== '');
+      const said = r.stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .find((l) => l !== '');
       return { success: r.exitCode === 0, reason: said ?? `oracle ${exitReason(r)}` };
     },
   };

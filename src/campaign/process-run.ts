@@ -58,7 +58,12 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 export async function stopAll(graceMs = 5000): Promise<void> {
   const children = [...running];
   if (children.length === 0) return;
-  const gone = Promise.all(children.map((c) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('close', () => r())))));
+  const gone = Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('close', () => r()))),
+    ),
+  );
   for (const c of children) killGroup(c, 'SIGTERM');
   const timer = setTimeout(() => children.forEach((c) => killGroup(c, 'SIGKILL')), graceMs);
   await gone;
@@ -88,10 +93,25 @@ export function runProcess(o: ProcessOptions): Promise<ProcessResult> {
     const errFile = sink(o.stderrFile);
     let child: ChildProcess;
     try {
-      child = spawn(o.argv[0]!, o.argv.slice(1), { env: o.env, ...(o.cwd !== undefined ? { cwd: o.cwd } : {}), stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+      child = spawn(o.argv[0]!, o.argv.slice(1), {
+        env: o.env,
+        ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true,
+      });
     } catch (e) {
       for (const f of files) f.end();
-      resolve({ exitCode: null, signal: null, timedOut: false, spawnError: (e as Error).message, stdout: '', stderr: '', truncated: false, startedAt, endedAt: Date.now() });
+      resolve({
+        exitCode: null,
+        signal: null,
+        timedOut: false,
+        spawnError: (e as Error).message,
+        stdout: '',
+        stderr: '',
+        truncated: false,
+        startedAt,
+        endedAt: Date.now(),
+      });
       return;
     }
     running.add(child);

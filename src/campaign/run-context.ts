@@ -35,7 +35,9 @@ try {
   install();
 } catch (err) {
   // Never into the program: without the run context its spans are still joined to the run afterwards.
-  process.stderr.write(`faultline campaign: run context not set (${err instanceof Error ? err.message : String(err)})\n`);
+  process.stderr.write(
+    `faultline campaign: run context not set (${err instanceof Error ? err.message : String(err)})\n`,
+  );
 }
 
 export {};

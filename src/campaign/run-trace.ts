@@ -6,7 +6,12 @@
  * (labels.ts) and the ground-truth condition. One OTLP/JSON line per run, the shape `faultline eval` reads.
  */
 import { readFileSync } from 'node:fs';
-import { ATTR_GEN_AI_OPERATION_NAME, EVENT_FL_DETECTION, EVENT_FL_GUARD, GEN_AI_OPERATION_INVOKE_WORKFLOW } from '../../instrumentation/semconv';
+import {
+  ATTR_GEN_AI_OPERATION_NAME,
+  EVENT_FL_DETECTION,
+  EVENT_FL_GUARD,
+  GEN_AI_OPERATION_INVOKE_WORKFLOW,
+} from '../../instrumentation/semconv';
 import { groundTruth } from '../diagnosers/ground-truth';
 import { num, sortSpans, type SpanRecord, type TraceRecord } from '../traces/model';
 import { isLlmSpan } from '../traces/steps';
@@ -70,7 +75,10 @@ function rootResourceSpans(root: RunRoot): Json {
             kind: 1,
             startTimeUnixNano: ns(root.startMs),
             endTimeUnixNano: ns(Math.max(root.endMs, root.startMs)),
-            attributes: Object.entries({ ...root.attributes, [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_WORKFLOW }).map(([key, v]) => ({ key, value: anyValue(v) })),
+            attributes: Object.entries({
+              ...root.attributes,
+              [ATTR_GEN_AI_OPERATION_NAME]: GEN_AI_OPERATION_INVOKE_WORKFLOW,
+            }).map(([key, v]) => ({ key, value: anyValue(v) })),
             status: root.error !== undefined ? { code: 2, message: root.error } : { code: 0 },
           },
         ],
@@ -82,7 +90,8 @@ function rootResourceSpans(root: RunRoot): Json {
 function spansOf(rs: unknown): Json[] {
   if (!isRecord(rs)) return [];
   const out: Json[] = [];
-  for (const ss of Array.isArray(rs.scopeSpans) ? rs.scopeSpans : []) if (isRecord(ss) && Array.isArray(ss.spans)) for (const s of ss.spans) if (isRecord(s)) out.push(s);
+  for (const ss of Array.isArray(rs.scopeSpans) ? rs.scopeSpans : [])
+    if (isRecord(ss) && Array.isArray(ss.spans)) for (const s of ss.spans) if (isRecord(s)) out.push(s);
   return out;
 }
 
@@ -108,7 +117,8 @@ export function buildRunTrace(file: string, root: RunRoot): RunTrace {
   }
   // Join: one trace id, and what has no parent within the run hangs under the root.
   const ids = new Set<string>();
-  for (const rs of resourceSpans) for (const s of spansOf(rs)) if (typeof s.spanId === 'string') ids.add(s.spanId.toLowerCase());
+  for (const rs of resourceSpans)
+    for (const s of spansOf(rs)) if (typeof s.spanId === 'string') ids.add(s.spanId.toLowerCase());
   for (const rs of resourceSpans) {
     for (const s of spansOf(rs)) {
       s.traceId = root.traceId;
@@ -125,7 +135,11 @@ export function buildRunTrace(file: string, root: RunRoot): RunTrace {
     damaged++;
     spans.length = 0;
     spans.push(...spansOfDocument({ resourceSpans: [rootResourceSpans(root)] }));
-    return { line: JSON.stringify({ resourceSpans: [rootResourceSpans(root)] }), trace: { traceId: root.traceId, spans }, damaged };
+    return {
+      line: JSON.stringify({ resourceSpans: [rootResourceSpans(root)] }),
+      trace: { traceId: root.traceId, spans },
+      damaged,
+    };
   }
   return { line: JSON.stringify(doc), trace: { traceId: root.traceId, spans: sortSpans(spans) }, damaged };
 }
@@ -146,8 +160,17 @@ export function runFacts(t: TraceRecord): RunFacts {
     }
     if (isLlmSpan(s)) {
       llmCalls++;
-      tokens += (num(s.attributes, 'gen_ai.usage.input_tokens') ?? 0) + (num(s.attributes, 'gen_ai.usage.output_tokens') ?? 0);
+      tokens +=
+        (num(s.attributes, 'gen_ai.usage.input_tokens') ?? 0) + (num(s.attributes, 'gen_ai.usage.output_tokens') ?? 0);
     }
   }
-  return { triggered: groundTruth(t).status === 'faulty', detections, guardEvents, errorSpans, llmCalls, tokens, spans: own.length };
+  return {
+    triggered: groundTruth(t).status === 'faulty',
+    detections,
+    guardEvents,
+    errorSpans,
+    llmCalls,
+    tokens,
+    spans: own.length,
+  };
 }

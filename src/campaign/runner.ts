@@ -13,10 +13,24 @@ import { join } from 'node:path';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { SpanStatusCode } from '@opentelemetry/api';
-import { ATTR_FL_FAULT_NOOP, EVENT_FL_DETECTION, EVENT_FL_FAULT_INJECTED, EVENT_FL_GUARD } from '../../instrumentation/semconv';
+import {
+  ATTR_FL_FAULT_NOOP,
+  EVENT_FL_DETECTION,
+  EVENT_FL_FAULT_INJECTED,
+  EVENT_FL_GUARD,
+} from '../../instrumentation/semconv';
 import { analyse, type CampaignSummary, type RunRecord } from './analysis';
 import { createHarness, type Harness } from './harness';
-import { ATTR_CAMPAIGN_ARM, ATTR_CAMPAIGN_FAMILY, ATTR_CAMPAIGN_ID, ATTR_CAMPAIGN_PAIR, ATTR_CAMPAIGN_REP, ATTR_CAMPAIGN_TASK, ATTR_CAMPAIGN_TOPOLOGY, runTaskId } from './labels';
+import {
+  ATTR_CAMPAIGN_ARM,
+  ATTR_CAMPAIGN_FAMILY,
+  ATTR_CAMPAIGN_ID,
+  ATTR_CAMPAIGN_PAIR,
+  ATTR_CAMPAIGN_REP,
+  ATTR_CAMPAIGN_TASK,
+  ATTR_CAMPAIGN_TOPOLOGY,
+  runTaskId,
+} from './labels';
 import { arcfCells, arcfPlan, arcfReliability, arcfRunFacts, arcfSummary, measureOverhead, renderArcf } from './arcf';
 import { expand, planFor, type CampaignSpec, type Cell } from './matrix';
 import { renderHtml, renderText, type ReportMeta } from './report';
@@ -57,7 +71,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const started = Date.now();
   // Checked before the first run: an output directory that cannot be written is an input error, not lost work.
   const out = ensureDir(options.out, '--out');
-  const files = { traces: join(out, 'traces.jsonl'), summary: join(out, 'summary.json'), report: join(out, 'report.html') };
+  const files = {
+    traces: join(out, 'traces.jsonl'),
+    summary: join(out, 'summary.json'),
+    report: join(out, 'report.html'),
+  };
   for (const f of Object.values(files)) checkWritable(f, '--out');
 
   const examples = options.workloads;
@@ -75,7 +93,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   let next = 0;
   let interrupted = false;
 
-  const runOne = async (cell: Cell, cellNo: number, ids: { faulted: string; clean: string }, faulted: boolean): Promise<RunRecord> => {
+  const runOne = async (
+    cell: Cell,
+    cellNo: number,
+    ids: { faulted: string; clean: string },
+    faulted: boolean,
+  ): Promise<RunRecord> => {
     const family = examples.FAMILIES[cell.family];
     const task = family.tasks.find((t: { id: string }) => t.id === cell.task);
     const taskId = faulted ? ids.faulted : ids.clean;
@@ -113,7 +136,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
           taskId,
           condition: faulted ? cell.condition.id : 'clean',
           attributes,
-          onEnv: (env: unknown, binding: { taskId: string; sessionId: string }) => harness.bindEnv(taskId, env, binding.sessionId),
+          onEnv: (env: unknown, binding: { taskId: string; sessionId: string }) =>
+            harness.bindEnv(taskId, env, binding.sessionId),
           ...(cell.arm === 'arcf' ? { reliability: arcfReliability() } : {}),
         }),
         options.runTimeoutMs ?? 60_000,
@@ -129,7 +153,10 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     const spans = traceId ? await harness.take(traceId) : [];
     harness.release(taskId);
     const facts = traceFacts(spans);
-    if (spans.length > 0) traces.write(`${Buffer.from(JsonTraceSerializer.serializeRequest(spans) ?? new Uint8Array()).toString('utf8')}\n`);
+    if (spans.length > 0)
+      traces.write(
+        `${Buffer.from(JsonTraceSerializer.serializeRequest(spans) ?? new Uint8Array()).toString('utf8')}\n`,
+      );
     const record: RunRecord = {
       run: runNo,
       taskId,
@@ -181,7 +208,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     // ARCF's observability overhead: clean tasks with and without faultline, once the harness is gone.
     if (!options.signal?.aborted && cells.some((c) => c.study === 'arcf')) {
       const family = examples.FAMILIES[options.spec.families[0] ?? 'shopping'];
-      overhead = await measureOverhead(() => examples.runTask({ family, task: family.tasks[0], topology: 'sequential', llm })).catch(() => undefined);
+      overhead = await measureOverhead(() =>
+        examples.runTask({ family, task: family.tasks[0], topology: 'sequential', llm }),
+      ).catch(() => undefined);
     }
     await llm.close();
   }
@@ -201,13 +230,29 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   records.sort((a, b) => a.run - b.run);
   const arcf = arcfSummary(records);
   if (arcf && overhead) arcf.overhead = overhead;
-  await writeFile(files.summary, `${JSON.stringify({ meta, spec: options.spec, summary, ...(arcf ? { arcf } : {}), runs: records }, null, 2)}\n`);
+  await writeFile(
+    files.summary,
+    `${JSON.stringify({ meta, spec: options.spec, summary, ...(arcf ? { arcf } : {}), runs: records }, null, 2)}\n`,
+  );
   await writeFile(files.report, renderHtml(summary, meta, records));
-  return { summary, records, interrupted, files, text: renderText(summary, meta) + (arcf ? `\n\n${renderArcf(arcf)}` : ''), wallMs, ...(arcf ? { arcf } : {}) };
+  return {
+    summary,
+    records,
+    interrupted,
+    files,
+    text: renderText(summary, meta) + (arcf ? `\n\n${renderArcf(arcf)}` : ''),
+    wallMs,
+    ...(arcf ? { arcf } : {}),
+  };
 }
 
 /** What a run's trace says: did the fault fire, and what signalled a problem. */
-export function traceFacts(spans: ReadableSpan[]): { triggered: boolean; detections: number; guardEvents: number; errorSpans: number } {
+export function traceFacts(spans: ReadableSpan[]): {
+  triggered: boolean;
+  detections: number;
+  guardEvents: number;
+  errorSpans: number;
+} {
   let triggered = false;
   let detections = 0;
   let guardEvents = 0;
@@ -219,7 +264,8 @@ export function traceFacts(spans: ReadableSpan[]): { triggered: boolean; detecti
       if (e.name === EVENT_FL_DETECTION) detections++;
       else if (e.name === EVENT_FL_GUARD) guardEvents++;
       // The same rule the evaluation's ground truth uses: a fault.injected record that was not a no-op.
-      else if (e.name === EVENT_FL_FAULT_INJECTED && !spanNoop && e.attributes?.[ATTR_FL_FAULT_NOOP] !== true) triggered = true;
+      else if (e.name === EVENT_FL_FAULT_INJECTED && !spanNoop && e.attributes?.[ATTR_FL_FAULT_NOOP] !== true)
+        triggered = true;
     }
   }
   return { triggered, detections, guardEvents, errorSpans };

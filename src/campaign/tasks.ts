@@ -21,7 +21,11 @@ export function loadTasks(file: string): CampaignTask[] {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new FaultlineInputError('FAULTLINE_FILE_NOT_FOUND', `--tasks ${file}: ${code === 'ENOENT' ? 'no such file' : `cannot read (${code ?? String(err)})`}`, { cause: err });
+    throw new FaultlineInputError(
+      'FAULTLINE_FILE_NOT_FOUND',
+      `--tasks ${file}: ${code === 'ENOENT' ? 'no such file' : `cannot read (${code ?? String(err)})`}`,
+      { cause: err },
+    );
   }
   const tasks: CampaignTask[] = [];
   const seen = new Map<string, number>();
@@ -43,7 +47,8 @@ export function loadTasks(file: string): CampaignTask[] {
     else if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
       const o = v as Record<string, unknown>;
       const id = o.id;
-      if (!(typeof id === 'string' && id.trim() !== '') && !(typeof id === 'number' && Number.isFinite(id))) bad('a task object needs an "id" (a string or a number)');
+      if (!(typeof id === 'string' && id.trim() !== '') && !(typeof id === 'number' && Number.isFinite(id)))
+        bad('a task object needs an "id" (a string or a number)');
       task = { id: String(id), fields: o, line };
     } else task = bad(`expected a task object or a string, got ${Array.isArray(v) ? 'an array' : JSON.stringify(v)}`);
     const dup = seen.get(task.id);
@@ -51,6 +56,7 @@ export function loadTasks(file: string): CampaignTask[] {
     seen.set(task.id, line);
     tasks.push(task);
   });
-  if (tasks.length === 0) throw new FaultlineInputError('FAULTLINE_USAGE', `--tasks ${file}: no tasks (one JSON object or string per line)`);
+  if (tasks.length === 0)
+    throw new FaultlineInputError('FAULTLINE_USAGE', `--tasks ${file}: no tasks (one JSON object or string per line)`);
   return tasks;
 }

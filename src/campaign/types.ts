@@ -47,7 +47,6 @@ export interface CampaignSpec {
   arcf?: { conditions: Condition[] };
 }
 
-
 export interface RunRecord {
   /** Sequence number in the campaign. */
   run: number;
@@ -163,7 +162,12 @@ export interface CampaignWorkloads {
    * (`reobserve`, `evidenceFields`; detectors/guards and harness.ts). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- families differ in task and environment types
   readonly FAMILIES: Record<string, any>;
-  connectModel(options: { baseURL?: string; apiKey?: string; model?: string; env?: NodeJS.ProcessEnv }): Promise<CampaignModel>;
+  connectModel(options: {
+    baseURL?: string;
+    apiKey?: string;
+    model?: string;
+    env?: NodeJS.ProcessEnv;
+  }): Promise<CampaignModel>;
   runTask(options: {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one of FAMILIES, and one of its tasks
     family: any;

@@ -63,7 +63,16 @@ export const DEFAULT_KEY_DRIFT: Record<string, string> = {
   observed_quantity: 'quantity_seen',
   product_url: 'url',
 };
-export const DEFAULT_TYPE_DRIFT = ['state_version', 'version', 'candidate_answer', 'evidence_row_indices', 'requested_quantity', 'observed_quantity', 'quantity', 'cart_verified'];
+export const DEFAULT_TYPE_DRIFT = [
+  'state_version',
+  'version',
+  'candidate_answer',
+  'evidence_row_indices',
+  'requested_quantity',
+  'observed_quantity',
+  'quantity',
+  'cart_verified',
+];
 
 function validPartial(m: AgentMessage, p: Obj): MessageEffect {
   const payload = clone(m.payload);
@@ -86,7 +95,8 @@ function swapFromDonor(m: AgentMessage, ctx: MessageFaultContext, keys: string[]
   if (!isObj(m.payload) || !isObj(donor)) return { kind: 'deliver', messages: [m], noop: true };
   const payload = clone(m.payload);
   for (const k of keys) {
-    if (k in payload && k in donor && JSON.stringify(payload[k]) !== JSON.stringify(donor[k])) payload[k] = clone(donor[k]);
+    if (k in payload && k in donor && JSON.stringify(payload[k]) !== JSON.stringify(donor[k]))
+      payload[k] = clone(donor[k]);
   }
   // Identity corruption keeps inner and outer consistent: the JSON-string evidence mirror is rebuilt (§2.7).
   if (mirror && typeof payload.evidence === 'string') {
@@ -131,30 +141,53 @@ const fieldList = z.array(z.string().min(1)).min(1);
 
 export function communicationFaults(): MessageFault[] {
   return [
-    fault('non_delivery', 'non_delivery', 'the message is dropped: the receiver gets nothing (HTTP: the request never reaches the server; the client sees a connection reset)', z.strictObject({}), () => ({ kind: 'drop' })),
+    fault(
+      'non_delivery',
+      'non_delivery',
+      'the message is dropped: the receiver gets nothing (HTTP: the request never reaches the server; the client sees a connection reset)',
+      z.strictObject({}),
+      () => ({ kind: 'drop' }),
+    ),
     fault(
       'deadline',
       'timeout',
       'wait the deadline, then deliver nothing (HTTP: reset after the deadline)',
-      z.strictObject({ deadlineMs: timerMs(z.number().int().min(0)).default(500).meta({ description: 'how long the sender waits before the message is lost, in ms' }) }),
+      z.strictObject({
+        deadlineMs: timerMs(z.number().int().min(0))
+          .default(500)
+          .meta({ description: 'how long the sender waits before the message is lost, in ms' }),
+      }),
       (_m, p) => ({ kind: 'drop', waitMs: Number(p.deadlineMs ?? 500) }),
     ),
     fault(
       'delay',
       'delay',
       'deliver after delayMs',
-      z.strictObject({ delayMs: timerMs(z.number().int().min(0)).default(1000).meta({ description: 'added latency, in ms' }) }),
+      z.strictObject({
+        delayMs: timerMs(z.number().int().min(0)).default(1000).meta({ description: 'added latency, in ms' }),
+      }),
       (m, p) => ({ kind: 'deliver', messages: [m], waitMs: Number(p.delayMs ?? 1000) }),
     ),
-    fault('duplicate', 'duplicate', 'deliver the message twice (HTTP: the request is sent twice, the client gets the first response)', z.strictObject({}), (m) => ({
-      kind: 'deliver',
-      messages: [m, clone(m)],
-    })),
+    fault(
+      'duplicate',
+      'duplicate',
+      'deliver the message twice (HTTP: the request is sent twice, the client gets the first response)',
+      z.strictObject({}),
+      (m) => ({
+        kind: 'deliver',
+        messages: [m, clone(m)],
+      }),
+    ),
     fault(
       'stale_replay',
       'stale',
       'the whole envelope is replaced by a stale one: by default another task’s message at the same boundary (cross-session replay), or with from: "previous" the last message to the same target in this task',
-      z.strictObject({ from: z.enum(['other_task', 'previous']).default('other_task').meta({ description: 'where the stale message comes from' }) }),
+      z.strictObject({
+        from: z
+          .enum(['other_task', 'previous'])
+          .default('other_task')
+          .meta({ description: 'where the stale message comes from' }),
+      }),
       (m, p, ctx) => {
         const stale = p.from === 'previous' ? ctx.previousToTarget[ctx.previousToTarget.length - 1] : ctx.donor;
         if (!stale) return { kind: 'deliver', messages: [m], noop: true };
@@ -172,34 +205,62 @@ export function communicationFaults(): MessageFault[] {
       'semantic_corruption',
       'semantic',
       'the evidence block (evidence_result / evidence) is swapped for a donor’s from another task at the same boundary; the outer binding is kept',
-      z.strictObject({ fields: fieldList.optional().meta({ description: 'payload keys to swap (default evidence_result, evidence)' }) }),
-      (m, p, ctx) => swapFromDonor(m, ctx, Array.isArray(p.fields) ? (p.fields as string[]) : ['evidence_result', 'evidence'], false),
+      z.strictObject({
+        fields: fieldList.optional().meta({ description: 'payload keys to swap (default evidence_result, evidence)' }),
+      }),
+      (m, p, ctx) =>
+        swapFromDonor(
+          m,
+          ctx,
+          Array.isArray(p.fields) ? (p.fields as string[]) : ['evidence_result', 'evidence'],
+          false,
+        ),
     ),
     fault(
       'identity_corruption',
       'semantic',
       'the entity ids (default sku, product_id, entity_id) are swapped for a donor’s, keeping inner and outer consistent',
-      z.strictObject({ fields: fieldList.optional().meta({ description: 'payload keys holding the entity identity' }) }),
-      (m, p, ctx) => swapFromDonor(m, ctx, Array.isArray(p.fields) ? (p.fields as string[]) : ['sku', 'product_id', 'entity_id'], true),
+      z.strictObject({
+        fields: fieldList.optional().meta({ description: 'payload keys holding the entity identity' }),
+      }),
+      (m, p, ctx) =>
+        swapFromDonor(
+          m,
+          ctx,
+          Array.isArray(p.fields) ? (p.fields as string[]) : ['sku', 'product_id', 'entity_id'],
+          true,
+        ),
     ),
     fault(
       'key_drift',
       'schema',
       'contract keys renamed (task_id→task_binding, candidate_answer→candidate_response, …) at any depth',
-      z.strictObject({ renames: z.record(z.string(), z.string()).optional().meta({ description: 'old key → new key' }) }),
+      z.strictObject({
+        renames: z.record(z.string(), z.string()).optional().meta({ description: 'old key → new key' }),
+      }),
       (m, p) => keyDrift(m, p),
     ),
     fault(
       'type_drift',
       'schema',
       'contract value types drift: numbers and booleans become strings, a string answer becomes a one-element list',
-      z.strictObject({ fields: fieldList.optional().meta({ description: 'keys whose values drift (default state_version, version, candidate_answer, …)' }) }),
+      z.strictObject({
+        fields: fieldList
+          .optional()
+          .meta({ description: 'keys whose values drift (default state_version, version, candidate_answer, …)' }),
+      }),
       (m, p) => typeDrift(m, p),
     ),
-    fault('reordering', 'stale', 'the previous message to the same target is delivered again after this one (newer, then older)', z.strictObject({}), (m, _p, ctx) => {
-      const older = ctx.previousToTarget[ctx.previousToTarget.length - 1];
-      if (!older) return { kind: 'deliver', messages: [m], noop: true };
-      return { kind: 'deliver', messages: [m, clone(older)] };
-    }),
+    fault(
+      'reordering',
+      'stale',
+      'the previous message to the same target is delivered again after this one (newer, then older)',
+      z.strictObject({}),
+      (m, _p, ctx) => {
+        const older = ctx.previousToTarget[ctx.previousToTarget.length - 1];
+        if (!older) return { kind: 'deliver', messages: [m], noop: true };
+        return { kind: 'deliver', messages: [m, clone(older)] };
+      },
+    ),
   ];
 }

@@ -5,16 +5,25 @@ import { listFaults } from './index';
 import type { FaultDefinition } from './types';
 
 function paramsOf(f: FaultDefinition): string {
-  const schema = z.toJSONSchema(f.params, { io: 'input' }) as { properties?: Record<string, { description?: string; default?: unknown }> };
+  const schema = z.toJSONSchema(f.params, { io: 'input' }) as {
+    properties?: Record<string, { description?: string; default?: unknown }>;
+  };
   const props = Object.entries(schema.properties ?? {});
   if (props.length === 0) return '—';
-  return props.map(([k, p]) => `\`${k}\`${p.default !== undefined ? ` = ${JSON.stringify(p.default)}` : ''}${p.description ? `: ${p.description}` : ''}`).join('<br>');
+  return props
+    .map(
+      ([k, p]) =>
+        `\`${k}\`${p.default !== undefined ? ` = ${JSON.stringify(p.default)}` : ''}${p.description ? `: ${p.description}` : ''}`,
+    )
+    .join('<br>');
 }
 
 const esc = (s: string) => s.replace(/\|/g, '\\|');
 
 function table(faults: readonly FaultDefinition[], withParams: boolean): string {
-  const head = withParams ? '| name | type | category | strategy | what it does | params |\n|---|---|---|---|---|---|' : '| name | base | type | category | target | strategy | what it does |\n|---|---|---|---|---|---|---|';
+  const head = withParams
+    ? '| name | type | category | strategy | what it does | params |\n|---|---|---|---|---|---|'
+    : '| name | base | type | category | target | strategy | what it does |\n|---|---|---|---|---|---|---|';
   const rows = faults.map((f) =>
     withParams
       ? `| \`${f.name}\` | ${f.type} | ${f.category} | ${f.strategy.kind} (rule may override) | ${esc(f.description)} | ${esc(paramsOf(f))} |`
@@ -29,14 +38,24 @@ function formatsTable(): string {
     const c = f.content;
     return `| ${f.label} | ${c ? esc(c.text) : '—'} | ${c?.toolCalls ? esc(c.toolCalls) : '—'} | ${c ? esc(c.finish) : '—'} | ${f.streams ?? 'no streams'} | ${f.terminal ? esc(f.terminal) : '—'} | ${f.errors} |`;
   });
-  return ['| format | content (text) | tool calls | finish reason | streams | terminal marker | error body |', '|---|---|---|---|---|---|---|', ...rows].join('\n');
+  return [
+    '| format | content (text) | tool calls | finish reason | streams | terminal marker | error body |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
 }
 
 /** Where a fault family has no meaning, and why (one row per family and format). */
 function gapsTable(): string {
   const families: Array<[string, FaultDefinition | undefined]> = [
-    ['content faults on text (llm_*, compound_*)', listFaults().find((f) => f.mode === 'content' && f.target === 'content')],
-    ['tool-call faults (tool_*, compound_stale_data / wrong_entity)', listFaults().find((f) => f.mode === 'content' && f.target === 'tool_calls')],
+    [
+      'content faults on text (llm_*, compound_*)',
+      listFaults().find((f) => f.mode === 'content' && f.target === 'content'),
+    ],
+    [
+      'tool-call faults (tool_*, compound_stale_data / wrong_entity)',
+      listFaults().find((f) => f.mode === 'content' && f.target === 'tool_calls'),
+    ],
     ['stream_cut, stream_stall, stream_corrupt_chunk', listFaults().find((f) => f.name === 'stream_cut')],
     ['stream_drop_done', listFaults().find((f) => f.name === 'stream_drop_done')],
   ];
@@ -49,7 +68,10 @@ function gapsTable(): string {
     }
   }
   const messages = listFaults().filter((f) => f.mode === 'message');
-  if (messages.length > 0) rows.push(`| the ${messages.length} communication faults | every LLM format above | ${notApplicableReason(messages[0], 'openai.chat') ?? ''} |`);
+  if (messages.length > 0)
+    rows.push(
+      `| the ${messages.length} communication faults | every LLM format above | ${notApplicableReason(messages[0], 'openai.chat') ?? ''} |`,
+    );
   return ['| faults | format | no meaning because |', '|---|---|---|', ...rows].join('\n');
 }
 

@@ -6,7 +6,12 @@
  * transport fault on embeddings — is not applied there: the fault step reports it not applicable, and a plan whose
  * rules can meet such a format says so once at start-up (`planGaps`).
  */
-import { encodeMessage, isEventStream, stringHeaders, type EventStreamMessage } from '../../instrumentation/providers/eventstream';
+import {
+  encodeMessage,
+  isEventStream,
+  stringHeaders,
+  type EventStreamMessage,
+} from '../../instrumentation/providers/eventstream';
 import { SseParser, type SseEvent } from '../wire/sse';
 import type { Protocol } from '../../instrumentation/types';
 import { compileSelector, HANDOFF_OPERATION } from '../plan/select';
@@ -52,7 +57,11 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     url: 'https://api.openai.com/v1/chat/completions',
     streams: 'SSE',
     terminal: '`data: [DONE]`',
-    content: { text: '`choices[0].message.content`', toolCalls: '`choices[0].message.tool_calls`', finish: '`finish_reason`' },
+    content: {
+      text: '`choices[0].message.content`',
+      toolCalls: '`choices[0].message.tool_calls`',
+      finish: '`finish_reason`',
+    },
   },
   {
     protocol: 'openai.responses',
@@ -65,7 +74,8 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     content: {
       text: '`output_text` of the `message` items (joined; written back as one)',
       toolCalls: '`function_call` items (`arguments`)',
-      finish: '`status` + `incomplete_details.reason` (length ↔ incomplete/max_output_tokens, content_filter ↔ incomplete/content_filter, stop ↔ completed)',
+      finish:
+        '`status` + `incomplete_details.reason` (length ↔ incomplete/max_output_tokens, content_filter ↔ incomplete/content_filter, stop ↔ completed)',
     },
   },
   {
@@ -77,7 +87,11 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     url: 'https://api.anthropic.com/v1/messages',
     streams: 'SSE',
     terminal: '`event: message_stop`',
-    content: { text: '`text` blocks (joined; written back as one)', toolCalls: '`tool_use` blocks (`input`)', finish: '`stop_reason` (length ↔ max_tokens, content_filter ↔ refusal)' },
+    content: {
+      text: '`text` blocks (joined; written back as one)',
+      toolCalls: '`tool_use` blocks (`input`)',
+      finish: '`stop_reason` (length ↔ max_tokens, content_filter ↔ refusal)',
+    },
   },
   {
     protocol: 'gemini.generate_content',
@@ -102,7 +116,11 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     url: 'http://localhost:11434/api/chat',
     streams: 'NDJSON',
     terminal: 'the `"done": true` line (it also carries `done_reason` and the token counts)',
-    content: { text: '`message.content`', toolCalls: '`message.tool_calls` (`function.arguments`)', finish: '`done_reason`' },
+    content: {
+      text: '`message.content`',
+      toolCalls: '`message.tool_calls` (`function.arguments`)',
+      finish: '`done_reason`',
+    },
   },
   {
     protocol: 'ollama.generate',
@@ -137,7 +155,8 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     operation: 'chat',
     providers: ['aws.bedrock'],
     url: 'https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/invoke',
-    streams: 'AWS event-stream (InvokeModelWithResponseStream: `chunk` frames, each the base64 JSON of one event of the family\'s stream)',
+    streams:
+      "AWS event-stream (InvokeModelWithResponseStream: `chunk` frames, each the base64 JSON of one event of the family's stream)",
     terminal: 'the last `chunk` (it carries `amazon-bedrock-invocationMetrics`)',
     // Bedrock returns Anthropic's own answer body, and Converse's shape for Nova; the other families' bodies (Llama,
     // Mistral, Titan, Cohere) have no view yet: content faults are reported not applicable on them.
@@ -147,7 +166,13 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
       finish: '`stop_reason` (Anthropic) / `stopReason` (Nova)',
     },
   },
-  { protocol: 'openai.embeddings', label: 'OpenAI-compatible embeddings', errors: 'openai', operation: 'embeddings', url: 'https://api.openai.com/v1/embeddings' },
+  {
+    protocol: 'openai.embeddings',
+    label: 'OpenAI-compatible embeddings',
+    errors: 'openai',
+    operation: 'embeddings',
+    url: 'https://api.openai.com/v1/embeddings',
+  },
   {
     protocol: 'gemini.embeddings',
     label: 'Gemini embeddings',
@@ -156,7 +181,14 @@ export const WIRE_FORMATS: readonly WireFormat[] = [
     providers: ['gcp.gemini', 'gcp.vertex_ai'],
     url: 'https://generativelanguage.googleapis.com/v1beta/models/gemini-embedding-001:batchEmbedContents',
   },
-  { protocol: 'ollama.embeddings', label: 'Ollama embeddings', errors: 'ollama', operation: 'embeddings', providers: ['ollama'], url: 'http://localhost:11434/api/embed' },
+  {
+    protocol: 'ollama.embeddings',
+    label: 'Ollama embeddings',
+    errors: 'ollama',
+    operation: 'embeddings',
+    providers: ['ollama'],
+    url: 'http://localhost:11434/api/embed',
+  },
 ];
 
 const BY_PROTOCOL = new Map<Protocol, WireFormat>(WIRE_FORMATS.map((f) => [f.protocol, f]));
@@ -176,7 +208,8 @@ export function errorShapeOf(protocol: Protocol): ErrorShape {
  */
 export function streamFraming(protocol: Protocol, contentType: string): AnyStreamFraming | undefined {
   if (contentType.includes('text/event-stream')) return 'sse';
-  if ((protocol === 'bedrock.converse' || protocol === 'bedrock.invoke') && isEventStream(contentType)) return 'eventstream';
+  if ((protocol === 'bedrock.converse' || protocol === 'bedrock.invoke') && isEventStream(contentType))
+    return 'eventstream';
   if (protocol === 'ollama.chat' || protocol === 'ollama.generate') return 'ndjson';
   if (protocol === 'gemini.generate_content' && contentType.includes('json')) return 'json-array';
   return undefined;
@@ -188,14 +221,19 @@ export function streamFraming(protocol: Protocol, contentType: string): AnyStrea
  */
 export function notApplicableReason(fault: FaultDefinition, protocol: Protocol): string | undefined {
   const format = BY_PROTOCOL.get(protocol);
-  if (fault.mode === 'message') return protocol === 'a2a' || protocol === 'mcp' ? undefined : 'message faults act on agent messages (A2A, MCP, channels)';
+  if (fault.mode === 'message')
+    return protocol === 'a2a' || protocol === 'mcp'
+      ? undefined
+      : 'message faults act on agent messages (A2A, MCP, channels)';
   if (fault.mode === 'transport') return undefined;
   if (format?.bodiesNotFaulted !== undefined) return format.bodiesNotFaulted;
   if (fault.mode === 'stream') {
     // A2A and MCP streams are SSE without a terminal marker of their own: cut, stall and garble apply.
-    if (format === undefined) return fault.base === 'stream_drop_done' ? 'its streams have no terminal marker' : undefined;
+    if (format === undefined)
+      return fault.base === 'stream_drop_done' ? 'its streams have no terminal marker' : undefined;
     if (format.streams === undefined) return 'it never streams';
-    if (fault.base === 'stream_drop_done' && format.terminal === undefined) return 'its streams have no terminal marker (the last chunk carries the finish reason)';
+    if (fault.base === 'stream_drop_done' && format.terminal === undefined)
+      return 'its streams have no terminal marker (the last chunk carries the finish reason)';
     return undefined;
   }
   if (format === undefined) return 'it is an agent call, not an LLM answer';
@@ -296,7 +334,8 @@ function responsesType(event: string | undefined, data: string): string | undefi
 function isTerminal(protocol: Protocol, framing: StreamFraming, data: string, event: string | undefined): boolean {
   if (framing === 'sse') {
     if (protocol === 'openai.chat') return data.trim() === '[DONE]';
-    if (protocol === 'anthropic.messages') return event === 'message_stop' || /^\s*\{\s*"type"\s*:\s*"message_stop"/.test(data);
+    if (protocol === 'anthropic.messages')
+      return event === 'message_stop' || /^\s*\{\s*"type"\s*:\s*"message_stop"/.test(data);
     if (protocol === 'openai.responses') return RESPONSES_TERMINAL.has(responsesType(event, data) ?? '');
     return false;
   }
@@ -310,7 +349,13 @@ const half = (payload: string): string => `${payload.slice(0, Math.max(1, Math.f
  * One event of a `protocol` stream framed as `framing`: an SSE block with the data it dispatched (undefined for a
  * comment block), or an NDJSON line / JSON-array element with its JSON text (undefined for bare separators).
  */
-export function streamEvent(protocol: Protocol, framing: StreamFraming, raw: string, data: string | undefined, event?: string): StreamEvent {
+export function streamEvent(
+  protocol: Protocol,
+  framing: StreamFraming,
+  raw: string,
+  data: string | undefined,
+  event?: string,
+): StreamEvent {
   const isData = data !== undefined;
   return {
     raw,
@@ -341,12 +386,16 @@ export function eventStreamEvent(protocol: Protocol, frame: Buffer, m: EventStre
   const kind = m?.headers[':message-type'];
   const isData = kind === 'event' || kind === 'exception';
   const type = m?.headers[':event-type'];
-  const chunk = m !== undefined && protocol === 'bedrock.invoke' && type === 'chunk' ? invokeChunk(m.payload) : undefined;
+  const chunk =
+    m !== undefined && protocol === 'bedrock.invoke' && type === 'chunk' ? invokeChunk(m.payload) : undefined;
   return {
     raw,
     isData,
     isTerminal:
-      isData && (protocol === 'bedrock.converse' ? typeof type === 'string' && CONVERSE_TERMINAL.has(type) : chunk !== undefined && typeof chunk.inner['amazon-bedrock-invocationMetrics'] === 'object'),
+      isData &&
+      (protocol === 'bedrock.converse'
+        ? typeof type === 'string' && CONVERSE_TERMINAL.has(type)
+        : chunk !== undefined && typeof chunk.inner['amazon-bedrock-invocationMetrics'] === 'object'),
     corrupt() {
       if (m === undefined || !isData) return raw;
       let payload: string;
@@ -366,7 +415,9 @@ function invokeChunk(payload: Buffer): { outer: Record<string, unknown>; inner: 
     const outer = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
     if (typeof outer.bytes !== 'string') return undefined;
     const inner: unknown = JSON.parse(Buffer.from(outer.bytes, 'base64').toString('utf8'));
-    return inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? { outer, inner: inner as Record<string, unknown> } : undefined;
+    return inner !== null && typeof inner === 'object' && !Array.isArray(inner)
+      ? { outer, inner: inner as Record<string, unknown> }
+      : undefined;
   } catch {
     return undefined;
   }

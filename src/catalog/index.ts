@@ -10,7 +10,12 @@ import type { FaultDefinition } from './types';
 
 export type * from './types';
 
-const ALL: readonly FaultDefinition[] = [...agentChaosFaults(), ...transportFaults(), ...streamFaults(), ...communicationFaults()];
+const ALL: readonly FaultDefinition[] = [
+  ...agentChaosFaults(),
+  ...transportFaults(),
+  ...streamFaults(),
+  ...communicationFaults(),
+];
 const BY_NAME = new Map(ALL.map((f) => [f.name, f]));
 
 /** Every fault name, in catalog order. */

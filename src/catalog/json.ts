@@ -11,7 +11,8 @@ export function pyDumps(value: unknown): string {
     const entries = Object.entries(value as Record<string, unknown>);
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}: ${pyDumps(v)}`).join(', ')}}`;
   }
-  if (typeof value === 'number' && !Number.isFinite(value)) return value > 0 ? 'Infinity' : value < 0 ? '-Infinity' : 'NaN';
+  if (typeof value === 'number' && !Number.isFinite(value))
+    return value > 0 ? 'Infinity' : value < 0 ? '-Infinity' : 'NaN';
   return JSON.stringify(value);
 }
 

@@ -68,9 +68,10 @@ export interface StreamEvent {
 /** Event-wise stream transformation: called per complete event, in order, with the data events before it. */
 export interface StreamTransform {
   /** Return the events to emit for this one (zero, one, or more), or an action. */
-  onEvent(event: StreamEvent, index: number):
-    | { emit: string[] }
-    | { emit: string[]; then: 'end' | 'reset' | 'stall'; stallMs?: number };
+  onEvent(
+    event: StreamEvent,
+    index: number,
+  ): { emit: string[] } | { emit: string[]; then: 'end' | 'reset' | 'stall'; stallMs?: number };
   /** Whether the stream was changed by the time it ended (false = the fault turned out a no-op). */
   changed(): boolean;
 }
@@ -89,16 +90,11 @@ export interface MessageFaultContext {
 
 /** What a message fault does to one message. `noop` = nothing applicable (reported, not counted as triggered). */
 export type MessageEffect =
-  | { kind: 'deliver'; messages: AgentMessage[]; waitMs?: number; noop?: boolean }
-  | { kind: 'drop'; waitMs?: number };
+  { kind: 'deliver'; messages: AgentMessage[]; waitMs?: number; noop?: boolean } | { kind: 'drop'; waitMs?: number };
 
 export interface MessageFault extends FaultBase {
   readonly mode: 'message';
-  apply(
-    message: AgentMessage,
-    params: Record<string, unknown>,
-    ctx: MessageFaultContext,
-  ): MessageEffect;
+  apply(message: AgentMessage, params: Record<string, unknown>, ctx: MessageFaultContext): MessageEffect;
 }
 
 export type FaultDefinition = ContentFault | TransportFault | StreamFault | MessageFault;

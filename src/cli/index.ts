@@ -38,7 +38,9 @@ function report(err: unknown): number {
     return err instanceof FaultlineInputError ? 2 : 1;
   }
   const msg = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-  process.stderr.write(`✖ unexpected error: ${msg}\n  This is a bug in faultline; please report it (run with FAULTLINE_DEBUG=1 for the stack).\n`);
+  process.stderr.write(
+    `✖ unexpected error: ${msg}\n  This is a bug in faultline; please report it (run with FAULTLINE_DEBUG=1 for the stack).\n`,
+  );
   if (debug && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
   return 1;
 }
@@ -69,7 +71,10 @@ async function run(argv: string[]): Promise<number> {
   const cmd = entry ? tryLoad(entry) : undefined;
   if (!cmd) {
     const names = COMMANDS.filter((c) => c.available()).map((c) => c.name);
-    throw new FaultlineInputError('FAULTLINE_USAGE', `unknown command ${JSON.stringify(first)}: expected one of ${names.join(', ')} (see faultline --help)`);
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `unknown command ${JSON.stringify(first)}: expected one of ${names.join(', ')} (see faultline --help)`,
+    );
   }
   if (rest.includes('--help') || rest.includes('-h')) {
     process.stdout.write(commandHelp(cmd));

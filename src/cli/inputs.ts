@@ -14,20 +14,45 @@ import { processEnv } from '../env';
 
 /** The options a command that reads traces takes besides FILE...: the backend query. */
 export const SOURCE_OPTIONS: CommandOption[] = [
-  { name: 'jaeger', value: 'URL', description: 'read traces from a Jaeger query service (e.g. http://localhost:16686) instead of files' },
-  { name: 'tempo', value: 'URL', description: 'read traces from Grafana Tempo (e.g. http://localhost:3200) instead of files' },
-  { name: 'service', value: 'NAME', description: 'Jaeger: the service to search (Tempo: adds resource.service.name to the query)' },
+  {
+    name: 'jaeger',
+    value: 'URL',
+    description: 'read traces from a Jaeger query service (e.g. http://localhost:16686) instead of files',
+  },
+  {
+    name: 'tempo',
+    value: 'URL',
+    description: 'read traces from Grafana Tempo (e.g. http://localhost:3200) instead of files',
+  },
+  {
+    name: 'service',
+    value: 'NAME',
+    description: 'Jaeger: the service to search (Tempo: adds resource.service.name to the query)',
+  },
   { name: 'operation', value: 'NAME', description: 'Jaeger: the operation (span name) to search' },
   { name: 'tag', value: 'KEY=VALUE', description: 'Jaeger: an attribute the traces must have', multiple: true },
   { name: 'query', value: 'TRACEQL', description: 'Tempo: a TraceQL query (default {})' },
   { name: 'trace-id', value: 'ID', description: 'fetch this trace by id instead of searching', multiple: true },
-  { name: 'lookback', value: 'DURATION', description: 'search the last DURATION (30m, 6h, 2d) when --start is not given', default: '1h' },
+  {
+    name: 'lookback',
+    value: 'DURATION',
+    description: 'search the last DURATION (30m, 6h, 2d) when --start is not given',
+    default: '1h',
+  },
   { name: 'start', value: 'TIME', description: 'search from this time (ISO 8601 or epoch seconds)' },
   { name: 'end', value: 'TIME', description: 'search up to this time (default: now)' },
   { name: 'limit', value: 'N', description: 'at most N traces from the backend', default: 100 },
   { name: 'page-size', value: 'N', description: 'traces per search request', default: 50 },
-  { name: 'token', value: 'TOKEN', description: 'backend auth: Authorization: Bearer TOKEN (default $FAULTLINE_BACKEND_TOKEN)' },
-  { name: 'user', value: 'USER:PASSWORD', description: 'backend auth: basic auth (default $FAULTLINE_BACKEND_USER; or user:pass@ in the URL)' },
+  {
+    name: 'token',
+    value: 'TOKEN',
+    description: 'backend auth: Authorization: Bearer TOKEN (default $FAULTLINE_BACKEND_TOKEN)',
+  },
+  {
+    name: 'user',
+    value: 'USER:PASSWORD',
+    description: 'backend auth: basic auth (default $FAULTLINE_BACKEND_USER; or user:pass@ in the URL)',
+  },
   { name: 'org-id', value: 'TENANT', description: 'Tempo multi-tenancy: X-Scope-OrgID' },
   { name: 'header', value: '"NAME: VALUE"', description: 'an extra request header for the backend', multiple: true },
 ];
@@ -57,25 +82,48 @@ const strs = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : typeo
 
 function positive(flag: string, v: unknown): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new FaultlineInputError('FAULTLINE_USAGE', `--${flag} must be a positive integer; got ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new FaultlineInputError('FAULTLINE_USAGE', `--${flag} must be a positive integer; got ${JSON.stringify(v)}`);
   return n;
 }
 
 /** Open the traces a command was given: FILE... or one backend. Usage errors throw; read problems are collected. */
-export function openTraceInput(command: string, options: ParsedOptions, positionals: string[], env: NodeJS.ProcessEnv = processEnv()): TraceInput {
+export function openTraceInput(
+  command: string,
+  options: ParsedOptions,
+  positionals: string[],
+  env: NodeJS.ProcessEnv = processEnv(),
+): TraceInput {
   const jaeger = str(options.jaeger);
   const tempo = str(options.tempo);
   const problems: FaultlineInputError[] = [];
-  const given = [positionals.length > 0 ? 'trace files' : undefined, jaeger ? '--jaeger' : undefined, tempo ? '--tempo' : undefined].filter(Boolean);
-  if (given.length === 0) throw new FaultlineInputError('FAULTLINE_USAGE', `no traces given: name trace files, or --jaeger URL / --tempo URL (see faultline ${command} --help)`);
-  if (given.length > 1) throw new FaultlineInputError('FAULTLINE_USAGE', `give one source of traces, not ${given.join(' and ')} (see faultline ${command} --help)`);
+  const given = [
+    positionals.length > 0 ? 'trace files' : undefined,
+    jaeger ? '--jaeger' : undefined,
+    tempo ? '--tempo' : undefined,
+  ].filter(Boolean);
+  if (given.length === 0)
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `no traces given: name trace files, or --jaeger URL / --tempo URL (see faultline ${command} --help)`,
+    );
+  if (given.length > 1)
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `give one source of traces, not ${given.join(' and ')} (see faultline ${command} --help)`,
+    );
 
   if (!jaeger && !tempo) {
     const { readTraces } = require('../traces/read') as typeof import('../traces/read');
-    return { traces: withoutDiagnoses(readTraces(positionals, { onError: (e) => problems.push(e) })), problems, label: positionals.join(', ') };
+    return {
+      traces: withoutDiagnoses(readTraces(positionals, { onError: (e) => problems.push(e) })),
+      problems,
+      label: positionals.join(', '),
+    };
   }
 
-  const { createBackend, parseDuration, parseHeader, parseTime } = require('../traces/backend-http') as typeof import('../traces/backend-http');
+  const { createBackend, parseDuration, parseHeader, parseTime } =
+    require('../traces/backend-http') as typeof import('../traces/backend-http');
   const headers: Record<string, string> = {};
   for (const h of strs(options.header)) {
     const [k, v] = parseHeader(h);
@@ -83,7 +131,8 @@ export function openTraceInput(command: string, options: ParsedOptions, position
   }
   const token = str(options.token) ?? (env.FAULTLINE_BACKEND_TOKEN?.trim() || undefined);
   const basic = str(options.user) ?? (env.FAULTLINE_BACKEND_USER?.trim() || undefined);
-  if (basic !== undefined && !basic.includes(':')) throw new FaultlineInputError('FAULTLINE_USAGE', '--user expects USER:PASSWORD');
+  if (basic !== undefined && !basic.includes(':'))
+    throw new FaultlineInputError('FAULTLINE_USAGE', '--user expects USER:PASSWORD');
   const orgId = str(options['org-id']);
   const backend = createBackend(jaeger ? 'Jaeger' : 'Tempo', (jaeger ?? tempo) as string, {
     headers,
@@ -92,12 +141,20 @@ export function openTraceInput(command: string, options: ParsedOptions, position
     ...(orgId !== undefined ? { orgId } : {}),
   });
   const end = options.end !== undefined ? parseTime('--end', String(options.end)) : Date.now();
-  const start = options.start !== undefined ? parseTime('--start', String(options.start)) : end - parseDuration('--lookback', String(options.lookback ?? '1h'));
+  const start =
+    options.start !== undefined
+      ? parseTime('--start', String(options.start))
+      : end - parseDuration('--lookback', String(options.lookback ?? '1h'));
   if (!(start < end)) throw new FaultlineInputError('FAULTLINE_USAGE', '--start must be before --end');
   const limit = positive('limit', options.limit ?? 100);
   const pageSize = positive('page-size', options['page-size'] ?? 50);
-  const traceIds = strs(options['trace-id']).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
-  for (const id of traceIds) if (!/^[0-9a-fA-F]{1,32}$/.test(id)) throw new FaultlineInputError('FAULTLINE_USAGE', `--trace-id expects a hex trace id; got ${JSON.stringify(id)}`);
+  const traceIds = strs(options['trace-id'])
+    .flatMap((s) => s.split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const id of traceIds)
+    if (!/^[0-9a-fA-F]{1,32}$/.test(id))
+      throw new FaultlineInputError('FAULTLINE_USAGE', `--trace-id expects a hex trace id; got ${JSON.stringify(id)}`);
   const service = str(options.service);
   const { createProgress } = require('../report/progress') as typeof import('../report/progress');
   const progress = createProgress({ label: `${backend.name} ${backend.base}` });
@@ -120,12 +177,32 @@ export function openTraceInput(command: string, options: ParsedOptions, position
       tags[t.slice(0, i).trim()] = t.slice(i + 1).trim();
     }
     const { jaegerTraces } = require('../traces/jaeger-query') as typeof import('../traces/jaeger-query');
-    gen = jaegerTraces(backend, { start, end, limit, pageSize, tags, ...(service ? { service } : {}), ...(str(options.operation) ? { operation: str(options.operation) } : {}), ...(traceIds.length ? { traceIds } : {}) }, hooks);
+    gen = jaegerTraces(
+      backend,
+      {
+        start,
+        end,
+        limit,
+        pageSize,
+        tags,
+        ...(service ? { service } : {}),
+        ...(str(options.operation) ? { operation: str(options.operation) } : {}),
+        ...(traceIds.length ? { traceIds } : {}),
+      },
+      hooks,
+    );
   } else {
     let query = str(options.query);
-    if (service) query = query ? `(${query}) && { resource.service.name = ${JSON.stringify(service)} }` : `{ resource.service.name = ${JSON.stringify(service)} }`;
+    if (service)
+      query = query
+        ? `(${query}) && { resource.service.name = ${JSON.stringify(service)} }`
+        : `{ resource.service.name = ${JSON.stringify(service)} }`;
     const { tempoTraces } = require('../traces/tempo-query') as typeof import('../traces/tempo-query');
-    gen = tempoTraces(backend, { start, end, limit, pageSize, ...(query ? { query } : {}), ...(traceIds.length ? { traceIds } : {}) }, hooks);
+    gen = tempoTraces(
+      backend,
+      { start, end, limit, pageSize, ...(query ? { query } : {}), ...(traceIds.length ? { traceIds } : {}) },
+      hooks,
+    );
   }
   async function* guarded(): AsyncGenerator<TraceRecord> {
     let failed = false;
@@ -137,7 +214,11 @@ export function openTraceInput(command: string, options: ParsedOptions, position
       problems.push(err);
     } finally {
       // The summary when the backend answered; its error (printed by finish) says the rest.
-      progress.done(failed && count === 0 ? undefined : `${backend.name} ${backend.base}: ${count} trace${count === 1 ? '' : 's'} in ${requests} request${requests === 1 ? '' : 's'}`);
+      progress.done(
+        failed && count === 0
+          ? undefined
+          : `${backend.name} ${backend.base}: ${count} trace${count === 1 ? '' : 's'} in ${requests} request${requests === 1 ? '' : 's'}`,
+      );
     }
   }
   return { traces: withoutDiagnoses(guarded()), problems, label: backend.base };
@@ -155,7 +236,10 @@ async function* withoutDiagnoses(traces: AsyncIterable<TraceRecord>): AsyncGener
 }
 
 /** Name every bad input on stderr, one `✖` line each; the exit code they call for (2), or 0. */
-export function finish(problems: readonly FaultlineInputError[], stderr: { write(s: string): unknown } = process.stderr): number {
+export function finish(
+  problems: readonly FaultlineInputError[],
+  stderr: { write(s: string): unknown } = process.stderr,
+): number {
   for (const p of problems) stderr.write(`✖ ${p.message}\n`);
   return problems.length > 0 ? 2 : 0;
 }

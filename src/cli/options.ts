@@ -40,14 +40,22 @@ export function parseCommandArgs(cmd: Command, argv: string[]): { options: Parse
 /** Check a string option against its allowed values (`a|b|c` in the option's `value`). */
 export function oneOf<T extends string>(cmd: Command, name: string, value: unknown, allowed: readonly T[]): T {
   if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
-  throw new FaultlineInputError('FAULTLINE_USAGE', `--${name} must be one of ${allowed.join(', ')}; got ${JSON.stringify(value)} (see faultline ${cmd.name} --help)`);
+  throw new FaultlineInputError(
+    'FAULTLINE_USAGE',
+    `--${name} must be one of ${allowed.join(', ')}; got ${JSON.stringify(value)} (see faultline ${cmd.name} --help)`,
+  );
 }
 
 function optionLines(options: readonly CommandOption[]): string[] {
   const left = options.map((o) => `${o.short ? `-${o.short}, ` : '    '}--${o.name}${o.value ? ` <${o.value}>` : ''}`);
   const w = Math.max(...left.map((l) => l.length));
   return options.map((o, i) => {
-    const extra = [o.multiple ? 'repeatable' : undefined, o.default !== undefined ? `default: ${String(o.default)}` : undefined].filter(Boolean).join(', ');
+    const extra = [
+      o.multiple ? 'repeatable' : undefined,
+      o.default !== undefined ? `default: ${String(o.default)}` : undefined,
+    ]
+      .filter(Boolean)
+      .join(', ');
     return `  ${left[i]!.padEnd(w)}  ${o.description}${extra ? ` (${extra})` : ''}`;
   });
 }

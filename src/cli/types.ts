@@ -22,5 +22,8 @@ export interface Command {
   /** Extra text for `faultline <command> --help` (examples). */
   details?: string;
   /** Parsed options (by long name) and positional arguments. Returns the exit code: 0 ok, 1 failed run, 2 bad input. */
-  run(args: { options: Record<string, string | boolean | string[] | undefined>; positionals: string[] }): Promise<number>;
+  run(args: {
+    options: Record<string, string | boolean | string[] | undefined>;
+    positionals: string[];
+  }): Promise<number>;
 }

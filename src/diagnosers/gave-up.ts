@@ -38,13 +38,25 @@ export function gaveUpOn(call: LlmCall, view: TraceView): Signal | undefined {
     if (f === undefined) continue;
     if (!f.timeout || failedAt(a) < call.span.end - 1) break; // the nearest failure above says what ended the call
     const what = [f.errorType, f.message].filter((t) => t !== undefined && t !== '').join(': ');
-    return { faultType: 'timeout', confidence: 0.95, evidence: `the client gave up on the call after ${Math.round(d)} ms (${a.name}: ${what.slice(0, 80)})`, source: 'metadata' };
+    return {
+      faultType: 'timeout',
+      confidence: 0.95,
+      evidence: `the client gave up on the call after ${Math.round(d)} ms (${a.name}: ${what.slice(0, 80)})`,
+      source: 'metadata',
+    };
   }
-  const answered = view.llm.filter((c) => c.failure === undefined && c.faultline?.aborted !== true).map((c) => durationMs(c.span));
+  const answered = view.llm
+    .filter((c) => c.failure === undefined && c.faultline?.aborted !== true)
+    .map((c) => durationMs(c.span));
   if (answered.length < LATENCY_MIN_CALLS) return undefined;
   const longest = Math.max(...answered);
   if (d < GAVE_UP_RATIO * Math.max(longest, 1)) return undefined;
-  return { faultType: 'timeout', confidence: 0.8, evidence: `the client gave up on the call after ${Math.round(d)} ms, ${Math.round(d / Math.max(longest, 1))}× the longest answered call of the trace (${Math.round(longest)} ms)`, source: 'metadata' };
+  return {
+    faultType: 'timeout',
+    confidence: 0.8,
+    evidence: `the client gave up on the call after ${Math.round(d)} ms, ${Math.round(d / Math.max(longest, 1))}× the longest answered call of the trace (${Math.round(longest)} ms)`,
+    source: 'metadata',
+  };
 }
 
 /** Whether an aborted call runs under `span` (the span's failure is then that abort's consequence). */

@@ -58,7 +58,9 @@ export function groundTruth(trace: TraceRecord): GroundTruth {
     // Spans are sorted by start, so the first hit is the earliest span.
     const ev = span.events.find(
       // The event says whether this fire changed anything; the span attribute only when the event is silent.
-      (e) => e.name === EVENT_FL_FAULT_INJECTED && !isTrue(e.attributes[ATTR_FL_FAULT_NOOP] ?? span.attributes[ATTR_FL_FAULT_NOOP]),
+      (e) =>
+        e.name === EVENT_FL_FAULT_INJECTED &&
+        !isTrue(e.attributes[ATTR_FL_FAULT_NOOP] ?? span.attributes[ATTR_FL_FAULT_NOOP]),
     );
     if (ev) {
       fired = { span, attrs: ev.attributes };
@@ -68,7 +70,14 @@ export function groundTruth(trace: TraceRecord): GroundTruth {
   const base = { traceId: trace.traceId, ...(condition !== undefined ? { condition } : {}) };
   if (!fired) {
     const planned = condition !== undefined && condition !== 'clean' && condition !== 'none';
-    return { ...base, status: planned ? 'untriggered' : 'clean', faultType: 'none', spanId: null, step: null, stepKind: null };
+    return {
+      ...base,
+      status: planned ? 'untriggered' : 'clean',
+      faultType: 'none',
+      spanId: null,
+      step: null,
+      stepKind: null,
+    };
   }
   const { span, attrs } = fired;
   const rawType = pick(ATTR_FL_FAULT_TYPE, attrs, span.attributes);

@@ -10,7 +10,17 @@ import { createLlmDiagnoser, type LlmDiagnoserOptions } from './llm';
 import { diagnoseByRules, type RuleDiagnoserOptions } from './rules';
 import { DiagnoserError, type Diagnoser, type Diagnosis } from './types';
 
-const STRUCTURAL: ReadonlySet<FaultType> = new Set(['error', 'timeout', 'empty', 'truncate', 'corrupt', 'schema', 'delay', 'duplicate', 'non_delivery']);
+const STRUCTURAL: ReadonlySet<FaultType> = new Set([
+  'error',
+  'timeout',
+  'empty',
+  'truncate',
+  'corrupt',
+  'schema',
+  'delay',
+  'duplicate',
+  'non_delivery',
+]);
 
 export interface HybridDiagnoserOptions extends RuleDiagnoserOptions {
   llm?: LlmDiagnoserOptions;
@@ -21,26 +31,39 @@ export interface HybridDiagnoserOptions extends RuleDiagnoserOptions {
 }
 
 export function routesToRules(d: Diagnosis, trustAt: number): boolean {
-  return d.faultType !== 'none' && d.faultType !== 'not_observable' && STRUCTURAL.has(d.faultType) && d.confidence >= trustAt;
+  return (
+    d.faultType !== 'none' && d.faultType !== 'not_observable' && STRUCTURAL.has(d.faultType) && d.confidence >= trustAt
+  );
 }
 
 export function createHybridDiagnoser(options: HybridDiagnoserOptions = {}): Diagnoser {
   const trustAt = options.trustRulesAt ?? 0.75;
-  const llm = options.llmDiagnoser ?? createLlmDiagnoser({ ...options.llm, ...(options.findings ? { findings: options.findings } : {}) });
+  const llm =
+    options.llmDiagnoser ??
+    createLlmDiagnoser({ ...options.llm, ...(options.findings ? { findings: options.findings } : {}) });
   return {
     name: 'hybrid',
     async diagnose(trace) {
       const rules = diagnoseByRules(trace, options, 'hybrid');
-      if (routesToRules(rules, trustAt)) return { ...rules, evidence: [...rules.evidence, 'routed: structural signal, decided by rules'] };
+      if (routesToRules(rules, trustAt))
+        return { ...rules, evidence: [...rules.evidence, 'routed: structural signal, decided by rules'] };
       // The rules were not decisive: the LLM must answer. If it cannot, this trace could not be diagnosed (the
       // rejection propagates as this trace's error; a weak rules' answer is not passed off as the diagnosis).
       const asked = await llm.diagnose(trace).catch((err: unknown) => {
-        throw new DiagnoserError(trace.traceId, 'hybrid', `${err instanceof Error ? err.message : String(err)} (the rules alone said ${rules.faultType}${rules.step !== null ? ` at step ${rules.step}` : ''})`, { cause: err });
+        throw new DiagnoserError(
+          trace.traceId,
+          'hybrid',
+          `${err instanceof Error ? err.message : String(err)} (the rules alone said ${rules.faultType}${rules.step !== null ? ` at step ${rules.step}` : ''})`,
+          { cause: err },
+        );
       });
       return {
         ...asked,
         diagnoser: 'hybrid',
-        evidence: [...asked.evidence, `routed to llm (rules said ${rules.faultType}${rules.step !== null ? ` at step ${rules.step}` : ''})`],
+        evidence: [
+          ...asked.evidence,
+          `routed to llm (rules said ${rules.faultType}${rules.step !== null ? ` at step ${rules.step}` : ''})`,
+        ],
         recovered: rules.recovered ?? [],
       };
     },

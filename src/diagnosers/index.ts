@@ -7,13 +7,34 @@ import type { HybridDiagnoserOptions } from './hybrid';
 import type { LlmDiagnoserOptions } from './llm';
 import { createRuleDiagnoser, type RuleDiagnoserOptions } from './rules';
 import { stripGroundTruth } from './strip-ground-truth';
-import { DIAGNOSER_NAMES, DiagnoserError, type Diagnoser, type DiagnoserName, type Diagnosis, type DiagnosisOutcome } from './types';
+import {
+  DIAGNOSER_NAMES,
+  DiagnoserError,
+  type Diagnoser,
+  type DiagnoserName,
+  type Diagnosis,
+  type DiagnosisOutcome,
+} from './types';
 import { defaultFindings } from './offline-detectors';
 
-export type { Diagnoser, DiagnoserName, Diagnosis, DiagnosisFailure, DiagnosisOutcome, RecoveredFault, StepKind } from './types';
+export type {
+  Diagnoser,
+  DiagnoserName,
+  Diagnosis,
+  DiagnosisFailure,
+  DiagnosisOutcome,
+  RecoveredFault,
+  StepKind,
+} from './types';
 export { DIAGNOSER_NAMES, DiagnoserError } from './types';
 export { stripGroundTruth, hasGroundTruth } from './strip-ground-truth';
-export { createRuleDiagnoser, diagnoseByRules, type RuleDiagnoserOptions, type Signal, type SpanFindings } from './rules';
+export {
+  createRuleDiagnoser,
+  diagnoseByRules,
+  type RuleDiagnoserOptions,
+  type Signal,
+  type SpanFindings,
+} from './rules';
 export type { LlmDiagnoserOptions } from './llm';
 export type { HybridDiagnoserOptions } from './hybrid';
 export { renderTrace } from './render';
@@ -48,9 +69,15 @@ export function createDiagnoser(name: string, options: DiagnoserOptions = {}): D
     case 'llm':
       return createLlmDiagnoser({ ...withFindings, ...options.llm });
     case 'hybrid':
-      return createHybridDiagnoser({ ...withFindings, ...(options.llm ? { llm: options.llm } : {}) } as HybridDiagnoserOptions);
+      return createHybridDiagnoser({
+        ...withFindings,
+        ...(options.llm ? { llm: options.llm } : {}),
+      } as HybridDiagnoserOptions);
     default:
-      throw new FaultlineInputError('FAULTLINE_USAGE', `unknown diagnoser ${JSON.stringify(name)}: expected one of ${DIAGNOSER_NAMES.join(', ')}`);
+      throw new FaultlineInputError(
+        'FAULTLINE_USAGE',
+        `unknown diagnoser ${JSON.stringify(name)}: expected one of ${DIAGNOSER_NAMES.join(', ')}`,
+      );
   }
 }
 
@@ -63,7 +90,11 @@ export async function diagnoseTrace(diagnoser: Diagnoser, trace: TraceRecord): P
  * `fn` over a stream with up to `concurrency` calls in flight (an LLM diagnoser waits on the network), yielding
  * results in input order. Reading stays bounded: at most `concurrency` items are held.
  */
-export async function* mapOrdered<T, R>(items: AsyncIterable<T> | Iterable<T>, concurrency: number, fn: (item: T) => Promise<R>): AsyncGenerator<{ item: T; result: R }> {
+export async function* mapOrdered<T, R>(
+  items: AsyncIterable<T> | Iterable<T>,
+  concurrency: number,
+  fn: (item: T) => Promise<R>,
+): AsyncGenerator<{ item: T; result: R }> {
   const window: Promise<{ item: T; result: R }>[] = [];
   const limit = Math.max(1, Math.floor(concurrency));
   for await (const item of items) {
@@ -77,19 +108,35 @@ export async function* mapOrdered<T, R>(items: AsyncIterable<T> | Iterable<T>, c
  * Diagnose every trace of a stream (ground truth stripped first), in order, one outcome per trace: a diagnosis, or
  * the failure of a trace the diagnoser could not diagnose (the other traces go on).
  */
-export async function* diagnoseEach(diagnoser: Diagnoser, traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, options: { concurrency?: number } = {}): AsyncGenerator<DiagnosisOutcome> {
+export async function* diagnoseEach(
+  diagnoser: Diagnoser,
+  traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>,
+  options: { concurrency?: number } = {},
+): AsyncGenerator<DiagnosisOutcome> {
   const settle = (t: TraceRecord): Promise<DiagnosisOutcome> =>
     diagnoseTrace(diagnoser, t).then(
       (diagnosis): DiagnosisOutcome => ({ ok: true, diagnosis }),
       (err: unknown): DiagnosisOutcome => {
         if (!(err instanceof DiagnoserError) && err instanceof FaultlineInputError) throw err; // a usage error is not per trace
-        return { ok: false, failure: { traceId: t.traceId, diagnoser: diagnoser.name, error: err instanceof Error ? err.message : String(err) } };
+        return {
+          ok: false,
+          failure: {
+            traceId: t.traceId,
+            diagnoser: diagnoser.name,
+            error: err instanceof Error ? err.message : String(err),
+          },
+        };
       },
     );
   for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, settle)) yield result;
 }
 
 /** Diagnose every trace of a stream (ground truth stripped first), in order. Rejects with the first DiagnoserError. */
-export async function* diagnoseAll(diagnoser: Diagnoser, traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, options: { concurrency?: number } = {}): AsyncGenerator<Diagnosis> {
-  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, (t) => diagnoseTrace(diagnoser, t))) yield result;
+export async function* diagnoseAll(
+  diagnoser: Diagnoser,
+  traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>,
+  options: { concurrency?: number } = {},
+): AsyncGenerator<Diagnosis> {
+  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, (t) => diagnoseTrace(diagnoser, t)))
+    yield result;
 }

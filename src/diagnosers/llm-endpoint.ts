@@ -55,7 +55,10 @@ export function llmEndpoint(options: LlmEndpointOptions, who: string): LlmEndpoi
   const env = options.env ?? processEnv();
   const base = options.baseUrl ?? env.FAULTLINE_LLM_BASE_URL;
   if (!base) {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `${who} needs an OpenAI-compatible endpoint: set FAULTLINE_LLM_BASE_URL (and FAULTLINE_LLM_API_KEY, FAULTLINE_LLM_MODEL)`);
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `${who} needs an OpenAI-compatible endpoint: set FAULTLINE_LLM_BASE_URL (and FAULTLINE_LLM_API_KEY, FAULTLINE_LLM_MODEL)`,
+    );
   }
   let url: URL;
   try {
@@ -85,19 +88,37 @@ export function replyJson(content: string): Validated<unknown> {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** One request: the reply's text content, validated; any failure as a short reason (no response body echoed). */
-async function attempt<T>(endpoint: LlmEndpoint, q: JsonQuestion<T>, options: LlmEndpointOptions, previousError: string | undefined): Promise<Validated<T>> {
+async function attempt<T>(
+  endpoint: LlmEndpoint,
+  q: JsonQuestion<T>,
+  options: LlmEndpointOptions,
+  previousError: string | undefined,
+): Promise<Validated<T>> {
   const messages = [
     { role: 'system', content: q.system },
     { role: 'user', content: q.user },
   ];
-  if (previousError !== undefined) messages.push({ role: 'user', content: `Your previous reply was rejected (${previousError}). Reply with the JSON object only.` });
+  if (previousError !== undefined)
+    messages.push({
+      role: 'user',
+      content: `Your previous reply was rejected (${previousError}). Reply with the JSON object only.`,
+    });
   const body: Record<string, unknown> = { model: endpoint.model, messages, temperature: 0 };
-  if (options.jsonSchema ?? true) body.response_format = { type: 'json_schema', json_schema: { name: q.schemaName, strict: true, schema: q.jsonSchema } };
+  if (options.jsonSchema ?? true)
+    body.response_format = {
+      type: 'json_schema',
+      json_schema: { name: q.schemaName, strict: true, schema: q.jsonSchema },
+    };
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (endpoint.apiKey) headers.authorization = `Bearer ${endpoint.apiKey}`;
   let res: Response;
   try {
-    res = await fetch(endpoint.url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(options.timeoutMs ?? 60_000) });
+    res = await fetch(endpoint.url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(options.timeoutMs ?? 60_000),
+    });
   } catch (err) {
     return { ok: false, error: `request failed: ${(err as Error).name}: ${(err as Error).message}`.slice(0, 200) };
   }
@@ -119,7 +140,12 @@ async function attempt<T>(endpoint: LlmEndpoint, q: JsonQuestion<T>, options: Ll
  * Ask until a reply validates, at most `retries + 1` times; each retry tells the model why its reply was rejected.
  * `onRejected` hears each failed attempt (for debug logs).
  */
-export async function askJson<T>(endpoint: LlmEndpoint, q: JsonQuestion<T>, options: LlmEndpointOptions = {}, onRejected?: (attempt: number, error: string) => void): Promise<Validated<T>> {
+export async function askJson<T>(
+  endpoint: LlmEndpoint,
+  q: JsonQuestion<T>,
+  options: LlmEndpointOptions = {},
+  onRejected?: (attempt: number, error: string) => void,
+): Promise<Validated<T>> {
   const retries = options.retries ?? 2;
   const backoff = options.backoffMs ?? 500;
   let lastError = 'unknown error';

@@ -66,7 +66,10 @@ export const SYSTEM_PROMPT = [
   '"evidence": <one short sentence>}.',
 ].join('\n');
 
-export function buildMessages(trace: TraceRecord, options: RenderOptions = {}): { system: string; user: string; delimiter: string } {
+export function buildMessages(
+  trace: TraceRecord,
+  options: RenderOptions = {},
+): { system: string; user: string; delimiter: string } {
   const rendered = renderTrace(trace, options);
   // A fresh random delimiter per call: trace content cannot know it, so it cannot close the data block.
   let delimiter = `=====TRACE-DATA-${randomBytes(8).toString('hex')}=====`;
@@ -83,20 +86,32 @@ export function buildMessages(trace: TraceRecord, options: RenderOptions = {}): 
 }
 
 /** The model's reply checked against the schema and the trace (a step within its range). */
-export function parseAnswer(content: string, trace: TraceRecord): { ok: true; answer: LlmAnswer } | { ok: false; error: string } {
+export function parseAnswer(
+  content: string,
+  trace: TraceRecord,
+): { ok: true; answer: LlmAnswer } | { ok: false; error: string } {
   const json = replyJson(content);
   return json.ok ? checkAnswer(json.value, trace) : json;
 }
 
-function checkAnswer(json: unknown, trace: TraceRecord): { ok: true; answer: LlmAnswer } | { ok: false; error: string } {
+function checkAnswer(
+  json: unknown,
+  trace: TraceRecord,
+): { ok: true; answer: LlmAnswer } | { ok: false; error: string } {
   const parsed = LlmAnswer.safeParse(json);
-  if (!parsed.success) return { ok: false, error: `reply does not match the schema: ${z.prettifyError(parsed.error).replace(/\n/g, '; ').slice(0, 300)}` };
+  if (!parsed.success)
+    return {
+      ok: false,
+      error: `reply does not match the schema: ${z.prettifyError(parsed.error).replace(/\n/g, '; ').slice(0, 300)}`,
+    };
   const a = parsed.data;
   if (a.faultType === 'none') return { ok: true, answer: { ...a, kind: 'none', step: null } };
-  if (a.kind === 'none' || a.step === null) return { ok: false, error: `fault type ${a.faultType} needs a kind and a step` };
+  if (a.kind === 'none' || a.step === null)
+    return { ok: false, error: `fault type ${a.faultType} needs a kind and a step` };
   const view = viewTrace(trace);
   const count = a.kind === 'llm' ? view.llm.length : view.messages.length;
-  if (a.step > count) return { ok: false, error: `step ${a.step} is out of range: the trace has ${count} ${a.kind} steps` };
+  if (a.step > count)
+    return { ok: false, error: `step ${a.step} is out of range: the trace has ${count} ${a.kind} steps` };
   return { ok: true, answer: a };
 }
 
@@ -117,7 +132,9 @@ export function createLlmDiagnoser(options: LlmDiagnoserOptions = {}): Diagnoser
           return r.ok ? { ok: true as const, value: r.answer } : r;
         },
       };
-      const r = await askJson(endpoint, question, options, (n, error) => log.debug(`attempt ${n} for trace ${trace.traceId} failed: ${error}`));
+      const r = await askJson(endpoint, question, options, (n, error) =>
+        log.debug(`attempt ${n} for trace ${trace.traceId} failed: ${error}`),
+      );
       // Could not diagnose this trace: an error for this trace, never a `none` (that would claim the trace is clean).
       if (!r.ok) throw new DiagnoserError(trace.traceId, 'llm', `llm diagnoser ${r.error}`);
       const a = r.value;

@@ -12,7 +12,13 @@
  * The same verdict comes from content (both copies captured), from the content-free shapes both ends record, or from
  * the older content-free change list of a handoff span, each as exact as its input allows.
  */
-import { isStructuredFormat, parseShape, sameFormatFamily, stringFormat, type ShapeEntry } from '../../instrumentation/agents/shape';
+import {
+  isStructuredFormat,
+  parseShape,
+  sameFormatFamily,
+  stringFormat,
+  type ShapeEntry,
+} from '../../instrumentation/agents/shape';
 import { canonicalJson } from '../../instrumentation/agents/message';
 
 export type ChangeType = 'corrupt' | 'schema' | 'partial' | 'semantic';
@@ -36,7 +42,16 @@ interface Diff {
   changed: string[];
 }
 
-const newDiff = (): Diff => ({ removed: [], added: [], moved: [], retyped: [], corrupt: [], emptied: [], shortened: [], changed: [] });
+const newDiff = (): Diff => ({
+  removed: [],
+  added: [],
+  moved: [],
+  retyped: [],
+  corrupt: [],
+  emptied: [],
+  shortened: [],
+  changed: [],
+});
 const MAX_PATHS = 32;
 const MAX_DEPTH = 12;
 
@@ -79,12 +94,14 @@ function diffStrings(a: string, b: string, path: string, depth: number, d: Diff)
     // valid document there is another value, whatever its own keys; only a value inside it that broke is corrupt.
     const inner = newDiff();
     diffValues(parsedJson(a), parsedJson(b), `${at(path)}{}`, depth + 1, inner);
-    if (inner.corrupt.length > 0) for (const p of inner.corrupt) add(d.corrupt, p.replace(/ \(.*\)$/, ''), p.match(/\((.*)\)$/)?.[1]);
+    if (inner.corrupt.length > 0)
+      for (const p of inner.corrupt) add(d.corrupt, p.replace(/ \(.*\)$/, ''), p.match(/\((.*)\)$/)?.[1]);
     else add(d.changed, path);
     return;
   }
   if (isStructuredFormat(fa) && !sameFormatFamily(fa, fb)) return add(d.corrupt, path, `no longer a ${fa} value`);
-  if (b.length < a.length && a.startsWith(b) && b.length > 0) return add(d.corrupt, path, `cut to ${b.length} of ${a.length} characters`);
+  if (b.length < a.length && a.startsWith(b) && b.length > 0)
+    return add(d.corrupt, path, `cut to ${b.length} of ${a.length} characters`);
   add(d.changed, path);
 }
 
@@ -100,9 +117,16 @@ function diffValues(a: unknown, b: unknown, path: string, depth: number, d: Diff
       const fb = stringFormat(s);
       if (fb === 'garbled') return add(d.corrupt, path, 'garbled text');
       if (fb === 'broken_json') return add(d.corrupt, path, 'JSON text that no longer parses');
-      if ((ka === 'num' || ka === 'bool') && String(a) === s.trim()) return add(d.retyped, path, `${ka} sent as a string`);
-      if ((ka === 'obj' || ka === 'arr') && fb === 'json' && same(parsedJson(s), a)) return add(d.retyped, path, `${ka === 'obj' ? 'object' : 'list'} sent as JSON text`);
-      if (path === '' || ka === 'obj' || ka === 'arr') return add(d.corrupt, path, `${ka === 'obj' ? 'an object' : ka === 'arr' ? 'a list' : 'the payload'} became text`);
+      if ((ka === 'num' || ka === 'bool') && String(a) === s.trim())
+        return add(d.retyped, path, `${ka} sent as a string`);
+      if ((ka === 'obj' || ka === 'arr') && fb === 'json' && same(parsedJson(s), a))
+        return add(d.retyped, path, `${ka === 'obj' ? 'object' : 'list'} sent as JSON text`);
+      if (path === '' || ka === 'obj' || ka === 'arr')
+        return add(
+          d.corrupt,
+          path,
+          `${ka === 'obj' ? 'an object' : ka === 'arr' ? 'a list' : 'the payload'} became text`,
+        );
       return add(d.retyped, path, `${ka} became a string`);
     }
     if (path === '' && (kb === 'num' || kb === 'bool')) return add(d.corrupt, path, 'the payload became a scalar');
@@ -149,15 +173,30 @@ const list = (xs: string[]): string => xs.slice(0, 3).join(', ') + (xs.length > 
 
 /** The verdict of a diff (undefined when nothing differs). `base` scales the confidence of what the input can show. */
 function verdictOf(d: Diff, base: number, sameShapeEvidence?: string): ChangeVerdict | undefined {
-  const v = (faultType: ChangeType, confidence: number, evidence: string): ChangeVerdict => ({ faultType, confidence: Math.round(confidence * 1000) / 1000, evidence });
+  const v = (faultType: ChangeType, confidence: number, evidence: string): ChangeVerdict => ({
+    faultType,
+    confidence: Math.round(confidence * 1000) / 1000,
+    evidence,
+  });
   if (d.corrupt.length > 0) return v('corrupt', base, `delivered value no longer valid: ${list(d.corrupt)}`);
   if (d.moved.length > 0 || (d.removed.length > 0 && d.added.length > 0)) {
-    return v('schema', base, d.moved.length > 0 ? `keys renamed in transit: ${list(d.moved)}` : `keys renamed in transit: ${list(d.removed)} → ${list(d.added)}`);
+    return v(
+      'schema',
+      base,
+      d.moved.length > 0
+        ? `keys renamed in transit: ${list(d.moved)}`
+        : `keys renamed in transit: ${list(d.removed)} → ${list(d.added)}`,
+    );
   }
   if (d.retyped.length > 0) return v('schema', base, `value type changed in transit: ${list(d.retyped)}`);
-  if (d.changed.length > 0) return v('semantic', base, `same types and formats, values changed in transit: ${list(d.changed)}`);
+  if (d.changed.length > 0)
+    return v('semantic', base, `same types and formats, values changed in transit: ${list(d.changed)}`);
   if (d.removed.length > 0 || d.emptied.length > 0 || d.shortened.length > 0) {
-    const parts = [d.removed.length > 0 ? `lacks ${list(d.removed)}` : '', d.emptied.length > 0 ? `emptied ${list(d.emptied)}` : '', d.shortened.length > 0 ? `shortened ${list(d.shortened)}` : ''].filter((p) => p !== '');
+    const parts = [
+      d.removed.length > 0 ? `lacks ${list(d.removed)}` : '',
+      d.emptied.length > 0 ? `emptied ${list(d.emptied)}` : '',
+      d.shortened.length > 0 ? `shortened ${list(d.shortened)}` : '',
+    ].filter((p) => p !== '');
     return v('partial', base, `delivered payload ${parts.join('; ')}, the rest intact`);
   }
   if (d.added.length > 0) return v('schema', base - 0.15, `keys added in transit: ${list(d.added)}`);
@@ -206,7 +245,13 @@ export function compareShapes(sent: readonly string[], got: readonly string[]): 
       removedPaths.add(path);
       // A key whose parent is still there, of the same kind as a key the parent gained: a rename.
       const parent = parentPath(path);
-      const gained = [...b.values()].find((x) => !a.has(x.path) && parentPath(x.path) === parent && x.type === ea.type && (x.type !== 'str' || x.format === ea.format));
+      const gained = [...b.values()].find(
+        (x) =>
+          !a.has(x.path) &&
+          parentPath(x.path) === parent &&
+          x.type === ea.type &&
+          (x.type !== 'str' || x.format === ea.format),
+      );
       if (gained !== undefined && path !== '$') add(d.moved, path, `now ${gained.path}`);
       else add(d.removed, path);
       continue;
@@ -214,7 +259,8 @@ export function compareShapes(sent: readonly string[], got: readonly string[]): 
     if (ea.type !== eb.type) {
       if (eb.type === 'null') add(d.emptied, path);
       else if (eb.type === 'mixed') add(d.retyped, path, 'list elements of another type');
-      else if (eb.type === 'str' && (eb.format === 'garbled' || eb.format === 'broken_json')) add(d.corrupt, path, eb.format === 'garbled' ? 'garbled text' : 'JSON text that no longer parses');
+      else if (eb.type === 'str' && (eb.format === 'garbled' || eb.format === 'broken_json'))
+        add(d.corrupt, path, eb.format === 'garbled' ? 'garbled text' : 'JSON text that no longer parses');
       else if (path === '$') add(d.corrupt, path, `the payload became ${eb.type}`);
       else if (ea.type === 'null') add(d.changed, path);
       else add(d.retyped, path, `${ea.type} became ${eb.type}`);
@@ -286,32 +332,43 @@ export function contractVerdict(issues: readonly string[]): ChangeVerdict | unde
 }
 
 /** Values that are invalid in themselves, whatever was sent: garbled text, JSON text that does not parse. */
-export function intrinsicVerdict(content: { ok: boolean; value?: unknown; text: string } | undefined, shape: readonly string[] | undefined): ChangeVerdict | undefined {
+export function intrinsicVerdict(
+  content: { ok: boolean; value?: unknown; text: string } | undefined,
+  shape: readonly string[] | undefined,
+): ChangeVerdict | undefined {
   const bad: string[] = [];
   if (content !== undefined) {
     if (!content.ok) {
       const f = stringFormat(content.text);
-      if (f === 'broken_json' || f === 'garbled') bad.push(`$ (${f === 'garbled' ? 'garbled text' : 'JSON text that does not parse'})`);
+      if (f === 'broken_json' || f === 'garbled')
+        bad.push(`$ (${f === 'garbled' ? 'garbled text' : 'JSON text that does not parse'})`);
     } else {
       walkStrings(content.value, '', 0, (s, path) => {
         const f = stringFormat(s);
-        if (f === 'garbled' || f === 'broken_json') bad.push(`${at(path)} (${f === 'garbled' ? 'garbled text' : 'JSON text that does not parse'})`);
+        if (f === 'garbled' || f === 'broken_json')
+          bad.push(`${at(path)} (${f === 'garbled' ? 'garbled text' : 'JSON text that does not parse'})`);
       });
     }
   } else if (shape !== undefined) {
     for (const e of parseShape(shape).values()) {
-      if (e.type === 'str' && (e.format === 'garbled' || e.format === 'broken_json')) bad.push(`${e.path} (${e.format === 'garbled' ? 'garbled text' : 'JSON text that does not parse'})`);
+      if (e.type === 'str' && (e.format === 'garbled' || e.format === 'broken_json'))
+        bad.push(`${e.path} (${e.format === 'garbled' ? 'garbled text' : 'JSON text that does not parse'})`);
     }
   }
   if (bad.length === 0) return undefined;
-  return { faultType: 'corrupt', confidence: 0.75, evidence: `the delivered payload carries invalid values: ${list(bad)}` };
+  return {
+    faultType: 'corrupt',
+    confidence: 0.75,
+    evidence: `the delivered payload carries invalid values: ${list(bad)}`,
+  };
 }
 
 function walkStrings(v: unknown, path: string, depth: number, f: (s: string, path: string) => void): void {
   if (depth > MAX_DEPTH) return;
   if (typeof v === 'string') f(v, path);
   else if (Array.isArray(v)) v.slice(0, 64).forEach((x) => walkStrings(x, `${at(path)}[]`, depth + 1, f));
-  else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) walkStrings(x, join(path, k), depth + 1, f);
+  else if (v !== null && typeof v === 'object')
+    for (const [k, x] of Object.entries(v)) walkStrings(x, join(path, k), depth + 1, f);
 }
 
 /**
@@ -319,9 +376,13 @@ function walkStrings(v: unknown, path: string, depth: number, f: (s: string, pat
  * legitimately differ in — keys every sibling has that this one lacks while the rest matches, a key of another type,
  * a value that lost the format every sibling gives it. Values are expected to differ between messages.
  */
-export function compareToSiblings(shape: readonly string[], siblings: readonly (readonly string[])[]): ChangeVerdict | undefined {
+export function compareToSiblings(
+  shape: readonly string[],
+  siblings: readonly (readonly string[])[],
+): ChangeVerdict | undefined {
   const mine = parseShape(shape);
-  const top = (m: Map<string, ShapeEntry>): Set<string> => new Set([...m.keys()].filter((p) => p !== '$' && !p.includes('.') && !p.includes('[')));
+  const top = (m: Map<string, ShapeEntry>): Set<string> =>
+    new Set([...m.keys()].filter((p) => p !== '$' && !p.includes('.') && !p.includes('[')));
   const myTop = top(mine);
   const parsed = siblings.map(parseShape).filter((s) => {
     const t = top(s);
@@ -331,10 +392,11 @@ export function compareToSiblings(shape: readonly string[], siblings: readonly (
   });
   if (parsed.length === 0) return undefined;
   const d = newDiff();
-  const everywhere = (path: string, pred: (e: ShapeEntry) => boolean): boolean => parsed.every((s) => {
-    const e = s.get(path);
-    return e !== undefined && pred(e);
-  });
+  const everywhere = (path: string, pred: (e: ShapeEntry) => boolean): boolean =>
+    parsed.every((s) => {
+      const e = s.get(path);
+      return e !== undefined && pred(e);
+    });
   const first = parsed[0]!;
   for (const [path, e] of first) {
     if (path === '$' || path.includes('[]')) continue;
@@ -349,7 +411,13 @@ export function compareToSiblings(shape: readonly string[], siblings: readonly (
       add(d.retyped, path, `${e.type} in the other messages, ${m.type} here`);
     } else if (m.type === 'str' && e.type === 'str' && (m.format === 'garbled' || m.format === 'broken_json')) {
       add(d.corrupt, path, m.format === 'garbled' ? 'garbled text' : 'JSON text that does not parse');
-    } else if (m.type === 'str' && isStructuredFormat(e.format) && !sameFormatFamily(e.format, m.format) && m.format !== 'empty' && everywhere(path, (x) => sameFormatFamily(x.format, e.format))) {
+    } else if (
+      m.type === 'str' &&
+      isStructuredFormat(e.format) &&
+      !sameFormatFamily(e.format, m.format) &&
+      m.format !== 'empty' &&
+      everywhere(path, (x) => sameFormatFamily(x.format, e.format))
+    ) {
       add(d.corrupt, path, `a ${e.format} value in the other messages, not here`);
     }
   }

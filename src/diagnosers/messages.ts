@@ -22,7 +22,18 @@
  */
 import type { FaultType } from '../taxonomy';
 import { str, type SpanRecord, type TraceRecord } from '../traces/model';
-import { edgeKey, guardEvents, looksLikeTimeout, viewTrace, type Content, type MessageExchange, type MessageFacts, type MessageStep, type PayloadFacts, type TraceView } from '../traces/view';
+import {
+  edgeKey,
+  guardEvents,
+  looksLikeTimeout,
+  viewTrace,
+  type Content,
+  type MessageExchange,
+  type MessageFacts,
+  type MessageStep,
+  type PayloadFacts,
+  type TraceView,
+} from '../traces/view';
 import { ATTR_FL_MESSAGE_SIDE, ATTR_FL_TASK_ID } from '../../instrumentation/semconv';
 import { stringFormat } from '../../instrumentation/agents/shape';
 import {
@@ -36,11 +47,25 @@ import {
 } from './message-change';
 import { median as statsMedian } from '../stats';
 import { durationMs, type Signal, type SpanVerdict } from './signals';
-import { DELAY_MIN_EXTRA_MS as CALL_DELAY_EXTRA_MS, CALL_DELAY_EXTREME_MS, CLOCK_SLACK_MS, MESSAGE_DELAY_EXTRA_MS as DELAY_EXTRA_MS, MESSAGE_DELAY_RATIO as DELAY_RATIO, REMOTE_MESSAGE_DELAY_EXTRA_MS as REMOTE_DELAY_EXTRA_MS, WAITED_MS } from './thresholds';
-
+import {
+  DELAY_MIN_EXTRA_MS as CALL_DELAY_EXTRA_MS,
+  CALL_DELAY_EXTREME_MS,
+  CLOCK_SLACK_MS,
+  MESSAGE_DELAY_EXTRA_MS as DELAY_EXTRA_MS,
+  MESSAGE_DELAY_RATIO as DELAY_RATIO,
+  REMOTE_MESSAGE_DELAY_EXTRA_MS as REMOTE_DELAY_EXTRA_MS,
+  WAITED_MS,
+} from './thresholds';
 
 /** Fault types a detector may read into a message's content or delivery; the message's two ends can overrule them. */
-const CONTENT_TYPES: ReadonlySet<FaultType> = new Set(['partial', 'schema', 'semantic', 'corrupt', 'truncate', 'empty']);
+const CONTENT_TYPES: ReadonlySet<FaultType> = new Set([
+  'partial',
+  'schema',
+  'semantic',
+  'corrupt',
+  'truncate',
+  'empty',
+]);
 const DELIVERY_TYPES: ReadonlySet<FaultType> = new Set(['stale', 'duplicate', 'non_delivery', 'delay', 'timeout']);
 
 /** One copy that reached the receiver, from a receive span or from the sender span's delivered facts. */
@@ -80,14 +105,20 @@ export interface MessageAnalysis {
   review(verdicts: SpanVerdict[]): void;
 }
 
-const sig = (faultType: Exclude<FaultType, 'none'>, confidence: number, evidence: string): Signal => ({ faultType, confidence, evidence, source: 'metadata' });
+const sig = (faultType: Exclude<FaultType, 'none'>, confidence: number, evidence: string): Signal => ({
+  faultType,
+  confidence,
+  evidence,
+  source: 'metadata',
+});
 const short = (s: string): string => (s.length > 40 ? `${s.slice(0, 40)}…` : s);
 
 /** The median, or undefined with nothing to take it of. */
 const median = (xs: readonly number[]): number | undefined => (xs.length === 0 ? undefined : statsMedian(xs));
 
 /** Transport failures that mean the request never got through (connection reset, refused, closed). */
-const LOST = /ECONNRESET|ECONNREFUSED|EPIPE|ENOTFOUND|EHOSTUNREACH|UND_ERR_SOCKET|UND_ERR_CLOSED|socket hang up|other side closed|fetch failed/i;
+const LOST =
+  /ECONNRESET|ECONNREFUSED|EPIPE|ENOTFOUND|EHOSTUNREACH|UND_ERR_SOCKET|UND_ERR_CLOSED|socket hang up|other side closed|fetch failed/i;
 
 function copiesOf(l: Logical, from: 'receiver' | 'wire' = 'receiver'): Copy[] {
   const readbacks = l.send ? l.send.guards.filter((g) => g.action === 'reacquire').length : 0;
@@ -199,8 +230,10 @@ function transitOf(l: Logical, traceStart: number): { ms: number; exact: boolean
   const r = l.receives[0];
   if (l.send && r) return { ms: Math.max(0, r.start - l.send.start), exact: true };
   // A handoff span (or a plain record of one) lasts as long as the delivery itself.
-  if (l.send?.delivered || (l.send?.side === 'unknown' && l.system === 'channel')) return { ms: durationMs(l.send.span), exact: true };
-  if (r?.sentAt !== undefined && r.sentAt >= traceStart - CLOCK_SLACK_MS) return { ms: Math.max(0, r.start - r.sentAt), exact: true };
+  if (l.send?.delivered || (l.send?.side === 'unknown' && l.system === 'channel'))
+    return { ms: durationMs(l.send.span), exact: true };
+  if (r?.sentAt !== undefined && r.sentAt >= traceStart - CLOCK_SLACK_MS)
+    return { ms: Math.max(0, r.start - r.sentAt), exact: true };
   if (l.send) return { ms: durationMs(l.send.span), exact: false };
   return undefined;
 }
@@ -211,7 +244,12 @@ function transitOf(l: Logical, traceStart: number): { ms: number; exact: boolean
  * and digits). Amounts, measurements, scores and dates are attributes, not identities: an agent that decides its own
  * value of a key of the same name (its own confidence, a new date, a figure it computed) contradicts nothing.
  */
-function identities(v: unknown, out: Map<string, Set<string>> = new Map(), depth = 0, key = ''): Map<string, Set<string>> {
+function identities(
+  v: unknown,
+  out: Map<string, Set<string>> = new Map(),
+  depth = 0,
+  key = '',
+): Map<string, Set<string>> {
   if (depth > 10) return out;
   const put = (value: string): void => {
     const set = out.get(key) ?? new Set<string>();
@@ -226,7 +264,13 @@ function identities(v: unknown, out: Map<string, Set<string>> = new Map(), depth
       } catch {
         /* not JSON after all */
       }
-    } else if (key !== '' && (f === 'ident' || f === 'uuid' || f === 'hex') && /\d/.test(v) && /\D/.test(v) && v.length >= 3) {
+    } else if (
+      key !== '' &&
+      (f === 'ident' || f === 'uuid' || f === 'hex') &&
+      /\d/.test(v) &&
+      /\D/.test(v) &&
+      v.length >= 3
+    ) {
       put(v);
     }
   } else if (Array.isArray(v)) {
@@ -259,7 +303,9 @@ function mirrorConflict(v: unknown, depth = 0): string | undefined {
       if (inner === null || typeof inner !== 'object' || Array.isArray(inner)) continue;
       const shared = Object.keys(inner).filter((ik) => ik !== k && ik in o);
       if (shared.length < 2) continue;
-      const differ = shared.filter((ik) => JSON.stringify((inner as Record<string, unknown>)[ik]) !== JSON.stringify(o[ik]));
+      const differ = shared.filter(
+        (ik) => JSON.stringify((inner as Record<string, unknown>)[ik]) !== JSON.stringify(o[ik]),
+      );
       if (differ.length > 0) return `${k} disagrees with ${differ.slice(0, 3).join(', ')}`;
     }
     const c = mirrorConflict(x, depth + 1);
@@ -344,9 +390,15 @@ function envelopeOnly(l: Logical): boolean {
 function diagnose(trace: TraceRecord, messages: Logical[]): void {
   let traceStart = Infinity; // Math.min without spreading every span start (NaN wins, as there)
   for (const s of trace.spans) if (s.start < traceStart || Number.isNaN(s.start)) traceStart = s.start;
-  const scopeTasks = trace.spans.map((s) => str(s.attributes, ATTR_FL_TASK_ID)).filter((t): t is string => t !== undefined);
+  const scopeTasks = trace.spans
+    .map((s) => str(s.attributes, ATTR_FL_TASK_ID))
+    .filter((t): t is string => t !== undefined);
   const sentTasks = messages.map((l) => l.send?.taskId);
-  const taskConsensus = consensus([...sentTasks, ...(sentTasks.some((t) => t !== undefined) ? [] : messages.map((l) => l.receives[0]?.taskId))]) ?? (new Set(scopeTasks).size === 1 ? scopeTasks[0] : undefined);
+  const taskConsensus =
+    consensus([
+      ...sentTasks,
+      ...(sentTasks.some((t) => t !== undefined) ? [] : messages.map((l) => l.receives[0]?.taskId)),
+    ]) ?? (new Set(scopeTasks).size === 1 ? scopeTasks[0] : undefined);
   const sessionConsensus = consensus(messages.map((l) => l.send?.sessionId ?? l.receives[0]?.sessionId));
   /** The task a message should be bound to: what the run's other messages agree on, else the run's task scope. */
   const taskReference = (l: Logical): string | undefined => {
@@ -406,29 +458,79 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
     const envelopes = [...copies, ...crossed];
     const knownCount = send?.delivered?.count ?? (receiverSeen(l) ? l.receives.length : undefined);
     // A receiver-side guard that withheld a changed copy: the message arrived (changed), it was not lost.
-    const withheld = (send?.guards ?? []).some((g) => g.action === 'drop' || g.action === 'reject') && (send?.delivered?.changes?.length ?? 0) > 0;
+    const withheld =
+      (send?.guards ?? []).some((g) => g.action === 'drop' || g.action === 'reject') &&
+      (send?.delivered?.changes?.length ?? 0) > 0;
     if (knownCount !== undefined) l.delivered = knownCount;
     const failure = send?.failure;
     const otherDurations = sendDurations.filter((d) => d !== (send ? durationMs(send.span) : -1));
     const medOther = median(otherDurations) ?? 0;
-    const waited = send !== undefined && durationMs(send.span) >= medOther + WAITED_MS && durationMs(send.span) >= 3 * Math.max(medOther, 1);
+    const waited =
+      send !== undefined &&
+      durationMs(send.span) >= medOther + WAITED_MS &&
+      durationMs(send.span) >= 3 * Math.max(medOther, 1);
 
     // 1. Delivery.
-    const nothingRecorded = send !== undefined && send.side === 'unknown' && send.payload === undefined && messages.some((o) => o !== l && (o.send?.payload ?? o.receives[0]?.payload) !== undefined);
-    if (((knownCount === 0 && !withheld) || nothingRecorded) && copies.length === 0 && failure?.http !== undefined && failure.http >= 400 && !failure.timeout) {
+    const nothingRecorded =
+      send !== undefined &&
+      send.side === 'unknown' &&
+      send.payload === undefined &&
+      messages.some((o) => o !== l && (o.send?.payload ?? o.receives[0]?.payload) !== undefined);
+    if (
+      ((knownCount === 0 && !withheld) || nothingRecorded) &&
+      copies.length === 0 &&
+      failure?.http !== undefined &&
+      failure.http >= 400 &&
+      !failure.timeout
+    ) {
       // Answered with an error status, and the receiver never got it: the service in front of it refused the call.
       out.push(sig('error', 0.9, `HTTP ${failure.http}; the receiver never got the message`));
     } else if (((knownCount === 0 && !withheld) || nothingRecorded) && copies.length === 0) {
       // The sender gave up (its deadline), or waited far longer than its other calls took: a timeout.
       const timeout = failure?.timeout === true || waited || send?.aborted === true;
-      out.push(sig(timeout ? 'timeout' : 'non_delivery', nothingRecorded ? 0.8 : 0.95, timeout ? `message not delivered before its deadline (the sender waited ${Math.round(durationMs(send!.span))} ms)` : 'message not delivered (0 copies reached the receiver)'));
+      out.push(
+        sig(
+          timeout ? 'timeout' : 'non_delivery',
+          nothingRecorded ? 0.8 : 0.95,
+          timeout
+            ? `message not delivered before its deadline (the sender waited ${Math.round(durationMs(send!.span))} ms)`
+            : 'message not delivered (0 copies reached the receiver)',
+        ),
+      );
     } else if (failure && send) {
       const lost = LOST.test(`${failure.errorType ?? ''} ${failure.message ?? ''}`);
       if (failure.timeout && l.receives.length > 0) {
-        out.push(sig('delay', 0.9, `the message reached the receiver only after the sender gave up (${failure.errorType ?? failure.message ?? 'deadline'})`));
-      } else if (failure.timeout) out.push(sig('timeout', 0.95, `the call timed out (${failure.errorType ?? failure.message ?? 'deadline'})`));
-      else if (lost && l.receives.length === 0) out.push(sig('non_delivery', 0.9, `the request never got through (${failure.errorType ?? failure.message ?? 'connection lost'})`));
-      else out.push(sig('error', l.system === 'channel' ? 0.95 : 0.9, [failure.http !== undefined ? `HTTP ${failure.http}` : '', failure.errorType ? `error.type=${failure.errorType}` : '', failure.rpc ? `rpc status ${failure.rpc}` : ''].filter((p) => p !== '').join(', ') || 'the call failed'));
+        out.push(
+          sig(
+            'delay',
+            0.9,
+            `the message reached the receiver only after the sender gave up (${failure.errorType ?? failure.message ?? 'deadline'})`,
+          ),
+        );
+      } else if (failure.timeout)
+        out.push(sig('timeout', 0.95, `the call timed out (${failure.errorType ?? failure.message ?? 'deadline'})`));
+      else if (lost && l.receives.length === 0)
+        out.push(
+          sig(
+            'non_delivery',
+            0.9,
+            `the request never got through (${failure.errorType ?? failure.message ?? 'connection lost'})`,
+          ),
+        );
+      else
+        out.push(
+          sig(
+            'error',
+            l.system === 'channel' ? 0.95 : 0.9,
+            [
+              failure.http !== undefined ? `HTTP ${failure.http}` : '',
+              failure.errorType ? `error.type=${failure.errorType}` : '',
+              failure.rpc ? `rpc status ${failure.rpc}` : '',
+            ]
+              .filter((p) => p !== '')
+              .join(', ') || 'the call failed',
+          ),
+        );
     }
 
     // 2. Copies: a duplicate is the same message twice; a copy that is another message is a stale delivery. (An MCP
@@ -437,35 +539,99 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
     const selfCopy = send !== undefined && copies.length === 1 && copies[0]!.view === send;
     const sentId = l.system === 'mcp' || selfCopy ? undefined : send?.id;
     const foreign = sentId !== undefined ? envelopes.filter((c) => c.id !== undefined && c.id !== sentId) : [];
-    const sameId = sentId !== undefined ? copies.filter((c) => c.id === undefined || c.id === sentId).length : copies.length;
+    const sameId =
+      sentId !== undefined ? copies.filter((c) => c.id === undefined || c.id === sentId).length : copies.length;
     l.sameIdCopies = sameId;
     if (sameId > 1) out.push(sig('duplicate', 0.92, `message delivered ${sameId} times`));
-    if (l.replayOf) out.push(sig('stale', 0.85, `message ${short(l.receives[0]?.id ?? '')} delivered again after newer messages on this edge`));
-    if (foreign.length > 0) out.push(sig('stale', 0.9, `delivered another message (${short(foreign[0]!.id!)}) in place of or besides the one sent`));
+    if (l.replayOf)
+      out.push(
+        sig(
+          'stale',
+          0.85,
+          `message ${short(l.receives[0]?.id ?? '')} delivered again after newer messages on this edge`,
+        ),
+      );
+    if (foreign.length > 0)
+      out.push(
+        sig('stale', 0.9, `delivered another message (${short(foreign[0]!.id!)}) in place of or besides the one sent`),
+      );
     if (send && !selfCopy) {
       const reference = taskReference(l);
       if (send.taskId !== undefined && reference !== undefined && send.taskId !== reference) {
         out.push(sig('stale', 0.85, `message bound to task ${short(send.taskId)}, not the run's ${short(reference)}`));
       }
       const expectTask = send.taskId ?? taskConsensus;
-      const otherTask = envelopes.find((c) => c.taskId !== undefined && expectTask !== undefined && c.taskId !== expectTask);
-      if (otherTask) out.push(sig('stale', 0.93, `delivered a message bound to task ${short(otherTask.taskId!)}, not ${short(expectTask!)}`));
-      const otherSession = envelopes.find((c) => c.sessionId !== undefined && send.sessionId !== undefined && c.sessionId !== send.sessionId);
-      if (otherSession) out.push(sig('stale', 0.93, `delivered a message of session ${short(otherSession.sessionId!)}, not ${short(send.sessionId!)}`));
-      const behind = envelopes.find((c) => c.version !== undefined && send.version !== undefined && c.version < send.version);
-      if (behind) out.push(sig('stale', 0.93, `delivered version ${behind.version}, behind the version ${send.version} sent`));
-      const older = envelopes.find((c) => c.sentAt !== undefined && send.sentAt !== undefined && c.sentAt < send.sentAt);
-      if (older) out.push(sig('stale', 0.9, `delivered a message sent ${Math.round(send.sentAt! - older.sentAt!)} ms before the one it arrived for`));
-      const replayed = envelopes.find((c) => c.hash !== undefined && send.payload?.hash !== undefined && c.hash !== send.payload.hash && sentHashes.includes(c.hash));
+      const otherTask = envelopes.find(
+        (c) => c.taskId !== undefined && expectTask !== undefined && c.taskId !== expectTask,
+      );
+      if (otherTask)
+        out.push(
+          sig(
+            'stale',
+            0.93,
+            `delivered a message bound to task ${short(otherTask.taskId!)}, not ${short(expectTask!)}`,
+          ),
+        );
+      const otherSession = envelopes.find(
+        (c) => c.sessionId !== undefined && send.sessionId !== undefined && c.sessionId !== send.sessionId,
+      );
+      if (otherSession)
+        out.push(
+          sig(
+            'stale',
+            0.93,
+            `delivered a message of session ${short(otherSession.sessionId!)}, not ${short(send.sessionId!)}`,
+          ),
+        );
+      const behind = envelopes.find(
+        (c) => c.version !== undefined && send.version !== undefined && c.version < send.version,
+      );
+      if (behind)
+        out.push(sig('stale', 0.93, `delivered version ${behind.version}, behind the version ${send.version} sent`));
+      const older = envelopes.find(
+        (c) => c.sentAt !== undefined && send.sentAt !== undefined && c.sentAt < send.sentAt,
+      );
+      if (older)
+        out.push(
+          sig(
+            'stale',
+            0.9,
+            `delivered a message sent ${Math.round(send.sentAt! - older.sentAt!)} ms before the one it arrived for`,
+          ),
+        );
+      const replayed = envelopes.find(
+        (c) =>
+          c.hash !== undefined &&
+          send.payload?.hash !== undefined &&
+          c.hash !== send.payload.hash &&
+          sentHashes.includes(c.hash),
+      );
       if (replayed) out.push(sig('stale', 0.93, 'delivered the payload of an earlier message of this trace'));
     } else {
       // Receiver side only: the run's own consensus is the reference.
       const c = copies[0];
-      if (c?.taskId !== undefined && taskConsensus !== undefined && c.taskId !== taskConsensus) out.push(sig('stale', 0.85, `received a message bound to task ${short(c.taskId)}, while the run's messages are bound to ${short(taskConsensus)}`));
-      if (c?.sessionId !== undefined && sessionConsensus !== undefined && c.sessionId !== sessionConsensus) out.push(sig('stale', 0.85, `received a message of session ${short(c.sessionId)}, while the run's messages are of ${short(sessionConsensus)}`));
+      if (c?.taskId !== undefined && taskConsensus !== undefined && c.taskId !== taskConsensus)
+        out.push(
+          sig(
+            'stale',
+            0.85,
+            `received a message bound to task ${short(c.taskId)}, while the run's messages are bound to ${short(taskConsensus)}`,
+          ),
+        );
+      if (c?.sessionId !== undefined && sessionConsensus !== undefined && c.sessionId !== sessionConsensus)
+        out.push(
+          sig(
+            'stale',
+            0.85,
+            `received a message of session ${short(c.sessionId)}, while the run's messages are of ${short(sessionConsensus)}`,
+          ),
+        );
     }
     const early = copies.find((c) => c.sentAt !== undefined && c.sentAt < traceStart - CLOCK_SLACK_MS);
-    if (early) out.push(sig('stale', 0.9, `received a message sent ${Math.round(traceStart - early.sentAt!)} ms before this run began`));
+    if (early)
+      out.push(
+        sig('stale', 0.9, `received a message sent ${Math.round(traceStart - early.sentAt!)} ms before this run began`),
+      );
     const edge = `${l.system}|${l.source ?? ''}|${l.target ?? ''}|${copies[0]?.sessionId ?? send?.sessionId ?? ''}`;
     const lastVersion = versionsSeen.get(edge);
     const copyVersion = copies.find((c) => c.version !== undefined)?.version;
@@ -478,30 +644,49 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
     // 3. Content. What the receiver got (its receive spans), else the sender span's own account of what crossed the
     // wire — recorded only when a copy differed, and kept even when a receiver-side guard then replaced the copy.
     const d = send?.delivered;
-    let changed = selfCopy ? -1 : copies.findIndex((c) => c.hash !== undefined && send?.payload?.hash !== undefined && c.hash !== send.payload.hash);
+    let changed = selfCopy
+      ? -1
+      : copies.findIndex(
+          (c) => c.hash !== undefined && send?.payload?.hash !== undefined && c.hash !== send.payload.hash,
+        );
     const wire = changed < 0 && d !== undefined && ((d.changes?.length ?? 0) > 0 || d.shape !== undefined);
     if (wire) changed = 0;
     if (!staleEnvelope && send?.payload !== undefined && changed >= 0) {
       const c: Copy | undefined = wire ? undefined : copies[changed];
       const sentContent = send.payload.content;
-      const gotContent = wire ? (d!.payloads !== undefined ? changedPayload(d!.payloads, sentContent) : undefined) : copyContent(l, c!, changed);
+      const gotContent = wire
+        ? d!.payloads !== undefined
+          ? changedPayload(d!.payloads, sentContent)
+          : undefined
+        : copyContent(l, c!, changed);
       const gotShape = wire ? d!.shape : copyShape(l, c!);
       let v: ChangeVerdict | undefined;
       if (sentContent?.ok && gotContent?.ok) v = compareContent(sentContent.value, gotContent.value);
-      else if (sentContent?.ok && gotContent && !gotContent.ok) v = { faultType: 'corrupt', confidence: 0.9, evidence: 'the delivered payload is no longer JSON' };
+      else if (sentContent?.ok && gotContent && !gotContent.ok)
+        v = { faultType: 'corrupt', confidence: 0.9, evidence: 'the delivered payload is no longer JSON' };
       // Shapes summarise a list by its first element; the change list covers every element: it decides when the
       // shapes show no difference.
-      const changes = send.delivered?.changes && send.delivered.changes.length > 0 ? classifyChanges(send.delivered.changes) : undefined;
+      const changes =
+        send.delivered?.changes && send.delivered.changes.length > 0
+          ? classifyChanges(send.delivered.changes)
+          : undefined;
       if (v === undefined && send.payload.shape && gotShape) {
         const byShape = compareShapes(send.payload.shape, gotShape);
-        v = byShape.faultType === 'semantic' && changes !== undefined && changes.faultType !== 'semantic' ? changes : byShape;
+        v =
+          byShape.faultType === 'semantic' && changes !== undefined && changes.faultType !== 'semantic'
+            ? changes
+            : byShape;
       }
       v ??= changes;
       v ??= { faultType: 'corrupt', confidence: 0.6, evidence: 'delivered payload differs from the payload sent' };
       out.push(sig(v.faultType, v.confidence, v.evidence));
       if (v.confidence >= 0.7) l.changeType = v.faultType;
       l.renamed = v.faultType === 'schema' && /renamed/.test(v.evidence);
-    } else if (!staleEnvelope && copies.length > 0 && (selfCopy || !(send?.payload?.hash !== undefined && copies.every((c) => c.hash === send.payload!.hash)))) {
+    } else if (
+      !staleEnvelope &&
+      copies.length > 0 &&
+      (selfCopy || !(send?.payload?.hash !== undefined && copies.every((c) => c.hash === send.payload!.hash)))
+    ) {
       // No copy sent to compare with: the receiver's contract, the values themselves, the run's other messages.
       const c = copies[0]!;
       const content = copyContent(l, c, 0);
@@ -537,15 +722,31 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
           const [only, n] = [...seen][0]!;
           return (n >= 2 || senderGot?.get(k)?.has(only) === true) && stringFormat(only) === stringFormat(v);
         });
-        if (swapped && anchored) out.push(sig('semantic', 0.7, `${swapped[0]} differs from the value the run's earlier messages agree on (${short([...pins.get(swapped[0])!.keys()][0]!)}), while its other identities agree`));
+        if (swapped && anchored)
+          out.push(
+            sig(
+              'semantic',
+              0.7,
+              `${swapped[0]} differs from the value the run's earlier messages agree on (${short([...pins.get(swapped[0])!.keys()][0]!)}), while its other identities agree`,
+            ),
+          );
         const mirror = mirrorConflict(content.value);
         if (mirror) out.push(sig('semantic', 0.75, `the message contradicts itself: ${mirror}`));
       }
       // What the receiver's end establishes about the content names the change; a detector's other reading of the
       // same content (a cut JSON text read as a truncated answer) is overruled, as with both ends.
-      const named = out.filter((s) => CONTENT_TYPES.has(s.faultType) && s.confidence >= 0.7).sort((a, b) => b.confidence - a.confidence)[0];
+      const named = out
+        .filter((s) => CONTENT_TYPES.has(s.faultType) && s.confidence >= 0.7)
+        .sort((a, b) => b.confidence - a.confidence)[0];
       if (named) l.changeType = named.faultType;
-    } else if (!selfCopy && send?.payload?.hash !== undefined && copies.length === 1 && copies[0]!.hash === send.payload.hash && foreign.length === 0 && !staleEnvelope) {
+    } else if (
+      !selfCopy &&
+      send?.payload?.hash !== undefined &&
+      copies.length === 1 &&
+      copies[0]!.hash === send.payload.hash &&
+      foreign.length === 0 &&
+      !staleEnvelope
+    ) {
       l.intact = true;
     }
     if (send?.payload?.hash !== undefined) sentHashes.push(send.payload.hash);
@@ -560,15 +761,29 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
     // 4. Timing: a delivered message that took far longer than the trace's other deliveries.
     const t = transits.get(l);
     if (t && copies.length > 0 && !staleEnvelope) {
-      const others = [...transits].filter(([o, x]) => o !== l && x.exact === t.exact && (o.delivered ?? 1) > 0).map(([, x]) => x.ms);
+      const others = [...transits]
+        .filter(([o, x]) => o !== l && x.exact === t.exact && (o.delivered ?? 1) > 0)
+        .map(([, x]) => x.ms);
       const med = median(others);
       if (med !== undefined) {
         const extra = l.system === 'channel' ? DELAY_EXTRA_MS : REMOTE_DELAY_EXTRA_MS;
         if (t.exact && t.ms >= med + extra && t.ms >= DELAY_RATIO * Math.max(med, 2)) {
-          out.push(sig('delay', 0.85, `delivered after ${Math.round(t.ms)} ms; the trace's other messages took ${Math.round(med)} ms`));
+          out.push(
+            sig(
+              'delay',
+              0.85,
+              `delivered after ${Math.round(t.ms)} ms; the trace's other messages took ${Math.round(med)} ms`,
+            ),
+          );
         } else if (!t.exact && t.ms >= med + CALL_DELAY_EXTRA_MS && t.ms >= 3 * Math.max(med, 1)) {
           const extreme = t.ms >= med + CALL_DELAY_EXTREME_MS && t.ms >= 4 * Math.max(med, 1);
-          out.push(sig('delay', extreme ? 0.7 : 0.45, `the call took ${Math.round(t.ms)} ms; the trace's other calls took ${Math.round(med)} ms`));
+          out.push(
+            sig(
+              'delay',
+              extreme ? 0.7 : 0.45,
+              `the call took ${Math.round(t.ms)} ms; the trace's other calls took ${Math.round(med)} ms`,
+            ),
+          );
         }
       }
     }
@@ -592,18 +807,36 @@ function recoveries(messages: Logical[]): void {
     const l = messages[i]!;
     const send = l.send;
     if (!send) continue;
-    const top = l.signals.reduce<Signal | undefined>((b, s) => (b === undefined || s.confidence > b.confidence ? s : b), undefined);
+    const top = l.signals.reduce<Signal | undefined>(
+      (b, s) => (b === undefined || s.confidence > b.confidence ? s : b),
+      undefined,
+    );
     if (!top || top.confidence < 0.55 || !['error', 'timeout', 'non_delivery'].includes(top.faultType)) continue;
     // A silent drop is invisible to the sender: only a failure it saw can be recovered from on its own.
     if (top.faultType === 'non_delivery' && !send.failure) continue;
-    const ok = (o: Logical): boolean => o.send !== undefined && o.send.failure === undefined && (o.delivered ?? 1) > 0 && !o.signals.some((s) => s.confidence >= 0.55);
-    const applicationError = send.failure?.errorType === 'tool_error' || (send.failure?.rpc !== undefined && send.failure.http === undefined);
+    const ok = (o: Logical): boolean =>
+      o.send !== undefined &&
+      o.send.failure === undefined &&
+      (o.delivered ?? 1) > 0 &&
+      !o.signals.some((s) => s.confidence >= 0.55);
+    const applicationError =
+      send.failure?.errorType === 'tool_error' || (send.failure?.rpc !== undefined && send.failure.http === undefined);
     const later = messages.slice(i + 1);
-    const retry = later.find((o) => ok(o) && edgeKey(o) === edgeKey(l) && ((o.send!.id !== undefined && o.send!.id === send.id) || (o.send!.payload?.hash !== undefined && o.send!.payload.hash === send.payload?.hash)));
-    const carriedOn = applicationError ? later.find((o) => ok(o) && o.source !== undefined && o.source === l.source) : undefined;
+    const retry = later.find(
+      (o) =>
+        ok(o) &&
+        edgeKey(o) === edgeKey(l) &&
+        ((o.send!.id !== undefined && o.send!.id === send.id) ||
+          (o.send!.payload?.hash !== undefined && o.send!.payload.hash === send.payload?.hash)),
+    );
+    const carriedOn = applicationError
+      ? later.find((o) => ok(o) && o.source !== undefined && o.source === l.source)
+      : undefined;
     const by = retry ?? carriedOn;
     if (!by) continue;
-    l.recovered = retry ? `recovered: the same message was sent again and got through` : `recovered: the caller went on after the failed call`;
+    l.recovered = retry
+      ? `recovered: the same message was sent again and got through`
+      : `recovered: the caller went on after the failed call`;
     l.signals.splice(0, l.signals.length, { ...top, confidence: 0.3, evidence: `${l.recovered} (${top.evidence})` });
   }
 }
@@ -612,14 +845,26 @@ function recoveries(messages: Logical[]): void {
  * Receive spans that failed (the receiver's own handler threw) for a message its sender then sent again and got
  * through: the failure, and every failed span inside that receiver's run, is one the run recovered from.
  */
-function recoveredReceives(messages: Logical[]): { spans: Map<string, string>; windows: { from: number; to: number; why: string }[] } {
+function recoveredReceives(messages: Logical[]): {
+  spans: Map<string, string>;
+  windows: { from: number; to: number; why: string }[];
+} {
   const spans = new Map<string, string>();
   const windows: { from: number; to: number; why: string }[] = [];
   for (let i = 0; i < messages.length; i++) {
     const l = messages[i]!;
     const id = l.send?.id ?? l.receives[0]?.id;
     if (id === undefined || l.system === 'mcp') continue;
-    const again = messages.slice(i + 1).find((o) => (o.send?.id ?? o.receives[0]?.id) === id && o.target === l.target && o.delivered !== 0 && !o.receives.some((r) => r.span.status.code === 'ERROR') && !o.signals.some((x) => x.confidence >= 0.55));
+    const again = messages
+      .slice(i + 1)
+      .find(
+        (o) =>
+          (o.send?.id ?? o.receives[0]?.id) === id &&
+          o.target === l.target &&
+          o.delivered !== 0 &&
+          !o.receives.some((r) => r.span.status.code === 'ERROR') &&
+          !o.signals.some((x) => x.confidence >= 0.55),
+      );
     if (!again) continue;
     const why = `recovered: the receiver failed on message ${short(id)} and its sender sent it again`;
     for (const r of l.receives) if (r.span.status.code === 'ERROR') spans.set(r.span.spanId, why);
@@ -634,8 +879,13 @@ function review(verdicts: SpanVerdict[], ofSpan: Map<string, Logical>): void {
   for (const v of verdicts) bySpan.set(v.span.spanId, v);
   const recovered = recoveredReceives([...new Set(ofSpan.values())].sort((a, b) => a.start - b.start));
   const note = (v: SpanVerdict, why: string): void => {
-    const top = v.signals.reduce<Signal | undefined>((b, x) => (b === undefined || x.confidence > b.confidence ? x : b), undefined);
-    v.signals = top ? [{ ...top, confidence: Math.min(top.confidence, 0.3), evidence: `${why} (${top.evidence})` }] : [];
+    const top = v.signals.reduce<Signal | undefined>(
+      (b, x) => (b === undefined || x.confidence > b.confidence ? x : b),
+      undefined,
+    );
+    v.signals = top
+      ? [{ ...top, confidence: Math.min(top.confidence, 0.3), evidence: `${why} (${top.evidence})` }]
+      : [];
   };
   if (recovered.spans.size > 0 || recovered.windows.length > 0) {
     for (const v of verdicts) {
@@ -649,7 +899,12 @@ function review(verdicts: SpanVerdict[], ofSpan: Map<string, Logical>): void {
         cur = cur.parentSpanId ? bySpan.get(cur.parentSpanId)?.span : undefined;
       }
       if (why === undefined && v.stepKind === null) {
-        why = recovered.windows.find((w) => v.span.start >= w.from && v.span.end <= w.to + 1 && v.signals.every((x) => x.faultType === 'error' || x.faultType === 'timeout'))?.why;
+        why = recovered.windows.find(
+          (w) =>
+            v.span.start >= w.from &&
+            v.span.end <= w.to + 1 &&
+            v.signals.every((x) => x.faultType === 'error' || x.faultType === 'timeout'),
+        )?.why;
       }
       if (why !== undefined) note(v, why);
     }
@@ -681,7 +936,13 @@ function review(verdicts: SpanVerdict[], ofSpan: Map<string, Logical>): void {
       // module knows to be zero says so.
       if (s.faultType === 'non_delivery' && l.delivered !== 0) return false;
       if (l.renamed && s.faultType === 'partial') return false;
-      if (l.sameIdCopies !== undefined && l.sameIdCopies <= 1 && l.send?.id !== undefined && s.faultType === 'duplicate') return false;
+      if (
+        l.sameIdCopies !== undefined &&
+        l.sameIdCopies <= 1 &&
+        l.send?.id !== undefined &&
+        s.faultType === 'duplicate'
+      )
+        return false;
       return true;
     });
   }
@@ -708,9 +969,19 @@ function guardSignals(span: SpanRecord): Signal[] {
   for (const g of guardEvents(span)) {
     const why = g.reason.slice(0, 120);
     if (g.action === 'resubmit') {
-      out.push({ faultType: looksLikeTimeout(g.reason) ? 'timeout' : 'non_delivery', confidence: 0.9, evidence: `guard resubmitted: ${why}`, source: 'guard' });
+      out.push({
+        faultType: looksLikeTimeout(g.reason) ? 'timeout' : 'non_delivery',
+        confidence: 0.9,
+        evidence: `guard resubmitted: ${why}`,
+        source: 'guard',
+      });
     } else if (g.action === 'duplicate_suppressed' || g.action === 'receipt_replayed') {
-      out.push({ faultType: 'duplicate', confidence: 0.9, evidence: `guard suppressed a duplicate: ${why}`, source: 'guard' });
+      out.push({
+        faultType: 'duplicate',
+        confidence: 0.9,
+        evidence: `guard suppressed a duplicate: ${why}`,
+        source: 'guard',
+      });
     }
   }
   return out;

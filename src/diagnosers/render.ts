@@ -41,25 +41,43 @@ export function renderTrace(trace: TraceRecord, options: RenderOptions = {}): Re
     const agent = (v.step?.agent ?? view.agentOf(s))?.name ?? '?';
     if (v.step?.kind === 'llm') {
       const c = v.step;
-      f.push(`LLM step ${c.step}`, `span=${s.spanId}`, `agent=${agent}`, `model=${c.responseModel ?? c.requestModel ?? '?'}`, at);
+      f.push(
+        `LLM step ${c.step}`,
+        `span=${s.spanId}`,
+        `agent=${agent}`,
+        `model=${c.responseModel ?? c.requestModel ?? '?'}`,
+        at,
+      );
       f.push(`finish=${c.finishReasons.length > 0 ? c.finishReasons.join(',') : '?'}`);
       f.push(`tokens in=${c.usage.inputTokens ?? '?'} out=${c.usage.outputTokens ?? '?'}`);
       f.push(`output chars=${c.outputChars ?? '?'} tool_calls=${c.toolCallCount ?? '?'}`);
       if (c.hasContent && c.text !== '') f.push(`output="${excerpt(c.text, max)}"`);
-      if (c.hasContent && c.toolCalls.length > 0) f.push(`tool_calls="${excerpt(c.toolCalls.map((t) => `${t.name}(${t.arguments})`).join('; '), max)}"`);
+      if (c.hasContent && c.toolCalls.length > 0)
+        f.push(`tool_calls="${excerpt(c.toolCalls.map((t) => `${t.name}(${t.arguments})`).join('; '), max)}"`);
     } else if (v.step?.kind === 'message') {
       const m = v.step.facts;
       const delivered = m.side === 'receive' ? 'received' : `delivered=${m.delivered?.count ?? '?'}`;
-      f.push(`MESSAGE step ${v.step.step}`, `span=${s.spanId}`, `${m.source ?? '?'}->${m.target ?? m.agent ?? m.tool ?? '?'}`, `boundary=${m.boundary ?? '?'}`, at, delivered);
+      f.push(
+        `MESSAGE step ${v.step.step}`,
+        `span=${s.spanId}`,
+        `${m.source ?? '?'}->${m.target ?? m.agent ?? m.tool ?? '?'}`,
+        `boundary=${m.boundary ?? '?'}`,
+        at,
+        delivered,
+      );
       if (m.payload?.content !== undefined) f.push(`payload="${excerpt(m.payload.content.text, max)}"`);
     } else {
       f.push(`SPAN ${s.name}`, `span=${s.spanId}`, `agent=${agent}`, at);
     }
     const failure = view.failureOf(s);
-    f.push(`status=${s.status.code}${failure?.httpStatus !== undefined ? ` http=${failure.httpStatus}` : ''}${failure?.errorType !== undefined ? ` error.type=${failure.errorType}` : ''}`);
+    f.push(
+      `status=${s.status.code}${failure?.httpStatus !== undefined ? ` http=${failure.httpStatus}` : ''}${failure?.errorType !== undefined ? ` error.type=${failure.errorType}` : ''}`,
+    );
     if (s.status.message) f.push(`status_message="${excerpt(s.status.message, 80)}"`);
     if (v.signals.length > 0) {
-      f.push(`signals=[${v.signals.map((x) => `${x.faultType} ${x.confidence.toFixed(2)} (${excerpt(x.evidence, 100)})`).join('; ')}]`);
+      f.push(
+        `signals=[${v.signals.map((x) => `${x.faultType} ${x.confidence.toFixed(2)} (${excerpt(x.evidence, 100)})`).join('; ')}]`,
+      );
     }
     lines.push(f.join(' | '));
   }
@@ -69,6 +87,9 @@ export function renderTrace(trace: TraceRecord, options: RenderOptions = {}): Re
   const users = firstAsked?.input?.filter((m) => m.role === 'user') ?? [];
   const last = users[users.length - 1];
   if (last) header += `\nfirst request (excerpt): "${excerpt(messageText(last), max)}"`;
-  const shown = lines.length > maxLines ? [...lines.slice(0, maxLines), `… ${lines.length - maxLines} more spans not shown`] : lines;
+  const shown =
+    lines.length > maxLines
+      ? [...lines.slice(0, maxLines), `… ${lines.length - maxLines} more spans not shown`]
+      : lines;
   return { text: [header, ...shown].join('\n'), llmSteps: view.llm.length, messageSteps: view.messages.length };
 }

@@ -13,12 +13,28 @@ import { argumentsValue, wholePrefix } from '../../detectors/text';
 import type { Finding } from '../../detectors/types';
 import type { FaultType } from '../taxonomy';
 import { str, type SpanRecord, type TraceRecord } from '../traces/model';
-import { looksLikeTimeout, viewTrace, type LlmCall, type SpanFailure, type Step, type ToolStep, type TraceView } from '../traces/view';
+import {
+  looksLikeTimeout,
+  viewTrace,
+  type LlmCall,
+  type SpanFailure,
+  type Step,
+  type ToolStep,
+  type TraceView,
+} from '../traces/view';
 import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
 import { abortedBelow, gaveUpOn, isCancel } from './gave-up';
 import { answeredResend } from './resent';
-import { ancestors, detectionEvents, durationMs, failureSignal, medianWithout, type Signal, type SpanVerdict } from './signals';
+import {
+  ancestors,
+  detectionEvents,
+  durationMs,
+  failureSignal,
+  medianWithout,
+  type Signal,
+  type SpanVerdict,
+} from './signals';
 import {
   CHARS_PER_TOKEN,
   CUT_VALUE_MAX_CHARS,
@@ -58,15 +74,43 @@ export interface RuleDiagnoserOptions {
   delayRatio?: number;
 }
 
-const TRUNCATE_REASONS = new Set(['length', 'max_tokens', 'max_output_tokens', 'model_context_window_exceeded', 'incomplete']);
-const FILTER_REASONS = new Set(['content_filter', 'content-filter', 'refusal', 'safety', 'blocklist', 'prohibited_content', 'spii', 'recitation']);
+const TRUNCATE_REASONS = new Set([
+  'length',
+  'max_tokens',
+  'max_output_tokens',
+  'model_context_window_exceeded',
+  'incomplete',
+]);
+const FILTER_REASONS = new Set([
+  'content_filter',
+  'content-filter',
+  'refusal',
+  'safety',
+  'blocklist',
+  'prohibited_content',
+  'spii',
+  'recitation',
+]);
 const TOOL_REASONS = new Set(['tool_calls', 'tool_call', 'tool_use', 'function_call', 'tool-calls']);
 
 /**
  * Precedence between signals of equal confidence on one span: the most specific structural reading first
  * (a timeout is also an error; a filtered answer is also empty; a delayed answer may also be anything).
  */
-const PRECEDENCE: readonly FaultType[] = ['timeout', 'error', 'non_delivery', 'duplicate', 'truncate', 'empty', 'schema', 'corrupt', 'stale', 'partial', 'semantic', 'delay'];
+const PRECEDENCE: readonly FaultType[] = [
+  'timeout',
+  'error',
+  'non_delivery',
+  'duplicate',
+  'truncate',
+  'empty',
+  'schema',
+  'corrupt',
+  'stale',
+  'partial',
+  'semantic',
+  'delay',
+];
 
 function sig(faultType: Signal['faultType'], confidence: number, evidence: string): Signal {
   return { faultType, confidence, evidence, source: 'metadata' };
@@ -93,7 +137,10 @@ function executionsOf(call: LlmCall, view: TraceView): Map<number, ToolStep[]> {
   if (call.toolCalls.length === 0 && (call.toolCallCount ?? 0) === 0) return out;
   const agent = call.agent?.span.spanId;
   const next = view.llm.find((c) => c.step > call.step && c.agent?.span.spanId === agent);
-  const window = (t: ToolStep): boolean => t.span.start >= call.span.end - 1 && (next === undefined || t.span.start <= next.span.start) && t.agent?.span.spanId === agent;
+  const window = (t: ToolStep): boolean =>
+    t.span.start >= call.span.end - 1 &&
+    (next === undefined || t.span.start <= next.span.start) &&
+    t.agent?.span.spanId === agent;
   call.toolCalls.forEach((tc, i) => {
     const byId = tc.id !== undefined ? view.tools.filter((t) => t.callId === tc.id) : [];
     out.set(i, byId.length > 0 ? byId : view.tools.filter((t) => t.name === tc.name && window(t)));
@@ -106,13 +153,18 @@ function executionsOf(call: LlmCall, view: TraceView): Map<number, ToolStep[]> {
  * type that means a bad argument, or a generic one (`ValueError`, `Error`) whose message says an argument is
  * missing, required or invalid.
  */
-const REJECTED_TYPE = /^(TypeError|ValidationError|SyntaxError|ZodError|SchemaError|JSONDecodeError|InvalidArgument\w*|BadRequest\w*|ArgumentError|ArgumentException)$/i;
-const REJECTED_TEXT = /\b(must be|must look like|needs?\b|(is |are )?required|missing (required )?(argument|param\w*|field|key|property|value)|expected (a |an )?(string|number|integer|boolean|object|array)|unexpected (key|argument|param\w*|field|keyword)|unknown (argument|param\w*|field|key)|invalid (argument|param\w*|value|input|type|format|json|schema)|not a valid|malformed|cannot parse|unexpected token)/i;
+const REJECTED_TYPE =
+  /^(TypeError|ValidationError|SyntaxError|ZodError|SchemaError|JSONDecodeError|InvalidArgument\w*|BadRequest\w*|ArgumentError|ArgumentException)$/i;
+const REJECTED_TEXT =
+  /\b(must be|must look like|needs?\b|(is |are )?required|missing (required )?(argument|param\w*|field|key|property|value)|expected (a |an )?(string|number|integer|boolean|object|array)|unexpected (key|argument|param\w*|field|keyword)|unknown (argument|param\w*|field|key)|invalid (argument|param\w*|value|input|type|format|json|schema)|not a valid|malformed|cannot parse|unexpected token)/i;
 
 function rejectedArguments(t: ToolStep): boolean {
   const f = t.failure;
   if (!f || f.timeout) return false;
-  return (f.errorType !== undefined && REJECTED_TYPE.test(f.errorType)) || (f.message !== undefined && REJECTED_TEXT.test(f.message));
+  return (
+    (f.errorType !== undefined && REJECTED_TYPE.test(f.errorType)) ||
+    (f.message !== undefined && REJECTED_TEXT.test(f.message))
+  );
 }
 
 /**
@@ -128,15 +180,35 @@ function toolArgumentSignals(call: LlmCall, view: TraceView): Signal[] {
   call.toolCalls.forEach((tc, i) => {
     // A rejection the run recovered from (the tool ran again and succeeded) is not the run's fault.
     const executions = runs.get(i) ?? [];
-    const rejected = executions.find((t) => rejectedArguments(t) && !view.tools.some((o) => o !== t && o.name === t.name && !o.failure && o.span.start >= t.span.end - 1));
-    const why = rejected ? `${rejected.failure!.errorType ?? 'error'}: ${(rejected.failure!.message ?? '').slice(0, 100)}` : '';
+    const rejected = executions.find(
+      (t) =>
+        rejectedArguments(t) &&
+        !view.tools.some((o) => o !== t && o.name === t.name && !o.failure && o.span.start >= t.span.end - 1),
+    );
+    const why = rejected
+      ? `${rejected.failure!.errorType ?? 'error'}: ${(rejected.failure!.message ?? '').slice(0, 100)}`
+      : '';
     if (emptyArguments(tc.arguments)) {
       const def = call.tools.find((t) => t.name === tc.name);
       const required = def ? requiredParams(def.parameters) : [];
-      const usedElsewhere = view.llm.some((c) => c !== call && c.hasContent && c.toolCalls.some((o) => o.name === tc.name && !emptyArguments(o.arguments)));
+      const usedElsewhere = view.llm.some(
+        (c) =>
+          c !== call && c.hasContent && c.toolCalls.some((o) => o.name === tc.name && !emptyArguments(o.arguments)),
+      );
       if (required.length > 0 || rejected || usedElsewhere) {
-        const needs = required.length > 0 ? `, though it requires ${required.slice(0, 3).join(', ')}` : rejected ? `, and the tool rejected them (${why})` : ', though its other calls in this trace carry arguments';
-        out.push(sig('error', 0.96, `the call to tool ${tc.name} came with empty arguments ${JSON.stringify(tc.arguments.trim() || '')}${needs}`));
+        const needs =
+          required.length > 0
+            ? `, though it requires ${required.slice(0, 3).join(', ')}`
+            : rejected
+              ? `, and the tool rejected them (${why})`
+              : ', though its other calls in this trace carry arguments';
+        out.push(
+          sig(
+            'error',
+            0.96,
+            `the call to tool ${tc.name} came with empty arguments ${JSON.stringify(tc.arguments.trim() || '')}${needs}`,
+          ),
+        );
       }
     } else if (rejected) {
       out.push(sig('schema', 0.8, `tool ${tc.name} rejected the arguments the model produced (${why})`));
@@ -158,11 +230,26 @@ function rejectedWithoutContent(call: LlmCall, view: TraceView): Signal[] {
   if (reasons.length > 0 && !reasons.some((r) => TOOL_REASONS.has(r))) return [];
   const agent = call.agent?.span.spanId;
   const next = view.llm.find((c) => c.step > call.step && c.agent?.span.spanId === agent);
-  const ran = view.tools.filter((t) => t.span.start >= call.span.end - 1 && (next === undefined || t.span.start <= next.span.start) && t.agent?.span.spanId === agent);
-  const rejected = ran.find((t) => rejectedArguments(t) && !view.tools.some((o) => o !== t && o.name === t.name && !o.failure && o.span.start >= t.span.end - 1));
+  const ran = view.tools.filter(
+    (t) =>
+      t.span.start >= call.span.end - 1 &&
+      (next === undefined || t.span.start <= next.span.start) &&
+      t.agent?.span.spanId === agent,
+  );
+  const rejected = ran.find(
+    (t) =>
+      rejectedArguments(t) &&
+      !view.tools.some((o) => o !== t && o.name === t.name && !o.failure && o.span.start >= t.span.end - 1),
+  );
   if (!rejected) return [];
   const f = rejected.failure!;
-  return [sig('schema', 0.8, `tool ${rejected.name} rejected the arguments this call produced (${f.errorType ?? 'error'}: ${(f.message ?? '').slice(0, 100)}); the arguments themselves were not recorded`)];
+  return [
+    sig(
+      'schema',
+      0.8,
+      `tool ${rejected.name} rejected the arguments this call produced (${f.errorType ?? 'error'}: ${(f.message ?? '').slice(0, 100)}); the arguments themselves were not recorded`,
+    ),
+  ];
 }
 
 /** Characters that end a token of the conversation (a value the model would copy ends before one of these). */
@@ -182,7 +269,10 @@ function cutFromConversation(value: string, convo: string): boolean {
     const before = at > 0 ? convo[at - 1]! : ' ';
     if (!TOKEN_END.test(before) && before !== '=' && before !== ':') continue; // inside another token
     const after = convo.slice(at + v.length, at + v.length + 2);
-    const whole = after === '' || TOKEN_END.test(after[0]!) || (/^[.!?:]/.test(after) && (after.length < 2 || TOKEN_END.test(after[1]!)));
+    const whole =
+      after === '' ||
+      TOKEN_END.test(after[0]!) ||
+      (/^[.!?:]/.test(after) && (after.length < 2 || TOKEN_END.test(after[1]!)));
     if (whole || wholePrefix(v, after)) return false;
     hits++;
   }
@@ -192,7 +282,8 @@ function cutFromConversation(value: string, convo: string): boolean {
 function stringLeaves(v: unknown, path: string, out: { path: string; value: string }[]): void {
   if (typeof v === 'string') out.push({ path, value: v });
   else if (Array.isArray(v)) v.forEach((x, i) => stringLeaves(x, `${path}[${i}]`, out));
-  else if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) stringLeaves(x, path ? `${path}.${k}` : k, out);
+  else if (typeof v === 'object' && v !== null)
+    for (const [k, x] of Object.entries(v)) stringLeaves(x, path ? `${path}.${k}` : k, out);
 }
 
 /** Pictographs and other symbols (U+2600 dingbats, emoji) inside an identifier-like value: nothing names an id so. */
@@ -206,15 +297,33 @@ function garbledArguments(call: LlmCall): Signal | undefined {
     if (args === undefined) continue; // not JSON
     const leaves: { path: string; value: string }[] = [];
     stringLeaves(args, '', leaves);
-    const bad = leaves.find((l) => l.value.length <= ID_MAX_CHARS && !/\s/.test(l.value.trim()) && /[\p{L}\p{N}]/u.test(l.value) && SYMBOL_IN_ID.test(l.value));
-    if (bad) return sig('corrupt', 0.85, `tool ${tc.name} argument ${bad.path}=${JSON.stringify(bad.value.slice(0, 40))} carries symbol characters no identifier has`);
+    const bad = leaves.find(
+      (l) =>
+        l.value.length <= ID_MAX_CHARS &&
+        !/\s/.test(l.value.trim()) &&
+        /[\p{L}\p{N}]/u.test(l.value) &&
+        SYMBOL_IN_ID.test(l.value),
+    );
+    if (bad)
+      return sig(
+        'corrupt',
+        0.85,
+        `tool ${tc.name} argument ${bad.path}=${JSON.stringify(bad.value.slice(0, 40))} carries symbol characters no identifier has`,
+      );
   }
   return undefined;
 }
 
 /** The raw text a message part carries (a tool result or tool-call arguments as written, not re-escaped). */
 function partText(p: { type: string; [k: string]: unknown }): string {
-  const v = p.type === 'text' ? p.content : p.type === 'tool_call' ? p.arguments : p.type === 'tool_call_response' ? (p.response ?? p.result) : undefined;
+  const v =
+    p.type === 'text'
+      ? p.content
+      : p.type === 'tool_call'
+        ? p.arguments
+        : p.type === 'tool_call_response'
+          ? (p.response ?? p.result)
+          : undefined;
   return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
 }
 
@@ -228,14 +337,21 @@ function cutArguments(call: LlmCall): Signal | undefined {
     const leaves: { path: string; value: string }[] = [];
     stringLeaves(args, '', leaves);
     const cut = leaves.find((l) => cutFromConversation(l.value, convo));
-    if (cut) return sig('truncate', 0.85, `tool ${tc.name} argument ${cut.path}=${JSON.stringify(cut.value.slice(0, 40))} stops inside a value the conversation holds whole`);
+    if (cut)
+      return sig(
+        'truncate',
+        0.85,
+        `tool ${tc.name} argument ${cut.path}=${JSON.stringify(cut.value.slice(0, 40))} stops inside a value the conversation holds whole`,
+      );
   }
   return undefined;
 }
 
 /** A call's input as one text, to tell a call asked anew from a resend of the same request. */
 function inputText(call: LlmCall): string {
-  return [call.system ?? '', ...(call.input ?? []).map((m) => `${m.role}:${m.parts.map(partText).join(' ')}`)].join('\n');
+  return [call.system ?? '', ...(call.input ?? []).map((m) => `${m.role}:${m.parts.map(partText).join(' ')}`)].join(
+    '\n',
+  );
 }
 
 /**
@@ -252,8 +368,18 @@ function replayedAnswer(call: LlmCall, view: TraceView): Signal | undefined {
     if (c.step >= call.step) break;
     if (!c.hasContent || c.span.end > call.span.start + 1 || c.text.trim() !== text) continue;
     const other = c.agent !== undefined && call.agent !== undefined && c.agent.name !== call.agent.name;
-    if (other) return sig('stale', 0.8, `the answer is, verbatim, what agent ${c.agent!.name} answered at LLM call ${c.step} (${text.length} characters), not an answer of agent ${call.agent!.name}'s own`);
-    if (text.length >= REPLAY_SAME_AGENT_MIN_CHARS && inputText(c) !== input) return sig('stale', 0.8, `the answer repeats, verbatim, the answer of LLM call ${c.step} (${text.length} characters) though the call was asked something else`);
+    if (other)
+      return sig(
+        'stale',
+        0.8,
+        `the answer is, verbatim, what agent ${c.agent!.name} answered at LLM call ${c.step} (${text.length} characters), not an answer of agent ${call.agent!.name}'s own`,
+      );
+    if (text.length >= REPLAY_SAME_AGENT_MIN_CHARS && inputText(c) !== input)
+      return sig(
+        'stale',
+        0.8,
+        `the answer repeats, verbatim, the answer of LLM call ${c.step} (${text.length} characters) though the call was asked something else`,
+      );
   }
   return undefined;
 }
@@ -281,7 +407,11 @@ function deliveredTwice(call: LlmCall): Signal | undefined {
   if (!call.hasContent) return undefined;
   const k = copiesOf(call.text);
   if (k < 2) return undefined;
-  return sig('duplicate', 0.85, `the answer is one ${Math.round(call.text.trim().length / k)}-character passage ${k} times end to end: it was delivered ${k === 2 ? 'twice' : `${k} times`}`);
+  return sig(
+    'duplicate',
+    0.85,
+    `the answer is one ${Math.round(call.text.trim().length / k)}-character passage ${k} times end to end: it was delivered ${k === 2 ? 'twice' : `${k} times`}`,
+  );
 }
 
 /**
@@ -301,7 +431,11 @@ function structuredOutput(call: LlmCall): Signal | undefined {
   }
   const issue = validateJsonSchema(call.responseSchema, doc)[0];
   if (!issue) return undefined;
-  return sig('schema', 0.85, `the structured answer breaks the request's response_format schema: ${issue.keyword} at ${issue.path} (${issue.message})`);
+  return sig(
+    'schema',
+    0.85,
+    `the structured answer breaks the request's response_format schema: ${issue.keyword} at ${issue.path} (${issue.message})`,
+  );
 }
 
 /**
@@ -313,17 +447,43 @@ function verdictSignals(call: LlmCall): Signal[] {
   const fl = call.faultline;
   if (!fl) return [];
   const out: Signal[] = [];
-  if (fl.garbled && fl.garbled.length > 0) out.push(sig('corrupt', 0.88, `the answer carries garbled characters (${fl.garbled.join(', ')}), as faultline's layer saw it`));
+  if (fl.garbled && fl.garbled.length > 0)
+    out.push(
+      sig(
+        'corrupt',
+        0.88,
+        `the answer carries garbled characters (${fl.garbled.join(', ')}), as faultline's layer saw it`,
+      ),
+    );
   const parse = fl.argumentsParse ?? [];
   const schema = fl.toolSchema ?? [];
   const failed = parse.indexOf('failed');
-  if (failed >= 0) out.push(sig('schema', 0.85, `the arguments of tool call ${failed + 1} are not JSON, as faultline's layer saw them`));
+  if (failed >= 0)
+    out.push(
+      sig('schema', 0.85, `the arguments of tool call ${failed + 1} are not JSON, as faultline's layer saw them`),
+    );
   const invalid = schema.indexOf('invalid');
-  if (invalid >= 0) out.push(sig('schema', 0.85, `the arguments of tool call ${invalid + 1} break the tool's declared schema: ${fl.toolSchemaIssue?.[invalid] || 'a breach'}`));
+  if (invalid >= 0)
+    out.push(
+      sig(
+        'schema',
+        0.85,
+        `the arguments of tool call ${invalid + 1} break the tool's declared schema: ${fl.toolSchemaIssue?.[invalid] || 'a breach'}`,
+      ),
+    );
   const undeclared = schema.indexOf('undeclared');
-  if (undeclared >= 0) out.push(sig('schema', 0.8, `tool call ${undeclared + 1} names a tool the request did not declare`));
-  if (fl.responseSchema === 'invalid') out.push(sig('schema', 0.85, `the structured answer breaks the request's response_format schema: ${fl.responseSchemaIssue ?? 'a breach'}`));
-  if (fl.blank === true && (fl.outputChars ?? 0) > 0 && (call.toolCallCount ?? 0) === 0 && !call.failure) out.push(sig('empty', 0.9, 'the answer was blank (whitespace only) and carried no tool call'));
+  if (undeclared >= 0)
+    out.push(sig('schema', 0.8, `tool call ${undeclared + 1} names a tool the request did not declare`));
+  if (fl.responseSchema === 'invalid')
+    out.push(
+      sig(
+        'schema',
+        0.85,
+        `the structured answer breaks the request's response_format schema: ${fl.responseSchemaIssue ?? 'a breach'}`,
+      ),
+    );
+  if (fl.blank === true && (fl.outputChars ?? 0) > 0 && (call.toolCallCount ?? 0) === 0 && !call.failure)
+    out.push(sig('empty', 0.9, 'the answer was blank (whitespace only) and carried no tool call'));
   return out;
 }
 
@@ -356,7 +516,13 @@ function ownLimit(call: LlmCall, view: TraceView): boolean {
 function atOwnLimit(call: LlmCall): boolean {
   if (call.finishReasons.some((r) => TRUNCATE_REASONS.has(r.toLowerCase()))) return true;
   const out = call.usage.outputTokens;
-  return call.finishReasons.length === 0 && !call.failure && call.maxTokens !== undefined && out !== undefined && out >= call.maxTokens;
+  return (
+    call.finishReasons.length === 0 &&
+    !call.failure &&
+    call.maxTokens !== undefined &&
+    out !== undefined &&
+    out >= call.maxTokens
+  );
 }
 
 function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): Signal[] {
@@ -374,7 +540,13 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     const f = failureSignal(call.failure, call.span)!;
     if (!call.failure.timeout && call.stream === true && streamedSomething && (fl?.done ?? false) === false) {
       // The stream broke after the answer had started: the answer the application got was cut.
-      out.push(sig('truncate', 0.96, `the stream broke after ${fl?.chunks !== undefined ? `${fl.chunks} chunks` : 'part of the answer'} (${f.evidence})`));
+      out.push(
+        sig(
+          'truncate',
+          0.96,
+          `the stream broke after ${fl?.chunks !== undefined ? `${fl.chunks} chunks` : 'part of the answer'} (${f.evidence})`,
+        ),
+      );
     } else {
       out.push(f);
     }
@@ -382,29 +554,63 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
   const truncReason = reasons.find((r) => TRUNCATE_REASONS.has(r));
   if (truncReason && ownLimit(call, view)) {
     // The app capped the answer itself and the run went on from it: the stop it asked for, not a fault (a hint).
-    out.push(sig('truncate', HINT_CONFIDENCE, `finish_reason=${truncReason} at the request's own max_tokens ${call.maxTokens}, and the run completed without a failure after it`));
+    out.push(
+      sig(
+        'truncate',
+        HINT_CONFIDENCE,
+        `finish_reason=${truncReason} at the request's own max_tokens ${call.maxTokens}, and the run completed without a failure after it`,
+      ),
+    );
   } else if (truncReason) out.push(sig('truncate', 0.95, `finish_reason=${truncReason}`));
   const filterReason = reasons.find((r) => FILTER_REASONS.has(r));
   if (filterReason) out.push(sig('empty', 0.92, `finish_reason=${filterReason}`));
   if (!call.failure) {
     if (fl?.done === false && fl.chunks !== undefined) {
       out.push(sig('truncate', 0.85, `stream ended after ${fl.chunks} chunks without its terminal event`));
-    } else if (reasons.length === 0 && streamedSomething && (call.finishReasonsRecorded || (call.stream === true && view.llm.some((c) => c !== call && c.finishReasons.length > 0)))) {
+    } else if (
+      reasons.length === 0 &&
+      streamedSomething &&
+      (call.finishReasonsRecorded ||
+        (call.stream === true && view.llm.some((c) => c !== call && c.finishReasons.length > 0)))
+    ) {
       // Only where the producer records finish reasons (an empty list, or its other calls carry them): a convention
       // without them (OpenInference's) says nothing by leaving them out.
       // Every complete answer carries a finish reason (a stream in its last chunk); the producer recorded none.
-      out.push(sig('truncate', 0.85, `the ${call.stream === true ? 'streamed ' : ''}answer ended without a finish reason: the response stopped before its last chunk`));
+      out.push(
+        sig(
+          'truncate',
+          0.85,
+          `the ${call.stream === true ? 'streamed ' : ''}answer ended without a finish reason: the response stopped before its last chunk`,
+        ),
+      );
     }
     const toolReason = reasons.find((r) => TOOL_REASONS.has(r));
     const chars = call.outputChars;
     const toolCount = call.toolCallCount ?? (call.hasContent ? call.toolCalls.length : undefined);
     if (chars === 0 && (toolCount ?? 0) === 0 && (call.hasContent || fl?.outputChars !== undefined)) {
       const tokens = call.usage.outputTokens;
-      out.push(sig('empty', 0.9, `no text and no tool calls in the response${tokens ? ` (usage reports ${tokens} output tokens)` : ''}`));
-    } else if (!call.hasContent && chars === undefined && call.usage.outputTokens === 0 && !(toolCount && toolCount > 0)) {
+      out.push(
+        sig(
+          'empty',
+          0.9,
+          `no text and no tool calls in the response${tokens ? ` (usage reports ${tokens} output tokens)` : ''}`,
+        ),
+      );
+    } else if (
+      !call.hasContent &&
+      chars === undefined &&
+      call.usage.outputTokens === 0 &&
+      !(toolCount && toolCount > 0)
+    ) {
       // Content not captured: the provider's own count says the answer had nothing in it (a text or a tool call
       // costs at least one output token).
-      out.push(sig('empty', 0.88, 'the response carried 0 output tokens (usage): no text and no tool call came back; the content itself was not recorded'));
+      out.push(
+        sig(
+          'empty',
+          0.88,
+          'the response carried 0 output tokens (usage): no text and no tool call came back; the content itself was not recorded',
+        ),
+      );
     } else if (toolReason && toolCount === 0) {
       // Weaker: the text that replaced the tool calls may say more (a detector names it).
       out.push(sig('empty', 0.6, `finish_reason=${toolReason} but no tool calls`));
@@ -440,7 +646,8 @@ function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio:
   const ok = view.llm.filter((c) => !c.failure && !c.faultline?.aborted);
   if (ok.length < LATENCY_MIN_CALLS) return out;
   const K = LATENCY_OVERHEAD_TOKENS;
-  const tokens = (c: LlmCall): number | undefined => c.usage.outputTokens ?? (c.outputChars !== undefined ? c.outputChars / CHARS_PER_TOKEN : undefined);
+  const tokens = (c: LlmCall): number | undefined =>
+    c.usage.outputTokens ?? (c.outputChars !== undefined ? c.outputChars / CHARS_PER_TOKEN : undefined);
   const withTokens = ok.every((c) => tokens(c) !== undefined);
   const cost = (c: LlmCall): number => (withTokens ? durationMs(c.span) / (tokens(c)! + K) : durationMs(c.span));
   const model = (c: LlmCall): string => c.responseModel ?? c.requestModel ?? '';
@@ -459,13 +666,24 @@ function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio:
     const base = Math.max(expected, 1);
     if (d < expected + opts.delayExtraMs || d < opts.delayRatio * base) continue;
     const self = pool.indexOf(x);
-    const deviations = pool.filter((_, i) => i !== self).map((y) => Math.abs(y - m)).sort((a, b) => a - b);
+    const deviations = pool
+      .filter((_, i) => i !== self)
+      .map((y) => Math.abs(y - m))
+      .sort((a, b) => a - b);
     const mad = Math.max(deviations[deviations.length >> 1] ?? 0, LATENCY_MAD_FLOOR * m);
     const z = mad > 0 ? (MAD_Z_SCALE * (x - m)) / mad : Infinity;
     const extreme = z >= OUTLIER_Z && d >= DELAY_FAULT_RATIO * base;
-    const of = pool === own && byModel.size > 1 ? `the trace's other ${model(c) || 'unnamed-model'} calls` : `the trace's other calls`;
+    const of =
+      pool === own && byModel.size > 1
+        ? `the trace's other ${model(c) || 'unnamed-model'} calls`
+        : `the trace's other calls`;
     const what = withTokens ? `what ${of} take for ${Math.round(tokens(c)!)} output tokens` : `the median of ${of}`;
-    out.set(c, { faultType: 'delay', confidence: extreme ? DELAY_CONFIDENCE : DELAY_HINT_CONFIDENCE, evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms; modified z ${Number.isFinite(z) ? z.toFixed(1) : '∞'})`, source: 'metadata' });
+    out.set(c, {
+      faultType: 'delay',
+      confidence: extreme ? DELAY_CONFIDENCE : DELAY_HINT_CONFIDENCE,
+      evidence: `took ${Math.round(d)} ms, ${Math.round(d / base)}× ${what} (${Math.round(expected)} ms; modified z ${Number.isFinite(z) ? z.toFixed(1) : '∞'})`,
+      source: 'metadata',
+    });
   }
   return out;
 }
@@ -474,7 +692,12 @@ function findingSignals(findings: readonly Finding[] | undefined): Signal[] {
   if (!findings) return [];
   return findings
     .filter((f): f is Finding & { faultType: Exclude<FaultType, 'none'> } => f.faultType !== 'none')
-    .map((f) => ({ faultType: f.faultType, confidence: f.confidence, evidence: `${f.detector}: ${f.evidence}`.slice(0, 200), source: 'detector' as const }));
+    .map((f) => ({
+      faultType: f.faultType,
+      confidence: f.confidence,
+      evidence: `${f.detector}: ${f.evidence}`.slice(0, 200),
+      source: 'detector' as const,
+    }));
 }
 
 function strongest(signals: readonly Signal[]): Signal | undefined {
@@ -483,7 +706,8 @@ function strongest(signals: readonly Signal[]): Signal | undefined {
     if (
       !best ||
       s.confidence > best.confidence + 1e-9 ||
-      (Math.abs(s.confidence - best.confidence) <= 1e-9 && PRECEDENCE.indexOf(s.faultType) < PRECEDENCE.indexOf(best.faultType))
+      (Math.abs(s.confidence - best.confidence) <= 1e-9 &&
+        PRECEDENCE.indexOf(s.faultType) < PRECEDENCE.indexOf(best.faultType))
     ) {
       best = s;
     }
@@ -491,10 +715,12 @@ function strongest(signals: readonly Signal[]): Signal | undefined {
   return best;
 }
 
-
 /** Every signal of every span, in start order (what the rules and the LLM rendering both read). */
 export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions = {}): SpanVerdict[] {
-  const opts = { delayExtraMs: options.delayExtraMs ?? LLM_DELAY_NOISE_MS, delayRatio: options.delayRatio ?? DELAY_MIN_RATIO };
+  const opts = {
+    delayExtraMs: options.delayExtraMs ?? LLM_DELAY_NOISE_MS,
+    delayRatio: options.delayRatio ?? DELAY_MIN_RATIO,
+  };
   const view = viewTrace(trace);
   let offline: Map<string, Finding[]> | undefined;
   try {
@@ -550,7 +776,8 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     if (step?.kind === 'llm') {
       // Detectors' latency findings against a baseline: the same variance caveat as our own outlier check.
       const extreme = (delays.get(step)?.confidence ?? 0) >= DELAY_CONFIDENCE;
-      for (const s of signals) if (s.faultType === 'delay' && !extreme) s.confidence = Math.min(s.confidence, DELAY_HINT_CONFIDENCE);
+      for (const s of signals)
+        if (s.faultType === 'delay' && !extreme) s.confidence = Math.min(s.confidence, DELAY_HINT_CONFIDENCE);
     }
     let unspanned = step === null ? unspannedCall(span, view) : null;
     if (step === null && unspanned === null && view.failureOf(span) === undefined) {
@@ -559,11 +786,31 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
       const at = broken ? unspannedPosition(view, span, broken.time, true) : null;
       if (broken && at !== null) {
         unspanned = at;
-        if (broken.kind === 'body') signals.push(sig('truncate', 0.85, `the connection dropped while the answer of LLM call ${at} was arriving ("${broken.message.slice(0, 60)}", recorded on ${span.name}); the producer exported no span for that call, and the app went on with what had arrived`));
-        else signals.push(sig(broken.kind, 0.9, `LLM call ${at} failed ("${broken.message.slice(0, 100)}", recorded on ${span.name}, which handled it); the producer exported no span for that call`));
+        if (broken.kind === 'body')
+          signals.push(
+            sig(
+              'truncate',
+              0.85,
+              `the connection dropped while the answer of LLM call ${at} was arriving ("${broken.message.slice(0, 60)}", recorded on ${span.name}); the producer exported no span for that call, and the app went on with what had arrived`,
+            ),
+          );
+        else
+          signals.push(
+            sig(
+              broken.kind,
+              0.9,
+              `LLM call ${at} failed ("${broken.message.slice(0, 100)}", recorded on ${span.name}, which handled it); the producer exported no span for that call`,
+            ),
+          );
       }
     }
-    out.push({ span, step, stepKind: step?.kind ?? (unspanned !== null ? 'llm' : null), stepIndex: step?.step ?? unspanned, signals });
+    out.push({
+      span,
+      step,
+      stepKind: step?.kind ?? (unspanned !== null ? 'llm' : null),
+      stepIndex: step?.step ?? unspanned,
+      signals,
+    });
   }
   reviewMessages(trace, out);
   return out;
@@ -578,10 +825,17 @@ function unspannedCall(span: SpanRecord, view: TraceView): number | null {
   const f = view.failureOf(span);
   if (f === undefined || !providerCallError(f) || isCancel(f)) return null; // a cancel is the app's decision
   // The error rose from a span below that failed with it (an agent under the workflow): that one places the call.
-  const below = view.trace.spans.some((o) => o !== span && o.start >= span.start && isAncestor(view, span, o) && !view.llmOf(o.spanId) && (() => {
-    const g = view.failureOf(o);
-    return g !== undefined && providerCallError(g);
-  })());
+  const below = view.trace.spans.some(
+    (o) =>
+      o !== span &&
+      o.start >= span.start &&
+      isAncestor(view, span, o) &&
+      !view.llmOf(o.spanId) &&
+      (() => {
+        const g = view.failureOf(o);
+        return g !== undefined && providerCallError(g);
+      })(),
+  );
   if (below) return null;
   return unspannedPosition(view, span, span.events.find((e) => e.name === 'exception')?.time ?? span.end);
 }
@@ -594,15 +848,22 @@ function unspannedCall(span: SpanRecord, view: TraceView): number | null {
  */
 const BODY_BROKE = /^terminated$|\bECONNRESET\b|other side closed|socket hang up|premature close|UND_ERR_SOCKET/i;
 
-function brokenBody(span: SpanRecord): { kind: 'body' | 'error' | 'timeout'; message: string; time: number } | undefined {
+function brokenBody(
+  span: SpanRecord,
+): { kind: 'body' | 'error' | 'timeout'; message: string; time: number } | undefined {
   for (const e of span.events) {
     const m = str(e.attributes, 'exception.message');
     if (m === undefined) continue;
     if (BODY_BROKE.test(m.trim())) return { kind: 'body', message: m, time: e.time };
     // A provider call's error the app caught (the same reading as a failed span's: providerCallError).
     const type = str(e.attributes, 'exception.type');
-    const f: SpanFailure = { message: m, timeout: looksLikeTimeout(type, m), ...(type !== undefined ? { errorType: type } : {}) };
-    if (providerCallError(f) && !isCancel(f)) return { kind: f.timeout ? 'timeout' : 'error', message: m, time: e.time };
+    const f: SpanFailure = {
+      message: m,
+      timeout: looksLikeTimeout(type, m),
+      ...(type !== undefined ? { errorType: type } : {}),
+    };
+    if (providerCallError(f) && !isCancel(f))
+      return { kind: f.timeout ? 'timeout' : 'error', message: m, time: e.time };
   }
   return undefined;
 }
@@ -612,8 +873,10 @@ function unspannedPosition(view: TraceView, span: SpanRecord, failedAt: number, 
   // When the call started: after the last LLM call or tool below the span that had ended by then (else the span's
   // start); the calls that started before it come before it (other agents' calls running in parallel included).
   let startedAt = span.start;
-  for (const c of view.llm) if (c.span.end <= failedAt && c.span.end > startedAt && isAncestor(view, span, c.span)) startedAt = c.span.end;
-  for (const t of view.tools) if (t.span.end <= failedAt && t.span.end > startedAt && isAncestor(view, span, t.span)) startedAt = t.span.end;
+  for (const c of view.llm)
+    if (c.span.end <= failedAt && c.span.end > startedAt && isAncestor(view, span, c.span)) startedAt = c.span.end;
+  for (const t of view.tools)
+    if (t.span.end <= failedAt && t.span.end > startedAt && isAncestor(view, span, t.span)) startedAt = t.span.end;
   let before = 0;
   for (const c of view.llm) {
     if (c.span.start > failedAt) continue;
@@ -648,12 +911,22 @@ const ERROR_CODE = /^[a-z]+(_[a-z]+)+$/;
 export function providerCallError(f: SpanFailure): boolean {
   if ([f.errorType, f.message].some((t) => t !== undefined && PROVIDER_ERROR.test(t.trim()))) return true;
   // A 4xx of the API: the SDK's message form together with the provider's error code as the type.
-  return f.errorType !== undefined && ERROR_CODE.test(f.errorType) && f.message !== undefined && API_ERROR_MESSAGE.test(f.message.trim());
+  return (
+    f.errorType !== undefined &&
+    ERROR_CODE.test(f.errorType) &&
+    f.message !== undefined &&
+    API_ERROR_MESSAGE.test(f.message.trim())
+  );
 }
 
 function detectionSignals(span: SpanRecord, signals: Signal[]): void {
   for (const d of detectionEvents(span)) {
-    signals.push({ faultType: d.faultType as Exclude<FaultType, 'none'>, confidence: d.confidence, evidence: `${d.detector}: ${d.evidence}`.slice(0, 200), source: 'detection' });
+    signals.push({
+      faultType: d.faultType as Exclude<FaultType, 'none'>,
+      confidence: d.confidence,
+      evidence: `${d.detector}: ${d.evidence}`.slice(0, 200),
+      source: 'detection',
+    });
   }
 }
 
@@ -662,9 +935,19 @@ function detectionSignals(span: SpanRecord, signals: Signal[]): void {
  * garbled, emptied, a wrong entity), that names the fault and the rejection is its consequence.
  */
 function yieldRejection(signals: Signal[]): void {
-  const i = signals.findIndex((s) => s.faultType === 'schema' && s.source === 'metadata' && s.evidence.includes('rejected the arguments'));
+  const i = signals.findIndex(
+    (s) => s.faultType === 'schema' && s.source === 'metadata' && s.evidence.includes('rejected the arguments'),
+  );
   if (i < 0) return;
-  const how = signals.some((s, j) => j !== i && s.confidence >= MIN_CONFIDENCE && (s.faultType === 'truncate' || s.faultType === 'corrupt' || s.faultType === 'error' || s.faultType === 'semantic'));
+  const how = signals.some(
+    (s, j) =>
+      j !== i &&
+      s.confidence >= MIN_CONFIDENCE &&
+      (s.faultType === 'truncate' ||
+        s.faultType === 'corrupt' ||
+        s.faultType === 'error' ||
+        s.faultType === 'semantic'),
+  );
   if (how) signals.splice(i, 1);
 }
 
@@ -673,7 +956,14 @@ function yieldRejection(signals: Signal[]): void {
  * declared schema and gets rejected: the garbling names the fault (`corrupt`), the schema breach is its consequence.
  */
 function yieldToGarbling(signals: Signal[]): void {
-  const garbled = signals.some((s) => s.faultType === 'corrupt' && s.confidence >= MIN_CONFIDENCE && ((s.source === 'detector' && s.evidence.startsWith('encoding:')) || (s.source === 'metadata' && (s.evidence.includes('symbol characters') || s.evidence.includes('garbled characters')))));
+  const garbled = signals.some(
+    (s) =>
+      s.faultType === 'corrupt' &&
+      s.confidence >= MIN_CONFIDENCE &&
+      ((s.source === 'detector' && s.evidence.startsWith('encoding:')) ||
+        (s.source === 'metadata' &&
+          (s.evidence.includes('symbol characters') || s.evidence.includes('garbled characters')))),
+  );
   if (!garbled) return;
   for (let i = signals.length - 1; i >= 0; i--) if (signals[i]!.faultType === 'schema') signals.splice(i, 1);
 }
@@ -682,7 +972,11 @@ function yieldToGarbling(signals: Signal[]): void {
  * Failures of spans that are not steps (tools, agents, HTTP) which the run recovered from: a later execution of the
  * same tool succeeded, or the error was contained — no span above it failed with it — and the run did not end failed.
  */
-function recoveries(view: TraceView, verdicts: readonly SpanVerdict[], min: number): { recovered: RecoveredFault[]; unrecovered: SpanVerdict[] } {
+function recoveries(
+  view: TraceView,
+  verdicts: readonly SpanVerdict[],
+  min: number,
+): { recovered: RecoveredFault[]; unrecovered: SpanVerdict[] } {
   const failedRun = runFailed(view);
   const recovered: RecoveredFault[] = [];
   const unrecovered: SpanVerdict[] = [];
@@ -690,7 +984,9 @@ function recoveries(view: TraceView, verdicts: readonly SpanVerdict[], min: numb
   for (const v of failed) {
     const span = v.span;
     const tool = view.tools.find((t) => t.span === span);
-    const retried = tool !== undefined && view.tools.some((t) => t !== tool && t.name === tool.name && t.span.start >= span.end - 1 && !t.failure);
+    const retried =
+      tool !== undefined &&
+      view.tools.some((t) => t !== tool && t.name === tool.name && t.span.start >= span.end - 1 && !t.failure);
     // An ancestor of a failed span failed because of it: judge the deepest one.
     if (failed.some((o) => o !== v && isAncestor(view, span, o.span))) continue;
     // Contained: no span above it failed (the agent handled the error instead of failing with it).
@@ -736,17 +1032,25 @@ function hiddenCause(view: TraceView, v: SpanVerdict): LlmCall | undefined {
   if (f === undefined || f.timeout || providerCallError(f) || isCancel(f)) return undefined;
   if (view.tools.some((t) => t.span === v.span)) return undefined;
   const failedAt = v.span.events.find((e) => e.name === 'exception')?.time ?? v.span.end;
-  const before = view.llm.filter((c) => c.span.end <= failedAt + 1 && (isAncestor(view, v.span, c.span) || c.agent?.span === v.span));
+  const before = view.llm.filter(
+    (c) => c.span.end <= failedAt + 1 && (isAncestor(view, v.span, c.span) || c.agent?.span === v.span),
+  );
   const calls = before.length > 0 ? before : view.llm.filter((c) => c.span.end <= failedAt + 1);
   if (calls.length === 0 || calls.some((c) => c.hasContent)) return undefined;
   return calls[calls.length - 1];
 }
 
-function notObservable(view: TraceView, v: SpanVerdict, after: LlmCall, name: string, recovered: RecoveredFault[]): Diagnosis {
+function notObservable(
+  view: TraceView,
+  v: SpanVerdict,
+  after: LlmCall,
+  name: string,
+  recovered: RecoveredFault[],
+): Diagnosis {
   const f = view.failureOf(v.span)!;
   const failed = `${f.errorType ?? 'error'}${f.message ? `: ${f.message.slice(0, 100)}` : ''}`;
   const evidence = `${v.span.name} failed (${failed}) after LLM call ${after.step} "${after.span.name}", whose output was not recorded (content capture off): whether the model's answer caused it, and how, is not in the trace`;
-  const agent = view.agentOf(v.span)?.name ?? (view.agents.find((a) => a.span === v.span)?.name);
+  const agent = view.agentOf(v.span)?.name ?? view.agents.find((a) => a.span === v.span)?.name;
   const d: Diagnosis = {
     traceId: view.trace.traceId,
     faultType: NOT_OBSERVABLE,
@@ -765,12 +1069,29 @@ function notObservable(view: TraceView, v: SpanVerdict, after: LlmCall, name: st
   return d;
 }
 
-function toDiagnosis(view: TraceView, v: SpanVerdict, best: Signal, name: string, recovered: RecoveredFault[]): Diagnosis {
-  const evidence = [best.evidence, ...v.signals.filter((s) => s !== best).sort((a, b) => b.confidence - a.confidence).map((s) => `${s.faultType}: ${s.evidence}`)]
+function toDiagnosis(
+  view: TraceView,
+  v: SpanVerdict,
+  best: Signal,
+  name: string,
+  recovered: RecoveredFault[],
+): Diagnosis {
+  const evidence = [
+    best.evidence,
+    ...v.signals
+      .filter((s) => s !== best)
+      .sort((a, b) => b.confidence - a.confidence)
+      .map((s) => `${s.faultType}: ${s.evidence}`),
+  ]
     .filter((e) => e !== '')
     .slice(0, 4);
   const agent = v.step?.agent?.name ?? view.agentOf(v.span)?.name;
-  const operation = v.step?.kind === 'llm' ? v.step.operation : v.step?.kind === 'message' ? 'message' : str(v.span.attributes, 'gen_ai.operation.name');
+  const operation =
+    v.step?.kind === 'llm'
+      ? v.step.operation
+      : v.step?.kind === 'message'
+        ? 'message'
+        : str(v.span.attributes, 'gen_ai.operation.name');
   const d: Diagnosis = {
     traceId: view.trace.traceId,
     faultType: best.faultType,
@@ -802,24 +1123,42 @@ export function diagnoseByRules(trace: TraceRecord, options: RuleDiagnoserOption
     if (v.stepKind === null) continue;
     const best = strongest(v.signals);
     if (!best || best.confidence < min) continue;
-    const resend = completed && v.step?.kind === 'llm' && (best.faultType === 'error' || best.faultType === 'timeout') ? answeredResend(v.step, view) : undefined;
+    const resend =
+      completed && v.step?.kind === 'llm' && (best.faultType === 'error' || best.faultType === 'timeout')
+        ? answeredResend(v.step, view)
+        : undefined;
     if (resend === undefined) return toDiagnosis(view, v, best, name, recovered);
     const agent = v.step?.agent?.name;
-    recovered.push({ spanId: v.span.spanId, spanName: v.span.name, ...(agent ? { agent } : {}), faultType: best.faultType, evidence: best.evidence, how: `the SDK sent the request again and it was answered (call ${resend.step})` });
+    recovered.push({
+      spanId: v.span.spanId,
+      spanName: v.span.name,
+      ...(agent ? { agent } : {}),
+      faultType: best.faultType,
+      evidence: best.evidence,
+      how: `the SDK sent the request again and it was answered (call ${resend.step})`,
+    });
   }
   // 2. Otherwise the earliest failed span the run did not recover from that has no failed descendant.
   if (unrecovered.length > 0) {
-    const leaf = unrecovered.find((v) => !unrecovered.some((o) => o !== v && isAncestor(view, v.span, o.span))) ?? unrecovered[0]!;
+    const leaf =
+      unrecovered.find((v) => !unrecovered.some((o) => o !== v && isAncestor(view, v.span, o.span))) ?? unrecovered[0]!;
     const hidden = hiddenCause(view, leaf);
     if (hidden !== undefined) return notObservable(view, leaf, hidden, name, recovered);
     return toDiagnosis(view, leaf, strongest(leaf.signals)!, name, recovered);
   }
   const weak: string[] = [];
   for (const v of verdicts) {
-    for (const s of v.signals) if (s.confidence < min && weak.length < 3) weak.push(`weak ${s.faultType} (${s.confidence}) at ${v.span.name}: ${s.evidence}`);
+    for (const s of v.signals)
+      if (s.confidence < min && weak.length < 3)
+        weak.push(`weak ${s.faultType} (${s.confidence}) at ${v.span.name}: ${s.evidence}`);
     if (weak.length >= 3) break;
   }
-  const d = noFault(trace, name, weak.length > 0 ? weak : ['no span shows a fault signal'], weak.length > 0 ? 0.7 : 0.9);
+  const d = noFault(
+    trace,
+    name,
+    weak.length > 0 ? weak : ['no span shows a fault signal'],
+    weak.length > 0 ? 0.7 : 0.9,
+  );
   d.recovered = recovered;
   d.summary = describeFault(d, '');
   return d;

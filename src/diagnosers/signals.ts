@@ -80,10 +80,21 @@ export function failureSignal(f: SpanFailure | undefined, span: SpanRecord): Sig
   const parts = [
     f.httpStatus !== undefined ? `HTTP ${f.httpStatus}` : undefined,
     f.errorType !== undefined ? `error.type=${f.errorType}` : undefined,
-    span.attributes['rpc.response.status_code'] !== undefined ? `rpc status ${String(span.attributes['rpc.response.status_code'])}` : undefined,
-    span.status.code === 'ERROR' ? `status ERROR${f.message ? `: ${f.message.slice(0, 80)}` : ''}` : f.message ? f.message.slice(0, 80) : undefined,
+    span.attributes['rpc.response.status_code'] !== undefined
+      ? `rpc status ${String(span.attributes['rpc.response.status_code'])}`
+      : undefined,
+    span.status.code === 'ERROR'
+      ? `status ERROR${f.message ? `: ${f.message.slice(0, 80)}` : ''}`
+      : f.message
+        ? f.message.slice(0, 80)
+        : undefined,
   ].filter((p): p is string => p !== undefined);
-  return { faultType: f.timeout ? 'timeout' : 'error', confidence: 0.95, evidence: parts.join(', '), source: 'metadata' };
+  return {
+    faultType: f.timeout ? 'timeout' : 'error',
+    confidence: 0.95,
+    evidence: parts.join(', '),
+    source: 'metadata',
+  };
 }
 
 /** The spans above `span`, nearest first (bounded: a malformed trace may have cycles). */

@@ -36,7 +36,11 @@ export function stripSpan(span: SpanRecord, resources?: Map<Attributes, Attribut
     attributes: stripAttributes(span.attributes),
     events: span.events
       .filter((e) => !e.name.startsWith(FAULT_PREFIX))
-      .map((e) => (e.body === undefined ? { name: e.name, time: e.time, attributes: stripAttributes(e.attributes) } : { name: e.name, time: e.time, attributes: stripAttributes(e.attributes), body: structuredClone(e.body) })),
+      .map((e) =>
+        e.body === undefined
+          ? { name: e.name, time: e.time, attributes: stripAttributes(e.attributes) }
+          : { name: e.name, time: e.time, attributes: stripAttributes(e.attributes), body: structuredClone(e.body) },
+      ),
     links: span.links.map((l) => ({ traceId: l.traceId, spanId: l.spanId, attributes: stripAttributes(l.attributes) })),
     status: { ...span.status },
     resource,
@@ -69,7 +73,8 @@ export function stripOwnGroundTruth(trace: TraceRecord): TraceRecord {
       stripOwnAttributes(span.resource);
     }
     stripOwnAttributes(span.attributes);
-    if (span.events.some((e) => e.name.startsWith(FAULT_PREFIX))) span.events = span.events.filter((e) => !e.name.startsWith(FAULT_PREFIX));
+    if (span.events.some((e) => e.name.startsWith(FAULT_PREFIX)))
+      span.events = span.events.filter((e) => !e.name.startsWith(FAULT_PREFIX));
     for (const e of span.events) stripOwnAttributes(e.attributes);
     for (const l of span.links) stripOwnAttributes(l.attributes);
   }

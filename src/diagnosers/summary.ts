@@ -28,8 +28,14 @@ function where(d: Diagnosis): string {
 }
 
 export function describeFault(d: Diagnosis, evidence: string): string {
-  const recovered = (d.recovered ?? []).map((r) => `${r.spanName}${r.agent ? ` (${r.agent})` : ''} ${r.faultType === 'timeout' ? 'timed out' : 'failed'} and ${r.how}`);
-  const tail = recovered.length > 0 ? ` Recovered on its own: ${recovered.slice(0, 3).join('; ')}${recovered.length > 3 ? `; and ${recovered.length - 3} more` : ''}.` : '';
+  const recovered = (d.recovered ?? []).map(
+    (r) =>
+      `${r.spanName}${r.agent ? ` (${r.agent})` : ''} ${r.faultType === 'timeout' ? 'timed out' : 'failed'} and ${r.how}`,
+  );
+  const tail =
+    recovered.length > 0
+      ? ` Recovered on its own: ${recovered.slice(0, 3).join('; ')}${recovered.length > 3 ? `; and ${recovered.length - 3} more` : ''}.`
+      : '';
   if (d.faultType === 'none') return `No fault found.${tail}`;
   if (d.faultType === 'not_observable') {
     return `Something went wrong that this trace cannot name (not observable)${evidence ? `: ${evidence.replace(/\.$/, '')}` : ''}. Turn on message-content capture in the producer (or run under faultline's instrumentation, which records content-free verdicts) to tell the fault.${tail}`;

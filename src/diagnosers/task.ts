@@ -24,12 +24,17 @@ export interface TraceFailure {
 }
 
 /** What a worker runs per trace: null when nothing of the trace is left once `withoutScopes` are dropped. */
-export function diagnosisTask(options: TaskOptions = {}): (trace: TraceRecord) => Promise<Diagnosis | TraceFailure | null> {
+export function diagnosisTask(
+  options: TaskOptions = {},
+): (trace: TraceRecord) => Promise<Diagnosis | TraceFailure | null> {
   const name = options.diagnoser ?? 'rule';
   const diagnoser = createDiagnoser(name);
   const drop = new Set(options.withoutScopes ?? []);
   return async (trace) => {
-    const t = drop.size === 0 || !trace.spans.some((s) => drop.has(s.scope.name)) ? trace : { traceId: trace.traceId, spans: trace.spans.filter((s) => !drop.has(s.scope.name)) };
+    const t =
+      drop.size === 0 || !trace.spans.some((s) => drop.has(s.scope.name))
+        ? trace
+        : { traceId: trace.traceId, spans: trace.spans.filter((s) => !drop.has(s.scope.name)) };
     if (t.spans.length === 0) return null;
     try {
       return await diagnoser.diagnose(stripOwnGroundTruth(t));
@@ -47,9 +52,19 @@ export interface DiagnoseFilesOptions extends TaskOptions {
 }
 
 /** Every trace of `files` diagnosed (in readTraces' order), on worker threads when the input is big enough. */
-export async function* diagnoseFiles(files: readonly string[], options: DiagnoseFilesOptions): AsyncGenerator<{ result: Diagnosis | TraceFailure }> {
+export async function* diagnoseFiles(
+  files: readonly string[],
+  options: DiagnoseFilesOptions,
+): AsyncGenerator<{ result: Diagnosis | TraceFailure }> {
   const { mapTraces } = await import('../traces/parallel.js');
-  const task = { module: __filename, name: 'diagnosisTask', options: { diagnoser: options.diagnoser ?? 'rule', withoutScopes: options.withoutScopes ?? [] } };
-  const run = mapTraces<Diagnosis | TraceFailure | null>(files, task, { onError: options.onError, ...(options.workers !== undefined ? { workers: options.workers } : {}) });
+  const task = {
+    module: __filename,
+    name: 'diagnosisTask',
+    options: { diagnoser: options.diagnoser ?? 'rule', withoutScopes: options.withoutScopes ?? [] },
+  };
+  const run = mapTraces<Diagnosis | TraceFailure | null>(files, task, {
+    onError: options.onError,
+    ...(options.workers !== undefined ? { workers: options.workers } : {}),
+  });
   for await (const result of run) if (result !== null) yield { result };
 }

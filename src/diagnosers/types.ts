@@ -90,5 +90,14 @@ export type DiagnoserName = 'rule' | 'llm' | 'hybrid';
 export const DIAGNOSER_NAMES: readonly DiagnoserName[] = ['rule', 'llm', 'hybrid'];
 
 export function noFault(trace: TraceRecord, diagnoser: string, evidence: string[] = [], confidence = 0.9): Diagnosis {
-  return { traceId: trace.traceId, faultType: 'none', spanId: null, step: null, stepKind: null, confidence, evidence, diagnoser };
+  return {
+    traceId: trace.traceId,
+    faultType: 'none',
+    spanId: null,
+    step: null,
+    stepKind: null,
+    confidence,
+    evidence,
+    diagnoser,
+  };
 }

@@ -67,9 +67,24 @@ export function accuracy(rows: readonly EvalRow[], diagnoser: string): Accuracy 
     byType.set(r.truth.faultType, e);
   }
   const perType = [...byType.entries()]
-    .map(([faultType, e]) => ({ faultType, n: e.n, typeCorrect: e.t, stepCorrect: e.s, typeAccuracy: pct(e.t, e.n), stepAccuracy: pct(e.s, e.n) }))
+    .map(([faultType, e]) => ({
+      faultType,
+      n: e.n,
+      typeCorrect: e.t,
+      stepCorrect: e.s,
+      typeAccuracy: pct(e.t, e.n),
+      stepAccuracy: pct(e.s, e.n),
+    }))
     .sort((a, b) => b.n - a.n || a.faultType.localeCompare(b.faultType));
-  return { n: faulty.length, notObservable: hidden, typeCorrect: t, stepCorrect: s, typeAccuracy: pct(t, faulty.length), stepAccuracy: pct(s, faulty.length), perType };
+  return {
+    n: faulty.length,
+    notObservable: hidden,
+    typeCorrect: t,
+    stepCorrect: s,
+    typeAccuracy: pct(t, faulty.length),
+    stepAccuracy: pct(s, faulty.length),
+    perType,
+  };
 }
 
 export interface FalsePositives {

@@ -4,7 +4,8 @@
  * only), so the reports print them in a section of their own under this label, never as rows or columns of ours.
  */
 export const PUBLISHED_TITLE = 'Published elsewhere, not comparable row for row: AgentChaos (ASE 2026, §5.4, Table 9)';
-export const PUBLISHED_NOTE = '(another dataset, AgentChaos\'s benchmark tasks; another input, the final agent text only)';
+export const PUBLISHED_NOTE =
+  "(another dataset, AgentChaos's benchmark tasks; another input, the final agent text only)";
 
 export interface PublishedFigures {
   typeAccuracy: number;

@@ -47,7 +47,11 @@ export interface EvaluateOptions {
   concurrency?: number;
 }
 
-export async function evaluate(traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, diagnosers: readonly Diagnoser[], options: EvaluateOptions = {}): Promise<EvalReport> {
+export async function evaluate(
+  traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>,
+  diagnosers: readonly Diagnoser[],
+  options: EvaluateOptions = {},
+): Promise<EvalReport> {
   const rows: EvalRow[] = [];
   const time = new Map<string, number>(diagnosers.map((d) => [d.name, 0]));
   let spans = 0;
@@ -64,7 +68,11 @@ export async function evaluate(traces: AsyncIterable<TraceRecord> | Iterable<Tra
           predictions[d.name] = await d.diagnose(stripped);
         } catch (err) {
           // No prediction: accuracy counts it wrong; it is not a `none`.
-          failures.push({ traceId: trace.traceId, diagnoser: d.name, error: err instanceof Error ? err.message : String(err) });
+          failures.push({
+            traceId: trace.traceId,
+            diagnoser: d.name,
+            error: err instanceof Error ? err.message : String(err),
+          });
         }
         time.set(d.name, time.get(d.name)! + performance.now() - t0);
       }
@@ -75,10 +83,23 @@ export async function evaluate(traces: AsyncIterable<TraceRecord> | Iterable<Tra
     rows.push(result);
     options.onTrace?.(rows.length, result.truth);
   }
-  return { ...summarize(rows, diagnosers.map((d) => d.name), spans, time), failures };
+  return {
+    ...summarize(
+      rows,
+      diagnosers.map((d) => d.name),
+      spans,
+      time,
+    ),
+    failures,
+  };
 }
 
-export function summarize(rows: EvalRow[], names: readonly string[], spans = 0, time = new Map<string, number>()): Omit<EvalReport, 'failures'> {
+export function summarize(
+  rows: EvalRow[],
+  names: readonly string[],
+  spans = 0,
+  time = new Map<string, number>(),
+): Omit<EvalReport, 'failures'> {
   const scored = rows.filter((r) => r.truth.status !== 'untriggered').length;
   const scores: DiagnoserScore[] = names.map((name) => {
     const ms = time.get(name) ?? 0;
@@ -92,7 +113,8 @@ export function summarize(rows: EvalRow[], names: readonly string[], spans = 0, 
     };
   });
   const kappa: KappaPair[] = [];
-  for (let i = 0; i < names.length; i++) for (let j = i + 1; j < names.length; j++) kappa.push(kappaBetween(rows, names[i]!, names[j]!));
+  for (let i = 0; i < names.length; i++)
+    for (let j = i + 1; j < names.length; j++) kappa.push(kappaBetween(rows, names[i]!, names[j]!));
   return {
     traces: rows.length,
     faulty: rows.filter((r) => r.truth.status === 'faulty').length,

@@ -136,8 +136,12 @@ export class ExitSafeExporter implements SpanExporter {
       if (!existsSync(SENDER)) throw new Error(`${SENDER} is missing (run from the built package)`);
       const json = this.#options.protocol === 'http/json';
       const serializer = json
-        ? (require('@opentelemetry/otlp-transformer/build/src/trace/json/trace') as typeof import('@opentelemetry/otlp-transformer/build/src/trace/json/trace')).JsonTraceSerializer
-        : (require('@opentelemetry/otlp-transformer/build/src/trace/protobuf/trace') as typeof import('@opentelemetry/otlp-transformer/build/src/trace/protobuf/trace')).ProtobufTraceSerializer;
+        ? (
+            require('@opentelemetry/otlp-transformer/build/src/trace/json/trace') as typeof import('@opentelemetry/otlp-transformer/build/src/trace/json/trace')
+          ).JsonTraceSerializer
+        : (
+            require('@opentelemetry/otlp-transformer/build/src/trace/protobuf/trace') as typeof import('@opentelemetry/otlp-transformer/build/src/trace/protobuf/trace')
+          ).ProtobufTraceSerializer;
       const body = serializer.serializeRequest(spans);
       if (!body) throw new Error('OTLP serialisation produced nothing');
       const header: ExitSendHeader = {

@@ -69,7 +69,9 @@ export class FileSpanExporter implements SpanExporter {
     } catch (error) {
       if (!this.#reported) {
         this.#reported = true;
-        process.stderr.write(`faultline: ✖ cannot write traces to ${this.path} (${describe(error)}): spans are not recorded; set FAULTLINE_TRACES_FILE to a writable path\n`);
+        process.stderr.write(
+          `faultline: ✖ cannot write traces to ${this.path} (${describe(error)}): spans are not recorded; set FAULTLINE_TRACES_FILE to a writable path\n`,
+        );
       }
       resultCallback({ code: ExportResultCode.FAILED, error: error as Error });
     }

@@ -33,7 +33,10 @@ export class OpenSpansProcessor implements SpanProcessor {
       try {
         if (!span.isRecording()) continue;
         span.setAttribute(ATTR_FL_INTERRUPTED, reason);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: `interrupted: the process ended (${reason}) before the span did` });
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: `interrupted: the process ended (${reason}) before the span did`,
+        });
         span.end();
         ended++;
       } catch {

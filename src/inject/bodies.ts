@@ -32,12 +32,18 @@ interface ChatView {
 
 interface Codec {
   /** The view of a body, or undefined when the body is not one we can fault. */
-  view(body: Obj): { content: string | null; tools: ViewMessage['tool_calls'] | undefined; finish: string | null } | undefined;
+  view(
+    body: Obj,
+  ): { content: string | null; tools: ViewMessage['tool_calls'] | undefined; finish: string | null } | undefined;
   /** Write the changed parts back (a copy: the original is not modified). */
   write(body: Obj, change: { content?: string | null; tools?: ViewMessage['tool_calls']; finish?: string }): Obj;
 }
 
-function chatView(v: { content: string | null; tools: ViewMessage['tool_calls'] | undefined; finish: string | null }): ChatView {
+function chatView(v: {
+  content: string | null;
+  tools: ViewMessage['tool_calls'] | undefined;
+  finish: string | null;
+}): ChatView {
   const message: ViewMessage = { role: 'assistant', content: v.content };
   if (v.tools !== undefined && v.tools.length > 0) message.tool_calls = v.tools;
   return { choices: [{ index: 0, message, finish_reason: v.finish }] };
@@ -55,29 +61,67 @@ function argsObject(args: unknown): Obj {
 }
 
 const calls = (tools: ViewMessage['tool_calls']): Array<{ id: unknown; name: unknown; arguments: string }> =>
-  (tools ?? []).filter(isObj).map((t) => ({ id: t.id, name: isObj(t.function) ? t.function.name : undefined, arguments: isObj(t.function) ? String(t.function.arguments ?? '') : '' }));
+  (tools ?? []).filter(isObj).map((t) => ({
+    id: t.id,
+    name: isObj(t.function) ? t.function.name : undefined,
+    arguments: isObj(t.function) ? String(t.function.arguments ?? '') : '',
+  }));
 
 // ------------------------------------------------------------------------------------------------ Anthropic
 
-const STOP_TO_FINISH: Record<string, string> = { end_turn: 'stop', max_tokens: 'length', tool_use: 'tool_calls', stop_sequence: 'stop', refusal: 'content_filter' };
-const FINISH_TO_STOP: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', content_filter: 'refusal' };
+const STOP_TO_FINISH: Record<string, string> = {
+  end_turn: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+  stop_sequence: 'stop',
+  refusal: 'content_filter',
+};
+const FINISH_TO_STOP: Record<string, string> = {
+  stop: 'end_turn',
+  length: 'max_tokens',
+  tool_calls: 'tool_use',
+  content_filter: 'refusal',
+};
 
 const anthropic: Codec = {
   view(body) {
     if (!Array.isArray(body.content)) return undefined;
     const blocks = body.content.filter(isObj);
     const texts = blocks.filter((b) => b.type === 'text').map((b) => String(b.text ?? ''));
-    const tools = blocks.filter((b) => b.type === 'tool_use').map((b) => ({ id: b.id, type: 'function' as const, function: { name: b.name, arguments: pyDumps(b.input ?? {}) } }));
+    const tools = blocks
+      .filter((b) => b.type === 'tool_use')
+      .map((b) => ({
+        id: b.id,
+        type: 'function' as const,
+        function: { name: b.name, arguments: pyDumps(b.input ?? {}) },
+      }));
     const stop = typeof body.stop_reason === 'string' ? body.stop_reason : undefined;
-    return { content: texts.length > 0 ? texts.join('') : null, tools, finish: stop ? (STOP_TO_FINISH[stop] ?? stop) : null };
+    return {
+      content: texts.length > 0 ? texts.join('') : null,
+      tools,
+      finish: stop ? (STOP_TO_FINISH[stop] ?? stop) : null,
+    };
   },
   write(body, change) {
     const out: Obj = { ...body };
     if (change.content !== undefined || change.tools !== undefined) {
       const blocks = (body.content as unknown[]).filter(isObj);
       const others = blocks.filter((b) => b.type !== 'text' && b.type !== 'tool_use');
-      const text = change.content !== undefined ? (typeof change.content === 'string' ? [{ type: 'text', text: change.content }] : []) : blocks.filter((b) => b.type === 'text');
-      const tools = change.tools !== undefined ? calls(change.tools).map((t) => ({ type: 'tool_use', id: t.id, name: t.name, input: argsObject(t.arguments) })) : blocks.filter((b) => b.type === 'tool_use');
+      const text =
+        change.content !== undefined
+          ? typeof change.content === 'string'
+            ? [{ type: 'text', text: change.content }]
+            : []
+          : blocks.filter((b) => b.type === 'text');
+      const tools =
+        change.tools !== undefined
+          ? calls(change.tools).map((t) => ({
+              type: 'tool_use',
+              id: t.id,
+              name: t.name,
+              input: argsObject(t.arguments),
+            }))
+          : blocks.filter((b) => b.type === 'tool_use');
       out.content = [...others, ...text, ...tools];
     }
     if (change.finish !== undefined) out.stop_reason = FINISH_TO_STOP[change.finish] ?? change.finish;
@@ -97,10 +141,17 @@ const CONVERSE_TO_FINISH: Record<string, string> = {
   guardrail_intervened: 'content_filter',
   content_filtered: 'content_filter',
 };
-const FINISH_TO_CONVERSE: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', content_filter: 'content_filtered' };
+const FINISH_TO_CONVERSE: Record<string, string> = {
+  stop: 'end_turn',
+  length: 'max_tokens',
+  tool_calls: 'tool_use',
+  content_filter: 'content_filtered',
+};
 
 function converseMessage(body: Obj): Obj | undefined {
-  return isObj(body.output) && isObj(body.output.message) && Array.isArray(body.output.message.content) ? body.output.message : undefined;
+  return isObj(body.output) && isObj(body.output.message) && Array.isArray(body.output.message.content)
+    ? body.output.message
+    : undefined;
 }
 
 const converse: Codec = {
@@ -113,10 +164,18 @@ const converse: Codec = {
       .filter((b) => isObj(b.toolUse))
       .map((b) => {
         const t = b.toolUse as Obj;
-        return { id: t.toolUseId, type: 'function' as const, function: { name: t.name, arguments: pyDumps(t.input ?? {}) } };
+        return {
+          id: t.toolUseId,
+          type: 'function' as const,
+          function: { name: t.name, arguments: pyDumps(t.input ?? {}) },
+        };
       });
     const stop = typeof body.stopReason === 'string' ? body.stopReason : undefined;
-    return { content: texts.length > 0 ? texts.join('') : null, tools, finish: stop ? (CONVERSE_TO_FINISH[stop] ?? stop) : null };
+    return {
+      content: texts.length > 0 ? texts.join('') : null,
+      tools,
+      finish: stop ? (CONVERSE_TO_FINISH[stop] ?? stop) : null,
+    };
   },
   write(body, change) {
     const out: Obj = { ...body };
@@ -124,9 +183,18 @@ const converse: Codec = {
     if (change.content !== undefined || change.tools !== undefined) {
       const blocks = (m.content as unknown[]).filter(isObj);
       const others = blocks.filter((b) => typeof b.text !== 'string' && !isObj(b.toolUse));
-      const text = change.content !== undefined ? (typeof change.content === 'string' ? [{ text: change.content }] : []) : blocks.filter((b) => typeof b.text === 'string');
+      const text =
+        change.content !== undefined
+          ? typeof change.content === 'string'
+            ? [{ text: change.content }]
+            : []
+          : blocks.filter((b) => typeof b.text === 'string');
       const tools =
-        change.tools !== undefined ? calls(change.tools).map((t) => ({ toolUse: { toolUseId: t.id, name: t.name, input: argsObject(t.arguments) } })) : blocks.filter((b) => isObj(b.toolUse));
+        change.tools !== undefined
+          ? calls(change.tools).map((t) => ({
+              toolUse: { toolUseId: t.id, name: t.name, input: argsObject(t.arguments) },
+            }))
+          : blocks.filter((b) => isObj(b.toolUse));
       out.output = { ...(body.output as Obj), message: { ...m, content: [...others, ...text, ...tools] } };
     }
     if (change.finish !== undefined) out.stopReason = FINISH_TO_CONVERSE[change.finish] ?? change.finish;
@@ -149,7 +217,11 @@ const responses: Codec = {
     }
     const tools = items
       .filter((i) => TOOL_ITEMS.has(String(i.type)))
-      .map((i) => ({ id: i.call_id ?? i.id, type: 'function' as const, function: { name: i.name, arguments: String((i.type === 'function_call' ? i.arguments : i.input) ?? '') } }));
+      .map((i) => ({
+        id: i.call_id ?? i.id,
+        type: 'function' as const,
+        function: { name: i.name, arguments: String((i.type === 'function_call' ? i.arguments : i.input) ?? '') },
+      }));
     let finish: string | null = null;
     if (body.status === 'completed') finish = tools.length > 0 ? 'tool_calls' : 'stop';
     else if (body.status === 'incomplete') {
@@ -164,11 +236,21 @@ const responses: Codec = {
     if (change.content !== undefined) {
       // The text goes into the first output_text part; the other text parts and message items go.
       const first = items.findIndex((i) => i.type === 'message');
-      const message = first === -1 ? { type: 'message', id: 'msg_faultline', status: 'completed', role: 'assistant', content: [] } : items[first];
+      const message =
+        first === -1
+          ? { type: 'message', id: 'msg_faultline', status: 'completed', role: 'assistant', content: [] }
+          : items[first];
       const parts = Array.isArray(message.content) ? message.content.filter(isObj) : [];
-      const textPart = parts.find((p) => p.type === 'output_text') ?? { type: 'output_text', annotations: [], logprobs: [] };
+      const textPart = parts.find((p) => p.type === 'output_text') ?? {
+        type: 'output_text',
+        annotations: [],
+        logprobs: [],
+      };
       const kept = parts.filter((p) => p.type !== 'output_text');
-      const rewritten = { ...message, content: change.content === null ? kept : [{ ...textPart, text: change.content }, ...kept] };
+      const rewritten = {
+        ...message,
+        content: change.content === null ? kept : [{ ...textPart, text: change.content }, ...kept],
+      };
       const rest = items.filter((i, k) => i.type !== 'message' || k === first);
       items = first === -1 ? [...rest, rewritten] : rest.map((i) => (i === items[first] ? rewritten : i));
     }
@@ -177,7 +259,15 @@ const responses: Codec = {
       const old = items.filter((i) => TOOL_ITEMS.has(String(i.type)));
       const fresh = calls(change.tools).map((t, k) => {
         const was = old[k];
-        return { ...(was?.type === 'function_call' ? was : {}), type: 'function_call', id: was?.id ?? `fc_faultline_${k}`, call_id: t.id ?? was?.call_id, name: t.name, arguments: t.arguments, status: 'completed' };
+        return {
+          ...(was?.type === 'function_call' ? was : {}),
+          type: 'function_call',
+          id: was?.id ?? `fc_faultline_${k}`,
+          call_id: t.id ?? was?.call_id,
+          name: t.name,
+          arguments: t.arguments,
+          status: 'completed',
+        };
       });
       const others = items.filter((i) => !TOOL_ITEMS.has(String(i.type)));
       items = at === -1 ? [...others, ...fresh] : [...others.slice(0, at), ...fresh, ...others.slice(at)];
@@ -198,8 +288,21 @@ const responses: Codec = {
 
 // ------------------------------------------------------------------------------------------------ Gemini
 
-const GEMINI_TO_FINISH: Record<string, string> = { STOP: 'stop', MAX_TOKENS: 'length', SAFETY: 'content_filter', RECITATION: 'content_filter', BLOCKLIST: 'content_filter', PROHIBITED_CONTENT: 'content_filter', SPII: 'content_filter' };
-const FINISH_TO_GEMINI: Record<string, string> = { stop: 'STOP', tool_calls: 'STOP', length: 'MAX_TOKENS', content_filter: 'SAFETY' };
+const GEMINI_TO_FINISH: Record<string, string> = {
+  STOP: 'stop',
+  MAX_TOKENS: 'length',
+  SAFETY: 'content_filter',
+  RECITATION: 'content_filter',
+  BLOCKLIST: 'content_filter',
+  PROHIBITED_CONTENT: 'content_filter',
+  SPII: 'content_filter',
+};
+const FINISH_TO_GEMINI: Record<string, string> = {
+  stop: 'STOP',
+  tool_calls: 'STOP',
+  length: 'MAX_TOKENS',
+  content_filter: 'SAFETY',
+};
 
 const isAnswerText = (p: Obj): boolean => typeof p.text === 'string' && p.thought !== true;
 
@@ -217,10 +320,19 @@ const gemini: Codec = {
       .filter((p) => isObj(p.functionCall))
       .map((p, k) => {
         const fc = p.functionCall as Obj;
-        return { id: fc.id ?? `call_${k}`, type: 'function' as const, function: { name: fc.name, arguments: pyDumps(fc.args ?? {}) } };
+        return {
+          id: fc.id ?? `call_${k}`,
+          type: 'function' as const,
+          function: { name: fc.name, arguments: pyDumps(fc.args ?? {}) },
+        };
       });
     const reason = typeof c.finishReason === 'string' ? c.finishReason : undefined;
-    const finish = reason === undefined ? null : reason === 'STOP' && tools.length > 0 ? 'tool_calls' : (GEMINI_TO_FINISH[reason] ?? reason.toLowerCase());
+    const finish =
+      reason === undefined
+        ? null
+        : reason === 'STOP' && tools.length > 0
+          ? 'tool_calls'
+          : (GEMINI_TO_FINISH[reason] ?? reason.toLowerCase());
     return { content: texts.length > 0 ? texts.join('') : null, tools, finish };
   },
   write(body, change) {
@@ -229,7 +341,8 @@ const gemini: Codec = {
     let parts = Array.isArray(content.parts) ? content.parts.filter(isObj) : [];
     if (change.content !== undefined) {
       const first = parts.findIndex(isAnswerText);
-      const rewritten = typeof change.content === 'string' ? [{ ...(first === -1 ? {} : parts[first]), text: change.content }] : [];
+      const rewritten =
+        typeof change.content === 'string' ? [{ ...(first === -1 ? {} : parts[first]), text: change.content }] : [];
       const rest = parts.filter((p) => !isAnswerText(p));
       const at = first === -1 ? rest.length : parts.slice(0, first).filter((p) => !isAnswerText(p)).length;
       parts = [...rest.slice(0, at), ...rewritten, ...rest.slice(at)];
@@ -248,7 +361,8 @@ const gemini: Codec = {
       parts = at === -1 ? [...others, ...fresh] : [...others.slice(0, at), ...fresh, ...others.slice(at)];
     }
     const candidate: Obj = { ...c, content: { ...content, parts } };
-    if (change.finish !== undefined) candidate.finishReason = FINISH_TO_GEMINI[change.finish] ?? change.finish.toUpperCase();
+    if (change.finish !== undefined)
+      candidate.finishReason = FINISH_TO_GEMINI[change.finish] ?? change.finish.toUpperCase();
     return { ...body, candidates: [candidate, ...(body.candidates as unknown[]).slice(1)] };
   },
 };
@@ -264,10 +378,21 @@ function ollama(chat: boolean): Codec {
       const text = chat ? m.content : m.response;
       const tools = (Array.isArray(m.tool_calls) ? m.tool_calls.filter(isObj) : []).map((tc, k) => {
         const fn = isObj(tc.function) ? tc.function : {};
-        return { id: tc.id ?? `call_${k}`, type: 'function' as const, function: { name: fn.name, arguments: typeof fn.arguments === 'string' ? fn.arguments : pyDumps(fn.arguments ?? {}) } };
+        return {
+          id: tc.id ?? `call_${k}`,
+          type: 'function' as const,
+          function: {
+            name: fn.name,
+            arguments: typeof fn.arguments === 'string' ? fn.arguments : pyDumps(fn.arguments ?? {}),
+          },
+        };
       });
       const reason = typeof body.done_reason === 'string' ? body.done_reason : null;
-      return { content: typeof text === 'string' ? text : null, tools, finish: reason === 'stop' && tools.length > 0 ? 'tool_calls' : reason };
+      return {
+        content: typeof text === 'string' ? text : null,
+        tools,
+        finish: reason === 'stop' && tools.length > 0 ? 'tool_calls' : reason,
+      };
     },
     write(body, change) {
       const out: Obj = { ...body };
@@ -277,7 +402,14 @@ function ollama(chat: boolean): Codec {
         if (change.tools !== undefined) {
           const fresh = calls(change.tools).map((t, k) => {
             const was = Array.isArray(m.tool_calls) && isObj(m.tool_calls[k]) ? (m.tool_calls[k] as Obj) : {};
-            return { ...was, function: { ...(isObj(was.function) ? was.function : {}), name: t.name, arguments: argsObject(t.arguments) } };
+            return {
+              ...was,
+              function: {
+                ...(isObj(was.function) ? was.function : {}),
+                name: t.name,
+                arguments: argsObject(t.arguments),
+              },
+            };
           });
           if (fresh.length > 0) m.tool_calls = fresh;
           else delete m.tool_calls;
@@ -297,7 +429,10 @@ function ollama(chat: boolean): Codec {
 const CODECS: Partial<Record<Protocol, Codec>> = {
   'anthropic.messages': anthropic,
   // InvokeModel: Bedrock answers an Anthropic body with Anthropic's own, a Nova body in Converse's shape.
-  'bedrock.invoke': { view: (b) => anthropic.view(b) ?? converse.view(b), write: (b, c) => (Array.isArray(b.content) ? anthropic : converse).write(b, c) },
+  'bedrock.invoke': {
+    view: (b) => anthropic.view(b) ?? converse.view(b),
+    write: (b, c) => (Array.isArray(b.content) ? anthropic : converse).write(b, c),
+  },
   'bedrock.converse': converse,
   'openai.responses': responses,
   'gemini.generate_content': gemini,
@@ -326,6 +461,7 @@ export function fromChatView(protocol: Protocol, original: unknown, view: unknow
   if (JSON.stringify(content) !== JSON.stringify(before.message.content)) change.content = content;
   const tools = (Array.isArray(msg.tool_calls) ? msg.tool_calls : []) as ViewMessage['tool_calls'];
   if (JSON.stringify(tools ?? []) !== JSON.stringify(before.message.tool_calls ?? [])) change.tools = tools;
-  if (after.finish_reason !== before.finish_reason && typeof after.finish_reason === 'string') change.finish = after.finish_reason;
+  if (after.finish_reason !== before.finish_reason && typeof after.finish_reason === 'string')
+    change.finish = after.finish_reason;
   return codec.write(original as Obj, change);
 }

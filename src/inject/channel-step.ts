@@ -20,7 +20,11 @@ import { recordFire } from './record';
 const log = logger('inject');
 
 function messageAttributes(m: AgentMessage): Attributes {
-  const a: Attributes = { [ATTR_FL_MESSAGE_ID]: m.id, [ATTR_FL_MESSAGE_SOURCE]: m.source, [ATTR_FL_MESSAGE_TARGET]: m.target };
+  const a: Attributes = {
+    [ATTR_FL_MESSAGE_ID]: m.id,
+    [ATTR_FL_MESSAGE_SOURCE]: m.source,
+    [ATTR_FL_MESSAGE_TARGET]: m.target,
+  };
   if (m.boundary) a[ATTR_FL_MESSAGE_BOUNDARY] = m.boundary;
   return a;
 }
@@ -34,7 +38,12 @@ export interface ChannelStepOptions {
 export function createChannelStep(engine: FaultEngine, options: ChannelStepOptions = {}): DeliverStep {
   const capture = options.captureContent ?? (() => false);
   return async function channelFaultStep(message, ctx, next) {
-    const decision: Decision | undefined = safely(log, 'fault selection', () => decisionFor(engine, ctx.span, () => messageAttributes(message), ctx.context), undefined);
+    const decision: Decision | undefined = safely(
+      log,
+      'fault selection',
+      () => decisionFor(engine, ctx.span, () => messageAttributes(message), ctx.context),
+      undefined,
+    );
     const taskId = decision?.task.id ?? engine.taskIdOf(ctx.context);
     const task = taskId === undefined ? undefined : engine.task(taskId);
     let effect: ReturnType<typeof apply> | undefined;
@@ -44,7 +53,10 @@ export function createChannelStep(engine: FaultEngine, options: ChannelStepOptio
     const { hit, result } = effect;
     if (result.waitMs) await new Promise((r) => setTimeout(r, result.waitMs));
     const delivered = result.kind === 'drop' ? [] : result.messages;
-    const noop = result.kind === 'deliver' && (result.noop === true || (delivered.length === 1 && canonical(delivered[0]) === canonical(message) && !result.waitMs));
+    const noop =
+      result.kind === 'deliver' &&
+      (result.noop === true ||
+        (delivered.length === 1 && canonical(delivered[0]) === canonical(message) && !result.waitMs));
     engine.ledger.fired(decision!.task.id, hit.rule, noop);
     recordFire(
       ctx.span,

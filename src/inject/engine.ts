@@ -239,7 +239,8 @@ export class FaultEngine {
     this.remembered.add(attempt);
     this.rememberedBytes += attempt.body.length;
     if (task.attempts.length > ATTEMPTS_PER_TASK) this.forget(task.attempts[0]);
-    while (this.rememberedBytes > ATTEMPT_BYTES && this.remembered.size > 1) this.forget(this.remembered.values().next().value as Attempt);
+    while (this.rememberedBytes > ATTEMPT_BYTES && this.remembered.size > 1)
+      this.forget(this.remembered.values().next().value as Attempt);
     return attempt;
   }
 

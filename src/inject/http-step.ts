@@ -56,7 +56,12 @@ export function createFaultStep(engine: FaultEngine, options: FaultStepOptions =
     function faultStep(opts: Dispatcher.DispatchOptions, handler: Handler): boolean {
       const ex = getExchange(opts);
       if (ex === undefined) return dispatch(opts, handler);
-      const decision = safely(log, 'fault selection', () => decisionFor(engine, ex.span, () => exchangeAttributes(ex), ex.context, ex, flushExchanges), undefined);
+      const decision = safely(
+        log,
+        'fault selection',
+        () => decisionFor(engine, ex.span, () => exchangeAttributes(ex), ex.context, ex, flushExchanges),
+        undefined,
+      );
       if (ex.message) safely(log, 'message history', () => rememberMessage(engine, ex, decision), undefined);
       if (decision === undefined) return dispatch(opts, handler);
       const call = new FaultedCall(engine, ex, decision, opts, handler, dispatch, capture());
@@ -127,16 +132,28 @@ class FaultedCall implements FaultedResponseCall {
   ) {
     this.task = decision.task;
     this.handler = settleOnce(handler, () => this.ctl.release());
-    for (const hit of decision.hits) this[hit.rule.fault.mode === 'content' ? 'content' : hit.rule.fault.mode].push(hit);
+    for (const hit of decision.hits)
+      this[hit.rule.fault.mode === 'content' ? 'content' : hit.rule.fault.mode].push(hit);
   }
 
   private na(rule: CompiledRule): void {
     this.engine.ledger.notApplicable(this.task.id, rule);
   }
 
-  private fire(hit: Hit, noop: boolean, original?: string | Buffer, delivered?: string | Buffer, detail?: string, delayMs?: number): void {
+  private fire(
+    hit: Hit,
+    noop: boolean,
+    original?: string | Buffer,
+    delivered?: string | Buffer,
+    detail?: string,
+    delayMs?: number,
+  ): void {
     this.engine.ledger.fired(this.task.id, hit.rule, noop);
-    recordFire(this.ex.span, { rule: hit.rule, callIndex: hit.callIndex, noop, original, delivered, detail, delayMs, taskId: this.task.id }, this.captureContent);
+    recordFire(
+      this.ex.span,
+      { rule: hit.rule, callIndex: hit.callIndex, noop, original, delivered, detail, delayMs, taskId: this.task.id },
+      this.captureContent,
+    );
   }
 
   /** Give the application a controller now (for a synthetic, delayed or held response). */
@@ -154,7 +171,14 @@ class FaultedCall implements FaultedResponseCall {
       const fault = hit.rule.fault;
       if (fault.mode !== 'transport') continue;
       const effect = fault.effect(hit.rule.params, errorShapeOf(this.ex.protocol));
-      this.fire(hit, false, undefined, effect.kind === 'respond' ? effect.body : undefined, describe(effect), effect.kind === 'delay' ? effect.delayMs : undefined);
+      this.fire(
+        hit,
+        false,
+        undefined,
+        effect.kind === 'respond' ? effect.body : undefined,
+        describe(effect),
+        effect.kind === 'delay' ? effect.delayMs : undefined,
+      );
       return this.transportEffect(effect);
     }
     return this.afterTransport();
@@ -167,12 +191,16 @@ class FaultedCall implements FaultedResponseCall {
         after(0, this.ctl, this.handler, () => this.respond(effect.status, effect.headers, Buffer.from(effect.body)));
         return true;
       case 'error':
-        after(effect.afterMs, this.ctl, this.handler, () => this.handler.onResponseError?.(this.ctl, socketError(effect.code, this.ex.url)));
+        after(effect.afterMs, this.ctl, this.handler, () =>
+          this.handler.onResponseError?.(this.ctl, socketError(effect.code, this.ex.url)),
+        );
         return true;
       case 'hang':
         // Held until the application aborts (the controller reports it), or reset after stallMs.
         if (effect.stallMs !== undefined) {
-          after(effect.stallMs, this.ctl, this.handler, () => this.handler.onResponseError?.(this.ctl, socketError('ECONNRESET', this.ex.url)));
+          after(effect.stallMs, this.ctl, this.handler, () =>
+            this.handler.onResponseError?.(this.ctl, socketError('ECONNRESET', this.ex.url)),
+          );
         } else {
           this.ctl.hold();
         }
@@ -215,22 +243,45 @@ class FaultedCall implements FaultedResponseCall {
   private messageEffect(hit: Hit, effect: MessageEffect): boolean {
     const original = this.sendBody();
     if (effect.kind === 'drop') {
-      this.fire(hit, false, original, undefined, effect.waitMs ? `dropped after ${effect.waitMs} ms` : 'dropped', effect.waitMs);
+      this.fire(
+        hit,
+        false,
+        original,
+        undefined,
+        effect.waitMs ? `dropped after ${effect.waitMs} ms` : 'dropped',
+        effect.waitMs,
+      );
       this.openRequest();
-      after(effect.waitMs ?? 0, this.ctl, this.handler, () => this.handler.onResponseError?.(this.ctl, socketError('ECONNRESET', this.ex.url)));
+      after(effect.waitMs ?? 0, this.ctl, this.handler, () =>
+        this.handler.onResponseError?.(this.ctl, socketError('ECONNRESET', this.ex.url)),
+      );
       return true;
     }
     const bodies = effect.messages.map((msg) => this.requestBodyFor(msg));
     const noop = effect.noop === true || (bodies.length === 1 && bodies[0].equals(original) && !effect.waitMs);
-    this.fire(hit, noop, original, bodies.length === 1 ? bodies[0] : Buffer.concat(bodies), `${bodies.length} delivered`, effect.waitMs);
+    this.fire(
+      hit,
+      noop,
+      original,
+      bodies.length === 1 ? bodies[0] : Buffer.concat(bodies),
+      `${bodies.length} delivered`,
+      effect.waitMs,
+    );
     const sendAll = (): boolean => {
       // The application gets the response to the first message; the others (a duplicate, an older message) go out
       // after it, one by one, and their responses are discarded.
       const extra = (i: number): void => {
         if (i >= bodies.length) return;
-        this.dispatch({ ...this.opts, body: bodies[i], headers: withContentLength(this.opts.headers, bodies[i].length) }, discardHandler(() => extra(i + 1)));
+        this.dispatch(
+          { ...this.opts, body: bodies[i], headers: withContentLength(this.opts.headers, bodies[i].length) },
+          discardHandler(() => extra(i + 1)),
+        );
       };
-      const sent = this.send({ ...this.opts, body: bodies[0], headers: withContentLength(this.opts.headers, bodies[0].length) });
+      const sent = this.send({
+        ...this.opts,
+        body: bodies[0],
+        headers: withContentLength(this.opts.headers, bodies[0].length),
+      });
       extra(1);
       return sent;
     };
@@ -251,10 +302,14 @@ class FaultedCall implements FaultedResponseCall {
   /** The request body carrying `msg`: the JSON-RPC params replaced by the message payload (trace context kept). */
   private requestBodyFor(msg: AgentMessage): Buffer {
     const base = this.sendBody();
-    if (msg === this.ex.message || JSON.stringify(msg.payload) === JSON.stringify(this.ex.message?.payload)) return base;
+    if (msg === this.ex.message || JSON.stringify(msg.payload) === JSON.stringify(this.ex.message?.payload))
+      return base;
     const req = JSON.parse(base.toString('utf8')) as Record<string, unknown>;
     const meta = (req.params as { _meta?: unknown } | undefined)?._meta;
-    const params = msg.payload !== null && typeof msg.payload === 'object' && !Array.isArray(msg.payload) && meta !== undefined ? { ...(msg.payload as object), _meta: meta } : msg.payload;
+    const params =
+      msg.payload !== null && typeof msg.payload === 'object' && !Array.isArray(msg.payload) && meta !== undefined
+        ? { ...(msg.payload as object), _meta: meta }
+        : msg.payload;
     return Buffer.from(JSON.stringify({ ...req, params }));
   }
 
@@ -289,7 +344,14 @@ class FaultedCall implements FaultedResponseCall {
   get faultEngine(): FaultEngine {
     return this.engine;
   }
-  recordFireFor(hit: Hit, noop: boolean, original?: string | Buffer, delivered?: string | Buffer, detail?: string, delayMs?: number): void {
+  recordFireFor(
+    hit: Hit,
+    noop: boolean,
+    original?: string | Buffer,
+    delivered?: string | Buffer,
+    detail?: string,
+    delayMs?: number,
+  ): void {
     this.fire(hit, noop, original, delivered, detail, delayMs);
   }
   notApplicable(rule: CompiledRule): void {

@@ -52,7 +52,10 @@ export interface Injector {
  * Create an injector. A plan object is validated (a FaultlineInputError names the rule and the problem) and refused
  * under NODE_ENV=production unless it says `allowProduction: true`. With FAULTLINE_DISABLE=1 the injector is inert.
  */
-export function createInjector(plan: FaultPlan | FaultPlanInput | ((taskId: string) => FaultPlan | FaultPlanInput | undefined), options: InjectorOptions = {}): Injector {
+export function createInjector(
+  plan: FaultPlan | FaultPlanInput | ((taskId: string) => FaultPlan | FaultPlanInput | undefined),
+  options: InjectorOptions = {},
+): Injector {
   // start() passes both from its resolved configuration; API callers get them from the environment.
   const disabled = options.disabled ?? injectionDisabled();
   let source: PlanSource;
@@ -90,7 +93,10 @@ export function createInjector(plan: FaultPlan | FaultPlanInput | ((taskId: stri
  * Undefined without a plan. Throws a FaultlineInputError naming the file and rule for a bad plan, and refuses a plan
  * under NODE_ENV=production unless it says `allowProduction: true`.
  */
-export function injectorFromEnv(env: NodeJS.ProcessEnv = processEnv(), options: InjectorOptions = {}): Injector | undefined {
+export function injectorFromEnv(
+  env: NodeJS.ProcessEnv = processEnv(),
+  options: InjectorOptions = {},
+): Injector | undefined {
   const plan = planFromEnv(env);
   return plan === undefined ? undefined : createInjector(plan, options);
 }

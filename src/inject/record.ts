@@ -32,7 +32,6 @@ export const ATTR_FL_FAULT_DETAIL = 'faultline.fault.detail' as const;
 /** The task the fire belongs to (trigger verification groups fires by it offline). */
 export const ATTR_FL_FAULT_TASK_ID = 'faultline.fault.task_id' as const;
 
-
 const realFire = new WeakSet<Span>();
 
 export interface FireRecord {

@@ -19,7 +19,13 @@ import { SseParser } from '../wire/sse';
 import type { Exchange, Protocol } from '../../instrumentation/types';
 import { applySpecs } from '../catalog/agentchaos/spec';
 import { EventStreamParser } from '../../instrumentation/providers/eventstream';
-import { eventStreamEvent, notApplicableReason, streamEvent, streamFraming, type AnyStreamFraming } from '../catalog/formats';
+import {
+  eventStreamEvent,
+  notApplicableReason,
+  streamEvent,
+  streamFraming,
+  type AnyStreamFraming,
+} from '../catalog/formats';
 import type { StreamEvent, StreamTransform } from '../catalog/types';
 import { logger, safely } from '../diag';
 import type { CompiledRule } from '../plan/select';
@@ -44,7 +50,14 @@ export interface FaultedResponseCall {
   readonly exchange: Exchange;
   readonly taskState: TaskState;
   readonly faultEngine: FaultEngine;
-  recordFireFor(hit: Hit, noop: boolean, original?: string | Buffer, delivered?: string | Buffer, detail?: string, delayMs?: number): void;
+  recordFireFor(
+    hit: Hit,
+    noop: boolean,
+    original?: string | Buffer,
+    delivered?: string | Buffer,
+    detail?: string,
+    delayMs?: number,
+  ): void;
   notApplicable(rule: CompiledRule): void;
 }
 
@@ -108,8 +121,10 @@ export class ResponseFaults implements Handler {
         const transforms: Array<{ hit: Hit; t: StreamTransform }> = [];
         for (const hit of this.streamHits) {
           const fault = hit.rule.fault;
-          if (fault.mode !== 'stream' || notApplicableReason(fault, protocol) !== undefined) this.call.notApplicable(hit.rule);
-          else if (this.call.faultEngine.fire(this.call.taskState, hit.rule)) transforms.push({ hit, t: fault.transform(hit.rule.params) });
+          if (fault.mode !== 'stream' || notApplicableReason(fault, protocol) !== undefined)
+            this.call.notApplicable(hit.rule);
+          else if (this.call.faultEngine.fire(this.call.taskState, hit.rule))
+            transforms.push({ hit, t: fault.transform(hit.rule.params) });
         }
         if (transforms.length > 0) {
           this.mode = 'stream';
@@ -188,7 +203,10 @@ export class ResponseFaults implements Handler {
       const decoded = await decodeAll(raw, encoding, { maxOutputBytes: MAX_BUFFER_BYTES });
       plain = decoded.error || decoded.overflow ? undefined : decoded.body;
     }
-    const result = plain === undefined ? this.notApplicable() : safely(log, 'content fault', () => this.applyContent(plain), undefined);
+    const result =
+      plain === undefined
+        ? this.notApplicable()
+        : safely(log, 'content fault', () => this.applyContent(plain), undefined);
     const body = result?.body ?? raw;
     const headers = result?.body ? plainHeaders(this.headers, body.length) : this.headers;
     const deliver = (): void => {
@@ -223,13 +241,23 @@ export class ResponseFaults implements Handler {
     for (const hit of this.contentHits) {
       if (hit.rule.fault.mode !== 'content') continue;
       const before = JSON.stringify(current);
-      const r = applySpecs(hit.rule.specs, current, task.rules[hit.rule.index].specs, { rng: task.rng, lastResponse: task.lastResponse });
+      const r = applySpecs(hit.rule.specs, current, task.rules[hit.rule.index].specs, {
+        rng: task.rng,
+        lastResponse: task.lastResponse,
+      });
       if (r.fired.length === 0) continue;
       current = r.body as object;
       delayMs += r.delayMs;
       const afterText = JSON.stringify(current);
       const noop = afterText === before && r.delayMs === 0;
-      this.call.recordFireFor(hit, noop, before, afterText, r.fired.map((i) => hit.rule.specs[i].action).join('+'), r.delayMs || undefined);
+      this.call.recordFireFor(
+        hit,
+        noop,
+        before,
+        afterText,
+        r.fired.map((i) => hit.rule.specs[i].action).join('+'),
+        r.delayMs || undefined,
+      );
     }
     const changed = JSON.stringify(current) !== JSON.stringify(view);
     task.lastResponse = current;
@@ -284,11 +312,15 @@ class StreamFaults {
       };
       this.takePending = () => parser.takePending().toString('latin1');
     } else if (framing === 'sse') {
-      const parser = new SseParser(() => {}, { onBlock: (b) => this.event(streamEvent(protocol, 'sse', b.raw, b.event?.data, b.event?.event)) });
+      const parser = new SseParser(() => {}, {
+        onBlock: (b) => this.event(streamEvent(protocol, 'sse', b.raw, b.event?.data, b.event?.event)),
+      });
       this.push = (b) => parser.push(b);
       this.takePending = () => parser.takePending();
     } else {
-      const splitter = new JsonStreamSplitter(framing, (u) => this.event(streamEvent(protocol, framing, u.raw.toString('utf8'), u.json)));
+      const splitter = new JsonStreamSplitter(framing, (u) =>
+        this.event(streamEvent(protocol, framing, u.raw.toString('utf8'), u.json)),
+      );
       this.push = (b) => splitter.push(b);
       this.takePending = () => splitter.takePending().toString('utf8');
     }
@@ -340,7 +372,8 @@ class StreamFaults {
   }
 
   private emit(text: string): void {
-    if (text.length > 0 && !this.rf.finished && !this.ctl.aborted) this.call.h.onResponseData?.(this.ctl, Buffer.from(text, this.encoding));
+    if (text.length > 0 && !this.rf.finished && !this.ctl.aborted)
+      this.call.h.onResponseData?.(this.ctl, Buffer.from(text, this.encoding));
   }
 
   private event(e: StreamEvent): void {
@@ -368,7 +401,8 @@ class StreamFaults {
       for (const ev of events) {
         const r = t.onEvent(ev, this.dataIndex);
         // A later fault sees what an earlier one emitted: the same event, or its replacement as plain text.
-        for (const raw of r.emit) next.push(raw === ev.raw ? ev : { raw, isData: ev.isData, isTerminal: false, corrupt: () => raw });
+        for (const raw of r.emit)
+          next.push(raw === ev.raw ? ev : { raw, isData: ev.isData, isTerminal: false, corrupt: () => raw });
         if ('then' in r && !action) action = { then: r.then, stallMs: r.stallMs };
       }
       events = next;
@@ -386,7 +420,11 @@ class StreamFaults {
     this.stop();
     const real = this.ctl.real;
     if (action.then === 'end') this.call.h.onResponseEnd?.(this.ctl, {});
-    else this.call.h.onResponseError?.(this.ctl, Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
+    else
+      this.call.h.onResponseError?.(
+        this.ctl,
+        Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }),
+      );
     // Stop reading the rest of the real response.
     safely(log, 'abort after cut', () => real?.abort(abortError()), undefined);
   }
@@ -436,7 +474,8 @@ class StreamFaults {
   private record(): void {
     if (this.recorded) return;
     this.recorded = true;
-    for (const { hit, t } of this.transforms) this.call.recordFireFor(hit, !t.changed(), undefined, undefined, `after ${this.dataIndex} data events`);
+    for (const { hit, t } of this.transforms)
+      this.call.recordFireFor(hit, !t.changed(), undefined, undefined, `after ${this.dataIndex} data events`);
   }
 
   private clearTimer(): void {

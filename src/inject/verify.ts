@@ -89,7 +89,15 @@ export class Ledger {
     }
     let e = rules.get(rule.name);
     if (!e) {
-      e = { rule: rule.name, fault: rule.fault.name, matched: 0, fires: 0, noops: 0, notApplicable: 0, triggered: false };
+      e = {
+        rule: rule.name,
+        fault: rule.fault.name,
+        matched: 0,
+        fires: 0,
+        noops: 0,
+        notApplicable: 0,
+        triggered: false,
+      };
       rules.set(rule.name, e);
     }
     return e;
@@ -112,7 +120,9 @@ export class Ledger {
 
   report(taskId?: string): TriggerReport {
     const entries = [...this.tasks.entries()].filter(([id]) => taskId === undefined || id === taskId);
-    const report = summarise(entries.map(([id, rules]) => ({ taskId: id, rules: [...rules.values()].map((r) => ({ ...r })) })));
+    const report = summarise(
+      entries.map(([id, rules]) => ({ taskId: id, rules: [...rules.values()].map((r) => ({ ...r })) })),
+    );
     if (taskId !== undefined) return report;
     const seen = [...this.seen.values()].map((s) => ({ attrs: s.attrs, count: s.count }));
     return { ...report, seen, seenOther: this.unseen };
@@ -168,7 +178,12 @@ export function formatTriggerReport(report: TriggerReport): string {
   for (const t of report.tasks) {
     lines.push(`${t.triggered ? '✔' : '✖'} task ${t.taskId}`);
     for (const r of t.rules) {
-      const parts = [r.matched !== undefined ? `matched ${r.matched}` : undefined, `fired ${r.fires}`, r.noops ? `no-op ${r.noops}` : undefined, r.notApplicable ? `not applicable ${r.notApplicable}` : undefined].filter(Boolean);
+      const parts = [
+        r.matched !== undefined ? `matched ${r.matched}` : undefined,
+        `fired ${r.fires}`,
+        r.noops ? `no-op ${r.noops}` : undefined,
+        r.notApplicable ? `not applicable ${r.notApplicable}` : undefined,
+      ].filter(Boolean);
       lines.push(`    ${r.triggered ? 'triggered' : 'not triggered'}  ${r.rule} (${r.fault}): ${parts.join(', ')}`);
     }
   }

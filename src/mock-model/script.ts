@@ -13,7 +13,8 @@ type Json = Record<string, unknown>;
 
 /** Reference implementations the mock "writes" for the coding tasks, keyed by function name. */
 const SOLUTIONS: Record<string, string> = {
-  sumEven: 'function sumEven(numbers) {\n  return numbers.filter((n) => n % 2 === 0).reduce((a, b) => a + b, 0);\n}\nmodule.exports = { sumEven };\n',
+  sumEven:
+    'function sumEven(numbers) {\n  return numbers.filter((n) => n % 2 === 0).reduce((a, b) => a + b, 0);\n}\nmodule.exports = { sumEven };\n',
   isPalindrome:
     "function isPalindrome(text) {\n  const s = text.toLowerCase().replace(/[^a-z0-9]/g, '');\n  return s === [...s].reverse().join('');\n}\nmodule.exports = { isPalindrome };\n",
   fizzBuzz:
@@ -28,10 +29,10 @@ export function agentScript(request: ChatRequest): MockReply {
     .map(textOf)
     .join('\n');
   const role = roleOf(system);
-  const sections = Object.assign({}, ...request.messages.filter((m) => m.role === 'user').map((m) => readSections(textOf(m)))) as Record<
-    string,
-    string
-  >;
+  const sections = Object.assign(
+    {},
+    ...request.messages.filter((m) => m.role === 'user').map((m) => readSections(textOf(m))),
+  ) as Record<string, string>;
   const reply = (role && ROLE_SCRIPTS[role]?.(sections, request)) ?? { content: 'I have nothing to add.' };
   return reply;
 }
@@ -41,7 +42,8 @@ const ROLE_SCRIPTS: Record<AgentRole, (s: Record<string, string>, req: ChatReque
   Worker: (s, req) => work(extractJson(s.Plan), req),
   Verifier: (s) => json(verify(s.Task, extractJson(s.Evidence))),
   Decision: (s) => json(decide(s.Task, extractJson(s.Judgment), extractJson(s.Evidence))),
-  Supervisor: (s) => (s.Mode?.trim() === 'plan' ? plan(s.Task) : json(decide(s.Task, undefined, extractJson(s.Evidence)))),
+  Supervisor: (s) =>
+    s.Mode?.trim() === 'plan' ? plan(s.Task) : json(decide(s.Task, undefined, extractJson(s.Evidence))),
 };
 
 // ------------------------------------------------------------------------------------------------ task reading
@@ -67,9 +69,20 @@ function plan(taskText: string | undefined): MockReply {
   const t = readTask(taskText);
   if (!t) return { content: 'I could not find a task I know how to plan.' };
   if (t.family === 'shopping') {
-    return json({ family: 'shopping', product: t.product, quantity: t.quantity, steps: ['search_product', 'add_to_cart', 'view_cart'] });
+    return json({
+      family: 'shopping',
+      product: t.product,
+      quantity: t.quantity,
+      steps: ['search_product', 'add_to_cart', 'view_cart'],
+    });
   }
-  return json({ family: 'coding', function: t.fn, params: t.params, file: `${t.fn}.js`, steps: ['write_file', 'run_tests'] });
+  return json({
+    family: 'coding',
+    function: t.fn,
+    params: t.params,
+    file: `${t.fn}.js`,
+    steps: ['write_file', 'run_tests'],
+  });
 }
 
 // ------------------------------------------------------------------------------------------------ worker
@@ -122,17 +135,37 @@ function shop(p: Json, h: ToolUse[]): MockReply {
   const search = lastOf(h, 'search_product');
   if (!ok(search)) {
     if (tries(h, 'search_product') < 2) return call('search_product', { query: product });
-    return json({ product_title: product, requested_quantity: quantity, observed_quantity: 0, cart_verified: false, note: 'search failed' });
+    return json({
+      product_title: product,
+      requested_quantity: quantity,
+      observed_quantity: 0,
+      cart_verified: false,
+      note: 'search failed',
+    });
   }
   const results = Array.isArray(search.result.results) ? (search.result.results as Json[]) : [];
   const match = results.find((r) => String(r.title).toLowerCase() === product.toLowerCase());
-  if (!match) return json({ product_title: product, requested_quantity: quantity, observed_quantity: 0, cart_verified: false, note: 'product not found' });
+  if (!match)
+    return json({
+      product_title: product,
+      requested_quantity: quantity,
+      observed_quantity: 0,
+      cart_verified: false,
+      note: 'product not found',
+    });
   const add = lastOf(h, 'add_to_cart');
   if (retryable(add, h)) return call('add_to_cart', { product_id: match.product_id, quantity });
   const view = lastOf(h, 'view_cart');
   if (!ok(view)) {
     if (tries(h, 'view_cart') < 2) return call('view_cart', {});
-    return json({ product_title: match.title, product_id: match.product_id, sku: match.sku, requested_quantity: quantity, observed_quantity: 0, cart_verified: false });
+    return json({
+      product_title: match.title,
+      product_id: match.product_id,
+      sku: match.sku,
+      requested_quantity: quantity,
+      observed_quantity: 0,
+      cart_verified: false,
+    });
   }
   const items = Array.isArray(view.result.items) ? (view.result.items as Json[]) : [];
   const line = items.find((i) => i.product_id === match.product_id);
@@ -152,17 +185,31 @@ function code(p: Json, h: ToolUse[]): MockReply {
   const file = String(p.file ?? `${fn}.js`);
   const write = lastOf(h, 'write_file');
   if (retryable(write, h)) {
-    const body = SOLUTIONS[fn] ?? `function ${fn}() {\n  throw new Error('not implemented');\n}\nmodule.exports = { ${fn} };\n`;
+    const body =
+      SOLUTIONS[fn] ?? `function ${fn}() {\n  throw new Error('not implemented');\n}\nmodule.exports = { ${fn} };\n`;
     return call('write_file', { path: file, content: body });
   }
   const tests = lastOf(h, 'run_tests');
   if (!ok(tests)) {
     if (tries(h, 'run_tests') < 2) return call('run_tests', { path: file });
-    return json({ function: fn, path: file, tests_passed: 0, tests_total: 0, all_passed: false, note: 'tests could not run' });
+    return json({
+      function: fn,
+      path: file,
+      tests_passed: 0,
+      tests_total: 0,
+      all_passed: false,
+      note: 'tests could not run',
+    });
   }
   const passed = Number(tests.result.passed ?? 0);
   const total = Number(tests.result.total ?? 0);
-  return json({ function: fn, path: file, tests_passed: passed, tests_total: total, all_passed: total > 0 && passed === total });
+  return json({
+    function: fn,
+    path: file,
+    tests_passed: passed,
+    tests_total: total,
+    all_passed: total > 0 && passed === total,
+  });
 }
 
 // ------------------------------------------------------------------------------------------------ verifier, decision
@@ -173,13 +220,17 @@ function issues(taskText: string | undefined, ev: Json): string[] {
   const out: string[] = [];
   if (!t) return ['task not understood'];
   if (t.family === 'shopping') {
-    if (ev.product_title !== undefined && String(ev.product_title).toLowerCase() !== t.product?.toLowerCase()) out.push(`wrong product ${String(ev.product_title)}`);
-    if (ev.requested_quantity !== undefined && Number(ev.requested_quantity) !== t.quantity) out.push(`requested quantity ${String(ev.requested_quantity)} is not ${t.quantity}`);
-    if (ev.observed_quantity !== undefined && Number(ev.observed_quantity) !== t.quantity) out.push(`cart holds ${String(ev.observed_quantity)}, not ${t.quantity}`);
+    if (ev.product_title !== undefined && String(ev.product_title).toLowerCase() !== t.product?.toLowerCase())
+      out.push(`wrong product ${String(ev.product_title)}`);
+    if (ev.requested_quantity !== undefined && Number(ev.requested_quantity) !== t.quantity)
+      out.push(`requested quantity ${String(ev.requested_quantity)} is not ${t.quantity}`);
+    if (ev.observed_quantity !== undefined && Number(ev.observed_quantity) !== t.quantity)
+      out.push(`cart holds ${String(ev.observed_quantity)}, not ${t.quantity}`);
     if (ev.cart_verified !== true) out.push('cart not verified');
   } else {
     if (ev.function !== undefined && ev.function !== t.fn) out.push(`wrong function ${String(ev.function)}`);
-    if (ev.tests_total !== undefined && Number(ev.tests_passed) !== Number(ev.tests_total)) out.push(`${String(ev.tests_passed)}/${String(ev.tests_total)} tests pass`);
+    if (ev.tests_total !== undefined && Number(ev.tests_passed) !== Number(ev.tests_total))
+      out.push(`${String(ev.tests_passed)}/${String(ev.tests_total)} tests pass`);
     if (ev.all_passed !== true) out.push('tests do not all pass');
   }
   return out;
@@ -188,12 +239,15 @@ function issues(taskText: string | undefined, ev: Json): string[] {
 function verify(taskText: string | undefined, ev: Json | undefined): Json {
   if (!ev) return { verdict: 'no_evidence', reason: 'no evidence was received from the Worker' };
   const found = issues(taskText, ev);
-  return found.length === 0 ? { verdict: 'accept', reason: 'the evidence satisfies the task' } : { verdict: 'reject', reason: found.join('; ') };
+  return found.length === 0
+    ? { verdict: 'accept', reason: 'the evidence satisfies the task' }
+    : { verdict: 'reject', reason: found.join('; ') };
 }
 
 function decide(taskText: string | undefined, judgment: Json | undefined, ev: Json | undefined): Json {
   const t = readTask(taskText);
-  if (judgment?.verdict === 'reject') return { decision: 'reject', reason: `verifier rejected: ${String(judgment.reason ?? '')}` };
+  if (judgment?.verdict === 'reject')
+    return { decision: 'reject', reason: `verifier rejected: ${String(judgment.reason ?? '')}` };
   if (!ev) return { decision: 'reject', reason: 'no evidence to act on' };
   // Without an accepting judgment the decision maker checks the evidence itself.
   if (judgment?.verdict !== 'accept') {
@@ -201,7 +255,11 @@ function decide(taskText: string | undefined, judgment: Json | undefined, ev: Js
     if (found.length > 0) return { decision: 'reject', reason: found.join('; ') };
   }
   if (t?.family === 'shopping') {
-    return { decision: 'accept', order: { sku: ev.sku ?? null, quantity: ev.observed_quantity ?? ev.requested_quantity ?? null }, reason: 'evidence accepted' };
+    return {
+      decision: 'accept',
+      order: { sku: ev.sku ?? null, quantity: ev.observed_quantity ?? ev.requested_quantity ?? null },
+      reason: 'evidence accepted',
+    };
   }
   return { decision: 'accept', submit: { path: ev.path ?? null }, reason: 'evidence accepted' };
 }

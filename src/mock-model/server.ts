@@ -54,7 +54,10 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const path = url.pathname.replace(/\/+$/, '');
     if (req.method === 'GET' && (path === '/v1/models' || path === '/models')) {
-      sendJson(res, 200, { object: 'list', data: [{ id: MODEL_DEFAULT, object: 'model', created: 0, owned_by: 'faultline' }] });
+      sendJson(res, 200, {
+        object: 'list',
+        data: [{ id: MODEL_DEFAULT, object: 'model', created: 0, owned_by: 'faultline' }],
+      });
       return;
     }
     if (req.method !== 'POST' || (path !== '/v1/chat/completions' && path !== '/chat/completions')) {
@@ -82,7 +85,10 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     const toolCalls = (reply.toolCalls ?? []).map((c, i) => ({
       id: `call_${createHash('sha256').update(`${id}:${i}`).digest('hex').slice(0, 20)}`,
       type: 'function' as const,
-      function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
+      function: {
+        name: c.name,
+        arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+      },
     }));
     const content = reply.content ?? (toolCalls.length > 0 ? null : '');
     const finish = toolCalls.length > 0 ? 'tool_calls' : 'stop';
@@ -102,7 +108,12 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
         choices: [
           {
             index: 0,
-            message: { role: 'assistant', content, refusal: null, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+            message: {
+              role: 'assistant',
+              content,
+              refusal: null,
+              ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+            },
             logprobs: null,
             finish_reason: finish,
           },
@@ -113,22 +124,57 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
       return;
     }
 
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
     const includeUsage = body.stream_options?.include_usage === true;
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): void => {
-      const frame = { id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_faultline_mock', choices, ...extra };
+      const frame = {
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model,
+        system_fingerprint: 'fp_faultline_mock',
+        choices,
+        ...extra,
+      };
       if (includeUsage && !('usage' in extra)) (frame as Record<string, unknown>).usage = null;
       res.write(`data: ${JSON.stringify(frame)}\n\n`);
     };
-    chunk([{ index: 0, delta: { role: 'assistant', content: toolCalls.length > 0 ? null : '', refusal: null }, logprobs: null, finish_reason: null }]);
+    chunk([
+      {
+        index: 0,
+        delta: { role: 'assistant', content: toolCalls.length > 0 ? null : '', refusal: null },
+        logprobs: null,
+        finish_reason: null,
+      },
+    ]);
     for (let i = 0; content && i < content.length; i += chunkChars) {
       chunk([{ index: 0, delta: { content: content.slice(i, i + chunkChars) }, logprobs: null, finish_reason: null }]);
     }
     toolCalls.forEach((tc, index) => {
-      chunk([{ index: 0, delta: { tool_calls: [{ index, id: tc.id, type: 'function', function: { name: tc.function.name, arguments: '' } }] }, logprobs: null, finish_reason: null }]);
+      chunk([
+        {
+          index: 0,
+          delta: {
+            tool_calls: [{ index, id: tc.id, type: 'function', function: { name: tc.function.name, arguments: '' } }],
+          },
+          logprobs: null,
+          finish_reason: null,
+        },
+      ]);
       const args = tc.function.arguments;
       for (let i = 0; i < args.length; i += chunkChars) {
-        chunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(i, i + chunkChars) } }] }, logprobs: null, finish_reason: null }]);
+        chunk([
+          {
+            index: 0,
+            delta: { tool_calls: [{ index, function: { arguments: args.slice(i, i + chunkChars) } }] },
+            logprobs: null,
+            finish_reason: null,
+          },
+        ]);
       }
     });
     chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }]);
@@ -179,4 +225,3 @@ function sendError(res: ServerResponse, status: number, type: string, message: s
 function estimateTokens(text: string): number {
   return Math.max(1, Math.ceil(text.length / 4));
 }
-

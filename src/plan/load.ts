@@ -40,9 +40,16 @@ export function loadPlan(path: string): FaultPlan {
   }
   let data: unknown;
   try {
-    data = extname(path).toLowerCase() === '.json' ? JSON.parse(text) : (require('yaml') as typeof import('yaml')).parse(text);
+    data =
+      extname(path).toLowerCase() === '.json'
+        ? JSON.parse(text)
+        : (require('yaml') as typeof import('yaml')).parse(text);
   } catch (err) {
-    throw new FaultlineInputError('FAULTLINE_PLAN_INVALID', `fault plan ${path} is not valid ${extname(path).toLowerCase() === '.json' ? 'JSON' : 'YAML'}: ${(err as Error).message}`, { cause: err });
+    throw new FaultlineInputError(
+      'FAULTLINE_PLAN_INVALID',
+      `fault plan ${path} is not valid ${extname(path).toLowerCase() === '.json' ? 'JSON' : 'YAML'}: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
   return parsePlan(data, `fault plan ${path}`);
 }

@@ -46,7 +46,8 @@ export function isFaultableSpan(scopeName: string | undefined, attrs: Attributes
   // A receive span records what arrived; faults apply between sender and receiver, on the sender's span.
   if (attrs[ATTR_FL_MESSAGE_SIDE] === 'receive') return false;
   const op = attrs[ATTR_GEN_AI_OPERATION_NAME];
-  if (typeof op === 'string') return typeof attrs[ATTR_URL_FULL] === 'string' || typeof attrs[ATTR_SERVER_ADDRESS] === 'string';
+  if (typeof op === 'string')
+    return typeof attrs[ATTR_URL_FULL] === 'string' || typeof attrs[ATTR_SERVER_ADDRESS] === 'string';
   return typeof attrs[ATTR_FL_MESSAGE_ID] === 'string';
 }
 
@@ -72,7 +73,11 @@ export class FaultInjectionSpanProcessor implements SpanProcessor {
         if (!isFaultableSpan(span.instrumentationScope?.name, span.attributes)) return;
         const taskId = this.engine.taskIdOf(parentContext, span.spanContext().traceId);
         // A copy: the span's own attributes grow until it ends, selection reads the start ones.
-        seen.set(span, { engine: this.engine, taskId, attributes: selectionAttributes({ ...span.attributes }, parentContext) });
+        seen.set(span, {
+          engine: this.engine,
+          taskId,
+          attributes: selectionAttributes({ ...span.attributes }, parentContext),
+        });
       },
       undefined,
     );
@@ -144,8 +149,10 @@ export function decisionFor(
   if (s.selected) return s.selected.decision;
   let attrs = s.attributes;
   // A URL selector needs url.full, which the span may not carry at start: the call's own attributes have it.
-  if (typeof attrs[ATTR_URL_FULL] !== 'string' && engine.task(s.taskId).compiled?.usesUrl) attrs = { ...attributes(), ...attrs };
-  const request: CallRequest | undefined = exchange && settles ? { method: exchange.method, url: exchange.url.href, body: exchange.requestBody } : undefined;
+  if (typeof attrs[ATTR_URL_FULL] !== 'string' && engine.task(s.taskId).compiled?.usesUrl)
+    attrs = { ...attributes(), ...attrs };
+  const request: CallRequest | undefined =
+    exchange && settles ? { method: exchange.method, url: exchange.url.href, body: exchange.requestBody } : undefined;
   if (request !== undefined && endSpans !== undefined && engine.unsettled(s.taskId, request)) endSpans();
   const decision = engine.select(attrs, s.taskId, request ? { key: span, request } : undefined);
   s.selected = { decision };

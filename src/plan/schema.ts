@@ -12,19 +12,34 @@ const stringOrList = z
 
 export const Selector = z
   .strictObject({
-    operation: stringOrList.optional().meta({ description: 'gen_ai.operation.name: chat, generate_content, text_completion, embeddings, invoke_agent, execute_tool, or handoff for in-process channel messages; `model` matches every model generation call whatever its API names it (chat, generate_content, text_completion; not embeddings)' }),
+    operation: stringOrList.optional().meta({
+      description:
+        'gen_ai.operation.name: chat, generate_content, text_completion, embeddings, invoke_agent, execute_tool, or handoff for in-process channel messages; `model` matches every model generation call whatever its API names it (chat, generate_content, text_completion; not embeddings)',
+    }),
     provider: stringOrList.optional().meta({ description: 'gen_ai.provider.name, e.g. openai, anthropic' }),
     model: stringOrList.optional().meta({ description: 'gen_ai.request.model' }),
-    agent: stringOrList.optional().meta({ description: 'gen_ai.agent.name: the agent an A2A call invokes; for other calls, the agent making it (runAgent, an Agents SDK agent, a LangGraph node)' }),
+    agent: stringOrList.optional().meta({
+      description:
+        'gen_ai.agent.name: the agent an A2A call invokes; for other calls, the agent making it (runAgent, an Agents SDK agent, a LangGraph node)',
+    }),
     tool: stringOrList.optional().meta({ description: 'gen_ai.tool.name (MCP tool calls)' }),
-    boundary: stringOrList.optional().meta({ description: 'faultline.message.boundary: I1, I2, I3, I4 or a user label' }),
+    boundary: stringOrList
+      .optional()
+      .meta({ description: 'faultline.message.boundary: I1, I2, I3, I4 or a user label' }),
     source: stringOrList.optional().meta({ description: 'faultline.message.source (sending agent)' }),
     target: stringOrList.optional().meta({ description: 'faultline.message.target (receiving agent)' }),
-    url: z.string().min(1).optional().meta({ description: 'url.full: a glob with * (e.g. "*/v1/chat/completions"), or a /regular expression/' }),
+    url: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: 'url.full: a glob with * (e.g. "*/v1/chat/completions"), or a /regular expression/' }),
     position: z
       .union([z.number().int().min(1), z.array(z.number().int().min(1)).min(1)])
       .optional()
-      .meta({ description: 'only the nth call(s) this selector matches in the task (1-based); a retry of a failed call (the same request sent again) keeps its call’s position' }),
+      .meta({
+        description:
+          'only the nth call(s) this selector matches in the task (1-based); a retry of a failed call (the same request sent again) keeps its call’s position',
+      }),
   })
   .meta({ description: 'Which calls the rule applies to: every given field must match the span’s start attributes' });
 
@@ -40,22 +55,46 @@ const faultName = z.enum(FAULT_NAMES as [string, ...string[]], {
 
 export const Rule = z
   .strictObject({
-    name: z.string().min(1).optional().meta({ description: 'rule name, unique in the plan (default: the fault name, suffixed with the rule number if repeated)' }),
-    fault: faultName.meta({ description: 'a catalog fault name', examples: ['llm_truncate_single', 'http_429', 'stream_cut', 'non_delivery'] }),
+    name: z.string().min(1).optional().meta({
+      description: 'rule name, unique in the plan (default: the fault name, suffixed with the rule number if repeated)',
+    }),
+    fault: faultName.meta({
+      description: 'a catalog fault name',
+      examples: ['llm_truncate_single', 'http_429', 'stream_cut', 'non_delivery'],
+    }),
     match: Selector.default({}),
-    strategy: z.enum(STRATEGY_NAMES).optional().meta({ description: 'how often it fires per task (not for AgentChaos names, which carry their strategy): single (default) = first matching call; persistent = every call; intermittent = with probability; burst = the first count calls' }),
-    probability: z.number().gt(0).max(1).optional().meta({ description: 'intermittent: firing probability per eligible call (default 0.3)' }),
+    strategy: z.enum(STRATEGY_NAMES).optional().meta({
+      description:
+        'how often it fires per task (not for AgentChaos names, which carry their strategy): single (default) = first matching call; persistent = every call; intermittent = with probability; burst = the first count calls',
+    }),
+    probability: z
+      .number()
+      .gt(0)
+      .max(1)
+      .optional()
+      .meta({ description: 'intermittent: firing probability per eligible call (default 0.3)' }),
     count: z.number().int().min(1).optional().meta({ description: 'burst: how many calls (default 3)' }),
     params: z.record(z.string(), z.unknown()).default({}).meta({ description: 'fault parameters (see the catalog)' }),
   })
   .superRefine((rule, ctx) => {
     const def = getFault(rule.fault);
     if (!def) return;
-    if (def.fixedStrategy && (rule.strategy !== undefined || rule.probability !== undefined || rule.count !== undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['strategy'], message: `"${rule.fault}" carries its strategy in its name; remove strategy/probability/count` });
+    if (
+      def.fixedStrategy &&
+      (rule.strategy !== undefined || rule.probability !== undefined || rule.count !== undefined)
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['strategy'],
+        message: `"${rule.fault}" carries its strategy in its name; remove strategy/probability/count`,
+      });
     }
     if (rule.probability !== undefined && rule.strategy !== 'intermittent') {
-      ctx.addIssue({ code: 'custom', path: ['probability'], message: 'probability applies to strategy "intermittent" only' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['probability'],
+        message: 'probability applies to strategy "intermittent" only',
+      });
     }
     if (rule.count !== undefined && rule.strategy !== 'burst') {
       ctx.addIssue({ code: 'custom', path: ['count'], message: 'count applies to strategy "burst" only' });
@@ -63,14 +102,22 @@ export const Rule = z
     const parsed = def.params.safeParse(rule.params);
     if (!parsed.success) {
       for (const issue of parsed.error.issues) {
-        ctx.addIssue({ code: 'custom', path: ['params', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))], message: `${rule.fault}: ${issue.message}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['params', ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))],
+          message: `${rule.fault}: ${issue.message}`,
+        });
       }
     }
     if (rule.match.url?.startsWith('/') && rule.match.url.endsWith('/') && rule.match.url.length > 1) {
       try {
         new RegExp(rule.match.url.slice(1, -1));
       } catch (e) {
-        ctx.addIssue({ code: 'custom', path: ['match', 'url'], message: `invalid regular expression: ${(e as Error).message}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['match', 'url'],
+          message: `invalid regular expression: ${(e as Error).message}`,
+        });
       }
     }
   });
@@ -79,7 +126,13 @@ export const FaultPlan = z
   .strictObject({
     $schema: z.string().optional(),
     description: z.string().optional(),
-    seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(42).meta({ description: 'seed of the per-task PRNG (Python MT19937; AgentChaos uses 42)' }),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(Number.MAX_SAFE_INTEGER)
+      .default(42)
+      .meta({ description: 'seed of the per-task PRNG (Python MT19937; AgentChaos uses 42)' }),
     allowProduction: z.boolean().default(false).meta({ description: 'allow injection when NODE_ENV=production' }),
     taskScope: z
       .enum(TASK_SCOPES as [TaskScope, ...TaskScope[]])
@@ -95,11 +148,19 @@ export const FaultPlan = z
     plan.rules.forEach((r, i) => {
       if (r.name === undefined) return;
       const j = seen.get(r.name);
-      if (j !== undefined) ctx.addIssue({ code: 'custom', path: ['rules', i, 'name'], message: `duplicate rule name "${r.name}" (also rules[${j}])` });
+      if (j !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['rules', i, 'name'],
+          message: `duplicate rule name "${r.name}" (also rules[${j}])`,
+        });
       else seen.set(r.name, i);
     });
   })
-  .meta({ title: 'faultline fault plan', description: 'Which faults to inject into which calls. See docs/fault-plans.md.' });
+  .meta({
+    title: 'faultline fault plan',
+    description: 'Which faults to inject into which calls. See docs/fault-plans.md.',
+  });
 
 export type FaultPlan = z.infer<typeof FaultPlan>;
 export type FaultPlanInput = z.input<typeof FaultPlan>;

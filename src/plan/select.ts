@@ -56,7 +56,9 @@ export interface CompiledPlan {
 export function compilePlan(plan: FaultPlan): CompiledPlan {
   const counts = new Map<string, number>();
   for (const r of plan.rules) counts.set(r.fault, (counts.get(r.fault) ?? 0) + 1);
-  const rules = plan.rules.map((r, i) => compileRule(r, i, r.name ?? ((counts.get(r.fault) ?? 0) > 1 ? `${r.fault}_${i + 1}` : r.fault)));
+  const rules = plan.rules.map((r, i) =>
+    compileRule(r, i, r.name ?? ((counts.get(r.fault) ?? 0) > 1 ? `${r.fault}_${i + 1}` : r.fault)),
+  );
   return { plan, rules, usesUrl: plan.rules.some((r) => r.match.url !== undefined) };
 }
 
@@ -75,7 +77,16 @@ function compileRule(rule: FaultRule, index: number, name: string): CompiledRule
   const specs: readonly FaultSpec[] =
     fault.mode === 'content'
       ? fault.specs
-      : [{ action: 'set', target: '$', maxCount: strategy.maxCount, minCount: strategy.minCount, probability: strategy.probability, skipGuard: true }];
+      : [
+          {
+            action: 'set',
+            target: '$',
+            maxCount: strategy.maxCount,
+            minCount: strategy.minCount,
+            probability: strategy.probability,
+            skipGuard: true,
+          },
+        ];
   const params = fault.params.parse(rule.params);
   const pos = rule.match.position;
   const checks = selectorChecks(rule.match);
@@ -134,7 +145,9 @@ export function globMatcher(glob: string): (value: string) => boolean {
 }
 
 function valueMatcher(spec: string | string[]): (v: string | undefined) => boolean {
-  const ms = (Array.isArray(spec) ? spec : [spec]).map((s) => (s.includes('*') ? globMatcher(s) : (v: string) => v === s));
+  const ms = (Array.isArray(spec) ? spec : [spec]).map((s) =>
+    s.includes('*') ? globMatcher(s) : (v: string) => v === s,
+  );
   return (v) => v !== undefined && ms.some((m) => m(v));
 }
 
@@ -167,13 +180,20 @@ function selectorChecks(sel: FaultSelector): SelectorCheck[] {
           return m(op) || (model && op !== undefined && MODEL_OPERATIONS.has(op));
         },
       });
-    } else checks.push({ label: label(key, spec), test: (a) => m(typeof a[attr] === 'string' ? (a[attr] as string) : undefined) });
+    } else
+      checks.push({
+        label: label(key, spec),
+        test: (a) => m(typeof a[attr] === 'string' ? (a[attr] as string) : undefined),
+      });
   }
   if (sel.url !== undefined) {
     const u = sel.url;
     const re = u.length > 1 && u.startsWith('/') && u.endsWith('/') ? new RegExp(u.slice(1, -1)) : undefined;
     const m = re ? (v: string) => re.test(v) : globMatcher(u);
-    checks.push({ label: `url=${u}`, test: (a) => typeof a[ATTR_URL_FULL] === 'string' && m(a[ATTR_URL_FULL] as string) });
+    checks.push({
+      label: `url=${u}`,
+      test: (a) => typeof a[ATTR_URL_FULL] === 'string' && m(a[ATTR_URL_FULL] as string),
+    });
   }
   return checks;
 }

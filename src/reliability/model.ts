@@ -143,9 +143,16 @@ function runFacts(run: WorkflowRun, findings: Map<string, Finding[]>): RunFacts 
     if (!obs) continue;
     if (obs.kind === 'llm') {
       const r = obs.response;
-      const ok = (r.status === undefined || r.status < 400) && r.errorType === undefined && r.aborted !== true && !failedBy(step.span);
+      const ok =
+        (r.status === undefined || r.status < 400) &&
+        r.errorType === undefined &&
+        r.aborted !== true &&
+        !failedBy(step.span);
       const route = `${obs.request?.provider ?? 'llm'}:${obs.request?.model ?? r.model ?? '?'}`;
-      add(obs.scope?.agent !== undefined ? `agent ${obs.scope.agent}` : 'calls outside agents', attemptsOf(step.span, route, ok));
+      add(
+        obs.scope?.agent !== undefined ? `agent ${obs.scope.agent}` : 'calls outside agents',
+        attemptsOf(step.span, route, ok),
+      );
     } else {
       const m = obs.original ?? obs.delivered[0];
       if (!m) continue;
@@ -156,9 +163,11 @@ function runFacts(run: WorkflowRun, findings: Map<string, Finding[]>): RunFacts 
     }
   }
   // An agent turn that failed (its span ERROR) failed its component, whatever its calls said.
-  for (const t of run.turns) if (!t.ok) add(`agent ${t.name}`, [{ route: `agent ${t.name}`, ok: false, fallback: false }]);
+  for (const t of run.turns)
+    if (!t.ok) add(`agent ${t.name}`, [{ route: `agent ${t.name}`, ok: false, fallback: false }]);
   // Agents that made no call still took part.
-  for (const t of run.turns) if (!components.has(`agent ${t.name}`)) components.set(`agent ${t.name}`, { raw: true, final: true, attempts: [] });
+  for (const t of run.turns)
+    if (!components.has(`agent ${t.name}`)) components.set(`agent ${t.name}`, { raw: true, final: true, attempts: [] });
   const completed = run.success ?? run.outcome === 'ok';
   return { completed, durationMs: Math.max(0, run.end - run.start), components };
 }
@@ -177,7 +186,12 @@ function componentP(runs: readonly RunFacts[], name: string): number {
   return n === 0 ? NaN : k / n;
 }
 
-function predictions(runs: readonly RunFacts[], names: readonly string[], k: number, fallbackP: Map<string, { p: number; observed: boolean }>) {
+function predictions(
+  runs: readonly RunFacts[],
+  names: readonly string[],
+  k: number,
+  fallbackP: Map<string, { p: number; observed: boolean }>,
+) {
   let base = 1;
   let retry = 1;
   let fallback = 1;
@@ -194,16 +208,29 @@ function predictions(runs: readonly RunFacts[], names: readonly string[], k: num
   return { base, retry, fallback };
 }
 
-export function reliabilityOf(runs: readonly WorkflowRun[], options: ReliabilityOptions = {}, traces = 0): ReliabilityReport {
+export function reliabilityOf(
+  runs: readonly WorkflowRun[],
+  options: ReliabilityOptions = {},
+  traces = 0,
+): ReliabilityReport {
   const k = options.attempts ?? 3;
-  if (!Number.isInteger(k) || k < 1) throw new FaultlineInputError('FAULTLINE_USAGE', `attempts (k) must be a positive integer; got ${String(options.attempts)}`);
-  if (options.groupBy?.startsWith('faultline.fault.')) throw new FaultlineInputError('FAULTLINE_USAGE', `--group-by ${options.groupBy}: faultline.fault.* is ground truth, which the reliability model does not read`);
+  if (!Number.isInteger(k) || k < 1)
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `attempts (k) must be a positive integer; got ${String(options.attempts)}`,
+    );
+  if (options.groupBy?.startsWith('faultline.fault.'))
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `--group-by ${options.groupBy}: faultline.fault.* is ground truth, which the reliability model does not read`,
+    );
   const findings = new Map<TraceRecord, Map<string, Finding[]>>();
   const groups = new Map<string, { workflow: string; group?: string; facts: RunFacts[] }>();
   for (const run of runs) {
     let f = findings.get(run.trace);
     if (!f) findings.set(run.trace, (f = detectSpans(run.trace)));
-    const group = options.groupBy !== undefined && run.root ? String(run.root.attributes[options.groupBy] ?? '(none)') : undefined;
+    const group =
+      options.groupBy !== undefined && run.root ? String(run.root.attributes[options.groupBy] ?? '(none)') : undefined;
     const key = `${run.name}\u0000${group ?? ''}`;
     const g = groups.get(key) ?? { workflow: run.name, ...(group !== undefined ? { group } : {}), facts: [] };
     g.facts.push(runFacts(run, f));
@@ -211,7 +238,9 @@ export function reliabilityOf(runs: readonly WorkflowRun[], options: Reliability
   }
   const workflows: WorkflowReport[] = [];
   for (const g of groups.values()) {
-    const names = [...new Set(g.facts.flatMap((r) => [...r.components.keys()]))].sort((a, b) => (a.startsWith('agent') === b.startsWith('agent') ? 0 : a.startsWith('agent') ? -1 : 1));
+    const names = [...new Set(g.facts.flatMap((r) => [...r.components.keys()]))].sort((a, b) =>
+      a.startsWith('agent') === b.startsWith('agent') ? 0 : a.startsWith('agent') ? -1 : 1,
+    );
     const fallbackP = new Map<string, { p: number; observed: boolean; attempts: number }>();
     const components: ComponentReport[] = names.map((name) => {
       let n = 0;
@@ -235,7 +264,16 @@ export function reliabilityOf(runs: readonly WorkflowRun[], options: Reliability
       const fb = fbN > 0 ? { p: fbK / fbN, observed: true, attempts: fbN } : { p: p.p, observed: false, attempts: 0 };
       fallbackP.set(name, fb);
       const pRetry = 1 - (1 - p.p) ** k;
-      return { name: name.replace(/^(agent|edge) /, ''), kind: name.startsWith('agent') ? 'agent' : 'edge', runs: n, p, recovered: wilson(fin, n), pRetry, pFallback: pRetry + (1 - pRetry) * fb.p, fallbackP: fb };
+      return {
+        name: name.replace(/^(agent|edge) /, ''),
+        kind: name.startsWith('agent') ? 'agent' : 'edge',
+        runs: n,
+        p,
+        recovered: wilson(fin, n),
+        pRetry,
+        pFallback: pRetry + (1 - pRetry) * fb.p,
+        fallbackP: fb,
+      };
     });
     const routes = new Map<string, { n: number; k: number }>();
     for (const r of g.facts) {
@@ -248,7 +286,8 @@ export function reliabilityOf(runs: readonly WorkflowRun[], options: Reliability
         }
       }
     }
-    const stat = (which: 'base' | 'retry' | 'fallback') => (sample: readonly RunFacts[]) => predictions(sample, names, k, fallbackP)[which];
+    const stat = (which: 'base' | 'retry' | 'fallback') => (sample: readonly RunFacts[]) =>
+      predictions(sample, names, k, fallbackP)[which];
     const opts = { reps: options.reps ?? 1000, seed: options.seed ?? 1 };
     const completed = g.facts.filter((r) => r.completed).length;
     workflows.push({
@@ -261,8 +300,13 @@ export function reliabilityOf(runs: readonly WorkflowRun[], options: Reliability
       retry: bootstrap(g.facts, stat('retry'), opts),
       fallback: bootstrap(g.facts, stat('fallback'), opts),
       components,
-      routes: [...routes].map(([route, x]) => ({ route, attempts: wilson(x.k, x.n) })).sort((a, b) => a.route.localeCompare(b.route)),
-      p95DurationMs: quantile(g.facts.map((r) => r.durationMs), 0.95),
+      routes: [...routes]
+        .map(([route, x]) => ({ route, attempts: wilson(x.k, x.n) }))
+        .sort((a, b) => a.route.localeCompare(b.route)),
+      p95DurationMs: quantile(
+        g.facts.map((r) => r.durationMs),
+        0.95,
+      ),
     });
   }
   workflows.sort((a, b) => a.workflow.localeCompare(b.workflow) || (a.group ?? '').localeCompare(b.group ?? ''));
@@ -270,7 +314,10 @@ export function reliabilityOf(runs: readonly WorkflowRun[], options: Reliability
 }
 
 /** The report over traces (read once each through the monitors' workflow reading). */
-export async function reliabilityReport(traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, options: ReliabilityOptions = {}): Promise<ReliabilityReport> {
+export async function reliabilityReport(
+  traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>,
+  options: ReliabilityOptions = {},
+): Promise<ReliabilityReport> {
   const runs: WorkflowRun[] = [];
   let n = 0;
   for await (const t of traces) {

@@ -4,8 +4,10 @@ import type { ReliabilityReport, WorkflowReport } from './model';
 import type { Interval } from '../stats';
 
 const pct = (x: number): string => (Number.isFinite(x) ? `${(100 * x).toFixed(1)}%` : '–');
-const ci = (i: Interval): string => (Number.isFinite(i.lo) && Number.isFinite(i.hi) ? `[${pct(i.lo)}, ${pct(i.hi)}]` : '');
-const rate = (i: Interval & { k?: number; n?: number }): string => `${pct(i.p)} ${ci(i)}${i.n !== undefined ? ` (${i.k}/${i.n})` : ''}`.trim();
+const ci = (i: Interval): string =>
+  Number.isFinite(i.lo) && Number.isFinite(i.hi) ? `[${pct(i.lo)}, ${pct(i.hi)}]` : '';
+const rate = (i: Interval & { k?: number; n?: number }): string =>
+  `${pct(i.p)} ${ci(i)}${i.n !== undefined ? ` (${i.k}/${i.n})` : ''}`.trim();
 
 function workflowText(w: WorkflowReport): string {
   const title = `${w.workflow}${w.group !== undefined ? ` [${w.group}]` : ''}: ${w.runs} run${w.runs === 1 ? '' : 's'}, P95 ${Math.round(w.p95DurationMs)} ms`;
@@ -20,7 +22,15 @@ function workflowText(w: WorkflowReport): string {
     new Set([1]),
   );
   const comps = table(
-    ['component', 'runs', 'P(c) without failure', 'delivered after recovery', `P_retry (k=${w.k})`, 'P(fallback)', 'P_composite'],
+    [
+      'component',
+      'runs',
+      'P(c) without failure',
+      'delivered after recovery',
+      `P_retry (k=${w.k})`,
+      'P(fallback)',
+      'P_composite',
+    ],
     w.components.map((c) => [
       `${c.kind} ${c.name}`,
       String(c.runs),

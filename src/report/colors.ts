@@ -9,7 +9,10 @@ export interface Colors {
   bold(s: string): string;
 }
 
-export function useColors(stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = processEnv()): boolean {
+export function useColors(
+  stream: { isTTY?: boolean } = process.stdout,
+  env: NodeJS.ProcessEnv = processEnv(),
+): boolean {
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
   if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
   return stream.isTTY === true && !env.CI;

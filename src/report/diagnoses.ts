@@ -47,7 +47,9 @@ export function failureSummary(failures: readonly DiagnosisFailure[]): string[] 
     else by.set(f.error, [f]);
   }
   return [...by].map(([error, fs]) =>
-    fs.length === 1 ? `trace ${fs[0]!.traceId} not diagnosed (${fs[0]!.diagnoser}): ${error}` : `${fs.length} traces not diagnosed (${fs[0]!.diagnoser}): ${error}`,
+    fs.length === 1
+      ? `trace ${fs[0]!.traceId} not diagnosed (${fs[0]!.diagnoser}): ${error}`
+      : `${fs.length} traces not diagnosed (${fs[0]!.diagnoser}): ${error}`,
   );
 }
 
@@ -64,7 +66,11 @@ export function diagnosesTable(all: ReadonlyArray<Diagnosis | DiagnosisFailure>,
       ? [d.traceId, c.yellow('not diagnosed'), '-', '-', '-', d.error.slice(0, 90)]
       : [
           d.traceId,
-          d.faultType === 'none' ? c.green('none') : d.faultType === 'not_observable' ? c.yellow('not observable') : c.red(d.faultType),
+          d.faultType === 'none'
+            ? c.green('none')
+            : d.faultType === 'not_observable'
+              ? c.yellow('not observable')
+              : c.red(d.faultType),
           d.step === null ? '-' : `${d.stepKind === 'message' ? 'msg ' : ''}${d.step}`,
           d.spanId ?? '-',
           d.confidence.toFixed(2),

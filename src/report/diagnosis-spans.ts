@@ -13,7 +13,12 @@
 import { ROOT_CONTEXT, SpanKind, TraceFlags, trace, type Attributes, type Link } from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, type ReadableSpan, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  type ReadableSpan,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import type { Diagnosis } from '../diagnosers/types';
 import type { SpanRecord, TraceRecord } from '../traces/model';
 import { VERSION } from '../version';
@@ -66,12 +71,16 @@ function tracesEndpoint(env: NodeJS.ProcessEnv, endpoint?: string): string {
 }
 
 function exporterFor(env: NodeJS.ProcessEnv, url: string): SpanExporter {
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf').trim().toLowerCase();
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf')
+    .trim()
+    .toLowerCase();
   if (protocol === 'http/json') {
-    const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
+    const { OTLPTraceExporter } =
+      require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
     return new OTLPTraceExporter({ url });
   }
-  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto');
+  const { OTLPTraceExporter } =
+    require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto');
   return new OTLPTraceExporter({ url });
 }
 
@@ -83,7 +92,11 @@ const hrTime = (ms: number): [number, number] => {
 /** The span a diagnosis hangs under: the faulty span, else the trace's root (the earliest span without a parent in the trace). */
 function anchorOf(d: Diagnosis, t: TraceRecord): SpanRecord | undefined {
   const ids = new Set(t.spans.map((s) => s.spanId));
-  return (d.spanId !== null ? t.spans.find((s) => s.spanId === d.spanId) : undefined) ?? t.spans.find((s) => s.parentSpanId === undefined || !ids.has(s.parentSpanId)) ?? t.spans[0];
+  return (
+    (d.spanId !== null ? t.spans.find((s) => s.spanId === d.spanId) : undefined) ??
+    t.spans.find((s) => s.parentSpanId === undefined || !ids.has(s.parentSpanId)) ??
+    t.spans[0]
+  );
 }
 
 export function createDiagnosisExport(options: DiagnosisExportOptions): DiagnosisExport {
@@ -99,7 +112,12 @@ export function createDiagnosisExport(options: DiagnosisExportOptions): Diagnosi
     add(d, t) {
       const anchor = anchorOf(d, t);
       if (!anchor) return;
-      const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: t.traceId, spanId: anchor.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true });
+      const parent = trace.setSpanContext(ROOT_CONTEXT, {
+        traceId: t.traceId,
+        spanId: anchor.spanId,
+        traceFlags: TraceFlags.SAMPLED,
+        isRemote: true,
+      });
       const attributes: Attributes = {
         [ATTR_DIAGNOSIS_FAULT_TYPE]: d.faultType,
         [ATTR_DIAGNOSIS_CONFIDENCE]: d.confidence,
@@ -109,8 +127,15 @@ export function createDiagnosisExport(options: DiagnosisExportOptions): Diagnosi
       if (d.spanId !== null) attributes[ATTR_DIAGNOSIS_SPAN_ID] = d.spanId;
       if (d.step !== null) attributes[ATTR_DIAGNOSIS_STEP] = d.step;
       if (d.stepKind !== null) attributes[ATTR_DIAGNOSIS_STEP_KIND] = d.stepKind;
-      const links: Link[] = d.spanId !== null ? [{ context: { traceId: t.traceId, spanId: d.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true } }] : [];
-      const span = tracer.startSpan(DIAGNOSIS_SPAN_NAME, { kind: SpanKind.INTERNAL, startTime: hrTime(anchor.start), attributes, links }, parent);
+      const links: Link[] =
+        d.spanId !== null
+          ? [{ context: { traceId: t.traceId, spanId: d.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true } }]
+          : [];
+      const span = tracer.startSpan(
+        DIAGNOSIS_SPAN_NAME,
+        { kind: SpanKind.INTERNAL, startTime: hrTime(anchor.start), attributes, links },
+        parent,
+      );
       span.end(hrTime(Math.max(anchor.end, anchor.start)));
     },
     async finish() {

@@ -3,7 +3,13 @@
  * figures come last, in their own section labelled as what they are: another dataset (AgentChaos's benchmark tasks)
  * diagnosed from another input (the final agent text), so not a row of the same table as ours.
  */
-import { AGENTCHAOS_KAPPA, AGENTCHAOS_LLM, AGENTCHAOS_RULE, PUBLISHED_NOTE, PUBLISHED_TITLE } from '../evaluation/agentchaos';
+import {
+  AGENTCHAOS_KAPPA,
+  AGENTCHAOS_LLM,
+  AGENTCHAOS_RULE,
+  PUBLISHED_NOTE,
+  PUBLISHED_TITLE,
+} from '../evaluation/agentchaos';
 import type { EvalReport } from '../evaluation/evaluate';
 import { colors as makeColors, table } from './colors';
 
@@ -52,7 +58,10 @@ export function evalText(report: EvalReport, color = false): string {
       out.push(
         table(
           ['truth \\ diag', ...m.labels],
-          m.labels.map((l, i) => [l, ...m.counts[i]!.map((n, j) => (n === 0 ? c.dim('.') : i === j ? c.green(String(n)) : c.red(String(n))))]),
+          m.labels.map((l, i) => [
+            l,
+            ...m.counts[i]!.map((n, j) => (n === 0 ? c.dim('.') : i === j ? c.green(String(n)) : c.red(String(n)))),
+          ]),
           new Set(m.labels.map((_, i) => i + 1)),
         ),
       );
@@ -60,9 +69,17 @@ export function evalText(report: EvalReport, color = false): string {
   }
   if (report.kappa.length > 0) {
     out.push('', c.bold("Cohen's kappa between diagnosers"));
-    out.push(table(['pair', 'type κ', 'step κ', 'n'], report.kappa.map((k) => [`${k.a} vs ${k.b}`, f(k.type), f(k.step), String(k.n)]), new Set([1, 2, 3])));
+    out.push(
+      table(
+        ['pair', 'type κ', 'step κ', 'n'],
+        report.kappa.map((k) => [`${k.a} vs ${k.b}`, f(k.type), f(k.step), String(k.n)]),
+        new Set([1, 2, 3]),
+      ),
+    );
   }
-  const types = [...new Set(report.diagnosers.flatMap((d) => d.accuracy.perType.map((r) => r.faultType)))].filter((t) => AGENTCHAOS_RULE.perType[t] || AGENTCHAOS_LLM.perType[t]);
+  const types = [...new Set(report.diagnosers.flatMap((d) => d.accuracy.perType.map((r) => r.faultType)))].filter(
+    (t) => AGENTCHAOS_RULE.perType[t] || AGENTCHAOS_LLM.perType[t],
+  );
   out.push('', c.bold(PUBLISHED_TITLE) + c.dim(` ${PUBLISHED_NOTE}`));
   out.push(
     table(
@@ -72,7 +89,12 @@ export function evalText(report: EvalReport, color = false): string {
         ['AgentChaos LLM', AGENTCHAOS_LLM],
       ].map(([name, p]) => {
         const fig = p as typeof AGENTCHAOS_RULE;
-        return [c.dim(name as string), c.dim(f(fig.typeAccuracy)), c.dim(f(fig.stepAccuracy)), ...types.map((t) => (fig.perType[t] ? c.dim(`${f(fig.perType[t].type)} / ${f(fig.perType[t].step)}`) : '-'))];
+        return [
+          c.dim(name as string),
+          c.dim(f(fig.typeAccuracy)),
+          c.dim(f(fig.stepAccuracy)),
+          ...types.map((t) => (fig.perType[t] ? c.dim(`${f(fig.perType[t].type)} / ${f(fig.perType[t].step)}`) : '-')),
+        ];
       }),
       new Set([1, 2]),
     ),

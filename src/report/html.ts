@@ -3,7 +3,13 @@
  * accuracy bars and a confusion-matrix heatmap per diagnoser. AgentChaos's published figures get a section of their
  * own, labelled as another dataset and input (src/evaluation/agentchaos.ts), not bars beside ours.
  */
-import { AGENTCHAOS_KAPPA, AGENTCHAOS_LLM, AGENTCHAOS_RULE, PUBLISHED_NOTE, PUBLISHED_TITLE } from '../evaluation/agentchaos';
+import {
+  AGENTCHAOS_KAPPA,
+  AGENTCHAOS_LLM,
+  AGENTCHAOS_RULE,
+  PUBLISHED_NOTE,
+  PUBLISHED_TITLE,
+} from '../evaluation/agentchaos';
 import type { DiagnoserScore, EvalReport } from '../evaluation/evaluate';
 import type { ConfusionMatrix } from '../evaluation/confusion';
 import { VERSION } from '../version';
@@ -31,10 +37,14 @@ export function barChart(title: string, groups: string[], series: Series[]): str
   const w = Math.max(left + groups.length * groupW + 20, left + series.length * 150);
   const y = (v: number): number => top + h - (v / 100) * h;
   const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="${escapeHtml(title)}" width="${w}" height="${top + h + 70}" viewBox="0 0 ${w} ${top + h + 70}">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="${escapeHtml(title)}" width="${w}" height="${top + h + 70}" viewBox="0 0 ${w} ${top + h + 70}">`,
+  );
   parts.push(`<text x="${left}" y="18" font-size="13" font-weight="600">${escapeHtml(title)}</text>`);
   for (const t of [0, 25, 50, 75, 90, 100]) {
-    parts.push(`<line x1="${left}" x2="${w - 10}" y1="${y(t)}" y2="${y(t)}" stroke="${t === 90 ? '#ef4444' : '#e5e7eb'}" ${t === 90 ? 'stroke-dasharray="4 3"' : ''}/>`);
+    parts.push(
+      `<line x1="${left}" x2="${w - 10}" y1="${y(t)}" y2="${y(t)}" stroke="${t === 90 ? '#ef4444' : '#e5e7eb'}" ${t === 90 ? 'stroke-dasharray="4 3"' : ''}/>`,
+    );
     parts.push(`<text x="${left - 6}" y="${y(t) + 4}" font-size="10" text-anchor="end">${t}</text>`);
   }
   groups.forEach((g, gi) => {
@@ -43,13 +53,19 @@ export function barChart(title: string, groups: string[], series: Series[]): str
       const v = s.values[gi];
       if (v === undefined || Number.isNaN(v)) return;
       const x = x0 + si * barW;
-      parts.push(`<rect x="${x}" y="${y(v)}" width="${barW - 2}" height="${top + h - y(v)}" fill="${s.color}"><title>${escapeHtml(`${s.label} · ${g}: ${v.toFixed(2)}%`)}</title></rect>`);
+      parts.push(
+        `<rect x="${x}" y="${y(v)}" width="${barW - 2}" height="${top + h - y(v)}" fill="${s.color}"><title>${escapeHtml(`${s.label} · ${g}: ${v.toFixed(2)}%`)}</title></rect>`,
+      );
     });
-    parts.push(`<text x="${x0 + (series.length * barW) / 2}" y="${top + h + 14}" font-size="10" text-anchor="middle">${escapeHtml(g)}</text>`);
+    parts.push(
+      `<text x="${x0 + (series.length * barW) / 2}" y="${top + h + 14}" font-size="10" text-anchor="middle">${escapeHtml(g)}</text>`,
+    );
   });
   series.forEach((s, si) => {
     const lx = left + si * 150;
-    parts.push(`<rect x="${lx}" y="${top + h + 34}" width="10" height="10" fill="${s.color}"/><text x="${lx + 14}" y="${top + h + 43}" font-size="11">${escapeHtml(s.label)}</text>`);
+    parts.push(
+      `<rect x="${lx}" y="${top + h + 34}" width="10" height="10" fill="${s.color}"/><text x="${lx + 14}" y="${top + h + 43}" font-size="11">${escapeHtml(s.label)}</text>`,
+    );
   });
   parts.push('</svg>');
   return parts.join('');
@@ -64,21 +80,32 @@ export function heatmap(title: string, m: ConfusionMatrix): string {
   // Wide enough for the title (under 8.5 px a character in bold 13 px) as well as the grid.
   const w = Math.max(left + n * cell + 10, 8 + Math.ceil(title.length * 8.5));
   const h = top + n * cell + 10;
-  const parts: string[] = [`<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="${escapeHtml(title)}" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}">`];
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="${escapeHtml(title)}" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}">`,
+  ];
   parts.push(`<text x="4" y="16" font-size="13" font-weight="600">${escapeHtml(title)}</text>`);
   m.labels.forEach((l, j) => {
     const x = left + j * cell + cell / 2;
-    parts.push(`<text x="${x}" y="${top - 6}" font-size="10" transform="rotate(-45 ${x} ${top - 6})">${escapeHtml(l)}</text>`);
+    parts.push(
+      `<text x="${x}" y="${top - 6}" font-size="10" transform="rotate(-45 ${x} ${top - 6})">${escapeHtml(l)}</text>`,
+    );
   });
   m.labels.forEach((l, i) => {
     const rowTotal = m.counts[i]!.reduce((a, b) => a + b, 0) || 1;
-    parts.push(`<text x="${left - 6}" y="${top + i * cell + cell / 2 + 4}" font-size="10" text-anchor="end">${escapeHtml(l)}</text>`);
+    parts.push(
+      `<text x="${left - 6}" y="${top + i * cell + cell / 2 + 4}" font-size="10" text-anchor="end">${escapeHtml(l)}</text>`,
+    );
     m.counts[i]!.forEach((count, j) => {
       const share = count / rowTotal;
       const hue = i === j ? 140 : 0;
       const fill = count === 0 ? '#f9fafb' : `hsl(${hue} 70% ${Math.round(92 - share * 52)}%)`;
-      parts.push(`<rect x="${left + j * cell}" y="${top + i * cell}" width="${cell - 1}" height="${cell - 1}" fill="${fill}"><title>${escapeHtml(`truth ${l} → ${m.labels[j]}: ${count}`)}</title></rect>`);
-      if (count > 0) parts.push(`<text x="${left + j * cell + cell / 2}" y="${top + i * cell + cell / 2 + 4}" font-size="10" text-anchor="middle">${count}</text>`);
+      parts.push(
+        `<rect x="${left + j * cell}" y="${top + i * cell}" width="${cell - 1}" height="${cell - 1}" fill="${fill}"><title>${escapeHtml(`truth ${l} → ${m.labels[j]}: ${count}`)}</title></rect>`,
+      );
+      if (count > 0)
+        parts.push(
+          `<text x="${left + j * cell + cell / 2}" y="${top + i * cell + cell / 2 + 4}" font-size="10" text-anchor="middle">${count}</text>`,
+        );
     });
   });
   parts.push('</svg>');
@@ -97,7 +124,10 @@ function scoreTable(report: EvalReport): string {
 
 function perTypeTable(d: DiagnoserScore): string {
   const rows = d.accuracy.perType
-    .map((r) => `<tr><td>${escapeHtml(r.faultType)}</td><td>${r.n}</td><td>${r.typeAccuracy.toFixed(2)}</td><td>${r.stepAccuracy.toFixed(2)}</td></tr>`)
+    .map(
+      (r) =>
+        `<tr><td>${escapeHtml(r.faultType)}</td><td>${r.n}</td><td>${r.typeAccuracy.toFixed(2)}</td><td>${r.stepAccuracy.toFixed(2)}</td></tr>`,
+    )
     .join('');
   return `<table><thead><tr><th>fault type</th><th>n</th><th>type %</th><th>step %</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
@@ -117,7 +147,9 @@ export function evalHtml(report: EvalReport, options: { title?: string; generate
   const types = [...new Set(report.diagnosers.flatMap((d) => d.accuracy.perType.map((r) => r.faultType)))];
   const mk = (pick: 'typeAccuracy' | 'stepAccuracy'): string =>
     barChart(
-      pick === 'typeAccuracy' ? 'Fault-type accuracy by injected type (%)' : 'Faulty-step accuracy by injected type (%)',
+      pick === 'typeAccuracy'
+        ? 'Fault-type accuracy by injected type (%)'
+        : 'Faulty-step accuracy by injected type (%)',
       types,
       [
         ...report.diagnosers.map((d, i) => ({
@@ -129,11 +161,17 @@ export function evalHtml(report: EvalReport, options: { title?: string; generate
     );
   const kappa = report.kappa.length
     ? `<h2>Cohen's kappa between diagnosers</h2><table><thead><tr><th>pair</th><th>type κ</th><th>step κ</th><th>n</th></tr></thead><tbody>${report.kappa
-        .map((k) => `<tr><td>${escapeHtml(`${k.a} vs ${k.b}`)}</td><td>${k.type}</td><td>${k.step}</td><td>${k.n}</td></tr>`)
+        .map(
+          (k) =>
+            `<tr><td>${escapeHtml(`${k.a} vs ${k.b}`)}</td><td>${k.type}</td><td>${k.step}</td><td>${k.n}</td></tr>`,
+        )
         .join('')}</tbody></table>`
     : '';
   const per = report.diagnosers
-    .map((d) => `<h2>${escapeHtml(d.diagnoser)}: per fault type</h2>${perTypeTable(d)}<div class="chart">${heatmap(`Confusion matrix — ${d.diagnoser} (rows truth, columns diagnosis)`, d.confusion)}</div>`)
+    .map(
+      (d) =>
+        `<h2>${escapeHtml(d.diagnoser)}: per fault type</h2>${perTypeTable(d)}<div class="chart">${heatmap(`Confusion matrix — ${d.diagnoser} (rows truth, columns diagnosis)`, d.confusion)}</div>`,
+    )
     .join('');
   const at = (options.generatedAt ?? new Date()).toISOString();
   return `<!doctype html>

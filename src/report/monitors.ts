@@ -54,7 +54,15 @@ function notObservableOf(workflows: readonly MonitoredWorkflow[]): NotObservable
   for (const w of workflows) {
     for (const n of w.notObservable) {
       const key = `${n.detector}|${n.mast}`;
-      if (!out.has(key)) out.set(key, { mast: n.mast, mastName: mastMode(n.mast).name, failure: n.failure, faultType: n.faultType ?? null, detector: n.detector, reason: n.reason });
+      if (!out.has(key))
+        out.set(key, {
+          mast: n.mast,
+          mastName: mastMode(n.mast).name,
+          failure: n.failure,
+          faultType: n.faultType ?? null,
+          detector: n.detector,
+          reason: n.reason,
+        });
     }
   }
   return [...out.values()];
@@ -99,9 +107,12 @@ export interface MonitorSummary {
 
 export function monitorSummary(traces: readonly MonitoredTraceJson[]): MonitorSummary {
   const counts = new Map<string, number>();
-  for (const t of traces) for (const f of t.findings) counts.set(f.mast ?? 'none', (counts.get(f.mast ?? 'none') ?? 0) + 1);
+  for (const t of traces)
+    for (const f of t.findings) counts.set(f.mast ?? 'none', (counts.get(f.mast ?? 'none') ?? 0) + 1);
   const order = (k: string): number[] => (k === 'none' ? [99] : k.split('.').map(Number));
-  const keys = [...counts.keys()].sort((a, b) => order(a)[0]! - order(b)[0]! || (order(a)[1] ?? 0) - (order(b)[1] ?? 0));
+  const keys = [...counts.keys()].sort(
+    (a, b) => order(a)[0]! - order(b)[0]! || (order(a)[1] ?? 0) - (order(b)[1] ?? 0),
+  );
   return {
     traces: traces.length,
     tracesWithFindings: traces.filter((t) => t.findings.length > 0).length,
@@ -113,7 +124,9 @@ export function monitorSummary(traces: readonly MonitoredTraceJson[]): MonitorSu
 
 function notObservableCounts(traces: readonly MonitoredTraceJson[]): Record<string, number> {
   const counts = new Map<string, number>();
-  for (const t of traces) for (const n of t.notObservable) counts.set(`${n.detector} ${n.mast}`, (counts.get(`${n.detector} ${n.mast}`) ?? 0) + 1);
+  for (const t of traces)
+    for (const n of t.notObservable)
+      counts.set(`${n.detector} ${n.mast}`, (counts.get(`${n.detector} ${n.mast}`) ?? 0) + 1);
   return Object.fromEntries(counts);
 }
 
@@ -128,13 +141,18 @@ export function notObservableLines(traces: readonly MonitoredTraceJson[]): strin
       byKey.set(key, e);
     }
   }
-  return [...byKey.values()].map(({ n, traces: k }) => `not observable: ${n.detector} (${n.mast} ${n.mastName}) in ${k} of ${traces.length} trace${traces.length === 1 ? '' : 's'}: ${n.reason}`);
+  return [...byKey.values()].map(
+    ({ n, traces: k }) =>
+      `not observable: ${n.detector} (${n.mast} ${n.mastName}) in ${k} of ${traces.length} trace${traces.length === 1 ? '' : 's'}: ${n.reason}`,
+  );
 }
 
 /** `3 traces: 2 with findings, 1 clean; 2 findings: 1.2 Disobey role specification 1, 3.1 Premature termination 1` */
 export function monitorSummaryLine(s: MonitorSummary, color = false): string {
   const c = makeColors(color);
-  const modes = Object.entries(s.byMast).map(([k, n]) => `${k === 'none' ? 'no MAST mode' : `${k} ${mastMode(k as MastModeId).name}`} ${n}`);
+  const modes = Object.entries(s.byMast).map(
+    ([k, n]) => `${k === 'none' ? 'no MAST mode' : `${k} ${mastMode(k as MastModeId).name}`} ${n}`,
+  );
   const clean = s.traces - s.tracesWithFindings;
   return (
     `${c.bold(`${s.traces} trace${s.traces === 1 ? '' : 's'}`)}: ${s.tracesWithFindings > 0 ? c.red(`${s.tracesWithFindings} with findings`) : '0 with findings'}, ${c.green(`${clean} clean`)}` +
@@ -165,5 +183,15 @@ export function monitorsTable(traces: readonly MonitoredTraceJson[], color = fal
       ]);
   }
   const blind = notObservableLines(traces);
-  return table(['trace', 'workflow', 'MAST mode', 'ARCF type', 'step', 'agent', 'span', 'conf', 'evidence'], rows, new Set([4, 7])) + '\n\n' + monitorSummaryLine(monitorSummary(traces), color) + '\n' + (blind.length > 0 ? `${c.dim(blind.join('\n'))}\n` : '');
+  return (
+    table(
+      ['trace', 'workflow', 'MAST mode', 'ARCF type', 'step', 'agent', 'span', 'conf', 'evidence'],
+      rows,
+      new Set([4, 7]),
+    ) +
+    '\n\n' +
+    monitorSummaryLine(monitorSummary(traces), color) +
+    '\n' +
+    (blind.length > 0 ? `${c.dim(blind.join('\n'))}\n` : '')
+  );
 }

@@ -32,7 +32,9 @@ function reason(err: unknown): string {
 }
 
 function unwritable(what: string, path: string, err: unknown): FaultlineInputError {
-  return new FaultlineInputError('FAULTLINE_OUTPUT_UNWRITABLE', `cannot write ${what} ${path}: ${reason(err)}`, { cause: err });
+  return new FaultlineInputError('FAULTLINE_OUTPUT_UNWRITABLE', `cannot write ${what} ${path}: ${reason(err)}`, {
+    cause: err,
+  });
 }
 
 function kindOf(path: string): 'dir' | 'file' | undefined {

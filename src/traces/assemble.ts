@@ -92,7 +92,8 @@ export class TraceAssembler {
       this.open.set(span.traceId, o);
       this.held++;
     }
-    while (this.held > this.maxSpans && this.open.size > 0) this.complete(this.open.keys().next().value as string, 'full');
+    while (this.held > this.maxSpans && this.open.size > 0)
+      this.complete(this.open.keys().next().value as string, 'full');
     this.sync();
   }
 
@@ -133,7 +134,9 @@ export class TraceAssembler {
     const tmp = `${file}.${process.pid}.tmp`;
     const fh = await fsp.open(tmp, 'w');
     try {
-      await fh.write(`${JSON.stringify({ format: STATE_FORMAT, version: 1, savedAt: this.now(), openTraces: this.open.size, heldSpans: this.held })}\n`);
+      await fh.write(
+        `${JSON.stringify({ format: STATE_FORMAT, version: 1, savedAt: this.now(), openTraces: this.open.size, heldSpans: this.held })}\n`,
+      );
       for (const [traceId, o] of this.open) await fh.write(`${JSON.stringify({ traceId, spans: o.spans })}\n`);
       await fh.write(`${JSON.stringify({ completed: [...this.done] })}\n`);
       await fh.sync();

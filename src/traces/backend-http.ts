@@ -80,17 +80,27 @@ function errorText(body: string): string | undefined {
   return t !== '' && t.length < 300 && !t.startsWith('<') ? t : undefined;
 }
 
-export function createBackend(name: string, baseUrl: string, options: BackendOptions = {}, flag = `--${name.toLowerCase()}`): Backend {
+export function createBackend(
+  name: string,
+  baseUrl: string,
+  options: BackendOptions = {},
+  flag = `--${name.toLowerCase()}`,
+): Backend {
   let url: URL;
   try {
     url = new URL(baseUrl);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
   } catch {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `${flag} expects an http(s) URL, e.g. ${name === 'Tempo' ? 'http://localhost:3200' : 'http://localhost:16686'}; got ${JSON.stringify(baseUrl)}`);
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `${flag} expects an http(s) URL, e.g. ${name === 'Tempo' ? 'http://localhost:3200' : 'http://localhost:16686'}; got ${JSON.stringify(baseUrl)}`,
+    );
   }
   const headers: Record<string, string> = { accept: 'application/json', ...lower(options.headers) };
   // fetch refuses URLs with credentials: they become a Basic header (an explicit --user wins).
-  const basic = options.basic ?? (url.username !== '' ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined);
+  const basic =
+    options.basic ??
+    (url.username !== '' ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined);
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
   else if (basic !== undefined) headers.authorization = `Basic ${Buffer.from(basic, 'utf8').toString('base64')}`;
   if (options.orgId !== undefined) headers['x-scope-orgid'] = options.orgId;
@@ -99,7 +109,12 @@ export function createBackend(name: string, baseUrl: string, options: BackendOpt
   const base = url.href.replace(/\/+$/, '');
   const timeoutMs = options.timeoutMs ?? 30_000;
 
-  const fail = (target: string, problem: string, code: 'FAULTLINE_ENDPOINT_UNREACHABLE' | 'FAULTLINE_TRACE_UNKNOWN_FORMAT' = 'FAULTLINE_ENDPOINT_UNREACHABLE', err?: unknown): FaultlineInputError =>
+  const fail = (
+    target: string,
+    problem: string,
+    code: 'FAULTLINE_ENDPOINT_UNREACHABLE' | 'FAULTLINE_TRACE_UNKNOWN_FORMAT' = 'FAULTLINE_ENDPOINT_UNREACHABLE',
+    err?: unknown,
+  ): FaultlineInputError =>
     new FaultlineInputError(code, `${name} at ${target}: ${problem}`, err !== undefined ? { cause: err } : undefined);
 
   return {
@@ -110,7 +125,11 @@ export function createBackend(name: string, baseUrl: string, options: BackendOpt
       let res: Response;
       let body: string;
       try {
-        res = await fetch(target, { headers: opts.accept ? { ...headers, accept: opts.accept } : headers, signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' });
+        res = await fetch(target, {
+          headers: opts.accept ? { ...headers, accept: opts.accept } : headers,
+          signal: AbortSignal.timeout(timeoutMs),
+          redirect: 'follow',
+        });
         body = await res.text();
       } catch (err) {
         throw fail(target, `cannot reach it: ${cause(err)}`, 'FAULTLINE_ENDPOINT_UNREACHABLE', err);
@@ -139,7 +158,12 @@ export function createBackend(name: string, baseUrl: string, options: BackendOpt
             /* fall through */
           }
         }
-        throw fail(target, `answered ${type || 'no content type'}, not JSON: it starts with ${snippet(body)} (is this the ${name} API?)`, 'FAULTLINE_TRACE_UNKNOWN_FORMAT', err);
+        throw fail(
+          target,
+          `answered ${type || 'no content type'}, not JSON: it starts with ${snippet(body)} (is this the ${name} API?)`,
+          'FAULTLINE_TRACE_UNKNOWN_FORMAT',
+          err,
+        );
       }
     },
   };
@@ -156,7 +180,10 @@ export function parseHeader(text: string): [string, string] {
   const i = text.indexOf(':');
   const name = i > 0 ? text.slice(0, i).trim() : '';
   if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `--header expects "Name: value", got ${JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)}`);
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `--header expects "Name: value", got ${JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)}`,
+    );
   }
   return [name, text.slice(i + 1).trim()];
 }
@@ -166,7 +193,12 @@ export function seenShape(doc: unknown): string {
   if (Array.isArray(doc)) return `a JSON array of ${doc.length}`;
   if (isRecord(doc)) {
     const keys = Object.keys(doc);
-    return keys.length === 0 ? 'an empty JSON object' : `a JSON object with keys ${keys.slice(0, 6).map((k) => JSON.stringify(k)).join(', ')}`;
+    return keys.length === 0
+      ? 'an empty JSON object'
+      : `a JSON object with keys ${keys
+          .slice(0, 6)
+          .map((k) => JSON.stringify(k))
+          .join(', ')}`;
   }
   return `JSON ${typeof doc}`;
 }
@@ -179,29 +211,45 @@ export function parseTime(flag: string, v: string): number {
     return n < 1e11 ? n * 1000 : n; // seconds unless it is clearly milliseconds
   }
   const ms = Date.parse(t);
-  if (!Number.isFinite(ms)) throw new FaultlineInputError('FAULTLINE_USAGE', `${flag} expects an ISO 8601 time (2026-01-31T12:00:00Z) or epoch seconds; got ${JSON.stringify(v)}`);
+  if (!Number.isFinite(ms))
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `${flag} expects an ISO 8601 time (2026-01-31T12:00:00Z) or epoch seconds; got ${JSON.stringify(v)}`,
+    );
   return ms;
 }
 
 /** A duration such as `90s`, `15m`, `2h`, `7d`, `500ms` → ms. */
 export function parseDuration(flag: string, v: string): number {
   const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/.exec(v.trim());
-  if (!m) throw new FaultlineInputError('FAULTLINE_USAGE', `${flag} expects a duration such as 30s, 15m, 2h or 7d; got ${JSON.stringify(v)}`);
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h' | 'd'];
+  if (!m)
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `${flag} expects a duration such as 30s, 15m, 2h or 7d; got ${JSON.stringify(v)}`,
+    );
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[
+    (m[2] ?? 's') as 'ms' | 's' | 'm' | 'h' | 'd'
+  ];
   const ms = Number(m[1]) * unit;
-  if (!(ms > 0)) throw new FaultlineInputError('FAULTLINE_USAGE', `${flag} must be longer than 0; got ${JSON.stringify(v)}`);
+  if (!(ms > 0))
+    throw new FaultlineInputError('FAULTLINE_USAGE', `${flag} must be longer than 0; got ${JSON.stringify(v)}`);
   return ms;
 }
 
 /** The traces in one API response (any shape the trace readers know), grouped and sorted as the file readers do. */
 export function tracesOfResponse(backend: Backend, path: string, doc: unknown): TraceRecord[] {
   const grouper = new TraceGrouper(Number.POSITIVE_INFINITY);
-  const docs = Array.isArray(doc) && doc.every((d) => isRecord(d) && ('result' in d || 'resourceSpans' in d)) ? doc : [doc];
+  const docs =
+    Array.isArray(doc) && doc.every((d) => isRecord(d) && ('result' in d || 'resourceSpans' in d)) ? doc : [doc];
   try {
     for (const d of docs) for (const s of spansOfDocument(d)) grouper.add(s);
   } catch (err) {
     const what = err instanceof Error ? err.message : String(err);
-    throw new FaultlineInputError('FAULTLINE_TRACE_UNKNOWN_FORMAT', `${backend.name} at ${backend.base}${path}: answered something that is not a trace (${what})`, { cause: err });
+    throw new FaultlineInputError(
+      'FAULTLINE_TRACE_UNKNOWN_FORMAT',
+      `${backend.name} at ${backend.base}${path}: answered something that is not a trace (${what})`,
+      { cause: err },
+    );
   }
   return grouper.flush();
 }

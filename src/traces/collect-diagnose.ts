@@ -54,16 +54,30 @@ interface Counter {
   add(n: number, attributes: Record<string, string>): void;
 }
 
-async function metricsCounter(resourceAttrs: Record<string, string>): Promise<{ counter: Counter; shutdown(): Promise<void> }> {
+async function metricsCounter(
+  resourceAttrs: Record<string, string>,
+): Promise<{ counter: Counter; shutdown(): Promise<void> }> {
   const { MeterProvider, PeriodicExportingMetricReader } = await import('@opentelemetry/sdk-metrics');
   const { OTLPMetricExporter } = await import('@opentelemetry/exporter-metrics-otlp-http');
-  const { defaultResource, detectResources, envDetector, resourceFromAttributes } = await import('@opentelemetry/resources');
+  const { defaultResource, detectResources, envDetector, resourceFromAttributes } =
+    await import('@opentelemetry/resources');
   const resource = defaultResource()
-    .merge(resourceFromAttributes({ 'service.name': 'faultline-collect', 'service.instance.id': randomUUID(), ...resourceAttrs }))
+    .merge(
+      resourceFromAttributes({
+        'service.name': 'faultline-collect',
+        'service.instance.id': randomUUID(),
+        ...resourceAttrs,
+      }),
+    )
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new MeterProvider({
     resource,
-    readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: metricExportIntervalFromEnv(processEnv()) })],
+    readers: [
+      new PeriodicExportingMetricReader({
+        exporter: new OTLPMetricExporter(),
+        exportIntervalMillis: metricExportIntervalFromEnv(processEnv()),
+      }),
+    ],
   });
   const counter = provider.getMeter('faultline').createCounter('faultline.diagnoses', {
     description: 'Traces diagnosed by faultline collect, by the fault type diagnosed (none for a clean trace)',
@@ -79,7 +93,9 @@ export async function startOnlineDiagnosis(options: OnlineDiagnosisOptions): Pro
     stream.once('open', () => resolve());
     stream.once('error', reject);
   }).catch((err: NodeJS.ErrnoException) => {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `cannot write ${options.out}: ${err.code ?? err.message}`, { cause: err });
+    throw new FaultlineInputError('FAULTLINE_USAGE', `cannot write ${options.out}: ${err.code ?? err.message}`, {
+      cause: err,
+    });
   });
   const metrics = options.metrics ? await metricsCounter(options.resource ?? {}) : undefined;
   const stats: OnlineDiagnosisStats = { diagnosed: 0, faulty: 0, waitingSpans: 0, byFault: {} };
@@ -94,7 +110,10 @@ export async function startOnlineDiagnosis(options: OnlineDiagnosisOptions): Pro
     stats.diagnosed++;
     if (d.faultType !== 'none') stats.faulty++;
     stats.byFault[d.faultType] = (stats.byFault[d.faultType] ?? 0) + 1;
-    metrics?.counter.add(1, { 'faultline.diagnosis.fault_type': d.faultType, 'faultline.diagnosis.diagnoser': d.diagnoser });
+    metrics?.counter.add(1, {
+      'faultline.diagnosis.fault_type': d.faultType,
+      'faultline.diagnosis.diagnoser': d.diagnoser,
+    });
     // Queued, not awaited: only a full stream buffer holds the next diagnosis back.
     if (!stream.write(`${diagnosisLine(d)}\n`) && writeError === undefined) await drained(stream);
   };
@@ -114,7 +133,9 @@ export async function startOnlineDiagnosis(options: OnlineDiagnosisOptions): Pro
     close() {
       closed ??= (async () => {
         await queue;
-        const ended = await new Promise<Error | undefined>((resolve) => stream.end((err?: Error | null) => resolve(err ?? writeError)));
+        const ended = await new Promise<Error | undefined>((resolve) =>
+          stream.end((err?: Error | null) => resolve(err ?? writeError)),
+        );
         await metrics?.shutdown().catch((err: unknown) => log.error('collect: the final metrics export failed:', err));
         if (ended !== undefined) throw ended;
       })();

@@ -33,7 +33,15 @@ function fail(stream: http2.ServerHttp2Stream, code: number, message: string): v
     return;
   }
   // A "trailers-only" response: the status goes in the only HEADERS frame.
-  stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) }, { endStream: true });
+  stream.respond(
+    {
+      ':status': 200,
+      'content-type': 'application/grpc',
+      'grpc-status': String(code),
+      'grpc-message': encodeURIComponent(message),
+    },
+    { endStream: true },
+  );
 }
 
 /** The one message of a unary call: 1 byte compressed flag, 4 bytes big-endian length, the message. */
@@ -42,11 +50,17 @@ function message(frames: Buffer): { compressed: boolean; body: Buffer } {
   const flag = frames[0] as number;
   const len = frames.readUInt32BE(1);
   if (flag > 1) throw new IntakeProblem(400, `bad gRPC message flag ${flag}`);
-  if (frames.length !== 5 + len) throw new IntakeProblem(400, `gRPC message of ${len} bytes in a body of ${frames.length - 5}: one message per Export call`);
+  if (frames.length !== 5 + len)
+    throw new IntakeProblem(
+      400,
+      `gRPC message of ${len} bytes in a body of ${frames.length - 5}: one message per Export call`,
+    );
   return { compressed: flag === 1, body: frames.subarray(5) };
 }
 
-export async function startGrpcReceiver(options: GrpcReceiverOptions): Promise<{ url: string; close(deadline: number): Promise<void> }> {
+export async function startGrpcReceiver(
+  options: GrpcReceiverOptions,
+): Promise<{ url: string; close(deadline: number): Promise<void> }> {
   const { intake } = options;
   const sessions = new Set<http2.ServerHttp2Session>();
   const inFlight = new Set<Promise<void>>();
@@ -84,11 +98,19 @@ export async function startGrpcReceiver(options: GrpcReceiverOptions): Promise<{
         const msg = message(await body.end());
         let decoded = msg.body;
         if (msg.compressed) {
-          if (grpcEncoding === undefined || grpcEncoding === 'identity') throw new IntakeProblem(400, 'compressed message without a grpc-encoding');
-          if (!canDecode(grpcEncoding)) throw new IntakeProblem(415, `unsupported grpc-encoding ${JSON.stringify(grpcEncoding)}: use gzip or identity`);
+          if (grpcEncoding === undefined || grpcEncoding === 'identity')
+            throw new IntakeProblem(400, 'compressed message without a grpc-encoding');
+          if (!canDecode(grpcEncoding))
+            throw new IntakeProblem(
+              415,
+              `unsupported grpc-encoding ${JSON.stringify(grpcEncoding)}: use gzip or identity`,
+            );
           const declared = declaredGzipSize(grpcEncoding, msg.body, msg.body);
           if (declared !== undefined && declared > intake.maxBody) {
-            throw new IntakeProblem(413, `decompressed message larger than ${intake.maxBody} bytes (its gzip trailer declares ${declared})`);
+            throw new IntakeProblem(
+              413,
+              `decompressed message larger than ${intake.maxBody} bytes (its gzip trailer declares ${declared})`,
+            );
           }
           const d = await decodeAll(msg.body, grpcEncoding, { maxOutputBytes: intake.maxBody });
           if (d.overflow) throw new IntakeProblem(413, `decompressed message larger than ${intake.maxBody} bytes`);
@@ -104,7 +126,10 @@ export async function startGrpcReceiver(options: GrpcReceiverOptions): Promise<{
           await intake.accept('proto', decoded);
         }
         if (stream.destroyed || stream.closed) return;
-        stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': 'gzip,identity' }, { waitForTrailers: true });
+        stream.respond(
+          { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': 'gzip,identity' },
+          { waitForTrailers: true },
+        );
         stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
         stream.end(EMPTY_RESPONSE);
       } catch (err) {
@@ -138,7 +163,9 @@ export async function startGrpcReceiver(options: GrpcReceiverOptions): Promise<{
         while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
         for (const s of sessions) s.close();
       };
-      const timer = new Promise<'deadline'>((resolve) => setTimeout(() => resolve('deadline'), Math.max(0, deadline - Date.now())).unref());
+      const timer = new Promise<'deadline'>((resolve) =>
+        setTimeout(() => resolve('deadline'), Math.max(0, deadline - Date.now())).unref(),
+      );
       if ((await Promise.race([drained().then(() => 'drained' as const), timer])) === 'deadline') {
         for (const s of sessions) s.destroy();
         await drained();

@@ -109,7 +109,12 @@ function respond(res: http.ServerResponse, status: number, encoding: Encoding, m
   res.end(body);
 }
 
-async function listen(server: http.Server | import('node:http2').Http2Server, port: number, host: string, flag: string): Promise<number> {
+async function listen(
+  server: http.Server | import('node:http2').Http2Server,
+  port: number,
+  host: string,
+  flag: string,
+): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -117,7 +122,10 @@ async function listen(server: http.Server | import('node:http2').Http2Server, po
       resolve();
     });
   }).catch((err: NodeJS.ErrnoException) => {
-    const why = err.code === 'EADDRINUSE' ? `is already in use (pass another ${flag})` : `cannot be opened (${err.code ?? err.message})`;
+    const why =
+      err.code === 'EADDRINUSE'
+        ? `is already in use (pass another ${flag})`
+        : `cannot be opened (${err.code ?? err.message})`;
     throw new FaultlineInputError('FAULTLINE_USAGE', `port ${port} on ${host} ${why}`, { cause: err });
   });
   const addr = server.address();
@@ -138,67 +146,88 @@ export async function startCollector(options: CollectorOptions): Promise<Collect
     stream.once('open', () => resolve());
     stream.once('error', reject);
   });
-  const intake = new Intake(max, options.maxBufferedBytes ?? 2 * max, stream, stats, options.onSpans, options.backpressure);
+  const intake = new Intake(
+    max,
+    options.maxBufferedBytes ?? 2 * max,
+    stream,
+    stats,
+    options.onSpans,
+    options.backpressure,
+  );
   /** Requests being handled; close() waits for them until the drain deadline. */
   const inFlight = new Set<Promise<void>>();
   let closing = false;
 
-  const server = http.createServer({ requestTimeout: options.requestTimeoutMs ?? 60_000, headersTimeout: Math.min(readTimeout, 60_000) }, (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    const encoding = mediaType(req);
-    if (closing) res.setHeader('connection', 'close');
-    if (path !== '/v1/traces') {
-      req.resume();
-      respond(res, 404, encoding ?? 'json', `no such endpoint ${path}: traces go to POST /v1/traces`);
-      return;
-    }
-    if (req.method !== 'POST') {
-      req.resume();
-      res.setHeader('allow', 'POST');
-      respond(res, 405, encoding ?? 'json', `method ${req.method ?? ''} not allowed: use POST`);
-      return;
-    }
-    if (encoding === undefined) {
-      req.resume();
-      respond(res, 415, 'json', `unsupported content-type ${JSON.stringify(req.headers['content-type'] ?? '')}: use application/json or application/x-protobuf`);
-      return;
-    }
-    stats.requests++;
-    const handled = (async () => {
-      let body: BodyReader | undefined;
-      try {
-        body = intake.body(req.headers['content-encoding']);
-        for await (const chunk of req) body.write(chunk as Buffer);
-        await intake.accept(encoding, await body.end());
-        respond(res, 200, encoding);
-      } catch (err) {
-        if (err instanceof IntakeProblem) {
-          if (err.status === 503) stats.busy++;
-          else stats.rejected++;
-          if (err.status === 413 || err.status === 503) res.setHeader('connection', 'close');
-          respond(res, err.status, encoding, err.message);
-          // The rest of a refused body is not read: the connection goes.
-          if (err.status === 413 || err.status === 503) req.destroy();
-        } else if (req.destroyed || (err as NodeJS.ErrnoException).code === 'ECONNRESET' || (err as Error).message === 'aborted') {
-          stats.cut++; // the client went, or a timeout or the drain deadline cut it: nothing was accepted
-        } else {
-          stats.rejected++;
-          log.error('collector failed to store a request:', err);
-          respond(res, 503, encoding, `could not store the request: ${(err as Error).message}`);
-        }
-      } finally {
-        body?.release();
+  const server = http.createServer(
+    { requestTimeout: options.requestTimeoutMs ?? 60_000, headersTimeout: Math.min(readTimeout, 60_000) },
+    (req, res) => {
+      const path = (req.url ?? '/').split('?')[0];
+      const encoding = mediaType(req);
+      if (closing) res.setHeader('connection', 'close');
+      if (path !== '/v1/traces') {
+        req.resume();
+        respond(res, 404, encoding ?? 'json', `no such endpoint ${path}: traces go to POST /v1/traces`);
+        return;
       }
-    })();
-    inFlight.add(handled);
-    void handled.finally(() => inFlight.delete(handled));
-  });
+      if (req.method !== 'POST') {
+        req.resume();
+        res.setHeader('allow', 'POST');
+        respond(res, 405, encoding ?? 'json', `method ${req.method ?? ''} not allowed: use POST`);
+        return;
+      }
+      if (encoding === undefined) {
+        req.resume();
+        respond(
+          res,
+          415,
+          'json',
+          `unsupported content-type ${JSON.stringify(req.headers['content-type'] ?? '')}: use application/json or application/x-protobuf`,
+        );
+        return;
+      }
+      stats.requests++;
+      const handled = (async () => {
+        let body: BodyReader | undefined;
+        try {
+          body = intake.body(req.headers['content-encoding']);
+          for await (const chunk of req) body.write(chunk as Buffer);
+          await intake.accept(encoding, await body.end());
+          respond(res, 200, encoding);
+        } catch (err) {
+          if (err instanceof IntakeProblem) {
+            if (err.status === 503) stats.busy++;
+            else stats.rejected++;
+            if (err.status === 413 || err.status === 503) res.setHeader('connection', 'close');
+            respond(res, err.status, encoding, err.message);
+            // The rest of a refused body is not read: the connection goes.
+            if (err.status === 413 || err.status === 503) req.destroy();
+          } else if (
+            req.destroyed ||
+            (err as NodeJS.ErrnoException).code === 'ECONNRESET' ||
+            (err as Error).message === 'aborted'
+          ) {
+            stats.cut++; // the client went, or a timeout or the drain deadline cut it: nothing was accepted
+          } else {
+            stats.rejected++;
+            log.error('collector failed to store a request:', err);
+            respond(res, 503, encoding, `could not store the request: ${(err as Error).message}`);
+          }
+        } finally {
+          body?.release();
+        }
+      })();
+      inFlight.add(handled);
+      void handled.finally(() => inFlight.delete(handled));
+    },
+  );
   // An idle connection (between requests or in the middle of one) is closed after the read timeout.
   server.setTimeout(readTimeout, (socket: Socket) => socket.destroy());
   server.keepAliveTimeout = Math.min(5_000, readTimeout);
 
   await opened.catch((err: NodeJS.ErrnoException) => {
-    throw new FaultlineInputError('FAULTLINE_USAGE', `cannot write ${options.out}: ${err.code ?? err.message}`, { cause: err });
+    throw new FaultlineInputError('FAULTLINE_USAGE', `cannot write ${options.out}: ${err.code ?? err.message}`, {
+      cause: err,
+    });
   });
   let port: number;
   try {
@@ -210,7 +239,13 @@ export async function startCollector(options: CollectorOptions): Promise<Collect
   let grpc: { url: string; close(deadline: number): Promise<void> } | undefined;
   if (options.grpcPort !== undefined) {
     try {
-      grpc = await startGrpcReceiver({ intake, host, port: options.grpcPort, readTimeoutMs: readTimeout, listen: (s, p) => listen(s, p, host, '--grpc-port') });
+      grpc = await startGrpcReceiver({
+        intake,
+        host,
+        port: options.grpcPort,
+        readTimeoutMs: readTimeout,
+        listen: (s, p) => listen(s, p, host, '--grpc-port'),
+      });
     } catch (err) {
       server.close();
       stream.end();
@@ -233,7 +268,9 @@ export async function startCollector(options: CollectorOptions): Promise<Collect
         server.closeIdleConnections();
         const grpcClosed = grpc?.close(deadline);
         // Requests in flight finish (they are bounded by the read and request timeouts) until the deadline...
-        const timer = new Promise<'deadline'>((resolve) => setTimeout(() => resolve('deadline'), Math.max(0, deadline - Date.now())).unref());
+        const timer = new Promise<'deadline'>((resolve) =>
+          setTimeout(() => resolve('deadline'), Math.max(0, deadline - Date.now())).unref(),
+        );
         const drained = async (): Promise<void> => {
           while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
         };
@@ -244,7 +281,9 @@ export async function startCollector(options: CollectorOptions): Promise<Collect
         }
         await stopped;
         await grpcClosed;
-        await new Promise<void>((resolve, reject) => stream.end((err?: Error | null) => (err ? reject(err) : resolve())));
+        await new Promise<void>((resolve, reject) =>
+          stream.end((err?: Error | null) => (err ? reject(err) : resolve())),
+        );
       })();
       return closed;
     },

@@ -57,7 +57,10 @@ export class Intake {
   /** Reserve `n` bytes of the shared budget, or refuse the request (503: retried later). */
   reserve(n: number): void {
     if (this.used + n > this.maxBuffered) {
-      throw new IntakeProblem(503, `the collector is holding ${this.maxBuffered} bytes of request bodies already; retry later`);
+      throw new IntakeProblem(
+        503,
+        `the collector is holding ${this.maxBuffered} bytes of request bodies already; retry later`,
+      );
     }
     this.used += n;
   }
@@ -85,8 +88,12 @@ export class Intake {
       for (const s of spansOfOtlpDocument(doc)) spans.push(s);
     } catch (err) {
       if (err instanceof IntakeProblem) throw err;
-      if (err instanceof TraceDataError) throw new IntakeProblem(400, `invalid ExportTraceServiceRequest: ${err.message}`);
-      throw new IntakeProblem(400, `invalid ${encoding === 'proto' ? 'protobuf' : 'JSON'} body: ${(err as Error).message}`);
+      if (err instanceof TraceDataError)
+        throw new IntakeProblem(400, `invalid ExportTraceServiceRequest: ${err.message}`);
+      throw new IntakeProblem(
+        400,
+        `invalid ${encoding === 'proto' ? 'protobuf' : 'JSON'} body: ${(err as Error).message}`,
+      );
     }
     if (spans.length === 0) return 0; // nothing worth a line
     const line = JSON.stringify(encoding === 'proto' ? doc : canonicalOtlp(doc));
@@ -131,7 +138,11 @@ export class BodyReader {
     private readonly intake: Intake,
     private readonly encoding: string | undefined,
   ) {
-    if (!canDecode(encoding)) throw new IntakeProblem(415, `unsupported content-encoding ${JSON.stringify(encoding)}: use gzip, deflate, br or none`);
+    if (!canDecode(encoding))
+      throw new IntakeProblem(
+        415,
+        `unsupported content-encoding ${JSON.stringify(encoding)}: use gzip, deflate, br or none`,
+      );
     this.decoder = BodyDecoder.create(encoding, (b) => this.decoded(b), { maxOutputBytes: intake.maxBody });
   }
 
@@ -156,11 +167,15 @@ export class BodyReader {
   write(chunk: Buffer): void {
     if (this.problem !== undefined) throw this.problem;
     this.received += chunk.length;
-    if (this.received > this.intake.maxBody) throw new IntakeProblem(413, `request body larger than ${this.intake.maxBody} bytes`);
+    if (this.received > this.intake.maxBody)
+      throw new IntakeProblem(413, `request body larger than ${this.intake.maxBody} bytes`);
     // Received bytes count until the request ends (compressed ones wait in the decoder's queue until decoded).
     this.hold(chunk.length);
     if (this.head.length < 3) this.head = Buffer.concat([this.head, chunk.subarray(0, 3)]).subarray(0, 3);
-    this.tail = chunk.length >= 4 ? Buffer.from(chunk.subarray(chunk.length - 4)) : Buffer.concat([this.tail, chunk]).subarray(-4);
+    this.tail =
+      chunk.length >= 4
+        ? Buffer.from(chunk.subarray(chunk.length - 4))
+        : Buffer.concat([this.tail, chunk]).subarray(-4);
     if (this.decoder === undefined) this.parts.push(chunk);
     else this.decoder.write(chunk);
   }
@@ -173,12 +188,17 @@ export class BodyReader {
       const declared = declaredGzipSize(this.encoding, this.head, this.tail);
       if (declared !== undefined && declared > this.intake.maxBody) {
         this.release();
-        throw new IntakeProblem(413, `decompressed body larger than ${this.intake.maxBody} bytes (its gzip trailer declares ${declared})`);
+        throw new IntakeProblem(
+          413,
+          `decompressed body larger than ${this.intake.maxBody} bytes (its gzip trailer declares ${declared})`,
+        );
       }
       await this.decoder.end();
       if (this.problem !== undefined) throw this.problem;
-      if (this.decoder.overflow) throw new IntakeProblem(413, `decompressed body larger than ${this.intake.maxBody} bytes`);
-      if (this.decoder.error) throw new IntakeProblem(400, `bad ${this.encoding ?? ''} data: ${this.decoder.error.message}`);
+      if (this.decoder.overflow)
+        throw new IntakeProblem(413, `decompressed body larger than ${this.intake.maxBody} bytes`);
+      if (this.decoder.error)
+        throw new IntakeProblem(400, `bad ${this.encoding ?? ''} data: ${this.decoder.error.message}`);
     }
     return this.parts.length === 1 ? (this.parts[0] as Buffer) : Buffer.concat(this.parts);
   }
@@ -196,4 +216,3 @@ export class BodyReader {
 export function grpcCodeOf(status: number): number {
   return status === 400 ? 3 : status === 413 ? 8 : status === 503 ? 14 : 12;
 }
-

@@ -36,7 +36,11 @@ export interface QueryHooks {
 
 const rfc3339 = (ms: number): string => new Date(ms).toISOString();
 
-export async function* jaegerTraces(backend: Backend, q: JaegerQuery, hooks: QueryHooks = {}): AsyncGenerator<TraceRecord> {
+export async function* jaegerTraces(
+  backend: Backend,
+  q: JaegerQuery,
+  hooks: QueryHooks = {},
+): AsyncGenerator<TraceRecord> {
   const limit = q.limit ?? 100;
   const pageSize = Math.min(q.pageSize ?? 50, limit);
   let requests = 0;
@@ -54,7 +58,13 @@ export async function* jaegerTraces(backend: Backend, q: JaegerQuery, hooks: Que
       let doc = await get(path);
       if (doc === undefined) doc = await get((path = `/api/v3/traces/${encodeURIComponent(id)}`));
       const traces = doc === undefined ? [] : tracesOfResponse(backend, path, doc);
-      if (traces.length === 0) hooks.onProblem?.(new FaultlineInputError('FAULTLINE_FILE_NOT_FOUND', `${backend.name} at ${backend.base}: trace ${id} not found`));
+      if (traces.length === 0)
+        hooks.onProblem?.(
+          new FaultlineInputError(
+            'FAULTLINE_FILE_NOT_FOUND',
+            `${backend.name} at ${backend.base}: trace ${id} not found`,
+          ),
+        );
       for (const t of traces) {
         if (seen.has(t.traceId)) continue;
         seen.add(t.traceId);
@@ -66,7 +76,11 @@ export async function* jaegerTraces(backend: Backend, q: JaegerQuery, hooks: Que
     return;
   }
 
-  if (!q.service) throw new FaultlineInputError('FAULTLINE_USAGE', '--jaeger needs --service (Jaeger searches one service at a time) or --trace-id');
+  if (!q.service)
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      '--jaeger needs --service (Jaeger searches one service at a time) or --trace-id',
+    );
   let api: 'v1' | 'v3' = 'v1';
   let end = q.end;
   while (count < limit && end > q.start) {

@@ -431,7 +431,8 @@ export class JsonStreamParser {
       }
       if (!final && b.length - this.pos < lit.length && lit.startsWith(b.slice(this.pos))) return false;
     }
-    const what = this.state === S_AFTER_DOC ? 'unexpected data after the end of the JSON value' : 'unexpected character';
+    const what =
+      this.state === S_AFTER_DOC ? 'unexpected data after the end of the JSON value' : 'unexpected character';
     this.fail(`${what} ${JSON.stringify(b[this.pos])}`, this.pos);
   }
 }

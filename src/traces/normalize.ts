@@ -69,7 +69,8 @@ export function nanosToMs(v: unknown, path: string): number {
     let n = 0;
     for (let i = 0; i < v.length; i++) {
       const d = v.charCodeAt(i) - 48;
-      if (d < 0 || d > 9) throw new TraceDataError(path, `expected unix nanoseconds as a decimal string or number, got ${describe(v)}`);
+      if (d < 0 || d > 9)
+        throw new TraceDataError(path, `expected unix nanoseconds as a decimal string or number, got ${describe(v)}`);
       if (i < micros) n = n * 10 + d;
     }
     if (micros <= 0) return 0;
@@ -81,7 +82,8 @@ export function nanosToMs(v: unknown, path: string): number {
 /** Epoch microseconds (Jaeger) → epoch milliseconds. */
 export function microsToMs(v: unknown, path: string): number {
   const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isFinite(n)) throw new TraceDataError(path, `expected microseconds, got ${describe(v)}`);
+  if (typeof n !== 'number' || !Number.isFinite(n))
+    throw new TraceDataError(path, `expected microseconds, got ${describe(v)}`);
   return n / 1000;
 }
 
@@ -130,7 +132,8 @@ function isRecord(v: unknown): v is Record<string, unknown> {
  * (or, for a primitive, be ignored), and an attribute named so is still an attribute.
  */
 export function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
-  if (key === '__proto__') Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
+  if (key === '__proto__')
+    Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
   else obj[key] = value;
 }
 
@@ -160,7 +163,8 @@ export function nestedDeeper(v: unknown, max: number): boolean {
     const [x, d] = stack.pop() as [unknown, number];
     if (typeof x !== 'object' || x === null) continue;
     if (d >= max) return true;
-    for (const c of Array.isArray(x) ? x : Object.values(x)) if (typeof c === 'object' && c !== null) stack.push([c, d + 1]);
+    for (const c of Array.isArray(x) ? x : Object.values(x))
+      if (typeof c === 'object' && c !== null) stack.push([c, d + 1]);
   }
   return false;
 }
@@ -182,7 +186,8 @@ export function anyValuePlain(v: unknown, path: string, depth = 0, top = path): 
     const values = isRecord(v.kvlistValue) && Array.isArray(v.kvlistValue.values) ? v.kvlistValue.values : [];
     const out: Record<string, unknown> = {};
     values.forEach((kv, i) => {
-      if (isRecord(kv) && typeof kv.key === 'string') setOwn(out, kv.key, anyValuePlain(kv.value, `${path}.kvlistValue.values[${i}].value`, depth + 1, top));
+      if (isRecord(kv) && typeof kv.key === 'string')
+        setOwn(out, kv.key, anyValuePlain(kv.value, `${path}.kvlistValue.values[${i}].value`, depth + 1, top));
     });
     return out;
   }

@@ -26,11 +26,16 @@ export type TraceFn<R> = (trace: TraceRecord) => R | Promise<R>;
 
 export async function loadTask<R>(task: TraceTask): Promise<TraceFn<R>> {
   // import(), not require(): the same call loads compiled CommonJS in a worker and TypeScript sources under a loader.
-  const ns = (await import(isAbsolute(task.module) ? pathToFileURL(task.module).href : task.module)) as Record<string, unknown>;
+  const ns = (await import(isAbsolute(task.module) ? pathToFileURL(task.module).href : task.module)) as Record<
+    string,
+    unknown
+  >;
   const make = ns[task.name] ?? (ns.default as Record<string, unknown> | undefined)?.[task.name];
-  if (typeof make !== 'function') throw new Error(`trace task: ${task.module} has no function export ${JSON.stringify(task.name)}`);
+  if (typeof make !== 'function')
+    throw new Error(`trace task: ${task.module} has no function export ${JSON.stringify(task.name)}`);
   const fn: unknown = await (make as (o: unknown) => unknown)(task.options);
-  if (typeof fn !== 'function') throw new Error(`trace task: ${task.name}() of ${task.module} did not return a function`);
+  if (typeof fn !== 'function')
+    throw new Error(`trace task: ${task.name}() of ${task.module} did not return a function`);
   return fn as TraceFn<R>;
 }
 
@@ -100,8 +105,17 @@ export interface ErrorMessage {
 export type FromWorker = SummaryMessage | ResultsMessage | ErrorMessage;
 
 export function serializeProblem(err: unknown): SerializedProblem {
-  if (err instanceof JsonSyntaxError) return { kind: 'syntax', message: err.message, problem: err.problem, line: err.line, column: err.column, jsonPath: err.jsonPath };
-  if (err instanceof TraceDataError) return { kind: 'data', message: err.message, problem: err.problem, path: err.path };
+  if (err instanceof JsonSyntaxError)
+    return {
+      kind: 'syntax',
+      message: err.message,
+      problem: err.problem,
+      line: err.line,
+      column: err.column,
+      jsonPath: err.jsonPath,
+    };
+  if (err instanceof TraceDataError)
+    return { kind: 'data', message: err.message, problem: err.problem, path: err.path };
   if (err instanceof UnknownShapeError) return { kind: 'shape', message: err.message };
   return { kind: 'other', message: err instanceof Error ? err.message : String(err) };
 }

@@ -115,6 +115,10 @@ port.on('message', (msg: ToWorker) => {
   queue = queue
     .then(() => handle(msg))
     .catch((err: unknown) => {
-      post({ t: 'error', message: err instanceof Error ? `${err.name}: ${err.message}` : String(err), stack: err instanceof Error ? err.stack : undefined });
+      post({
+        t: 'error',
+        message: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        stack: err instanceof Error ? err.stack : undefined,
+      });
     });
 });

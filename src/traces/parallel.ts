@@ -27,7 +27,14 @@ import { detectFormat, readTraces, throwCollected, toInputError, type ReadTraces
 import { openSource, type Source } from './source';
 import { DEFAULT_MAX_LINE_BYTES } from './readers/jsonl';
 import { sniffLogs } from './readers/otlp-logs';
-import { deserializeProblem, loadTask, type FromWorker, type SummaryMessage, type TraceTask, type WorkerSetup } from './parallel-protocol';
+import {
+  deserializeProblem,
+  loadTask,
+  type FromWorker,
+  type SummaryMessage,
+  type TraceTask,
+  type WorkerSetup,
+} from './parallel-protocol';
 
 export type { TraceTask } from './parallel-protocol';
 
@@ -57,7 +64,10 @@ const BLOCKS_PER_WORKER = 2;
 const MAX_WORKERS = 16;
 
 /** How many workers to use: the option, else one per core for big JSON-lines input, else 0. Never throws. */
-async function plan(paths: readonly string[], options: MapTracesOptions): Promise<{ workers: number; sources: Source[] }> {
+async function plan(
+  paths: readonly string[],
+  options: MapTracesOptions,
+): Promise<{ workers: number; sources: Source[] }> {
   const none = { workers: 0, sources: [] };
   if (options.workers === 0 || paths.length === 0 || !existsSync(WORKER_SCRIPT)) return none;
   if (options.format !== undefined && options.format !== 'jsonl') return none;
@@ -77,7 +87,8 @@ async function plan(paths: readonly string[], options: MapTracesOptions): Promis
     }
   }
   const cores = availableParallelism();
-  const workers = options.workers ?? (bytes >= (options.parallelMinBytes ?? DEFAULT_PARALLEL_MIN) && cores > 1 ? cores : 0);
+  const workers =
+    options.workers ?? (bytes >= (options.parallelMinBytes ?? DEFAULT_PARALLEL_MIN) && cores > 1 ? cores : 0);
   return { workers: Math.min(Math.max(0, Math.floor(workers)), MAX_WORKERS), sources };
 }
 
@@ -85,7 +96,11 @@ async function plan(paths: readonly string[], options: MapTracesOptions): Promis
  * `task` applied to every trace of `paths` (see the module comment), results in readTraces' order. Problems are
  * handled as readTraces handles them: `onError` for each, else all thrown together after the last result.
  */
-export async function* mapTraces<R>(paths: readonly string[], task: TraceTask, options: MapTracesOptions = {}): AsyncGenerator<R> {
+export async function* mapTraces<R>(
+  paths: readonly string[],
+  task: TraceTask,
+  options: MapTracesOptions = {},
+): AsyncGenerator<R> {
   const { workers, sources } = await plan(paths, options);
   const fn = await loadTask<R>(task);
   if (workers === 0) {
@@ -192,7 +207,11 @@ class Coordinator<R> {
     this.idle = options.idleSpans ?? DEFAULT_IDLE_SPANS;
     this.blockBytes = options.blockBytes ?? DEFAULT_BLOCK;
     this.linesBefore = sources.map(() => 0);
-    const setup: WorkerSetup = { task, idleSpans: this.idle, maxLineBytes: options.streamThresholdBytes ?? DEFAULT_MAX_LINE_BYTES };
+    const setup: WorkerSetup = {
+      task,
+      idleSpans: this.idle,
+      maxLineBytes: options.streamThresholdBytes ?? DEFAULT_MAX_LINE_BYTES,
+    };
     for (let i = 0; i < workers; i++) {
       const w = new Worker(WORKER_SCRIPT, { workerData: setup, resourceLimits: WORKER_HEAP });
       w.on('message', (m: FromWorker) => this.onMessage(m));
@@ -271,10 +290,21 @@ class Coordinator<R> {
         const w = this.pool[this.blockWorker[block] as number] as Worker;
         // Read the length first: the transfer detaches the buffer (its length becomes 0).
         const length = chunk.length;
-        if (length === 0) w.postMessage({ t: 'chunk', block, bytes: new ArrayBuffer(0), offset: 0, length: 0, final, startsFile: starts });
+        if (length === 0)
+          w.postMessage({
+            t: 'chunk',
+            block,
+            bytes: new ArrayBuffer(0),
+            offset: 0,
+            length: 0,
+            final,
+            startsFile: starts,
+          });
         else {
           const ab = chunk.buffer as ArrayBuffer;
-          w.postMessage({ t: 'chunk', block, bytes: ab, offset: chunk.byteOffset, length, final, startsFile: starts }, [ab]);
+          w.postMessage({ t: 'chunk', block, bytes: ab, offset: chunk.byteOffset, length, final, startsFile: starts }, [
+            ab,
+          ]);
         }
         bytes += length;
         if (final) {
@@ -306,7 +336,8 @@ class Coordinator<R> {
       } catch (err) {
         // A file that breaks part-way (damaged gzip): what was read of it counts, and the problem is reported.
         const e = toInputError(src.file, err);
-        if (block >= 0 || this.blocksRead > this.nextSummary) this.fileErrors.set(block >= 0 ? block : this.blocksRead - 1, e);
+        if (block >= 0 || this.blocksRead > this.nextSummary)
+          this.fileErrors.set(block >= 0 ? block : this.blocksRead - 1, e);
         else this.report(e);
       }
       if (block >= 0) send(Buffer.alloc(0), true);
@@ -318,7 +349,8 @@ class Coordinator<R> {
   private startBlock(file: number): number {
     const no = this.blocksRead++;
     let best = 0;
-    for (let i = 1; i < this.pool.length; i++) if ((this.inFlight[i] as number) < (this.inFlight[best] as number)) best = i;
+    for (let i = 1; i < this.pool.length; i++)
+      if ((this.inFlight[i] as number) < (this.inFlight[best] as number)) best = i;
     this.inFlight[best]!++;
     this.blockWorker[no] = best;
     this.blockFile[no] = file;
@@ -327,7 +359,11 @@ class Coordinator<R> {
 
   /** Until some worker can take another block and the consumer is not too far behind. */
   private async room(): Promise<void> {
-    while (!this.stopped && this.fatal === undefined && (this.inFlight.every((n) => n >= BLOCKS_PER_WORKER) || this.nextSlot - this.nextYield > MAX_PENDING_RESULTS)) {
+    while (
+      !this.stopped &&
+      this.fatal === undefined &&
+      (this.inFlight.every((n) => n >= BLOCKS_PER_WORKER) || this.nextSlot - this.nextYield > MAX_PENDING_RESULTS)
+    ) {
       await new Promise<void>((resolve) => {
         this.roomWaiter = resolve;
       });

@@ -8,7 +8,13 @@ import { JsonStreamParser, JsonSyntaxError } from './json-stream';
 import { TraceDataError } from './normalize';
 import { openSource, type Source } from './source';
 import { DEFAULT_IDLE_SPANS, TraceGrouper } from './group';
-import { TRACE_FORMATS, UnknownShapeError, spanStreamParser, spansOfDocument, type TraceFormat } from './readers/document';
+import {
+  TRACE_FORMATS,
+  UnknownShapeError,
+  spanStreamParser,
+  spansOfDocument,
+  type TraceFormat,
+} from './readers/document';
 import * as otlpJson from './readers/otlp-json';
 import * as otlpProto from './readers/otlp-proto';
 import * as jaeger from './readers/jaeger';
@@ -44,7 +50,13 @@ export interface ReadTracesOptions extends ReadSpansOptions {
 const DEFAULT_STREAM_THRESHOLD = 16 * 1024 * 1024;
 const DEFAULT_MAX_PROTO = 512 * 1024 * 1024;
 
-function inputError(code: FaultlineErrorCode, file: string, where: string, problem: string, cause?: unknown): FaultlineInputError {
+function inputError(
+  code: FaultlineErrorCode,
+  file: string,
+  where: string,
+  problem: string,
+  cause?: unknown,
+): FaultlineInputError {
   return new FaultlineInputError(code, `${file}: ${where ? `${where}: ` : ''}${problem}`, {
     cause,
     details: { file, where },
@@ -59,13 +71,27 @@ export function toInputError(file: string, err: unknown, where = ''): FaultlineI
   if (err instanceof JsonSyntaxError) {
     // In a JSON line (`where` names it) the column says where in the line; in a document, line and column.
     const pos = where ? `column ${err.column}` : `line ${err.line} column ${err.column}`;
-    return inputError('FAULTLINE_TRACE_MALFORMED', file, at(`${pos}${err.jsonPath ? ` (in ${err.jsonPath})` : ''}`), `invalid JSON: ${err.problem}`, err);
+    return inputError(
+      'FAULTLINE_TRACE_MALFORMED',
+      file,
+      at(`${pos}${err.jsonPath ? ` (in ${err.jsonPath})` : ''}`),
+      `invalid JSON: ${err.problem}`,
+      err,
+    );
   }
-  if (err instanceof SyntaxError) return inputError('FAULTLINE_TRACE_MALFORMED', file, where, `invalid JSON: ${err.message}`, err);
-  if (err instanceof TraceDataError) return inputError('FAULTLINE_TRACE_MALFORMED', file, at(err.path), err.problem, err);
+  if (err instanceof SyntaxError)
+    return inputError('FAULTLINE_TRACE_MALFORMED', file, where, `invalid JSON: ${err.message}`, err);
+  if (err instanceof TraceDataError)
+    return inputError('FAULTLINE_TRACE_MALFORMED', file, at(err.path), err.problem, err);
   if (err instanceof UnknownShapeError) {
     // Inside a JSON-lines file the format is known; a line of another shape is damage.
-    return inputError(where ? 'FAULTLINE_TRACE_MALFORMED' : 'FAULTLINE_TRACE_UNKNOWN_FORMAT', file, where, err.message, err);
+    return inputError(
+      where ? 'FAULTLINE_TRACE_MALFORMED' : 'FAULTLINE_TRACE_UNKNOWN_FORMAT',
+      file,
+      where,
+      err.message,
+      err,
+    );
   }
   const e = err as NodeJS.ErrnoException;
   if (e?.code === 'Z_DATA_ERROR' || e?.code === 'Z_BUF_ERROR') {
@@ -128,10 +154,15 @@ export function detectFormat(src: Source): TraceFormat {
       'FAULTLINE_TRACE_UNKNOWN_FORMAT',
       src.file,
       '',
-      `not a trace file this reader knows: expected OTLP/JSON (resourceSpans), JSON lines, Jaeger JSON (data / traceID), Tempo JSON (batches / trace) or OTLP protobuf; found a JSON document with keys ${keys.slice(0, 8).map((k) => JSON.stringify(k)).join(', ') || '(none)'}`,
+      `not a trace file this reader knows: expected OTLP/JSON (resourceSpans), JSON lines, Jaeger JSON (data / traceID), Tempo JSON (batches / trace) or OTLP protobuf; found a JSON document with keys ${
+        keys
+          .slice(0, 8)
+          .map((k) => JSON.stringify(k))
+          .join(', ') || '(none)'
+      }`,
     );
   }
-  if (text === undefined && (otlpProto.sniffFramed(head, src.gzip ? Infinity : src.size))) return 'otlp-proto';
+  if (text === undefined && otlpProto.sniffFramed(head, src.gzip ? Infinity : src.size)) return 'otlp-proto';
   if (text === undefined && otlpProto.sniffSingle(head)) return 'otlp-proto';
   throw inputError(
     'FAULTLINE_TRACE_UNKNOWN_FORMAT',
@@ -197,17 +228,26 @@ async function* readProto(src: Source, maxMessage: number): AsyncGenerator<SpanR
       pending = pending.length === 0 ? (chunk as Buffer) : Buffer.concat([pending, chunk as Buffer]);
       while (pending.length >= 4) {
         const len = pending.readUInt32BE(0);
-        if (len > maxMessage) throw new TraceDataError(`byte ${offset}`, `message length ${len} exceeds the limit of ${maxMessage} bytes`);
+        if (len > maxMessage)
+          throw new TraceDataError(`byte ${offset}`, `message length ${len} exceeds the limit of ${maxMessage} bytes`);
         if (pending.length < 4 + len) break;
         yield* spansOfDoc(otlpProto.decodeExportTraceRequest(pending, 4, 4 + len), `message at byte ${offset}`);
         offset += 4 + len;
         pending = pending.subarray(4 + len);
       }
     }
-    if (pending.length > 0) throw new TraceDataError(`byte ${offset}`, `truncated: ${pending.length} bytes left over after the last complete message`);
+    if (pending.length > 0)
+      throw new TraceDataError(
+        `byte ${offset}`,
+        `truncated: ${pending.length} bytes left over after the last complete message`,
+      );
     return;
   }
-  if (src.size > maxMessage && !src.gzip) throw new TraceDataError('', `a single protobuf message of ${src.size} bytes exceeds the limit of ${maxMessage} bytes`);
+  if (src.size > maxMessage && !src.gzip)
+    throw new TraceDataError(
+      '',
+      `a single protobuf message of ${src.size} bytes exceeds the limit of ${maxMessage} bytes`,
+    );
   const buf = await readAll(src);
   yield* spansOfDoc(otlpProto.decodeExportTraceRequest(buf), '');
 }
@@ -261,7 +301,10 @@ async function* readSpanBatches(file: string, options: ReadSpansOptions): AsyncG
   let fmt: TraceFormat;
   try {
     if (options.format !== undefined && !TRACE_FORMATS.includes(options.format)) {
-      throw new FaultlineInputError('FAULTLINE_USAGE', `unknown trace format ${JSON.stringify(options.format)}: expected one of ${TRACE_FORMATS.join(', ')}`);
+      throw new FaultlineInputError(
+        'FAULTLINE_USAGE',
+        `unknown trace format ${JSON.stringify(options.format)}: expected one of ${TRACE_FORMATS.join(', ')}`,
+      );
     }
     src = await openSource(file);
     fmt = options.format ?? detectFormat(src);
@@ -299,7 +342,10 @@ async function* readSpanBatches(file: string, options: ReadSpansOptions): AsyncG
  * without it, problems are collected and thrown together after every readable trace was yielded (one error as is;
  * several as one FaultlineInputError whose `details.errors` lists them).
  */
-export async function* readTraces(paths: readonly string[], options: ReadTracesOptions = {}): AsyncGenerator<TraceRecord> {
+export async function* readTraces(
+  paths: readonly string[],
+  options: ReadTracesOptions = {},
+): AsyncGenerator<TraceRecord> {
   const errors: FaultlineInputError[] = [];
   const onError = options.onError ?? ((e: FaultlineInputError) => void errors.push(e));
   const grouper = new TraceGrouper(options.idleSpans ?? DEFAULT_IDLE_SPANS);
@@ -322,9 +368,13 @@ export function throwCollected(errors: readonly FaultlineInputError[]): void {
   if (errors.length === 1) throw errors[0];
   if (errors.length > 1) {
     const first = errors[0] as FaultlineInputError;
-    throw new FaultlineInputError(first.code, `${errors.length} problems reading traces:\n${errors.map((e) => `  ${e.message}`).join('\n')}`, {
-      details: { errors },
-    });
+    throw new FaultlineInputError(
+      first.code,
+      `${errors.length} problems reading traces:\n${errors.map((e) => `  ${e.message}`).join('\n')}`,
+      {
+        details: { errors },
+      },
+    );
   }
 }
 

@@ -32,12 +32,17 @@ export async function openSource(file: string): Promise<Source> {
   let size: number;
   try {
     const st = await fsp.stat(file);
-    if (st.isDirectory()) throw new FaultlineInputError('FAULTLINE_FILE_NOT_FOUND', `${file}: is a directory, not a trace file`);
+    if (st.isDirectory())
+      throw new FaultlineInputError('FAULTLINE_FILE_NOT_FOUND', `${file}: is a directory, not a trace file`);
     size = st.size;
   } catch (err) {
     if (err instanceof FaultlineInputError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
-    throw new FaultlineInputError('FAULTLINE_FILE_NOT_FOUND', `${file}: ${code === 'ENOENT' ? 'no such file' : `cannot read (${code ?? String(err)})`}`, { cause: err });
+    throw new FaultlineInputError(
+      'FAULTLINE_FILE_NOT_FOUND',
+      `${file}: ${code === 'ENOENT' ? 'no such file' : `cannot read (${code ?? String(err)})`}`,
+      { cause: err },
+    );
   }
   const raw = Buffer.alloc(Math.min(size, HEAD_BYTES));
   const fh = await fsp.open(file, 'r');
@@ -73,7 +78,11 @@ export async function openSource(file: string): Promise<Source> {
       }
     }
   } catch (err) {
-    throw new FaultlineInputError('FAULTLINE_TRACE_MALFORMED', `${file}: damaged gzip data (${(err as Error).message})`, { cause: err });
+    throw new FaultlineInputError(
+      'FAULTLINE_TRACE_MALFORMED',
+      `${file}: damaged gzip data (${(err as Error).message})`,
+      { cause: err },
+    );
   } finally {
     stream.destroy();
   }
@@ -98,7 +107,11 @@ function afterFirstBreak(bytes: Buffer, state: { broke: boolean }): string {
 }
 
 /** See Source.nextLineStart: from the head when it holds the answer, else by scanning the bytes (nothing is kept). */
-async function nextLineStart(head: Buffer, headIsAll: boolean, open: (highWaterMark?: number) => Readable): Promise<string> {
+async function nextLineStart(
+  head: Buffer,
+  headIsAll: boolean,
+  open: (highWaterMark?: number) => Readable,
+): Promise<string> {
   const fromHead = afterFirstBreak(head, { broke: false });
   if (fromHead !== '' || headIsAll) return fromHead;
   const state = { broke: false };

@@ -37,18 +37,28 @@ interface Hit {
 function hitsOf(backend: Backend, path: string, doc: unknown): Hit[] {
   // gogo JSON leaves an empty list out: no matches is `{"metrics":{…}}`.
   if (!isRecord(doc) || !(Array.isArray(doc.traces) || (doc.traces === undefined && isRecord(doc.metrics)))) {
-    throw new FaultlineInputError('FAULTLINE_TRACE_UNKNOWN_FORMAT', `${backend.name} at ${backend.base}${path}: expected a search result {"traces":[…]}, found ${seenShape(doc)}`);
+    throw new FaultlineInputError(
+      'FAULTLINE_TRACE_UNKNOWN_FORMAT',
+      `${backend.name} at ${backend.base}${path}: expected a search result {"traces":[…]}, found ${seenShape(doc)}`,
+    );
   }
   const hits: Hit[] = [];
   for (const t of (doc.traces as unknown[] | undefined) ?? []) {
     if (!isRecord(t) || typeof t.traceID !== 'string' || !/^[0-9a-fA-F]{1,32}$/.test(t.traceID)) continue;
     const ns = Number(t.startTimeUnixNano);
-    hits.push({ traceId: t.traceID.toLowerCase().padStart(32, '0'), ...(Number.isFinite(ns) && ns > 0 ? { start: ns / 1e6 } : {}) });
+    hits.push({
+      traceId: t.traceID.toLowerCase().padStart(32, '0'),
+      ...(Number.isFinite(ns) && ns > 0 ? { start: ns / 1e6 } : {}),
+    });
   }
   return hits;
 }
 
-export async function* tempoTraces(backend: Backend, q: TempoQuery, hooks: QueryHooks = {}): AsyncGenerator<TraceRecord> {
+export async function* tempoTraces(
+  backend: Backend,
+  q: TempoQuery,
+  hooks: QueryHooks = {},
+): AsyncGenerator<TraceRecord> {
   const limit = q.limit ?? 100;
   const pageSize = Math.min(q.pageSize ?? 50, limit);
   let requests = 0;
@@ -57,7 +67,8 @@ export async function* tempoTraces(backend: Backend, q: TempoQuery, hooks: Query
   const seen = new Set<string>();
 
   const fetchTrace = async (id: string): Promise<TraceRecord[]> => {
-    const byId = (v: 'v1' | 'v2'): string => `${v === 'v2' ? '/api/v2/traces/' : '/api/traces/'}${encodeURIComponent(id)}`;
+    const byId = (v: 'v1' | 'v2'): string =>
+      `${v === 'v2' ? '/api/v2/traces/' : '/api/traces/'}${encodeURIComponent(id)}`;
     let path = byId(v2 ? 'v2' : 'v1');
     requests++;
     let doc = await backend.getJson(path, { allow404: true });
@@ -69,7 +80,13 @@ export async function* tempoTraces(backend: Backend, q: TempoQuery, hooks: Query
       if (doc !== undefined) v2 = false;
     }
     const traces = doc === undefined ? [] : tracesOfResponse(backend, path, doc);
-    if (traces.length === 0) hooks.onProblem?.(new FaultlineInputError('FAULTLINE_FILE_NOT_FOUND', `${backend.name} at ${backend.base}: trace ${id} not found`));
+    if (traces.length === 0)
+      hooks.onProblem?.(
+        new FaultlineInputError(
+          'FAULTLINE_FILE_NOT_FOUND',
+          `${backend.name} at ${backend.base}: trace ${id} not found`,
+        ),
+      );
     return traces;
   };
 

@@ -48,9 +48,13 @@ export function codingsToUndo(encoding: string | undefined): Coding[] | undefine
 export function declaredGzipSize(encoding: string | undefined, head: Uint8Array, tail: Uint8Array): number | undefined {
   const codings = codingsToUndo(encoding);
   if (codings?.length !== 1 || codings[0] !== 'gzip') return undefined;
-  if (head.byteLength < 3 || head[0] !== 0x1f || head[1] !== 0x8b || head[2] !== 8 || tail.byteLength < 4) return undefined;
+  if (head.byteLength < 3 || head[0] !== 0x1f || head[1] !== 0x8b || head[2] !== 8 || tail.byteLength < 4)
+    return undefined;
   const at = tail.byteLength - 4;
-  return ((tail[at] as number) | ((tail[at + 1] as number) << 8) | ((tail[at + 2] as number) << 16)) + (tail[at + 3] as number) * 0x1000000;
+  return (
+    ((tail[at] as number) | ((tail[at + 1] as number) << 8) | ((tail[at + 2] as number) << 16)) +
+    (tail[at + 3] as number) * 0x1000000
+  );
 }
 
 /** True when `encoding` names no coding at all (absent, empty or identity). */
@@ -71,7 +75,9 @@ function stage(coding: Exclude<Coding, 'deflate'>, options: StreamOptions = {}):
       // Z_SYNC_FLUSH at the end: a truncated stream yields what it holds instead of "unexpected end of file".
       return zlib.createGunzip(options.complete ? size : { finishFlush: zlib.constants.Z_SYNC_FLUSH, ...size });
     case 'br':
-      return zlib.createBrotliDecompress(options.complete ? size : { finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH, ...size });
+      return zlib.createBrotliDecompress(
+        options.complete ? size : { finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH, ...size },
+      );
     case 'zstd':
       return (zstd as (o?: object) => Transform)();
   }
@@ -100,7 +106,10 @@ export function decodingStream(coding: 'gzip' | 'br', options: StreamOptions = {
  * tell which (a zlib header has compression method 8 and a checksum that is a multiple of 31).
  */
 function deflateStage(first: Buffer): Transform {
-  const wrapped = first.length >= 2 && ((first[0] as number) & 0x0f) === 8 && (((first[0] as number) << 8) | (first[1] as number)) % 31 === 0;
+  const wrapped =
+    first.length >= 2 &&
+    ((first[0] as number) & 0x0f) === 8 &&
+    (((first[0] as number) << 8) | (first[1] as number)) % 31 === 0;
   const flush = { finishFlush: zlib.constants.Z_SYNC_FLUSH };
   return wrapped ? zlib.createInflate(flush) : zlib.createInflateRaw(flush);
 }
@@ -132,7 +141,11 @@ export class BodyDecoder {
    * A decoder for `encoding`, calling `onData` with each piece of decoded output; undefined when the encoding is
    * identity (nothing to decode) or names a coding this Node line cannot decode (see `canDecode`).
    */
-  static create(encoding: string | undefined, onData: (chunk: Buffer) => void, options: DecoderOptions = {}): BodyDecoder | undefined {
+  static create(
+    encoding: string | undefined,
+    onData: (chunk: Buffer) => void,
+    options: DecoderOptions = {},
+  ): BodyDecoder | undefined {
     const codings = codingsToUndo(encoding);
     if (codings === undefined || codings.length === 0) return undefined;
     return new BodyDecoder(codings, onData, options);
@@ -239,12 +252,18 @@ export class BodyDecoder {
 }
 
 /** Decode a whole encoded buffer through the same decoder (bounded): for bodies that arrive in one piece. */
-export async function decodeAll(encoded: Buffer, encoding: string | undefined, options: DecoderOptions = {}): Promise<{ body: Buffer; overflow: boolean; error?: Error }> {
+export async function decodeAll(
+  encoded: Buffer,
+  encoding: string | undefined,
+  options: DecoderOptions = {},
+): Promise<{ body: Buffer; overflow: boolean; error?: Error }> {
   const parts: Buffer[] = [];
   const decoder = BodyDecoder.create(encoding, (b) => parts.push(b), options);
   if (decoder === undefined) return { body: encoded, overflow: false };
   decoder.write(encoded);
   await decoder.end();
   const body = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
-  return decoder.error ? { body, overflow: decoder.overflow, error: decoder.error } : { body, overflow: decoder.overflow };
+  return decoder.error
+    ? { body, overflow: decoder.overflow, error: decoder.error }
+    : { body, overflow: decoder.overflow };
 }

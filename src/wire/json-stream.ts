@@ -176,7 +176,10 @@ export class JsonStreamSplitter {
  * Every element of a whole stream body (the span layer reads a finished body in one go), as parsed JSON;
  * elements that do not parse are counted in `malformed`.
  */
-export function jsonStreamElements(body: Buffer | string, framing: JsonStreamFraming): { elements: unknown[]; malformed: number; closed: boolean } {
+export function jsonStreamElements(
+  body: Buffer | string,
+  framing: JsonStreamFraming,
+): { elements: unknown[]; malformed: number; closed: boolean } {
   const elements: unknown[] = [];
   let malformed = 0;
   let closed = false;

@@ -7,7 +7,8 @@
  */
 
 // Windows-1252 0x80–0x9F: the characters a cp1252 decoder produces for those bytes.
-const CP1252 = '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
+const CP1252 =
+  '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
 const CP1252_BYTE = new Map<number, number>();
 for (let i = 0; i < 32; i++) CP1252_BYTE.set(CP1252.charCodeAt(i), 0x80 + i);
 

@@ -27,7 +27,8 @@ const installed = installInstrumentation({
 let server: A2aTestServer;
 let client: Client;
 let sdk: typeof import('@a2a-js/sdk', { with: { 'resolution-mode': 'import' } });
-const QUESTION = "Given the title 'The impact of AI in the future of work', what integer score between 1-5 would you assign to it?";
+const QUESTION =
+  "Given the title 'The impact of AI in the future of work', what integer score between 1-5 would you assign to it?";
 const routed = { serviceParameters: { 'x-faultline-agent': AGENT_NAME, 'x-faultline-boundary': 'I2' } };
 
 beforeAll(async () => {
@@ -67,16 +68,18 @@ async function oneA2aSpan(): Promise<ReadableSpan> {
 describe('A2A v1.0 JSON-RPC client', () => {
   it('makes one invoke_agent CLIENT span per SendMessage, under the calling agent, and none for the agent card', async () => {
     const params = request(QUESTION);
-    const task = await runWorkflow(
-      'crew',
-      () => runAgent('manager', () => client.sendMessage(params, routed)),
-      { taskId: 'crew-task-2' },
-    );
+    const task = await runWorkflow('crew', () => runAgent('manager', () => client.sendMessage(params, routed)), {
+      taskId: 'crew-task-2',
+    });
     expect('status' in task && task.status?.state).toBe(sdk.TaskState.TASK_STATE_COMPLETED);
     if (!('status' in task)) throw new Error('expected a task');
 
     const spans = await otel.waitForSpans((s) => s.some((x) => x.name === 'invoke_workflow crew'));
-    expect(spans.map((s) => s.name).sort()).toEqual(['invoke_agent Scorer', 'invoke_agent manager', 'invoke_workflow crew']);
+    expect(spans.map((s) => s.name).sort()).toEqual([
+      'invoke_agent Scorer',
+      'invoke_agent manager',
+      'invoke_workflow crew',
+    ]);
     const span = byName(spans, 'invoke_agent Scorer');
     expect(span.kind).toBe(SpanKind.CLIENT);
     expect(parentOf(span)).toBe(byName(spans, 'invoke_agent manager').spanContext().spanId);
@@ -182,16 +185,25 @@ describe('A2A v1.0 JSON-RPC client', () => {
     expect(JSON.parse(String(span.attributes['gen_ai.input.messages']))).toEqual([
       { role: 'user', parts: [{ type: 'text', content: QUESTION }] },
     ]);
-    const output = JSON.parse(String(span.attributes['gen_ai.output.messages'])) as Array<{ role: string; parts: Array<{ content: string }> }>;
+    const output = JSON.parse(String(span.attributes['gen_ai.output.messages'])) as Array<{
+      role: string;
+      parts: Array<{ content: string }>;
+    }>;
     expect(output[0].role).toBe('assistant');
     expect(output[0].parts[0].content).toMatch(/^Score: 4 \(very good\)/);
-    expect(JSON.parse(String(span.attributes['faultline.message.payload']))).toMatchObject({ message: { parts: [{ text: QUESTION }] } });
+    expect(JSON.parse(String(span.attributes['faultline.message.payload']))).toMatchObject({
+      message: { parts: [{ text: QUESTION }] },
+    });
   });
 
   it('never records credentials', async () => {
     capture = true;
     await client.sendMessage(request(QUESTION), {
-      serviceParameters: { ...routed.serviceParameters, authorization: 'Bearer sk-secret-123', 'x-api-key': 'sk-secret-456' },
+      serviceParameters: {
+        ...routed.serviceParameters,
+        authorization: 'Bearer sk-secret-123',
+        'x-api-key': 'sk-secret-456',
+      },
     });
     const span = await oneA2aSpan();
     expect(server.requests.at(-1)?.headers.authorization).toBe('Bearer sk-secret-123');
@@ -234,7 +246,11 @@ describe('A2A v0.3 JSON-RPC client (message/send, message/stream, tasks/get)', (
     await legacy.getTask(sdk.GetTaskRequest.fromJSON({ id: task.id }), routed);
     expect(JSON.parse(server.requests.at(-1)?.rawBody ?? '{}')).toMatchObject({ method: 'tasks/get' });
     span = await oneA2aSpan();
-    expect(span.attributes).toMatchObject({ 'a2a.method.name': 'GetTask', 'a2a.task.id': task.id, 'a2a.task.state': 'TASK_STATE_COMPLETED' });
+    expect(span.attributes).toMatchObject({
+      'a2a.method.name': 'GetTask',
+      'a2a.task.id': task.id,
+      'a2a.task.state': 'TASK_STATE_COMPLETED',
+    });
   });
 });
 
@@ -288,10 +304,16 @@ describe('a2aAgentCardInterceptor', () => {
     await named.sendMessage(request('quick question'));
     let span = await oneA2aSpan();
     expect(span.name).toBe(`invoke_agent ${server.card.name}`);
-    expect(span.attributes).toMatchObject({ 'gen_ai.agent.name': 'Scorer', 'faultline.message.target': 'Scorer', 'faultline.message.boundary': 'I2' });
+    expect(span.attributes).toMatchObject({
+      'gen_ai.agent.name': 'Scorer',
+      'faultline.message.target': 'Scorer',
+      'faultline.message.boundary': 'I2',
+    });
 
     otel.exporter.reset();
-    await named.sendMessage(request('quick question'), { serviceParameters: { 'X-Faultline-Agent': 'scorer-eu', 'x-faultline-boundary': 'I4' } });
+    await named.sendMessage(request('quick question'), {
+      serviceParameters: { 'X-Faultline-Agent': 'scorer-eu', 'x-faultline-boundary': 'I4' },
+    });
     span = await oneA2aSpan();
     expect(span.name).toBe('invoke_agent scorer-eu');
     expect(span.attributes['faultline.message.boundary']).toBe('I4');

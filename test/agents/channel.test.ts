@@ -48,7 +48,15 @@ function sha16(text: string): string {
 }
 
 /** The content-free shape of evidence()'s payload: key paths, kinds, formats and sizes, no values. */
-const SHAPE = ['$=obj:3', 'sku=str:ident:6', 'evidence_result=obj:2', 'evidence_result.rows=arr:2', 'evidence_result.rows[]=num:int', 'evidence_result.total=num:dec', 'candidate_answer=str:text:11'];
+const SHAPE = [
+  '$=obj:3',
+  'sku=str:ident:6',
+  'evidence_result=obj:2',
+  'evidence_result.rows=arr:2',
+  'evidence_result.rows[]=num:int',
+  'evidence_result.total=num:dec',
+  'candidate_answer=str:text:11',
+];
 
 const handoffs = (): ReturnType<typeof otel.spans> => otel.spans().filter((s) => s.name.startsWith('handoff '));
 
@@ -121,9 +129,7 @@ describe('MessageChannel without steps', () => {
   it('generates a message id and sentAt when missing, and takes the task id from the task scope', async () => {
     const channel = new MessageChannel();
     const before = Date.now();
-    const [m] = await withTask('task-3', () =>
-      channel.send({ source: 'planner', target: 'worker', payload: 'do it' }),
-    );
+    const [m] = await withTask('task-3', () => channel.send({ source: 'planner', target: 'worker', payload: 'do it' }));
     expect(m.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(m.sentAt).toBeGreaterThanOrEqual(before);
     expect(m.taskId).toBeUndefined(); // the message itself is not changed
@@ -135,7 +141,9 @@ describe('MessageChannel without steps', () => {
 
   it('records the payload only with content capture on', async () => {
     await new MessageChannel({ captureMessageContent: true }).send(evidence({ payload: { b: 1, a: [true, null] } }));
-    expect(byName(otel.spans(), 'handoff judge').attributes['faultline.message.payload']).toBe('{"a":[true,null],"b":1}');
+    expect(byName(otel.spans(), 'handoff judge').attributes['faultline.message.payload']).toBe(
+      '{"a":[true,null],"b":1}',
+    );
     otel.exporter.reset();
     configureChannels({ captureMessageContent: true });
     await new MessageChannel({ captureMessageContent: false }).send(evidence());
@@ -161,7 +169,9 @@ describe('MessageChannel without steps', () => {
   it('rejects malformed messages with a coded error', async () => {
     const channel = new MessageChannel();
     // @ts-expect-error deliberate misuse
-    await expect(channel.send({ source: 'a', payload: 1 })).rejects.toThrow(/message\.target must be a non-empty string/);
+    await expect(channel.send({ source: 'a', payload: 1 })).rejects.toThrow(
+      /message\.target must be a non-empty string/,
+    );
     // @ts-expect-error deliberate misuse
     await expect(channel.send(null)).rejects.toMatchObject({ code: 'FAULTLINE_USAGE' });
     expect(otel.spans()).toHaveLength(0);
@@ -224,8 +234,19 @@ describe('MessageChannel steps', () => {
   it('records how a delivered copy differs: keys and content-free changes, payloads only with content capture', async () => {
     // Removes a key, renames one, retypes one, shortens a list and changes a value at depth: one of each change.
     const alter: DeliverStep = (m, _ctx, next) => {
-      const p = m.payload as { sku: string; evidence_result: { rows: number[]; total: number }; candidate_answer: string };
-      return next({ ...m, payload: { answer: p.candidate_answer, evidence_result: { rows: [p.evidence_result.rows[0]], total: String(p.evidence_result.total) }, note: 'x' } });
+      const p = m.payload as {
+        sku: string;
+        evidence_result: { rows: number[]; total: number };
+        candidate_answer: string;
+      };
+      return next({
+        ...m,
+        payload: {
+          answer: p.candidate_answer,
+          evidence_result: { rows: [p.evidence_result.rows[0]], total: String(p.evidence_result.total) },
+          note: 'x',
+        },
+      });
     };
     await new MessageChannel({ steps: [alter] }).send(evidence());
     await new MessageChannel({ steps: [alter], captureMessageContent: true }).send(evidence());
@@ -243,12 +264,23 @@ describe('MessageChannel steps', () => {
     expect(JSON.stringify(plain.attributes)).not.toMatch(/B07-XL|Kings Cross|12\.5/);
     expect(plain.attributes['faultline.message.delivered_payloads']).toBeUndefined();
     // Same envelope: no envelope lists.
-    for (const k of ['ids', 'task_ids', 'session_ids', 'versions']) expect(plain.attributes[`faultline.message.delivered_${k}`]).toBeUndefined();
-    expect(JSON.parse((captured.attributes['faultline.message.delivered_payloads'] as string[])[0])).toEqual({ answer: 'Kings Cross', evidence_result: { rows: [3], total: '12.5' }, note: 'x' });
+    for (const k of ['ids', 'task_ids', 'session_ids', 'versions'])
+      expect(plain.attributes[`faultline.message.delivered_${k}`]).toBeUndefined();
+    expect(JSON.parse((captured.attributes['faultline.message.delivered_payloads'] as string[])[0])).toEqual({
+      answer: 'Kings Cross',
+      evidence_result: { rows: [3], total: '12.5' },
+      note: 'x',
+    });
   });
 
   it('records the envelope of each copy when a copy is another message (a replay of another task, an older version)', async () => {
-    const older = evidence({ id: 'msg-40-001', taskId: 'admin-40', sessionId: 'sess-8', version: 1, payload: { sku: 'A01', evidence_result: { rows: [1], total: 1 }, candidate_answer: 'Euston' } });
+    const older = evidence({
+      id: 'msg-40-001',
+      taskId: 'admin-40',
+      sessionId: 'sess-8',
+      version: 1,
+      payload: { sku: 'A01', evidence_result: { rows: [1], total: 1 }, candidate_answer: 'Euston' },
+    });
     const replay: DeliverStep = async (m, _ctx, next) => [...(await next(m)), ...(await next(older))];
     await new MessageChannel({ steps: [replay] }).send(evidence());
     const a = otel.spans()[0].attributes;
@@ -257,7 +289,13 @@ describe('MessageChannel steps', () => {
     expect(a['faultline.message.delivered_task_ids']).toEqual(['admin-41', 'admin-40']);
     expect(a['faultline.message.delivered_session_ids']).toEqual(['sess-9', 'sess-8']);
     expect(a['faultline.message.delivered_versions']).toEqual(['3', '1']);
-    expect(a['faultline.message.delivered_changes']).toEqual(['length:evidence_result.rows', 'value:candidate_answer', 'value:evidence_result.rows[]', 'value:evidence_result.total', 'value:sku']);
+    expect(a['faultline.message.delivered_changes']).toEqual([
+      'length:evidence_result.rows',
+      'value:candidate_answer',
+      'value:evidence_result.rows[]',
+      'value:evidence_result.total',
+      'value:sku',
+    ]);
   });
 
   it('records what crossed the channel even when an outer step (a guard) replaced it before the receiver', async () => {
@@ -277,7 +315,10 @@ describe('MessageChannel steps', () => {
   it('takes steps and onDelivery from configureChannels, read at send time', async () => {
     const channel = new MessageChannel({ name: 'evidence' }); // created before the configuration
     const calls: Array<{ ctx: DeliveryContext; original: AgentMessage; delivered: AgentMessage[] }> = [];
-    configureChannels({ steps: [duplicate], onDelivery: (ctx, original, delivered) => calls.push({ ctx, original, delivered }) });
+    configureChannels({
+      steps: [duplicate],
+      onDelivery: (ctx, original, delivered) => calls.push({ ctx, original, delivered }),
+    });
     const delivered = await channel.send(evidence());
     expect(delivered).toHaveLength(2);
     expect(calls).toHaveLength(1);
@@ -313,7 +354,9 @@ describe('MessageChannel steps', () => {
     };
     const received: AgentMessage[] = [];
     const sent = evidence();
-    const delivered = await new MessageChannel({ steps: [duplicate, buggy] }).on('judge', (m) => void received.push(m)).send(sent);
+    const delivered = await new MessageChannel({ steps: [duplicate, buggy] })
+      .on('judge', (m) => void received.push(m))
+      .send(sent);
     expect(delivered).toHaveLength(1);
     expect(received).toHaveLength(1);
     expect(received[0].payload).toBe(sent.payload);

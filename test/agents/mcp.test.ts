@@ -17,8 +17,10 @@ import { byName, parentOf, setupOtel } from './otel';
 
 /** Arguments of a crewAI-style delegation call (`ask_question_to_coworker`: question, context, coworker). */
 const delegation = {
-  question: "Given the working title 'Agents at the help desk: faster answers, same care', what integer score from 1 to 5 would you give it?",
-  context: 'Score the title on clarity, relevance to support leaders and how much it makes them want to read on: 1 is poor, 3 is good, 5 is excellent.',
+  question:
+    "Given the working title 'Agents at the help desk: faster answers, same care', what integer score from 1 to 5 would you give it?",
+  context:
+    'Score the title on clarity, relevance to support leaders and how much it makes them want to read on: 1 is poor, 3 is good, 5 is excellent.',
   coworker: 'Scorer',
 };
 
@@ -76,11 +78,17 @@ for (const mode of ['json', 'sse'] as const) {
         () => runAgent('manager', () => client.callTool({ name: 'ask_question_to_coworker', arguments: delegation })),
         { taskId: 'crew-task-1' },
       );
-      expect(result.content).toEqual([{ type: 'text', text: `${delegation.coworker}: I would score it 4 (very good).` }]);
+      expect(result.content).toEqual([
+        { type: 'text', text: `${delegation.coworker}: I would score it 4 (very good).` },
+      ]);
       await client.listTools();
 
       const spans = await otel.waitForSpans((s) => s.some((x) => x.name === 'invoke_workflow crew'));
-      expect(spans.map((s) => s.name).sort()).toEqual(['execute_tool ask_question_to_coworker', 'invoke_agent manager', 'invoke_workflow crew']);
+      expect(spans.map((s) => s.name).sort()).toEqual([
+        'execute_tool ask_question_to_coworker',
+        'invoke_agent manager',
+        'invoke_workflow crew',
+      ]);
       expect(server.methods).toContain('tools/list');
       const span = byName(spans, 'execute_tool ask_question_to_coworker');
       expect(span.kind).toBe(SpanKind.CLIENT);
@@ -128,7 +136,9 @@ for (const mode of ['json', 'sse'] as const) {
     });
 
     it('keeps the other _meta keys, and an application traceparent wins', async () => {
-      await client.callTool({ name: 'ask_question_to_coworker', arguments: delegation }, undefined, { onprogress: () => undefined });
+      await client.callTool({ name: 'ask_question_to_coworker', arguments: delegation }, undefined, {
+        onprogress: () => undefined,
+      });
       let seen = server.toolCalls.at(-1);
       expect(Object.keys(seen?.meta ?? {}).sort()).toEqual(['progressToken', 'traceparent']);
 
@@ -140,7 +150,10 @@ for (const mode of ['json', 'sse'] as const) {
     });
 
     it('reads the result after notifications in the same response stream', async () => {
-      const result = await client.callTool({ name: 'score_title', arguments: { title: 'The impact of AI in the future of work' } });
+      const result = await client.callTool({
+        name: 'score_title',
+        arguments: { title: 'The impact of AI in the future of work' },
+      });
       expect(result.content).toEqual([{ type: 'text', text: '4' }]);
       const [span] = ours(await otel.waitForSpans((s) => ours(s).length === 1));
       expect(span.name).toBe('execute_tool score_title');
@@ -173,7 +186,10 @@ for (const mode of ['json', 'sse'] as const) {
       const [span] = ours(await otel.waitForSpans((s) => ours(s).length === 1));
       expect(JSON.parse(String(span.attributes['gen_ai.tool.call.arguments']))).toEqual(delegation);
       expect(JSON.parse(String(span.attributes['gen_ai.tool.call.result']))).toEqual(result);
-      expect(JSON.parse(String(span.attributes['faultline.message.payload']))).toMatchObject({ name: 'ask_question_to_coworker', arguments: delegation });
+      expect(JSON.parse(String(span.attributes['faultline.message.payload']))).toMatchObject({
+        name: 'ask_question_to_coworker',
+        arguments: delegation,
+      });
     });
   });
 }

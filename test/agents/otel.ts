@@ -39,7 +39,9 @@ export function setupOtel(): Otel {
         const spans = exporter.getFinishedSpans();
         if (predicate(spans)) return spans;
         if (Date.now() > deadline) {
-          throw new Error(`spans not as expected after ${timeoutMs} ms; got: ${spans.map((s) => s.name).join(', ') || 'none'}`);
+          throw new Error(
+            `spans not as expected after ${timeoutMs} ms; got: ${spans.map((s) => s.name).join(', ') || 'none'}`,
+          );
         }
         await new Promise((resolve) => setImmediate(resolve));
       }
@@ -55,7 +57,8 @@ export function setupOtel(): Otel {
 
 export function byName(spans: ReadableSpan[], name: string): ReadableSpan {
   const found = spans.filter((s) => s.name === name);
-  if (found.length !== 1) throw new Error(`expected one span "${name}", found ${found.length}: ${spans.map((s) => s.name).join(', ')}`);
+  if (found.length !== 1)
+    throw new Error(`expected one span "${name}", found ${found.length}: ${spans.map((s) => s.name).join(', ')}`);
   return found[0];
 }
 

@@ -70,19 +70,40 @@ const v1Send = {
   params: { message: { messageId: 'm-1', contextId: 'ctx-1', role: 'ROLE_USER', parts: [{ text: 'score this' }] } },
 };
 const v1Events = [
-  { jsonrpc: '2.0', id: 7, result: { task: { id: 't-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_SUBMITTED' } } } },
-  { jsonrpc: '2.0', id: 7, result: { statusUpdate: { taskId: 't-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_WORKING' } } } },
   {
     jsonrpc: '2.0',
     id: 7,
-    result: { artifactUpdate: { taskId: 't-1', contextId: 'ctx-1', artifact: { artifactId: 'a', parts: [{ text: 'Sc' }] } } },
+    result: { task: { id: 't-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_SUBMITTED' } } },
   },
   {
     jsonrpc: '2.0',
     id: 7,
-    result: { artifactUpdate: { taskId: 't-1', contextId: 'ctx-1', append: true, artifact: { artifactId: 'a', parts: [{ text: 'ore: 4' }] } } },
+    result: { statusUpdate: { taskId: 't-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_WORKING' } } },
   },
-  { jsonrpc: '2.0', id: 7, result: { statusUpdate: { taskId: 't-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_COMPLETED' } } } },
+  {
+    jsonrpc: '2.0',
+    id: 7,
+    result: {
+      artifactUpdate: { taskId: 't-1', contextId: 'ctx-1', artifact: { artifactId: 'a', parts: [{ text: 'Sc' }] } },
+    },
+  },
+  {
+    jsonrpc: '2.0',
+    id: 7,
+    result: {
+      artifactUpdate: {
+        taskId: 't-1',
+        contextId: 'ctx-1',
+        append: true,
+        artifact: { artifactId: 'a', parts: [{ text: 'ore: 4' }] },
+      },
+    },
+  },
+  {
+    jsonrpc: '2.0',
+    id: 7,
+    result: { statusUpdate: { taskId: 't-1', contextId: 'ctx-1', status: { state: 'TASK_STATE_COMPLETED' } } },
+  },
 ];
 
 describe('a2aProtocol recognition', () => {
@@ -97,7 +118,8 @@ describe('a2aProtocol recognition', () => {
     expect(started('SendMessage')).toBe('SendMessage');
     expect(started('SendStreamingMessage')).toBe('SendStreamingMessage');
     expect(started('GetTask', { id: 't' })).toBe('GetTask');
-    for (const other of ['tools/call', 'initialize', 'tasks/cancel', 'CancelTask', 'ListTasks']) expect(started(other)).toBeUndefined();
+    for (const other of ['tools/call', 'initialize', 'tasks/cancel', 'CancelTask', 'ListTasks'])
+      expect(started(other)).toBeUndefined();
     expect(a2aProtocol.start(URL_A2A, [{ jsonrpc: '2.0', id: 1, method: 'SendMessage' }], {}, false)).toBeUndefined();
     expect(a2aProtocol.start(URL_A2A, { model: 'gpt-4o', messages: [] }, {}, false)).toBeUndefined();
     expect(a2aProtocol.start(URL_A2A, undefined, {}, false)).toBeUndefined();
@@ -107,7 +129,8 @@ describe('a2aProtocol recognition', () => {
     const upload = new URL('http://files.internal/upload');
     const sse = { accept: 'application/json, text/event-stream' };
     for (const module of [a2aProtocol, mcpProtocol]) {
-      const matches = (headers: Record<string, string> | undefined, method = 'POST') => module.matches(method, upload, headers);
+      const matches = (headers: Record<string, string> | undefined, method = 'POST') =>
+        module.matches(method, upload, headers);
       expect(matches({ ...sse, 'content-type': 'multipart/form-data; boundary=x' })).toBe(false);
       expect(matches({ ...sse, 'content-type': 'application/octet-stream' })).toBe(false);
       expect(matches({ ...sse, 'content-type': 'application/json' })).toBe(true);
@@ -118,16 +141,22 @@ describe('a2aProtocol recognition', () => {
     }
     // MCP's transport requires clients to accept an SSE answer; after initialize they also send its headers.
     expect(mcpProtocol.matches('POST', upload, { 'content-type': 'application/json' })).toBe(false);
-    expect(mcpProtocol.matches('POST', upload, { 'content-type': 'application/json', 'mcp-protocol-version': '2025-06-18' })).toBe(true);
+    expect(
+      mcpProtocol.matches('POST', upload, { 'content-type': 'application/json', 'mcp-protocol-version': '2025-06-18' }),
+    ).toBe(true);
     expect(a2aProtocol.matches('POST', upload, { 'content-type': 'application/json' })).toBe(true);
   });
 
   it('rules out a JSON body that is no JSON-RPC request from its bytes, before it is parsed', () => {
     const url = new URL('http://api.internal/api/bulk');
-    const bulk = Buffer.from(JSON.stringify({ rows: Array.from({ length: 1000 }, (_, i) => ({ id: i, text: 'x'.repeat(40) })) }));
+    const bulk = Buffer.from(
+      JSON.stringify({ rows: Array.from({ length: 1000 }, (_, i) => ({ id: i, text: 'x'.repeat(40) })) }),
+    );
     for (const module of [a2aProtocol, mcpProtocol]) {
       expect(module.sniff?.(bulk, url)).toBe(false);
-      expect(module.sniff?.(Buffer.from('  {"method":"tools/call","params":{"name":"x"},"jsonrpc":"2.0","id":1}'), url)).toBe(true);
+      expect(
+        module.sniff?.(Buffer.from('  {"method":"tools/call","params":{"name":"x"},"jsonrpc":"2.0","id":1}'), url),
+      ).toBe(true);
       expect(module.sniff?.(Buffer.from('[{"jsonrpc":"2.0"}]'), url)).toBe(false);
     }
     // The REST binding has no jsonrpc member: its path says it.
@@ -139,17 +168,34 @@ describe('a2aProtocol recognition', () => {
   it('recognises the REST send/stream paths only with a SendMessageRequest body', () => {
     const body = { message: { messageId: 'm-2', role: 'ROLE_USER', parts: [{ text: 'hi' }] } };
     const send = a2aProtocol.start(new URL('http://a/a2a/rest/message:send'), body, {}, false);
-    expect(send?.attributes).toMatchObject({ 'a2a.method.name': 'SendMessage', 'a2a.protocol.version': '1.0', 'a2a.message.id': 'm-2' });
+    expect(send?.attributes).toMatchObject({
+      'a2a.method.name': 'SendMessage',
+      'a2a.protocol.version': '1.0',
+      'a2a.message.id': 'm-2',
+    });
     expect(send?.stream).toBe(false);
     const legacy = a2aProtocol.start(new URL('http://a/v1/message:stream'), body, {}, false);
-    expect(legacy).toMatchObject({ stream: true, attributes: { 'a2a.method.name': 'SendStreamingMessage', 'a2a.protocol.version': '0.3' } });
+    expect(legacy).toMatchObject({
+      stream: true,
+      attributes: { 'a2a.method.name': 'SendStreamingMessage', 'a2a.protocol.version': '0.3' },
+    });
     expect(a2aProtocol.start(new URL('http://a/a2a/rest/message:send'), { text: 'hi' }, {}, false)).toBeUndefined();
     expect(a2aProtocol.start(new URL('http://a/api/messages'), body, {}, false)).toBeUndefined();
   });
 
   it('starts a CLIENT span with the a2a.* and message attributes known from the request', () => {
-    const start = a2aProtocol.start(URL_A2A, v1Send, { 'X-Faultline-Agent': ' Scorer ', 'x-faultline-boundary': 'I4' }, false);
-    expect(start).toMatchObject({ name: 'invoke_agent Scorer', kind: SpanKind.CLIENT, stream: true, operation: 'invoke_agent' });
+    const start = a2aProtocol.start(
+      URL_A2A,
+      v1Send,
+      { 'X-Faultline-Agent': ' Scorer ', 'x-faultline-boundary': 'I4' },
+      false,
+    );
+    expect(start).toMatchObject({
+      name: 'invoke_agent Scorer',
+      kind: SpanKind.CLIENT,
+      stream: true,
+      operation: 'invoke_agent',
+    });
     expect(start?.attributes).toMatchObject({
       'a2a.method.name': 'SendStreamingMessage',
       'a2a.message.id': 'm-1',
@@ -164,7 +210,13 @@ describe('a2aProtocol recognition', () => {
       'faultline.message.session_id': 'ctx-1',
       'faultline.message.keys': ['message'],
     });
-    expect(start?.message).toMatchObject({ id: 'm-1', target: 'Scorer', boundary: 'I4', sessionId: 'ctx-1', payload: v1Send.params });
+    expect(start?.message).toMatchObject({
+      id: 'm-1',
+      target: 'Scorer',
+      boundary: 'I4',
+      sessionId: 'ctx-1',
+      payload: v1Send.params,
+    });
   });
 });
 
@@ -172,7 +224,14 @@ describe('a2aProtocol reader', () => {
   it('folds a v1.0 stream into task id, final state and done, however the bytes are split', () => {
     const body = sse(...v1Events);
     for (const chunkSize of [1, 3, 17, body.length]) {
-      const { attributes, outcome, error } = read(a2aProtocol, URL_A2A, v1Send, { contentType: 'text/event-stream', body, chunkSize }, undefined, true);
+      const { attributes, outcome, error } = read(
+        a2aProtocol,
+        URL_A2A,
+        v1Send,
+        { contentType: 'text/event-stream', body, chunkSize },
+        undefined,
+        true,
+      );
       expect(attributes).toMatchObject({
         'a2a.task.id': 't-1',
         'a2a.task.state': 'TASK_STATE_COMPLETED',
@@ -182,7 +241,13 @@ describe('a2aProtocol reader', () => {
       });
       // Appended artifact chunks are joined in the captured output.
       expect(JSON.parse(String(attributes['gen_ai.output.messages']))).toEqual([
-        { role: 'assistant', parts: [{ type: 'text', content: 'Sc' }, { type: 'text', content: 'ore: 4' }] },
+        {
+          role: 'assistant',
+          parts: [
+            { type: 'text', content: 'Sc' },
+            { type: 'text', content: 'ore: 4' },
+          ],
+        },
       ]);
       expect(outcome.result).toHaveLength(5);
       expect(error).toBeUndefined();
@@ -192,7 +257,11 @@ describe('a2aProtocol reader', () => {
   it('reports a stream cut short as not done, in its last state', () => {
     const body = sse(...v1Events.slice(0, 3)) + 'data: {"jsonrpc":"2.0","id":7,"result":{"statusUp';
     const { attributes, error } = read(a2aProtocol, URL_A2A, v1Send, { contentType: 'text/event-stream', body });
-    expect(attributes).toMatchObject({ 'a2a.task.state': 'TASK_STATE_WORKING', 'faultline.response.done': false, 'faultline.response.chunk_count': 3 });
+    expect(attributes).toMatchObject({
+      'a2a.task.state': 'TASK_STATE_WORKING',
+      'faultline.response.done': false,
+      'faultline.response.chunk_count': 3,
+    });
     expect(attributes['error.type']).toBeUndefined();
     expect(error).toBeUndefined();
   });
@@ -201,21 +270,49 @@ describe('a2aProtocol reader', () => {
     const legacy = { ...v1Send, method: 'message/stream' };
     const body = sse(
       { jsonrpc: '2.0', id: 7, result: { kind: 'task', id: 't-9', contextId: 'c-9', status: { state: 'submitted' } } },
-      { jsonrpc: '2.0', id: 7, result: { kind: 'status-update', taskId: 't-9', contextId: 'c-9', status: { state: 'input-required' }, final: true } },
+      {
+        jsonrpc: '2.0',
+        id: 7,
+        result: {
+          kind: 'status-update',
+          taskId: 't-9',
+          contextId: 'c-9',
+          status: { state: 'input-required' },
+          final: true,
+        },
+      },
     );
     const { start, attributes } = read(a2aProtocol, URL_A2A, legacy, { contentType: 'text/event-stream', body });
     expect(start.attributes['a2a.protocol.version']).toBe('0.3');
-    expect(attributes).toMatchObject({ 'a2a.task.id': 't-9', 'a2a.task.state': 'TASK_STATE_INPUT_REQUIRED', 'faultline.response.done': true });
+    expect(attributes).toMatchObject({
+      'a2a.task.id': 't-9',
+      'a2a.task.state': 'TASK_STATE_INPUT_REQUIRED',
+      'faultline.response.done': true,
+    });
   });
 
   it('reports HTTP errors, unparsable bodies, transport failures and aborts', () => {
     const send = { ...v1Send, method: 'SendMessage' };
-    const html = read(a2aProtocol, URL_A2A, send, { status: 502, contentType: 'text/html', body: '<html>Bad gateway</html>' });
-    expect(html.attributes).toMatchObject({ 'error.type': '502', 'http.response.status_code': 502, 'faultline.response.content_type': 'text/html' });
+    const html = read(a2aProtocol, URL_A2A, send, {
+      status: 502,
+      contentType: 'text/html',
+      body: '<html>Bad gateway</html>',
+    });
+    expect(html.attributes).toMatchObject({
+      'error.type': '502',
+      'http.response.status_code': 502,
+      'faultline.response.content_type': 'text/html',
+    });
     expect(html.error).toBe('HTTP 502');
     expect(html.outcome).toMatchObject({ status: 502, errorType: '502', durationMs: 12 });
 
-    const reset = read(a2aProtocol, URL_A2A, send, { contentType: 'application/json', body: '{"jsonrpc":"2.0","id":7,"res' }, { errorType: 'UND_ERR_SOCKET' });
+    const reset = read(
+      a2aProtocol,
+      URL_A2A,
+      send,
+      { contentType: 'application/json', body: '{"jsonrpc":"2.0","id":7,"res' },
+      { errorType: 'UND_ERR_SOCKET' },
+    );
     expect(reset.attributes['error.type']).toBe('UND_ERR_SOCKET');
 
     const aborted = read(a2aProtocol, URL_A2A, send, { contentType: 'application/json', body: '' }, { aborted: true });
@@ -224,7 +321,11 @@ describe('a2aProtocol reader', () => {
 
     const rpc = read(a2aProtocol, URL_A2A, send, {
       contentType: 'application/json',
-      body: JSON.stringify({ jsonrpc: '2.0', id: 7, error: { code: -32602, message: 'Invalid params: missing "message"' } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        error: { code: -32602, message: 'Invalid params: missing "message"' },
+      }),
     });
     expect(rpc.attributes).toMatchObject({ 'error.type': '-32602', 'rpc.response.status_code': '-32602' });
     // The server's error message may echo the request: only with capture on.
@@ -257,7 +358,12 @@ describe('mcpProtocol', () => {
   });
 
   it('puts the trace context into params._meta, keeping everything else', () => {
-    const start = mcpProtocol.start(URL_MCP, call, { 'mcp-session-id': 's-1', 'mcp-protocol-version': '2025-06-18' }, false);
+    const start = mcpProtocol.start(
+      URL_MCP,
+      call,
+      { 'mcp-session-id': 's-1', 'mcp-protocol-version': '2025-06-18' },
+      false,
+    );
     expect(start?.attributes).toMatchObject({
       'mcp.session.id': 's-1',
       'mcp.protocol.version': '2025-06-18',
@@ -266,7 +372,10 @@ describe('mcpProtocol', () => {
     });
     const tp = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     const rewritten = JSON.parse(String(start?.rewriteBody?.(tp, 'vendor=1')));
-    expect(rewritten).toEqual({ ...call, params: { ...call.params, _meta: { progressToken: 9, traceparent: tp, tracestate: 'vendor=1' } } });
+    expect(rewritten).toEqual({
+      ...call,
+      params: { ...call.params, _meta: { progressToken: 9, traceparent: tp, tracestate: 'vendor=1' } },
+    });
     // The parsed request the interceptor handed over is not modified.
     expect(call.params._meta).toEqual({ progressToken: 9 });
     const own = { ...call, params: { ...call.params, _meta: { traceparent: tp } } };
@@ -281,9 +390,19 @@ describe('mcpProtocol', () => {
       { jsonrpc: '2.0', id: 3, result },
     );
     for (const chunkSize of [1, 5, body.length]) {
-      const out = read(mcpProtocol, URL_MCP, call, { contentType: 'text/event-stream', body, chunkSize }, undefined, true);
+      const out = read(
+        mcpProtocol,
+        URL_MCP,
+        call,
+        { contentType: 'text/event-stream', body, chunkSize },
+        undefined,
+        true,
+      );
       expect(out.outcome.result).toEqual(result);
-      expect(out.attributes).toMatchObject({ 'faultline.response.chunk_count': 3, 'gen_ai.tool.call.result': JSON.stringify(result) });
+      expect(out.attributes).toMatchObject({
+        'faultline.response.chunk_count': 3,
+        'gen_ai.tool.call.result': JSON.stringify(result),
+      });
       expect(out.attributes['error.type']).toBeUndefined();
     }
   });
@@ -291,7 +410,11 @@ describe('mcpProtocol', () => {
   it('reports tool errors, JSON-RPC errors and HTTP errors', () => {
     const toolError = read(mcpProtocol, URL_MCP, call, {
       contentType: 'application/json',
-      body: JSON.stringify({ jsonrpc: '2.0', id: 3, result: { isError: true, content: [{ type: 'text', text: 'city not found' }] } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 3,
+        result: { isError: true, content: [{ type: 'text', text: 'city not found' }] },
+      }),
     });
     expect(toolError.attributes['error.type']).toBe('tool_error');
     expect(toolError.error).toBe('tool_error');
@@ -303,7 +426,11 @@ describe('mcpProtocol', () => {
     expect(rpc.attributes).toMatchObject({ 'error.type': '-32602', 'rpc.response.status_code': '-32602' });
     expect(rpc.outcome.result).toEqual({ code: -32602, message: 'Unknown tool: get_weather' });
 
-    const http = read(mcpProtocol, URL_MCP, call, { status: 404, contentType: 'application/json', body: '{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}' });
+    const http = read(mcpProtocol, URL_MCP, call, {
+      status: 404,
+      contentType: 'application/json',
+      body: '{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}',
+    });
     expect(http.attributes['error.type']).toBe('404');
   });
 });

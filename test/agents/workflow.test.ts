@@ -27,22 +27,77 @@ interface ChatRecord {
  * A hierarchical crew's three model calls, in crewAI's shape (written by the project, ../support/openai-wire.ts): the
  * manager delegates a question to the Scorer (a tool call), the Scorer answers, the manager concludes with JSON.
  */
-const MANAGER = { role: 'system', content: 'You are Crew Manager. You delegate work to the right coworker and ask them the right questions. Your final answer must be a JSON object.' };
-const TASK = { role: 'user', content: "Current Task: give an integer score between 1 and 5 for the title 'The future of support is agents'. Your final answer must be JSON: {\"score\": <n>}." };
-const QUESTION = { question: "What integer score between 1 and 5 would you give the title 'The future of support is agents'?", context: 'Judge clarity, relevance and appeal: 1 is poor, 3 is good, 5 is excellent.', coworker: 'Scorer' };
-const ASK_TOOL = { type: 'function', function: { name: 'Ask_question_to_coworker', description: 'Ask a coworker a question.', parameters: { type: 'object', properties: { question: { type: 'string' }, context: { type: 'string' }, coworker: { type: 'string' } }, required: ['question', 'context', 'coworker'] } } };
-const SCORER_ANSWER = 'Thought: I now can give a great answer\nFinal Answer: I would assign a score of 4 to this title: it is clear and relevant to support leaders, though a more concrete promise would make it stand out further.';
+const MANAGER = {
+  role: 'system',
+  content:
+    'You are Crew Manager. You delegate work to the right coworker and ask them the right questions. Your final answer must be a JSON object.',
+};
+const TASK = {
+  role: 'user',
+  content:
+    'Current Task: give an integer score between 1 and 5 for the title \'The future of support is agents\'. Your final answer must be JSON: {"score": <n>}.',
+};
+const QUESTION = {
+  question: "What integer score between 1 and 5 would you give the title 'The future of support is agents'?",
+  context: 'Judge clarity, relevance and appeal: 1 is poor, 3 is good, 5 is excellent.',
+  coworker: 'Scorer',
+};
+const ASK_TOOL = {
+  type: 'function',
+  function: {
+    name: 'Ask_question_to_coworker',
+    description: 'Ask a coworker a question.',
+    parameters: {
+      type: 'object',
+      properties: { question: { type: 'string' }, context: { type: 'string' }, coworker: { type: 'string' } },
+      required: ['question', 'context', 'coworker'],
+    },
+  },
+};
+const SCORER_ANSWER =
+  'Thought: I now can give a great answer\nFinal Answer: I would assign a score of 4 to this title: it is clear and relevant to support leaders, though a more concrete promise would make it stand out further.';
 const session: ChatRecord[] = [
-  { request: { model: 'gpt-4o', messages: [MANAGER, TASK], tools: [ASK_TOOL] }, response: chatCompletion({ model: 'gpt-4o-2024-08-06', toolCalls: [{ name: 'Ask_question_to_coworker', arguments: JSON.stringify(QUESTION) }] }) },
   {
-    request: { model: 'gpt-4.1-mini', messages: [{ role: 'system', content: 'You are Scorer. You score titles and ideas for a content agency, with a short reason.' }, { role: 'user', content: `Current Task: ${QUESTION.question}\n\n${QUESTION.context}` }] },
+    request: { model: 'gpt-4o', messages: [MANAGER, TASK], tools: [ASK_TOOL] },
+    response: chatCompletion({
+      model: 'gpt-4o-2024-08-06',
+      toolCalls: [{ name: 'Ask_question_to_coworker', arguments: JSON.stringify(QUESTION) }],
+    }),
+  },
+  {
+    request: {
+      model: 'gpt-4.1-mini',
+      messages: [
+        {
+          role: 'system',
+          content: 'You are Scorer. You score titles and ideas for a content agency, with a short reason.',
+        },
+        { role: 'user', content: `Current Task: ${QUESTION.question}\n\n${QUESTION.context}` },
+      ],
+    },
     response: chatCompletion({ model: 'gpt-4.1-mini-2025-04-14', text: SCORER_ANSWER }),
   },
   {
     request: {
       model: 'gpt-4o',
       tools: [ASK_TOOL],
-      messages: [MANAGER, TASK, { role: 'assistant', content: null, tool_calls: [{ id: 'call_askscorer0001', type: 'function', function: { name: 'Ask_question_to_coworker', arguments: JSON.stringify(QUESTION) } }] } as never, { role: 'tool', tool_call_id: 'call_askscorer0001', content: SCORER_ANSWER } as never, { role: 'user', content: 'Give your final answer.' }],
+      messages: [
+        MANAGER,
+        TASK,
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: 'call_askscorer0001',
+              type: 'function',
+              function: { name: 'Ask_question_to_coworker', arguments: JSON.stringify(QUESTION) },
+            },
+          ],
+        } as never,
+        { role: 'tool', tool_call_id: 'call_askscorer0001', content: SCORER_ANSWER } as never,
+        { role: 'user', content: 'Give your final answer.' },
+      ],
     },
     response: chatCompletion({ model: 'gpt-4o-2024-08-06', text: '{"score":4}' }),
   },
@@ -62,10 +117,16 @@ beforeAll(async () => {
     req.on('end', () => {
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatRecord['request'];
       const hit = session.find(
-        (r) => r.request.messages.length === body.messages.length && r.request.messages[0].content === body.messages[0].content,
+        (r) =>
+          r.request.messages.length === body.messages.length &&
+          r.request.messages[0].content === body.messages[0].content,
       );
       res.writeHead(hit ? 200 : 404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(hit ? hit.response : { error: { message: 'no scripted answer', type: 'invalid_request_error' } }));
+      res.end(
+        JSON.stringify(
+          hit ? hit.response : { error: { message: 'no scripted answer', type: 'invalid_request_error' } },
+        ),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -107,7 +168,13 @@ async function crew(channel: MessageChannel): Promise<{ final: string | null; in
         const call = first.choices[0].message.tool_calls?.[0];
         if (call?.type !== 'function') throw new Error('expected a delegation tool call');
         const args = JSON.parse(call.function.arguments) as { coworker: string };
-        await channel.send({ source: 'manager', target: args.coworker, boundary: 'I2', taskId: 'crew-hier-1', payload: args });
+        await channel.send({
+          source: 'manager',
+          target: args.coworker,
+          boundary: 'I2',
+          taskId: 'crew-hier-1',
+          payload: args,
+        });
         const last = await openai.chat.completions.create(session[2].request as never);
         return { final: last.choices[0].message.content, inbox };
       }),
@@ -137,7 +204,12 @@ describe('an in-process crew with handoffs', () => {
     expect(children(spans, workflow)).toEqual(['invoke_agent manager']);
     const [managerModel, scorerModel] = [session[0].request.model, session[1].request.model]; // gpt-4o, gpt-4.1-mini
     // Each delivery has its receive span; the receiver's handler (here the Scorer's turn) runs inside it.
-    expect(children(spans, manager)).toEqual([`chat ${managerModel}`, 'handoff Scorer', 'receive Scorer', `chat ${managerModel}`]);
+    expect(children(spans, manager)).toEqual([
+      `chat ${managerModel}`,
+      'handoff Scorer',
+      'receive Scorer',
+      `chat ${managerModel}`,
+    ]);
     expect(children(spans, byName(spans, 'receive Scorer'))).toEqual(['invoke_agent Scorer']);
     expect(children(spans, scorer)).toEqual([`chat ${scorerModel}`, 'handoff manager', 'receive manager']);
     const chats = spans.filter((s) => s.name.startsWith('chat '));
@@ -152,7 +224,10 @@ describe('an in-process crew with handoffs', () => {
       'faultline.message.keys': ['context', 'coworker', 'question'],
       'faultline.message.delivered_count': 1,
     });
-    expect(byName(spans, 'handoff manager').attributes).toMatchObject({ 'faultline.message.boundary': 'I3', 'faultline.message.delivered_count': 1 });
+    expect(byName(spans, 'handoff manager').attributes).toMatchObject({
+      'faultline.message.boundary': 'I3',
+      'faultline.message.delivered_count': 1,
+    });
   });
 
   it('lets a configured step lose the observation handoff (I3) without touching the rest', async () => {
@@ -166,7 +241,10 @@ describe('an in-process crew with handoffs', () => {
     expect(final).toBe('{"score":4}'); // the replayed manager does not notice: a silent failure
     expect(inbox).toEqual([]);
     const spans = await otel.waitForSpans((s) => s.some((x) => x.name === 'invoke_workflow crew'));
-    expect(byName(spans, 'handoff manager').attributes).toMatchObject({ 'faultline.message.delivered_count': 0, 'faultline.fault.name': 'non_delivery' });
+    expect(byName(spans, 'handoff manager').attributes).toMatchObject({
+      'faultline.message.delivered_count': 0,
+      'faultline.fault.name': 'non_delivery',
+    });
     expect(byName(spans, 'handoff Scorer').attributes['faultline.message.delivered_count']).toBe(1);
   });
 });

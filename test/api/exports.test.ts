@@ -11,7 +11,10 @@ import ts from 'typescript';
 import { describe, expect, test } from 'vitest';
 import { ROOT } from '../support/dist';
 
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; exports: Record<string, string | { types?: string }> };
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  name: string;
+  exports: Record<string, string | { types?: string }>;
+};
 const doc = readFileSync(join(ROOT, 'docs/api.md'), 'utf8');
 
 /** Entry name (`faultline`, `faultline/analysis`…) → its source module. */
@@ -25,14 +28,31 @@ const entries = Object.entries(pkg.exports).flatMap(([key, v]) => {
 function exportedNames(sources: string[]): Map<string, string[]> {
   const program = ts.createProgram(
     sources.map((s) => join(ROOT, s)),
-    { module: ts.ModuleKind.Node16, moduleResolution: ts.ModuleResolutionKind.Node16, strict: true, skipLibCheck: true, noEmit: true, resolveJsonModule: true, esModuleInterop: true, types: ['node'] },
+    {
+      module: ts.ModuleKind.Node16,
+      moduleResolution: ts.ModuleResolutionKind.Node16,
+      strict: true,
+      skipLibCheck: true,
+      noEmit: true,
+      resolveJsonModule: true,
+      esModuleInterop: true,
+      types: ['node'],
+    },
   );
   const checker = program.getTypeChecker();
   const out = new Map<string, string[]>();
   for (const s of sources) {
     const file = program.getSourceFile(join(ROOT, s));
     const symbol = file && checker.getSymbolAtLocation(file);
-    out.set(s, symbol ? checker.getExportsOfModule(symbol).map((e) => e.name).sort() : []);
+    out.set(
+      s,
+      symbol
+        ? checker
+            .getExportsOfModule(symbol)
+            .map((e) => e.name)
+            .sort()
+        : [],
+    );
   }
   return out;
 }
@@ -60,7 +80,9 @@ describe('docs/api.md against the package exports', () => {
   const names = exportedNames(entries.map((e) => e.source));
 
   test('the package has the entries of the issue, each typed and documented', () => {
-    expect(entries.map((e) => e.entry)).toEqual(expect.arrayContaining(['faultline', 'faultline/analysis', 'faultline/extend', 'faultline/register']));
+    expect(entries.map((e) => e.entry)).toEqual(
+      expect.arrayContaining(['faultline', 'faultline/analysis', 'faultline/extend', 'faultline/register']),
+    );
   });
 
   for (const { entry, source } of entries) {
@@ -76,6 +98,14 @@ describe('docs/api.md against the package exports', () => {
   });
 
   test('the root keeps none of the internals the issue names', () => {
-    for (const n of ['getExchange', 'installInstrumentation', 'startRuntime', 'resolveTaskId', 'planFromEnv', 'injectorFromEnv']) expect(names.get('src/index.ts')).not.toContain(n);
+    for (const n of [
+      'getExchange',
+      'installInstrumentation',
+      'startRuntime',
+      'resolveTaskId',
+      'planFromEnv',
+      'injectorFromEnv',
+    ])
+      expect(names.get('src/index.ts')).not.toContain(n);
   });
 });

@@ -7,7 +7,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import { describe, expect, test } from 'vitest';
-import { registerDetector, type DetectionContext, type Detector, type Finding, type Observation } from '../../src/api/extend';
+import {
+  registerDetector,
+  type DetectionContext,
+  type Detector,
+  type Finding,
+  type Observation,
+} from '../../src/api/extend';
 import { detectSpans, runDetectors, detectionContext, type SpanRecord, type TraceRecord } from '../../src/api/analysis';
 import { ROOT } from '../support/dist';
 
@@ -20,7 +26,15 @@ const boilerplate: Detector = {
   detect(obs: Observation, ctx: DetectionContext): Finding[] {
     if (obs.kind !== 'llm' || !PHRASE.test(obs.response.text)) return [];
     const before = ctx.earlier.filter((e) => e.kind === 'llm' && PHRASE.test(e.response.text)).length;
-    return [{ detector: 'boilerplate_opener', faultType: 'semantic', severity: 'warning', confidence: before > 0 ? 0.9 : 0.6, evidence: `boilerplate opener (${before} earlier in the task)` }];
+    return [
+      {
+        detector: 'boilerplate_opener',
+        faultType: 'semantic',
+        severity: 'warning',
+        confidence: before > 0 ? 0.9 : 0.6,
+        evidence: `boilerplate opener (${before} earlier in the task)`,
+      },
+    ];
   },
 };
 
@@ -36,8 +50,12 @@ function chat(seq: number, answer: string): SpanRecord {
       'gen_ai.operation.name': 'chat',
       'gen_ai.provider.name': 'openai',
       'gen_ai.request.model': 'gpt-4o',
-      'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: `question ${seq}` }] }]),
-      'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: answer }], finish_reason: 'stop' }]),
+      'gen_ai.input.messages': JSON.stringify([
+        { role: 'user', parts: [{ type: 'text', content: `question ${seq}` }] },
+      ]),
+      'gen_ai.output.messages': JSON.stringify([
+        { role: 'assistant', parts: [{ type: 'text', content: answer }], finish_reason: 'stop' },
+      ]),
       'gen_ai.response.finish_reasons': ['stop'],
     },
     events: [],
@@ -52,7 +70,11 @@ describe('a custom detector against faultline/extend', () => {
   registerDetector(boilerplate);
   const trace: TraceRecord = {
     traceId: 'a'.repeat(32),
-    spans: [chat(1, 'As an AI language model, I cannot browse.'), chat(2, 'Paris is the capital of France.'), chat(3, 'As an AI language model, I think so.')],
+    spans: [
+      chat(1, 'As an AI language model, I cannot browse.'),
+      chat(2, 'Paris is the capital of France.'),
+      chat(3, 'As an AI language model, I think so.'),
+    ],
   };
 
   test('runs by name over spans, with the task context faultline builds', () => {
@@ -68,7 +90,15 @@ describe('a custom detector against faultline/extend', () => {
     const found = detectSpans(trace, { includeOnline: false });
     const names = [...found.values()].flat().map((f) => f.detector);
     expect(names.filter((n) => n === 'boilerplate_opener')).toHaveLength(2);
-    const direct = runDetectors({ kind: 'llm', hasContent: true, response: { finishReasons: ['stop'], text: 'Paris.', toolCalls: [], durationMs: 40 } }, detectionContext(), ['boilerplate_opener']);
+    const direct = runDetectors(
+      {
+        kind: 'llm',
+        hasContent: true,
+        response: { finishReasons: ['stop'], text: 'Paris.', toolCalls: [], durationMs: 40 },
+      },
+      detectionContext(),
+      ['boilerplate_opener'],
+    );
     expect(direct).toEqual([]);
   });
 
@@ -79,7 +109,11 @@ const { runDetectors, detectionContext } = require('faultline/analysis');
 registerDetector({ name: 'always', applies: () => true, detect: () => [{ detector: 'always', faultType: 'semantic', severity: 'info', confidence: 1, evidence: 'x' }] });
 const f = runDetectors({ kind: 'llm', hasContent: true, response: { finishReasons: [], text: '', toolCalls: [] } }, detectionContext(), ['always']);
 process.stdout.write(JSON.stringify(f.map((x) => x.detector)));`;
-    const out = execFileSync(process.execPath, ['-e', script], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH, OTEL_SDK_DISABLED: 'true' } });
+    const out = execFileSync(process.execPath, ['-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, OTEL_SDK_DISABLED: 'true' },
+    });
     expect(JSON.parse(out)).toEqual(['always']);
   });
 });

@@ -2,12 +2,50 @@ import { describe, expect, it } from 'vitest';
 import { analyse, isSilent, row, type RunRecord } from '../../src/campaign/analysis';
 
 let n = 0;
-function pair(condition: string, topology: 'sequential' | 'flat', clean: boolean, fault: Partial<RunRecord>): RunRecord[] {
+function pair(
+  condition: string,
+  topology: 'sequential' | 'flat',
+  clean: boolean,
+  fault: Partial<RunRecord>,
+): RunRecord[] {
   n++;
-  const base = { study: 'main' as const, family: 'shopping', task: 't', topology, arm: 'none' as const, rep: 1, cell: condition, reason: '', detections: 0, guardEvents: 0, errorSpans: 0, durationMs: 1 };
+  const base = {
+    study: 'main' as const,
+    family: 'shopping',
+    task: 't',
+    topology,
+    arm: 'none' as const,
+    rep: 1,
+    cell: condition,
+    reason: '',
+    detections: 0,
+    guardEvents: 0,
+    errorSpans: 0,
+    durationMs: 1,
+  };
   return [
-    { ...base, run: 2 * n, taskId: `c${n}`, condition: 'clean', faulted: false, success: clean, decision: clean ? 'accept' : 'reject', triggered: false },
-    { ...base, run: 2 * n + 1, taskId: `f${n}`, condition, faulted: true, matchedTo: `c${n}`, success: false, decision: 'reject', triggered: true, ...fault },
+    {
+      ...base,
+      run: 2 * n,
+      taskId: `c${n}`,
+      condition: 'clean',
+      faulted: false,
+      success: clean,
+      decision: clean ? 'accept' : 'reject',
+      triggered: false,
+    },
+    {
+      ...base,
+      run: 2 * n + 1,
+      taskId: `f${n}`,
+      condition,
+      faulted: true,
+      matchedTo: `c${n}`,
+      success: false,
+      decision: 'reject',
+      triggered: true,
+      ...fault,
+    },
   ];
 }
 

@@ -4,14 +4,34 @@
  * real OTel SDK spans carrying the events faultline's guards and detectors write; the summary is the campaign's.
  */
 import { describe, expect, it } from 'vitest';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { arcfRunFacts, arcfSummary, renderArcf } from '../../src/campaign/arcf';
 import type { RunRecord } from '../../src/campaign/analysis';
 
 type Ev = { name: string; attributes: Record<string, string> };
-const retry503: Ev = { name: 'faultline.guard', attributes: { 'faultline.guard.action': 'retry', 'faultline.guard.reason': 'HTTP 503', 'faultline.guard.route': 'llm' } };
-const lostMessage: Ev = { name: 'faultline.detection', attributes: { 'faultline.detection.fault_type': 'partial', 'faultline.detection.detector': 'evidence_completeness', 'faultline.detection.evidence': 'required field price missing', 'faultline.detection.severity': 'error' } };
+const retry503: Ev = {
+  name: 'faultline.guard',
+  attributes: {
+    'faultline.guard.action': 'retry',
+    'faultline.guard.reason': 'HTTP 503',
+    'faultline.guard.route': 'llm',
+  },
+};
+const lostMessage: Ev = {
+  name: 'faultline.detection',
+  attributes: {
+    'faultline.detection.fault_type': 'partial',
+    'faultline.detection.detector': 'evidence_completeness',
+    'faultline.detection.evidence': 'required field price missing',
+    'faultline.detection.severity': 'error',
+  },
+};
 
 function spansOf(events: Ev[], error = false): ReadableSpan[] {
   const memory = new InMemorySpanExporter();
@@ -25,12 +45,49 @@ function spansOf(events: Ev[], error = false): ReadableSpan[] {
 
 let seq = 0;
 /** A faulted run and its clean twin in one arm of one cell. */
-function pair(arm: 'none' | 'arcf', task: string, faulted: { success: boolean; events: Ev[]; error?: boolean }): RunRecord[] {
-  const base = { study: 'arcf' as const, family: 'shopping', task, topology: 'sequential' as const, arm, rep: 1, cell: 'http_503@10%', reason: '', triggered: true, detections: 0, guardEvents: 0, durationMs: 100 };
+function pair(
+  arm: 'none' | 'arcf',
+  task: string,
+  faulted: { success: boolean; events: Ev[]; error?: boolean },
+): RunRecord[] {
+  const base = {
+    study: 'arcf' as const,
+    family: 'shopping',
+    task,
+    topology: 'sequential' as const,
+    arm,
+    rep: 1,
+    cell: 'http_503@10%',
+    reason: '',
+    triggered: true,
+    detections: 0,
+    guardEvents: 0,
+    durationMs: 100,
+  };
   const cleanId = `${arm}-${task}-clean`;
   return [
-    { ...base, run: ++seq, taskId: `${arm}-${task}-faulted`, condition: 'http_503@10%', faulted: true, matchedTo: cleanId, success: faulted.success, errorSpans: faulted.error ? 1 : 0, arcf: arcfRunFacts(spansOf(faulted.events, faulted.error)) },
-    { ...base, run: ++seq, taskId: cleanId, condition: 'clean', faulted: false, triggered: false, success: true, errorSpans: 0, arcf: arcfRunFacts(spansOf([])) },
+    {
+      ...base,
+      run: ++seq,
+      taskId: `${arm}-${task}-faulted`,
+      condition: 'http_503@10%',
+      faulted: true,
+      matchedTo: cleanId,
+      success: faulted.success,
+      errorSpans: faulted.error ? 1 : 0,
+      arcf: arcfRunFacts(spansOf(faulted.events, faulted.error)),
+    },
+    {
+      ...base,
+      run: ++seq,
+      taskId: cleanId,
+      condition: 'clean',
+      faulted: false,
+      triggered: false,
+      success: true,
+      errorSpans: 0,
+      arcf: arcfRunFacts(spansOf([])),
+    },
   ];
 }
 

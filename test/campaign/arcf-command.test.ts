@@ -25,9 +25,28 @@ beforeAll(async () => {
   const matrix = join(out, 'matrix.yaml');
   // The first answer cut at the token limit: the agent cannot parse the expression.
   writeFileSync(matrix, 'seed: 42\nconditions:\n  - fault: llm_truncate_single\n');
-  const args = ['campaign', '--cmd', `${JSON.stringify(process.execPath)} calc-agent.mjs {task}`, '--tasks', 'tasks.jsonl', '--matrix', matrix, '--oracle', `${JSON.stringify(process.execPath)} judge.mjs {task.expected}`, '--arms', 'none,arcf', '--out', join(out, 'runs'), '--concurrency', '3'];
+  const args = [
+    'campaign',
+    '--cmd',
+    `${JSON.stringify(process.execPath)} calc-agent.mjs {task}`,
+    '--tasks',
+    'tasks.jsonl',
+    '--matrix',
+    matrix,
+    '--oracle',
+    `${JSON.stringify(process.execPath)} judge.mjs {task.expected}`,
+    '--arms',
+    'none,arcf',
+    '--out',
+    join(out, 'runs'),
+    '--concurrency',
+    '3',
+  ];
   run = await start(args, { OPENAI_BASE_URL: `${model.url}/v1`, OPENAI_API_KEY: 'sk-test' }, 120_000, FIX).done;
-  records = readFileSync(join(out, 'runs', 'runs.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as RunRecord);
+  records = readFileSync(join(out, 'runs', 'runs.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as RunRecord);
 }, 150_000);
 afterAll(() => model.close());
 
@@ -35,7 +54,12 @@ describe('campaign --cmd --arms none,arcf', () => {
   it('runs each condition in both arms with clean twins, and the program bare once per task', () => {
     expect(run.code).toBe(0);
     expect(records).toHaveLength(2 * (2 + 2) + 2);
-    expect(records.filter((r) => r.bare).map((r) => r.task).sort()).toEqual(['product', 'sum']);
+    expect(
+      records
+        .filter((r) => r.bare)
+        .map((r) => r.task)
+        .sort(),
+    ).toEqual(['product', 'sum']);
     const arcf = records.filter((r) => r.arm === 'arcf');
     expect(arcf.map((r) => r.faulted).sort()).toEqual([false, false, true, true]);
   });
@@ -45,7 +69,9 @@ describe('campaign --cmd --arms none,arcf', () => {
     expect(faulted('none').map((r) => r.success)).toEqual([false, false]);
     expect(faulted('arcf').map((r) => r.success)).toEqual([true, true]);
     expect(faulted('arcf').every((r) => (r.arcf?.retried ?? 0) >= 1 && r.arcf?.retryOk === r.arcf?.retried)).toBe(true);
-    const guards = JSON.parse(readFileSync(join(out, 'runs', 'arcf-guards.json'), 'utf8')) as { routes: Array<{ name?: string }> };
+    const guards = JSON.parse(readFileSync(join(out, 'runs', 'arcf-guards.json'), 'utf8')) as {
+      routes: Array<{ name?: string }>;
+    };
     expect(guards.routes.map((r) => r.name)).toEqual(['execution', 'llm']);
   });
 
@@ -53,7 +79,9 @@ describe('campaign --cmd --arms none,arcf', () => {
     expect(run.stdout).toContain('ARCF at a 10% fault rate: baseline vs arcf');
     expect(run.stdout).toMatch(/Workflow completion rate\s+0\.0% \(0\/2\)\s+100\.0% \(2\/2\)/);
     expect(run.stdout).toMatch(/Observability overhead: 2 pairs of a clean run without and with faultline/);
-    const summary = JSON.parse(readFileSync(join(out, 'runs', 'summary.json'), 'utf8')) as { arcf?: { overhead?: { pairs: number } } };
+    const summary = JSON.parse(readFileSync(join(out, 'runs', 'summary.json'), 'utf8')) as {
+      arcf?: { overhead?: { pairs: number } };
+    };
     expect(summary.arcf?.overhead?.pairs).toBe(2);
   });
 });
@@ -66,8 +94,26 @@ describe('campaign --cmd --arms none,arcf', () => {
 describe.runIf(process.env.FAULTLINE_ARCF_TABLE === '1')('the ARCF table on a user command', () => {
   it('runs the 10 % matrix in both arms', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'faultline-arcf-table-'));
-    const args = ['campaign', '--cmd', 'node calc-agent.mjs {task}', '--tasks', 'tasks.jsonl', '--matrix', 'arcf-matrix.yaml', '--oracle', 'node judge.mjs {task.expected}', '--arms', 'none,arcf', '--out', dir, '--concurrency', '4'];
-    console.log(`faultline ${args.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ')}  (in test/campaign/fixtures, OPENAI_BASE_URL at the calculator model)`);
+    const args = [
+      'campaign',
+      '--cmd',
+      'node calc-agent.mjs {task}',
+      '--tasks',
+      'tasks.jsonl',
+      '--matrix',
+      'arcf-matrix.yaml',
+      '--oracle',
+      'node judge.mjs {task.expected}',
+      '--arms',
+      'none,arcf',
+      '--out',
+      dir,
+      '--concurrency',
+      '4',
+    ];
+    console.log(
+      `faultline ${args.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ')}  (in test/campaign/fixtures, OPENAI_BASE_URL at the calculator model)`,
+    );
     const r = await start(args, { OPENAI_BASE_URL: `${model.url}/v1`, OPENAI_API_KEY: 'sk-test' }, 3_000_000, FIX).done;
     console.log(r.stdout.slice(r.stdout.indexOf('ARCF at a')));
     expect(r.code).toBe(0);

@@ -37,7 +37,15 @@ describe('the arcf arm against the baseline at a 10 % fault rate', () => {
   });
 
   it('both arms meet the same seeded faults: the plan depends on the cell, not on the arm', () => {
-    const cell = (arm: 'none' | 'arcf'): Cell => ({ study: 'arcf', family: 'shopping', task: 'shop-mug', topology: 'sequential', condition: ARCF_CONDITIONS[0]!, arm, rep: 1 });
+    const cell = (arm: 'none' | 'arcf'): Cell => ({
+      study: 'arcf',
+      family: 'shopping',
+      task: 'shop-mug',
+      topology: 'sequential',
+      condition: ARCF_CONDITIONS[0]!,
+      arm,
+      rep: 1,
+    });
     expect(arcfPlan(cell('none'))).toEqual(arcfPlan(cell('arcf')));
     expect(arcfPlan(cell('none')).rules[0]).toMatchObject({ strategy: 'intermittent', probability: 0.1 });
   });
@@ -51,7 +59,17 @@ describe('the arcf arm against the baseline at a 10 % fault rate', () => {
       expect(a.completion.n).toBe(a.pairs);
     }
     const text = renderArcf(s);
-    for (const row of ['Workflow completion rate', 'Failure recovery rate', 'MAST coverage rate', 'Retry success rate', 'Fallback success rate', 'Checkpoint recovery rate', 'Response latency P95', 'Observability overhead']) expect(text).toContain(row);
+    for (const row of [
+      'Workflow completion rate',
+      'Failure recovery rate',
+      'MAST coverage rate',
+      'Retry success rate',
+      'Fallback success rate',
+      'Checkpoint recovery rate',
+      'Response latency P95',
+      'Observability overhead',
+    ])
+      expect(text).toContain(row);
     expect(s.overhead?.pairs).toBe(24);
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { arcf?: unknown };
     expect(summary.arcf).toBeDefined();
@@ -61,7 +79,9 @@ describe('the arcf arm against the baseline at a 10 % fault rate', () => {
 
 describe('the reliability model on the campaign traces', () => {
   it('predicts completion per workflow and arm from its components, beside the observed completion', async () => {
-    const report = await reliabilityReport(readTraces([join(out, 'traces.jsonl')]), { groupBy: 'faultline.campaign.arm' });
+    const report = await reliabilityReport(readTraces([join(out, 'traces.jsonl')]), {
+      groupBy: 'faultline.campaign.arm',
+    });
     expect(report.traces).toBe(result.records.length);
     const groups = report.workflows.map((w) => `${w.workflow}|${w.group}`).sort();
     expect(groups).toEqual(['shopping-sequential|arcf', 'shopping-sequential|none']);
@@ -76,7 +96,16 @@ describe('the reliability model on the campaign traces', () => {
       expect(w.base.lo).toBeLessThanOrEqual(w.base.p);
       expect(w.base.hi).toBeGreaterThanOrEqual(w.base.p);
       const names = w.components.map((c) => `${c.kind} ${c.name}`);
-      expect(names).toEqual(expect.arrayContaining(['agent Planner', 'agent Worker', 'agent Verifier', 'agent Decision', 'edge Worker → Executor', 'edge Worker → Verifier']));
+      expect(names).toEqual(
+        expect.arrayContaining([
+          'agent Planner',
+          'agent Worker',
+          'agent Verifier',
+          'agent Decision',
+          'edge Worker → Executor',
+          'edge Worker → Verifier',
+        ]),
+      );
     }
   });
 });

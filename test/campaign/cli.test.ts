@@ -17,14 +17,25 @@ describe('faultline campaign options', () => {
   it('rejects unknown presets, conditions, topologies and bad numbers with a clear coded error', () => {
     expect(() => resolveSpec('nope')).toThrow(/unknown preset "nope"; expected one of smoke, paper/);
     expect(() => resolveSpec('smoke', { conditions: ['non_delivery@I9'] })).toThrow(FaultlineInputError);
-    expect(() => resolveSpec('smoke', { conditions: ['non_delivery@I9'] })).toThrow(/unknown fault condition "non_delivery@I9" in --faults/);
+    expect(() => resolveSpec('smoke', { conditions: ['non_delivery@I9'] })).toThrow(
+      /unknown fault condition "non_delivery@I9" in --faults/,
+    );
     expect(() => resolveSpec('smoke', { topologies: ['ring'] })).toThrow(/unknown topology "ring" in --topologies/);
-    expect(() => readCampaignOptions({ reps: '0' }, { preset: 'smoke', out: 'x' })).toThrow(/--reps must be a positive integer, got "0"/);
+    expect(() => readCampaignOptions({ reps: '0' }, { preset: 'smoke', out: 'x' })).toThrow(
+      /--reps must be a positive integer, got "0"/,
+    );
   });
 
   it('parses comma-separated and repeated lists', () => {
-    const run = readCampaignOptions({ preset: 'paper', topologies: ['flat,sequential'], faults: ['non_delivery@I4', 'valid_partial@I4'], reps: '2' }, { preset: 'smoke', out: 'o' });
-    expect(run).toMatchObject({ preset: 'paper', out: 'o', overrides: { topologies: ['flat', 'sequential'], conditions: ['non_delivery@I4', 'valid_partial@I4'], reps: 2 } });
+    const run = readCampaignOptions(
+      { preset: 'paper', topologies: ['flat,sequential'], faults: ['non_delivery@I4', 'valid_partial@I4'], reps: '2' },
+      { preset: 'smoke', out: 'o' },
+    );
+    expect(run).toMatchObject({
+      preset: 'paper',
+      out: 'o',
+      overrides: { topologies: ['flat', 'sequential'], conditions: ['non_delivery@I4', 'valid_partial@I4'], reps: 2 },
+    });
     const spec = resolveSpec(run.preset, run.overrides);
     expect(spec.protection?.conditions.map((c) => c.id)).toEqual(['valid_partial@I4']);
     expect(spec.protection?.topologies).toEqual(['sequential', 'flat']);
@@ -32,7 +43,9 @@ describe('faultline campaign options', () => {
 
   it('declares its commands for the CLI registry', () => {
     expect(campaign.name).toBe('campaign');
-    expect(campaign.options.map((o) => o.name)).toEqual(expect.arrayContaining(['preset', 'topologies', 'faults', 'reps', 'out', 'concurrency']));
+    expect(campaign.options.map((o) => o.name)).toEqual(
+      expect.arrayContaining(['preset', 'topologies', 'faults', 'reps', 'out', 'concurrency']),
+    );
     expect(demo.name).toBe('demo');
   });
 });
@@ -58,9 +71,14 @@ describe('interrupting a campaign', () => {
     expect(n % 2).toBe(0);
     expect(n).toBeGreaterThanOrEqual(4);
     expect(n).toBeLessThanOrEqual(6);
-    expect(result.records.filter((r) => r.faulted).every((r) => result.records.some((c) => c.taskId === r.matchedTo))).toBe(true);
+    expect(
+      result.records.filter((r) => r.faulted).every((r) => result.records.some((c) => c.taskId === r.matchedTo)),
+    ).toBe(true);
     expect(readFileSync(result.files.traces, 'utf8').trim().split('\n').length).toBe(n);
-    const summary = JSON.parse(readFileSync(result.files.summary, 'utf8')) as { meta: { interrupted: boolean }; runs: unknown[] };
+    const summary = JSON.parse(readFileSync(result.files.summary, 'utf8')) as {
+      meta: { interrupted: boolean };
+      runs: unknown[];
+    };
     expect(summary.meta.interrupted).toBe(true);
     expect(summary.runs.length).toBe(n);
     expect(readFileSync(result.files.report, 'utf8')).toContain('interrupted');

@@ -26,14 +26,27 @@ afterAll(async () => {
   await model?.close();
 });
 
-const base = (out: string, extra: string[] = []): string[] => ['campaign', '--cmd', `${NODE} calc-agent.mjs {task}`, '--tasks', 'tasks.jsonl', '--matrix', 'matrix.yaml', '--out', out, ...extra];
+const base = (out: string, extra: string[] = []): string[] => [
+  'campaign',
+  '--cmd',
+  `${NODE} calc-agent.mjs {task}`,
+  '--tasks',
+  'tasks.jsonl',
+  '--matrix',
+  'matrix.yaml',
+  '--out',
+  out,
+  ...extra,
+];
 
 describe('campaign --cmd: before any run', () => {
   it('--dry-run lists every run with its command line and plan, and runs nothing', async () => {
     const out = join(dir, 'dry');
     const r = await cli(base(out, ['--dry-run', '--oracle', 'check.mjs']), {}, 30_000, FIX);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain('2 tasks × 3 conditions × 1 repetition = 6 faulted runs, each with its clean twin: 12 runs');
+    expect(r.stdout).toContain(
+      '2 tasks × 3 conditions × 1 repetition = 6 faulted runs, each with its clean twin: 12 runs',
+    );
     expect(r.stdout).toContain(`calc-agent.mjs 'What is 17 plus 25?'`);
     expect(r.stdout).toMatch(/http_503: \[\{"fault":"http_503","match":\{"operation":"chat"\}\}\]/);
     expect(r.stdout.match(/^ +\d+ (faulted|clean)/gm)).toHaveLength(12);
@@ -47,12 +60,55 @@ describe('campaign --cmd: before any run', () => {
     const t = join(dir, 'bad-tasks.jsonl');
     writeFileSync(t, '{"id":"a","input":"x"}\n{"input":"no id"}\n');
     const cases: Array<[string[], RegExp]> = [
-      [['campaign', '--cmd', 'node a.js', '--tasks', join(FIX, 'tasks.jsonl'), '--matrix', m, '--dry-run'], /conditions\[0\] \("llm_truncte_single"\)[\s\S]*did you mean "llm_truncate_single"/],
-      [['campaign', '--cmd', 'node a.js', '--tasks', t, '--matrix', join(FIX, 'matrix.yaml'), '--dry-run'], /bad-tasks\.jsonl: line 2: a task object needs an "id"/],
-      [['campaign', '--cmd', 'node a.js {task.answer}', '--tasks', join(FIX, 'tasks.jsonl'), '--matrix', join(FIX, 'matrix.yaml'), '--dry-run'], /\{task\.answer\} names a field task "sum" does not have/],
-      [['campaign', '--cmd', 'node a.js {task} | tee log', '--tasks', join(FIX, 'tasks.jsonl'), '--matrix', join(FIX, 'matrix.yaml'), '--dry-run'], /"\|" \(no shell runs the command/],
+      [
+        ['campaign', '--cmd', 'node a.js', '--tasks', join(FIX, 'tasks.jsonl'), '--matrix', m, '--dry-run'],
+        /conditions\[0\] \("llm_truncte_single"\)[\s\S]*did you mean "llm_truncate_single"/,
+      ],
+      [
+        ['campaign', '--cmd', 'node a.js', '--tasks', t, '--matrix', join(FIX, 'matrix.yaml'), '--dry-run'],
+        /bad-tasks\.jsonl: line 2: a task object needs an "id"/,
+      ],
+      [
+        [
+          'campaign',
+          '--cmd',
+          'node a.js {task.answer}',
+          '--tasks',
+          join(FIX, 'tasks.jsonl'),
+          '--matrix',
+          join(FIX, 'matrix.yaml'),
+          '--dry-run',
+        ],
+        /\{task\.answer\} names a field task "sum" does not have/,
+      ],
+      [
+        [
+          'campaign',
+          '--cmd',
+          'node a.js {task} | tee log',
+          '--tasks',
+          join(FIX, 'tasks.jsonl'),
+          '--matrix',
+          join(FIX, 'matrix.yaml'),
+          '--dry-run',
+        ],
+        /"\|" \(no shell runs the command/,
+      ],
       [['campaign', '--cmd', 'node a.js', '--matrix', join(FIX, 'matrix.yaml')], /--cmd needs --tasks FILE/],
-      [['campaign', '--cmd', 'node a.js', '--tasks', join(FIX, 'tasks.jsonl'), '--matrix', join(FIX, 'matrix.yaml'), '--preset', 'paper'], /--preset is for the example workflows/],
+      [
+        [
+          'campaign',
+          '--cmd',
+          'node a.js',
+          '--tasks',
+          join(FIX, 'tasks.jsonl'),
+          '--matrix',
+          join(FIX, 'matrix.yaml'),
+          '--preset',
+          'paper',
+        ],
+        /--preset is for the example workflows/,
+      ],
       [['campaign', '--matrix', join(FIX, 'matrix.yaml')], /--matrix goes with --cmd/],
     ];
     for (const [args, msg] of cases) {
@@ -65,7 +121,11 @@ describe('campaign --cmd: before any run', () => {
   });
 
   it('issue 13: campaign --out /proc/x (cannot be written) is one line and exit 2 within seconds, not a spin', async () => {
-    for (const args of [base('/proc/faultline-x'), ['campaign', '--preset', 'smoke', '--out', '/proc/faultline-x'], ['demo', '--out', '/proc/faultline-x']]) {
+    for (const args of [
+      base('/proc/faultline-x'),
+      ['campaign', '--preset', 'smoke', '--out', '/proc/faultline-x'],
+      ['demo', '--out', '/proc/faultline-x'],
+    ]) {
       const r = await cli(args, {}, 20_000, FIX);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr.trim()).toMatch(/^✖ cannot write --out \/proc\/faultline-x: no such directory$/);
@@ -79,11 +139,30 @@ describe('campaign --cmd: oracles, budget, timeout', () => {
     const out = join(dir, 'budget');
     const m = join(dir, 'one-fault.yaml');
     writeFileSync(m, 'conditions:\n  - fault: llm_truncate_single\n');
-    const args = ['campaign', '--cmd', `${NODE} calc-agent.mjs {task}`, '--tasks', 'tasks.jsonl', '--matrix', m, '--oracle', 'check.mjs', '--max-calls', '3', '--concurrency', '1', '--out', out];
+    const args = [
+      'campaign',
+      '--cmd',
+      `${NODE} calc-agent.mjs {task}`,
+      '--tasks',
+      'tasks.jsonl',
+      '--matrix',
+      m,
+      '--oracle',
+      'check.mjs',
+      '--max-calls',
+      '3',
+      '--concurrency',
+      '1',
+      '--out',
+      out,
+    ];
     const r = await cli(args, { OPENAI_BASE_URL: `${model.url}/v1` }, 60_000, FIX);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain('budget reached (3 LLM calls');
-    const runs = readFileSync(join(out, 'runs.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as RunRecord);
+    const runs = readFileSync(join(out, 'runs.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as RunRecord);
     // The faulted run stops after its first (truncated) call, its clean twin makes two: 3 calls, then no new run.
     expect(runs.map((x) => [x.condition, x.llmCalls, x.success])).toEqual([
       ['llm_truncate_single', 1, false],
@@ -91,7 +170,22 @@ describe('campaign --cmd: oracles, budget, timeout', () => {
     ]);
     expect(runs[0]!.reason).toBe('got "I could not work out the question."');
     expect(r.stdout).toContain('BUDGET REACHED');
-    const other = await cli(['campaign', '--cmd', `${NODE} calc-agent.mjs --verbose {task}`, '--tasks', 'tasks.jsonl', '--matrix', m, '--out', out], {}, 30_000, FIX);
+    const other = await cli(
+      [
+        'campaign',
+        '--cmd',
+        `${NODE} calc-agent.mjs --verbose {task}`,
+        '--tasks',
+        'tasks.jsonl',
+        '--matrix',
+        m,
+        '--out',
+        out,
+      ],
+      {},
+      30_000,
+      FIX,
+    );
     expect(other.code).toBe(2);
     expect(other.stderr).toMatch(/holds 2 runs of another campaign .* --fresh/);
   });
@@ -102,9 +196,28 @@ describe('campaign --cmd: oracles, budget, timeout', () => {
     writeFileSync(t, '"hang"\n');
     const m = join(dir, 'one.yaml');
     writeFileSync(m, 'conditions:\n  - fault: http_503\n');
-    const r = await cli(['campaign', '--cmd', `${NODE} -e "setInterval(() => {}, 1000)" {task}`, '--tasks', t, '--matrix', m, '--timeout', '1s', '--out', out], {}, 60_000);
+    const r = await cli(
+      [
+        'campaign',
+        '--cmd',
+        `${NODE} -e "setInterval(() => {}, 1000)" {task}`,
+        '--tasks',
+        t,
+        '--matrix',
+        m,
+        '--timeout',
+        '1s',
+        '--out',
+        out,
+      ],
+      {},
+      60_000,
+    );
     expect(r.code, r.stderr).toBe(0);
-    const runs = readFileSync(join(out, 'runs.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as RunRecord);
+    const runs = readFileSync(join(out, 'runs.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as RunRecord);
     expect(runs).toHaveLength(2);
     for (const x of runs) {
       expect(x.success).toBe(false);

@@ -29,7 +29,12 @@ let second: Run;
 let records: RunRecord[] = [];
 const traces: TraceRecord[] = [];
 
-const lines = (f: string): string[] => (existsSync(f) ? readFileSync(f, 'utf8').split('\n').filter((l) => l.trim() !== '') : []);
+const lines = (f: string): string[] =>
+  existsSync(f)
+    ? readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+    : [];
 
 async function until(cond: () => boolean, ms: number): Promise<void> {
   const end = Date.now() + ms;
@@ -46,12 +51,18 @@ beforeAll(async () => {
   env = { OPENAI_BASE_URL: `${model.url}/v1`, OPENAI_API_KEY: 'sk-test' };
   args = [
     'campaign',
-    '--cmd', `${JSON.stringify(process.execPath)} calc-agent.mjs {task}`,
-    '--tasks', 'tasks.jsonl',
-    '--matrix', 'matrix.yaml',
-    '--oracle', `${JSON.stringify(process.execPath)} judge.mjs {task.expected}`,
-    '--out', out,
-    '--concurrency', '3',
+    '--cmd',
+    `${JSON.stringify(process.execPath)} calc-agent.mjs {task}`,
+    '--tasks',
+    'tasks.jsonl',
+    '--matrix',
+    'matrix.yaml',
+    '--oracle',
+    `${JSON.stringify(process.execPath)} judge.mjs {task.expected}`,
+    '--out',
+    out,
+    '--concurrency',
+    '3',
   ];
   // Interrupted once a few runs are recorded…
   const s = start(args, env, 90_000, FIX);
@@ -84,13 +95,34 @@ describe('faultline campaign --cmd', () => {
   });
 
   it('makes every faulted run with its clean twin, judged by the oracle: pass@1, Δpass@1, CCL per fault', () => {
-    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as { summary: { runs: number; untriggered: number; main: { byCondition: Array<{ key: string; pairs: number; cleanPass: { rate: number }; faultPass: { rate: number }; deltaPass: number; ccl: { k: number; n: number } }> } } };
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as {
+      summary: {
+        runs: number;
+        untriggered: number;
+        main: {
+          byCondition: Array<{
+            key: string;
+            pairs: number;
+            cleanPass: { rate: number };
+            faultPass: { rate: number };
+            deltaPass: number;
+            ccl: { k: number; n: number };
+          }>;
+        };
+      };
+    };
     expect(summary.summary.runs).toBe(12);
     expect(summary.summary.untriggered).toBe(0);
     const row = (k: string) => summary.summary.main.byCondition.find((c) => c.key === k)!;
     // The truncated and the empty first answer leave the agent without an expression: it says so and exits 0.
     for (const k of ['llm_truncate_single', 'llm_empty_single']) {
-      expect(row(k)).toMatchObject({ pairs: 2, cleanPass: { rate: 1 }, faultPass: { rate: 0 }, deltaPass: 100, ccl: { k: 2, n: 2 } });
+      expect(row(k)).toMatchObject({
+        pairs: 2,
+        cleanPass: { rate: 1 },
+        faultPass: { rate: 0 },
+        deltaPass: 100,
+        ccl: { k: 2, n: 2 },
+      });
     }
     // One 503: the SDK's own retry recovers it.
     expect(row('http_503')).toMatchObject({ pairs: 2, faultPass: { rate: 1 }, deltaPass: 0 });
@@ -104,7 +136,7 @@ describe('faultline campaign --cmd', () => {
     expect(second.stdout).toMatch(/llm_truncate_single\s+2\s+100\.0%\s+0\.0%\s+\+100\.0/);
   });
 
-  it('writes one labelled trace per run: the program\'s spans under the run\'s root, ground truth on faulted runs only', () => {
+  it("writes one labelled trace per run: the program's spans under the run's root, ground truth on faulted runs only", () => {
     expect(traces).toHaveLength(12);
     for (const r of records) {
       const t = traces.find((x) => x.traceId === r.traceId)!;
@@ -122,11 +154,14 @@ describe('faultline campaign --cmd', () => {
     for (const f of records.filter((r) => r.faulted)) {
       const root = (id: string | undefined) => {
         const rec = records.find((r) => r.taskId === id)!;
-        return stripGroundTruth(traces.find((x) => x.traceId === rec.traceId)!).spans.find((s) => s.parentSpanId === undefined)!;
+        return stripGroundTruth(traces.find((x) => x.traceId === rec.traceId)!).spans.find(
+          (s) => s.parentSpanId === undefined,
+        )!;
       };
       const a = root(f.taskId);
       const b = root(f.matchedTo);
-      const labels = (s: typeof a) => Object.fromEntries(Object.entries(s.attributes).filter(([k]) => k.startsWith('faultline.campaign.')));
+      const labels = (s: typeof a) =>
+        Object.fromEntries(Object.entries(s.attributes).filter(([k]) => k.startsWith('faultline.campaign.')));
       expect(labels(a)).toEqual(labels(b));
       expect(Object.keys(a.attributes).sort()).toEqual(Object.keys(b.attributes).sort());
     }
@@ -135,9 +170,19 @@ describe('faultline campaign --cmd', () => {
   it('its labelled traces are what faultline eval scores', async () => {
     const r = await cli(['eval', join(out, 'traces.jsonl'), '-f', 'json']);
     expect(r.code, r.stderr).toBe(0);
-    const report = JSON.parse(r.stdout) as { traces: number; faulty: number; clean: number; untriggered: number; diagnosers: Array<{ accuracy: { typeAccuracy: number; perType: Array<{ faultType: string; n: number }> } }> };
+    const report = JSON.parse(r.stdout) as {
+      traces: number;
+      faulty: number;
+      clean: number;
+      untriggered: number;
+      diagnosers: Array<{ accuracy: { typeAccuracy: number; perType: Array<{ faultType: string; n: number }> } }>;
+    };
     expect(report).toMatchObject({ traces: 12, faulty: 6, clean: 6, untriggered: 0 });
-    expect(report.diagnosers[0]!.accuracy.perType.map((p) => p.faultType).sort()).toEqual(['empty', 'error', 'truncate']);
+    expect(report.diagnosers[0]!.accuracy.perType.map((p) => p.faultType).sort()).toEqual([
+      'empty',
+      'error',
+      'truncate',
+    ]);
     expect(report.diagnosers[0]!.accuracy.typeAccuracy).toBeGreaterThan(50);
   }, 30_000);
 });

@@ -28,7 +28,13 @@ describe('campaign on the examples reproduces the papers’ findings', () => {
     expect(s.untriggered).toBe(0);
     for (const r of faulted(() => true)) {
       const twin = result.records.find((c) => c.taskId === r.matchedTo);
-      expect(twin, r.taskId).toMatchObject({ faulted: false, family: r.family, task: r.task, topology: r.topology, arm: r.arm });
+      expect(twin, r.taskId).toMatchObject({
+        faulted: false,
+        family: r.family,
+        task: r.task,
+        topology: r.topology,
+        arm: r.arm,
+      });
     }
   });
 
@@ -48,7 +54,13 @@ describe('campaign on the examples reproduces the papers’ findings', () => {
   });
 
   it('valid-partial evidence fails silently without evidence guards', () => {
-    const unguarded = faulted((r) => r.condition === 'valid_partial@I4' && r.arm === 'none' && r.family === 'shopping' && r.topology === 'sequential');
+    const unguarded = faulted(
+      (r) =>
+        r.condition === 'valid_partial@I4' &&
+        r.arm === 'none' &&
+        r.family === 'shopping' &&
+        r.topology === 'sequential',
+    );
     expect(unguarded.length).toBeGreaterThan(0);
     for (const r of unguarded) {
       expect(r.success).toBe(false);
@@ -75,7 +87,8 @@ describe('campaign on the examples reproduces the papers’ findings', () => {
     // Both together recover all of them.
     expect(row(s.protection, 'all | both')?.faultPass.rate).toBe(1);
     // The recoveries are visible in the trace as guard actions.
-    for (const r of faulted((x) => x.study === 'protection' && x.arm === 'both')) expect(r.guardEvents, r.condition).toBeGreaterThan(0);
+    for (const r of faulted((x) => x.study === 'protection' && x.arm === 'both'))
+      expect(r.guardEvents, r.condition).toBeGreaterThan(0);
   });
 
   it('persistent injection hurts more than a single one (AgentChaos)', () => {

@@ -23,7 +23,10 @@ const traces: TraceRecord[] = [];
 
 beforeAll(async () => {
   const out = mkdtempSync(join(tmpdir(), 'faultline-labelled-'));
-  const spec = resolveSpec('smoke', { conditions: ['non_delivery@I4', 'llm_truncate_single', 'llm_corrupt_single'], families: ['shopping'] });
+  const spec = resolveSpec('smoke', {
+    conditions: ['non_delivery@I4', 'llm_truncate_single', 'llm_corrupt_single'],
+    families: ['shopping'],
+  });
   result = await runCampaign({ workloads: examples, spec, out, concurrency: 3 });
   for await (const t of readTraces([result.files.traces])) traces.push(t);
 }, 90_000);
@@ -46,7 +49,8 @@ describe('labelled trace file', () => {
       const t = stripGroundTruth(traces.find((x) => x.traceId === rec.traceId)!);
       return t.spans.find((s) => s.parentSpanId === undefined)!;
     };
-    const labels = (a: Record<string, unknown>) => Object.fromEntries(Object.entries(a).filter(([k]) => k.startsWith('faultline.campaign.')));
+    const labels = (a: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(a).filter(([k]) => k.startsWith('faultline.campaign.')));
     for (const f of result.records.filter((r) => r.faulted)) {
       const fr = rootOf(f.taskId);
       const cr = rootOf(f.matchedTo);
@@ -63,7 +67,8 @@ describe('labelled trace file', () => {
     for (const rec of result.records) {
       const truth = groundTruth(traces.find((x) => x.traceId === rec.traceId)!);
       if (!rec.faulted) expect(truth.status).toBe('clean');
-      else if (rec.condition === 'llm_corrupt_single') expect(truth.status).toBe('untriggered'); // mojibake of ASCII is a no-op
+      else if (rec.condition === 'llm_corrupt_single')
+        expect(truth.status).toBe('untriggered'); // mojibake of ASCII is a no-op
       else {
         expect(truth.status, rec.condition).toBe('faulty');
         expect(truth.faultType).toBe(rec.condition === 'non_delivery@I4' ? 'non_delivery' : 'truncate');

@@ -5,11 +5,21 @@ import { FAULT_NAMES, getFault, listFaults, nearestFaultName } from '../../src/c
 import type { ContentFault } from '../../src/catalog/types';
 import { PyRandom } from '../../src/plan/rng';
 
-type Body = { choices: Array<{ message: { content: string | null; tool_calls?: Array<{ function: { name: string; arguments: string } }> }; finish_reason: string }> };
+type Body = {
+  choices: Array<{
+    message: { content: string | null; tool_calls?: Array<{ function: { name: string; arguments: string } }> };
+    finish_reason: string;
+  }>;
+};
 
 const text = (content: string): Body => ({ choices: [{ message: { content }, finish_reason: 'stop' }] });
 const tool = (args: string): Body => ({
-  choices: [{ message: { content: null, tool_calls: [{ function: { name: 'calc', arguments: args } }] }, finish_reason: 'tool_calls' }],
+  choices: [
+    {
+      message: { content: null, tool_calls: [{ function: { name: 'calc', arguments: args } }] },
+      finish_reason: 'tool_calls',
+    },
+  ],
 });
 
 function run(name: string, bodies: Body[], seed = 42): { out: Body[]; fired: boolean[]; delays: number[] } {
@@ -34,10 +44,35 @@ describe('the AgentChaos catalog', () => {
   it('has all 65 configurations by name, built from 12 bases', () => {
     const ac = listFaults().filter((f) => f.mode === 'content');
     expect(ac).toHaveLength(65);
-    const bases = ['llm_error', 'llm_timeout', 'llm_empty', 'llm_truncate', 'llm_corrupt', 'llm_schema', 'tool_error', 'tool_timeout', 'tool_empty', 'tool_truncate', 'tool_corrupt', 'tool_schema'];
-    for (const b of bases) for (const s of ['single', 'persistent', 'intermittent', 'burst']) expect(FAULT_NAMES).toContain(`${b}_${s}`);
-    for (const b of ['llm_error', 'llm_timeout', 'llm_schema']) for (const p of ['early', 'mid', 'late']) expect(FAULT_NAMES).toContain(`${b}_pos_${p}`);
-    for (const c of ['api_degradation', 'content_filter', 'max_tokens', 'proxy_html', 'stale_cache', 'stale_data', 'wrong_entity', 'slow_response']) expect(FAULT_NAMES).toContain(`compound_${c}`);
+    const bases = [
+      'llm_error',
+      'llm_timeout',
+      'llm_empty',
+      'llm_truncate',
+      'llm_corrupt',
+      'llm_schema',
+      'tool_error',
+      'tool_timeout',
+      'tool_empty',
+      'tool_truncate',
+      'tool_corrupt',
+      'tool_schema',
+    ];
+    for (const b of bases)
+      for (const s of ['single', 'persistent', 'intermittent', 'burst']) expect(FAULT_NAMES).toContain(`${b}_${s}`);
+    for (const b of ['llm_error', 'llm_timeout', 'llm_schema'])
+      for (const p of ['early', 'mid', 'late']) expect(FAULT_NAMES).toContain(`${b}_pos_${p}`);
+    for (const c of [
+      'api_degradation',
+      'content_filter',
+      'max_tokens',
+      'proxy_html',
+      'stale_cache',
+      'stale_data',
+      'wrong_entity',
+      'slow_response',
+    ])
+      expect(FAULT_NAMES).toContain(`compound_${c}`);
     expect(new Set(FAULT_NAMES).size).toBe(FAULT_NAMES.length);
   });
 
@@ -62,12 +97,18 @@ describe('golden vectors (docs/fault-catalog.md §1.12)', () => {
 
   it('tool_corrupt (seed 42) replaces 2 characters with U+2600–U+26FF symbols', () => {
     const { out } = run('tool_corrupt_single', [tool('{"expression": "17 * 23 + 42", "n": 3}')]);
-    expect(out[0].choices[0].message.tool_calls![0].function.arguments).toBe('{"expression": "\u268c7 * 23 + \u26392", "n": 3}');
+    expect(out[0].choices[0].message.tool_calls![0].function.arguments).toBe(
+      '{"expression": "\u268c7 * 23 + \u26392", "n": 3}',
+    );
   });
 
   it('invalid tool arguments become the placeholders', () => {
-    expect(run('tool_truncate_single', [tool('{not json')]).out[0].choices[0].message.tool_calls![0].function.arguments).toBe('{"_fault_truncated": true}');
-    expect(run('tool_corrupt_single', [tool('{not json')]).out[0].choices[0].message.tool_calls![0].function.arguments).toBe('{"_fault_corrupted": true}');
+    expect(
+      run('tool_truncate_single', [tool('{not json')]).out[0].choices[0].message.tool_calls![0].function.arguments,
+    ).toBe('{"_fault_truncated": true}');
+    expect(
+      run('tool_corrupt_single', [tool('{not json')]).out[0].choices[0].message.tool_calls![0].function.arguments,
+    ).toBe('{"_fault_corrupted": true}');
   });
 
   it('mojibake: UTF-8 read as Latin-1, identity on ASCII', () => {
@@ -78,7 +119,10 @@ describe('golden vectors (docs/fault-catalog.md §1.12)', () => {
   });
 
   it('llm_error_intermittent over 10 eligible calls fires on calls 2, 3, 4, 8, 10', () => {
-    const { fired, out } = run('llm_error_intermittent', Array.from({ length: 10 }, () => text('ok')));
+    const { fired, out } = run(
+      'llm_error_intermittent',
+      Array.from({ length: 10 }, () => text('ok')),
+    );
     expect(fired.flatMap((f, i) => (f ? [i + 1] : []))).toEqual([2, 3, 4, 8, 10]);
     expect(out[1].choices[0].message.content).toBe(LLM_ERROR_TEXT);
     expect(out[0].choices[0].message.content).toBe('ok');
@@ -122,16 +166,27 @@ describe('strategies, the target-field guard and positions', () => {
     expect(t('llm_schema_single').message.content).toBe(LLM_SCHEMA_TEXT);
     expect(t('llm_corrupt_single').message.content).toBe('hello world');
     expect(k('tool_error_single').message.tool_calls![0].function.arguments).toBe('{}');
-    expect(k('tool_timeout_single').message).toEqual({ content: '[TIMEOUT] Connection dropped. The server did not respond.', tool_calls: [] });
+    expect(k('tool_timeout_single').message).toEqual({
+      content: '[TIMEOUT] Connection dropped. The server did not respond.',
+      tool_calls: [],
+    });
     expect(k('tool_empty_single').message.tool_calls).toEqual([]);
-    expect(k('tool_schema_single').message.tool_calls![0].function.arguments).toBe('{"wrong_param": "unexpected_value"}');
+    expect(k('tool_schema_single').message.tool_calls![0].function.arguments).toBe(
+      '{"wrong_param": "unexpected_value"}',
+    );
   });
 });
 
 describe('compound scenarios', () => {
   it('content filter strips tool calls first, then the guard lets content and finish_reason fire', () => {
     const r = run('compound_content_filter', [tool('{"a": 1}'), text('x')]);
-    expect(r.out[0].choices[0]).toEqual({ message: { content: '[CONTENT FILTERED] This response has been blocked by the content safety filter.', tool_calls: [] }, finish_reason: 'content_filter' });
+    expect(r.out[0].choices[0]).toEqual({
+      message: {
+        content: '[CONTENT FILTERED] This response has been blocked by the content safety filter.',
+        tool_calls: [],
+      },
+      finish_reason: 'content_filter',
+    });
     expect(r.fired).toEqual([true, false]);
     const r2 = run('compound_content_filter', [text('x'), tool('{"a": 1}')]);
     expect(r2.out[1].choices[0].message.tool_calls).toEqual([]); // the strip stayed armed for the first tool call
@@ -152,10 +207,20 @@ describe('compound scenarios', () => {
   it('api degradation and slow response delay; stale data and wrong entity set arguments', () => {
     const d = run('compound_api_degradation', [tool('{}'), text('x')]);
     expect(d.delays).toEqual([3000, 0]);
-    expect(d.out[1].choices[0].message.content).toBe('[SERVICE UNAVAILABLE] HTTP 503: The server is temporarily unable to handle the request.');
+    expect(d.out[1].choices[0].message.content).toBe(
+      '[SERVICE UNAVAILABLE] HTTP 503: The server is temporarily unable to handle the request.',
+    );
     expect(run('compound_slow_response', [text('x'), text('y')]).delays).toEqual([5000, 0]);
-    expect(run('compound_stale_data', [text('x'), tool('{"city": "Paris"}')]).out[1].choices[0].message.tool_calls![0].function.arguments).toBe('{"city": "Pyongyang"}');
-    expect(run('compound_wrong_entity', [tool('{"city": "Paris"}')]).out[0].choices[0].message.tool_calls![0].function.arguments).toBe('{"city": "Springfield"}');
-    expect(run('compound_proxy_html', [text('x')]).out[0].choices[0].message.content).toMatch(/^<!DOCTYPE html>\n.*502 Bad Gateway.*nginx\/1\.24\.0/s);
+    expect(
+      run('compound_stale_data', [text('x'), tool('{"city": "Paris"}')]).out[1].choices[0].message.tool_calls![0]
+        .function.arguments,
+    ).toBe('{"city": "Pyongyang"}');
+    expect(
+      run('compound_wrong_entity', [tool('{"city": "Paris"}')]).out[0].choices[0].message.tool_calls![0].function
+        .arguments,
+    ).toBe('{"city": "Springfield"}');
+    expect(run('compound_proxy_html', [text('x')]).out[0].choices[0].message.content).toMatch(
+      /^<!DOCTYPE html>\n.*502 Bad Gateway.*nginx\/1\.24\.0/s,
+    );
   });
 });

@@ -12,7 +12,15 @@ import { TraceBuilder } from '../diagnosers/support/builder';
 import { labelledSet } from '../diagnosers/support/labelled';
 import { otlpJson } from '../diagnosers/support/otlp-file';
 import { cli, ensureBuilt } from '../campaign/support/bin';
-import { FORMATS, perTrace, recorded, startJaeger, startTempo, type Backend, type ServedTrace } from './support/backends';
+import {
+  FORMATS,
+  perTrace,
+  recorded,
+  startJaeger,
+  startTempo,
+  type Backend,
+  type ServedTrace,
+} from './support/backends';
 
 let dir = '';
 let served: ServedTrace[] = [];
@@ -48,9 +56,29 @@ describe('diagnose --jaeger', () => {
     const apiTrace = (JSON.parse(recorded('jaeger.otlp2jaeger-out.api-traces.json')) as { data: unknown[] }).data[0];
     const uiTrace = JSON.parse(recorded('jaeger.ui_01.trace.json'));
     const jaeger = await track(startJaeger({ v1: [apiTrace, uiTrace] as never }));
-    const r = await cli(['diagnose', '--jaeger', jaeger.url, '--service', 'telemetrygen', '--start', '2017-01-01T00:00:00Z', '--end', '2025-01-01T00:00:00Z', '--page-size', '1', '-f', 'jsonl']);
+    const r = await cli([
+      'diagnose',
+      '--jaeger',
+      jaeger.url,
+      '--service',
+      'telemetrygen',
+      '--start',
+      '2017-01-01T00:00:00Z',
+      '--end',
+      '2025-01-01T00:00:00Z',
+      '--page-size',
+      '1',
+      '-f',
+      'jsonl',
+    ]);
     expect(r.code, r.stderr).toBe(0);
-    const files = await cli(['diagnose', join(FORMATS, 'jaeger.otlp2jaeger-out.api-traces.json'), join(FORMATS, 'jaeger.ui_01.trace.json'), '-f', 'jsonl']);
+    const files = await cli([
+      'diagnose',
+      join(FORMATS, 'jaeger.otlp2jaeger-out.api-traces.json'),
+      join(FORMATS, 'jaeger.ui_01.trace.json'),
+      '-f',
+      'jsonl',
+    ]);
     expect(sorted(r.stdout)).toEqual(sorted(files.stdout));
     expect(sorted(r.stdout)).toHaveLength(2);
     const searches = jaeger.seen.filter((s) => s.path === '/api/traces');
@@ -63,7 +91,18 @@ describe('diagnose --jaeger', () => {
 
   it('api_v3 where v1 is gone (Jaeger main): the same diagnoses as the file, paginated by time window', async () => {
     const jaeger = await track(startJaeger({ v3: served }));
-    const r = await cli(['diagnose', '--jaeger', jaeger.url, '--service', 'agent', ...WINDOW, '--page-size', '4', '-f', 'jsonl']);
+    const r = await cli([
+      'diagnose',
+      '--jaeger',
+      jaeger.url,
+      '--service',
+      'agent',
+      ...WINDOW,
+      '--page-size',
+      '4',
+      '-f',
+      'jsonl',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const f = await cli(['diagnose', file, '-f', 'jsonl']);
     expect(sorted(r.stdout)).toEqual(sorted(f.stdout));
@@ -77,7 +116,17 @@ describe('diagnose --jaeger', () => {
 
   it('--trace-id fetches traces by id; a missing one is named after the others are diagnosed (exit 2)', async () => {
     const jaeger = await track(startJaeger({ v3: served }));
-    const r = await cli(['diagnose', '--jaeger', jaeger.url, '--trace-id', served[0]!.traceId, '--trace-id', 'ab'.repeat(16), '-f', 'jsonl']);
+    const r = await cli([
+      'diagnose',
+      '--jaeger',
+      jaeger.url,
+      '--trace-id',
+      served[0]!.traceId,
+      '--trace-id',
+      'ab'.repeat(16),
+      '-f',
+      'jsonl',
+    ]);
     expect(r.code).toBe(2);
     expect(sorted(r.stdout)).toHaveLength(1);
     expect(r.stdout).toContain(served[0]!.traceId);
@@ -88,11 +137,22 @@ describe('diagnose --jaeger', () => {
 describe('diagnose --tempo', () => {
   it('TraceQL search then each trace by id, on the recorded Tempo responses: the same diagnosis as the ingested file', async () => {
     const id = '5b8efff798038103d269b633813fc60c';
-    const tempo = await track(startTempo({ recorded: { search: recorded('tempo.api-search-traceql.generated.json'), byId: { [id]: recorded('tempo.api-v2-traces-id.generated.json') } } }));
+    const tempo = await track(
+      startTempo({
+        recorded: {
+          search: recorded('tempo.api-search-traceql.generated.json'),
+          byId: { [id]: recorded('tempo.api-v2-traces-id.generated.json') },
+        },
+      }),
+    );
     const q = '{ span.chaos.fault.type = "truncation" }';
     const r = await cli(['diagnose', '--tempo', tempo.url, '--query', q, '--lookback', '30d', '-f', 'jsonl']);
     expect(r.code, r.stderr).toBe(0);
-    for (const f of ['otlp-json.curl-request.sent-to-tempo.json', 'tempo.api-v2-traces-id.generated.json', 'tempo.api-traces-id.v1.generated.json']) {
+    for (const f of [
+      'otlp-json.curl-request.sent-to-tempo.json',
+      'tempo.api-v2-traces-id.generated.json',
+      'tempo.api-traces-id.v1.generated.json',
+    ]) {
       expect(sorted(r.stdout), f).toEqual(sorted((await cli(['diagnose', join(FORMATS, f), '-f', 'jsonl'])).stdout));
     }
     // The faulty span is the chat call the recorded trace marks as failed.
@@ -120,7 +180,10 @@ describe('diagnose --tempo', () => {
     expect(e.code, e.stderr).toBe(0);
     // Timings aside, and rows in trace order (the backend answers newest first).
     const strip = (s: string) => {
-      const o = JSON.parse(s) as { diagnosers: Array<Record<string, unknown>>; rows: Array<{ truth: { traceId: string } }> };
+      const o = JSON.parse(s) as {
+        diagnosers: Array<Record<string, unknown>>;
+        rows: Array<{ truth: { traceId: string } }>;
+      };
       for (const d of o.diagnosers) {
         delete d.spansPerSecond;
         delete d.msPerTrace;
@@ -132,7 +195,13 @@ describe('diagnose --tempo', () => {
   });
 
   it('an older Tempo without /api/v2 is read through /api/traces; basic auth from the URL becomes a header, never printed', async () => {
-    const tempo = await track(startTempo({ traces: served.slice(0, 2), v1Only: true, auth: { header: 'authorization', value: `Basic ${Buffer.from('ops:pa ss').toString('base64')}` } }));
+    const tempo = await track(
+      startTempo({
+        traces: served.slice(0, 2),
+        v1Only: true,
+        auth: { header: 'authorization', value: `Basic ${Buffer.from('ops:pa ss').toString('base64')}` },
+      }),
+    );
     const url = tempo.url.replace('http://', 'http://ops:pa%20ss@');
     const r = await cli(['diagnose', '--tempo', url, ...WINDOW, '-f', 'jsonl']);
     expect(r.code, r.stderr).toBe(0);
@@ -141,7 +210,9 @@ describe('diagnose --tempo', () => {
     expect(r.stderr).not.toContain('pa');
     const denied = await cli(['diagnose', '--tempo', tempo.url, ...WINDOW]);
     expect(denied.code).toBe(2);
-    expect(denied.stderr.trim()).toMatch(/^✖ Tempo at http:\/\/127\.0\.0\.1:\d+\/api\/search\?.*: answered 401 Unauthorized: unauthorized \(check --token \/ --user \/ --org-id\)$/);
+    expect(denied.stderr.trim()).toMatch(
+      /^✖ Tempo at http:\/\/127\.0\.0\.1:\d+\/api\/search\?.*: answered 401 Unauthorized: unauthorized \(check --token \/ --user \/ --org-id\)$/,
+    );
   });
 });
 
@@ -152,7 +223,11 @@ describe('backends that are down or answer something else', () => {
         const { createServer } = await import('node:http');
         const s = createServer((req, res) => {
           res.writeHead(200, { 'content-type': req.url?.startsWith('/api/search') ? 'application/json' : 'text/html' });
-          res.end(req.url?.startsWith('/api/search') ? '{"status":"ok"}' : '<!doctype html><html><title>Grafana</title></html>');
+          res.end(
+            req.url?.startsWith('/api/search')
+              ? '{"status":"ok"}'
+              : '<!doctype html><html><title>Grafana</title></html>',
+          );
         });
         await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
         const url = `http://127.0.0.1:${(s.address() as { port: number }).port}`;
@@ -166,9 +241,20 @@ describe('backends that are down or answer something else', () => {
     const dead = (probe.address() as { port: number }).port;
     await new Promise<void>((r) => probe.close(() => r()));
     const cases: Array<[string[], RegExp]> = [
-      [['diagnose', '--jaeger', `http://127.0.0.1:${dead}`, '--service', 'x'], new RegExp(`^✖ Jaeger at http://127\\.0\\.0\\.1:${dead}/api/traces\\?service=x.*: cannot reach it: connection refused`)],
-      [['diagnose', '--jaeger', html.url, '--service', 'x'], /answered text\/html, not JSON: it starts with "<!doctype html><html><title>Grafana<\/title><\/html>" \(is this the Jaeger API\?\)/],
-      [['eval', '--tempo', html.url], /Tempo at .*\/api\/search\?.*: expected a search result \{"traces":\[…\]\}, found a JSON object with keys "status"/],
+      [
+        ['diagnose', '--jaeger', `http://127.0.0.1:${dead}`, '--service', 'x'],
+        new RegExp(
+          `^✖ Jaeger at http://127\\.0\\.0\\.1:${dead}/api/traces\\?service=x.*: cannot reach it: connection refused`,
+        ),
+      ],
+      [
+        ['diagnose', '--jaeger', html.url, '--service', 'x'],
+        /answered text\/html, not JSON: it starts with "<!doctype html><html><title>Grafana<\/title><\/html>" \(is this the Jaeger API\?\)/,
+      ],
+      [
+        ['eval', '--tempo', html.url],
+        /Tempo at .*\/api\/search\?.*: expected a search result \{"traces":\[…\]\}, found a JSON object with keys "status"/,
+      ],
       [['diagnose', '--jaeger', 'ftp://x'], /--jaeger expects an http\(s\) URL/],
       [['diagnose', '--jaeger', html.url], /--jaeger needs --service/],
       [['diagnose', file, '--tempo', html.url], /give one source of traces, not trace files and --tempo/],
@@ -177,7 +263,12 @@ describe('backends that are down or answer something else', () => {
     for (const [args, msg] of cases) {
       const r = await cli(args, {}, 30_000);
       expect(r.code, `${args.join(' ')}\n${r.stderr}`).toBe(2);
-      expect(r.stderr.trim().split('\n').filter((l) => l.startsWith('✖'))).toHaveLength(1);
+      expect(
+        r.stderr
+          .trim()
+          .split('\n')
+          .filter((l) => l.startsWith('✖')),
+      ).toHaveLength(1);
       expect(r.stderr).toMatch(msg);
       expect(r.stderr).not.toMatch(/\n\s+at /);
     }

@@ -30,10 +30,16 @@ function newestMtime(dir: string): number {
 /** Build dist/ when it is missing or older than the sources this test exercises (`npm test` builds first anyway). */
 function ensureBuilt(): void {
   const out = join(ROOT, 'dist', 'src', 'cli', 'index.js');
-  const srcs = ['src/cli', 'src/diagnosers', 'src/evaluation', 'src/report', 'src/traces'].map((d) => newestMtime(join(ROOT, d)));
+  const srcs = ['src/cli', 'src/diagnosers', 'src/evaluation', 'src/report', 'src/traces'].map((d) =>
+    newestMtime(join(ROOT, d)),
+  );
   if (existsSync(out) && statSync(out).mtimeMs >= Math.max(...srcs)) return;
   try {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore' });
+    execFileSync(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+      { cwd: ROOT, stdio: 'ignore' },
+    );
   } catch {
     /* type errors elsewhere in the tree still emit JavaScript */
   }
@@ -47,9 +53,18 @@ interface Run {
 
 function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, CI: '1', NO_COLOR: '1', FAULTLINE_LLM_BASE_URL: '', ...env }, maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, CI: '1', NO_COLOR: '1', FAULTLINE_LLM_BASE_URL: '', ...env },
+        maxBuffer: 64 << 20,
+      },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -92,7 +107,15 @@ describe('faultline bin: help, version, usage errors', () => {
   });
 
   it('bad input: exit 2, one ✖ line, no stack', async () => {
-    for (const args of [['bogus'], ['diagnose', '--bogus', 'x'], ['diagnose'], ['diagnose', labelled, '--concurrency', '0'], ['diagnose', labelled, '--format', 'xml'], ['eval', labelled, '-d', 'oracle'], ['diagnose', labelled, '-d', 'llm']]) {
+    for (const args of [
+      ['bogus'],
+      ['diagnose', '--bogus', 'x'],
+      ['diagnose'],
+      ['diagnose', labelled, '--concurrency', '0'],
+      ['diagnose', labelled, '--format', 'xml'],
+      ['eval', labelled, '-d', 'oracle'],
+      ['diagnose', labelled, '-d', 'llm'],
+    ]) {
       const r = await cli(args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr, args.join(' ')).toMatch(/^✖ /);
@@ -113,11 +136,13 @@ describe('faultline diagnose', () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines).toHaveLength(set.length);
-    const byTrace = new Map(lines.map((l) => {
-      const o = JSON.parse(l) as { traceId: string; faultType: string; spanId: string | null; step: number | null };
-      expect(Object.keys(o)).toEqual(expect.arrayContaining(['traceId', 'faultType', 'spanId', 'step']));
-      return [o.traceId, o];
-    }));
+    const byTrace = new Map(
+      lines.map((l) => {
+        const o = JSON.parse(l) as { traceId: string; faultType: string; spanId: string | null; step: number | null };
+        expect(Object.keys(o)).toEqual(expect.arrayContaining(['traceId', 'faultType', 'spanId', 'step']));
+        return [o.traceId, o];
+      }),
+    );
     let right = 0;
     let faulty = 0;
     for (const t of set) {
@@ -163,14 +188,33 @@ describe('faultline eval and verify', () => {
     expect(page).not.toMatch(/<script|src=|href=/i);
   });
 
-  it('two diagnosers (rule + hybrid against a scripted OpenAI-compatible server) give Cohen\'s kappa', async () => {
+  it("two diagnosers (rule + hybrid against a scripted OpenAI-compatible server) give Cohen's kappa", async () => {
     // The scripted model answers "none" to everything: hybrid keeps the rules' structural answers and says none
     // wherever it asked the model, so the two diagnosers agree only partly.
     const llm = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify({ faultType: 'none', kind: 'none', step: null, confidence: 0.8, evidence: 'nothing' }) }, finish_reason: 'stop' }] }));
+        res.end(
+          JSON.stringify({
+            choices: [
+              {
+                index: 0,
+                message: {
+                  role: 'assistant',
+                  content: JSON.stringify({
+                    faultType: 'none',
+                    kind: 'none',
+                    step: null,
+                    confidence: 0.8,
+                    evidence: 'nothing',
+                  }),
+                },
+                finish_reason: 'stop',
+              },
+            ],
+          }),
+        );
       });
     });
     await new Promise<void>((r) => llm.listen(0, '127.0.0.1', r));
@@ -178,7 +222,10 @@ describe('faultline eval and verify', () => {
       const url = `http://127.0.0.1:${(llm.address() as AddressInfo).port}/v1`;
       const r = await cli(['eval', labelled, '-d', 'rule,hybrid', '-f', 'json'], { FAULTLINE_LLM_BASE_URL: url });
       expect(r.code).toBe(0);
-      const report = JSON.parse(r.stdout) as { diagnosers: { diagnoser: string }[]; kappa: { a: string; b: string; type: number; step: number }[] };
+      const report = JSON.parse(r.stdout) as {
+        diagnosers: { diagnoser: string }[];
+        kappa: { a: string; b: string; type: number; step: number }[];
+      };
       expect(report.diagnosers.map((d) => d.diagnoser)).toEqual(['rule', 'hybrid']);
       expect(report.kappa).toHaveLength(1);
       expect(report.kappa[0]).toMatchObject({ a: 'rule', b: 'hybrid' });

@@ -62,10 +62,16 @@ describe('diagnose --export otlp', () => {
     it(`each diagnosis arrives at faultline collect as a span linked to the faulty span (${protocol})`, async () => {
       const out = join(dir, `collected-${protocol.replace('/', '-')}.jsonl`);
       const collector = await collect(out);
-      const r = await cli(['diagnose', file, '-f', 'jsonl', '--export', 'otlp'], { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_PROTOCOL: protocol });
+      const r = await cli(['diagnose', file, '-f', 'jsonl', '--export', 'otlp'], {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+      });
       await collector.stop();
       expect(r.code, r.stderr).toBe(0);
-      const diagnoses = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as D);
+      const diagnoses = r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as D);
       const original = new Map<string, SpanRecord[]>();
       for await (const t of readTraces([file])) original.set(t.traceId, t.spans);
       const spans: SpanRecord[] = [];
@@ -77,7 +83,11 @@ describe('diagnose --export otlp', () => {
         expect(s, d.traceId).toBeDefined();
         expect(s.name).toBe('faultline.diagnosis');
         expect(s.scope.name).toBe('faultline/diagnose');
-        expect(s.attributes).toMatchObject({ 'faultline.diagnosis.fault_type': d.faultType, 'faultline.diagnosis.confidence': d.confidence, 'faultline.diagnosis.diagnoser': 'rule' });
+        expect(s.attributes).toMatchObject({
+          'faultline.diagnosis.fault_type': d.faultType,
+          'faultline.diagnosis.confidence': d.confidence,
+          'faultline.diagnosis.diagnoser': 'rule',
+        });
         expect(s.attributes['faultline.diagnosis.evidence']).toEqual(d.evidence);
         const spansOfTrace = original.get(d.traceId)!;
         if (d.spanId !== null) {
@@ -107,9 +117,18 @@ describe('diagnose --export otlp', () => {
     await new Promise<void>((res) => probe.listen(0, '127.0.0.1', res));
     const port = (probe.address() as { port: number }).port;
     await new Promise<void>((res) => probe.close(() => res()));
-    const r = await cli(['diagnose', file, '-f', 'jsonl', '--export', 'otlp', '--otlp-endpoint', `http://127.0.0.1:${port}`], { OTEL_EXPORTER_OTLP_TIMEOUT: '1500' }, 60_000);
+    const r = await cli(
+      ['diagnose', file, '-f', 'jsonl', '--export', 'otlp', '--otlp-endpoint', `http://127.0.0.1:${port}`],
+      { OTEL_EXPORTER_OTLP_TIMEOUT: '1500' },
+      60_000,
+    );
     expect(r.code).toBe(1);
     expect(r.stdout.trim().split('\n').length).toBeGreaterThan(1);
-    expect(r.stderr).toMatch(new RegExp(`^✖ --export otlp: 0/\\d+ diagnosis spans sent to http://127\\.0\\.0\\.1:${port}/v1/traces; the rest failed: `, 'm'));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^✖ --export otlp: 0/\\d+ diagnosis spans sent to http://127\\.0\\.0\\.1:${port}/v1/traces; the rest failed: `,
+        'm',
+      ),
+    );
   }, 60_000);
 });

@@ -44,7 +44,16 @@ beforeAll(async () => {
   llm = createServer((req, res) => {
     req.resume();
     res.writeHead(401, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: { message: 'Incorrect API key provided: sk-wrong.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } }));
+    res.end(
+      JSON.stringify({
+        error: {
+          message: 'Incorrect API key provided: sk-wrong.',
+          type: 'invalid_request_error',
+          param: null,
+          code: 'invalid_api_key',
+        },
+      }),
+    );
   });
   await new Promise<void>((r) => llm.listen(0, '127.0.0.1', r));
   llmUrl = `http://127.0.0.1:${(llm.address() as AddressInfo).port}/v1`;
@@ -95,26 +104,43 @@ describe('issue 13: a diagnoser that fails on a trace', () => {
   // before that contract an LLM failure came back as a "none" diagnosis the CLI cannot tell from a clean trace.
   const rejects = 'DiagnoserError' in diagnoserTypes;
 
-  it.runIf(rejects)('diagnose -d llm --fail-on-fault with a wrong key: not diagnosed, never "0 faulty", exit non-zero', async () => {
-    const r = await cli(['diagnose', good, '-d', 'llm', '--fail-on-fault', '-f', 'table'], { FAULTLINE_LLM_BASE_URL: llmUrl, FAULTLINE_LLM_API_KEY: 'sk-wrong' }, 120_000);
-    expect(r.code).not.toBe(0);
-    expect(r.stdout).not.toMatch(/0 faulty, \d+ clean$/m);
-    expect(r.stdout).toContain('not diagnosed');
-    expect(r.stderr).toMatch(/^✖ .*traces? not diagnosed \(llm\): .*401/m);
-  });
+  it.runIf(rejects)(
+    'diagnose -d llm --fail-on-fault with a wrong key: not diagnosed, never "0 faulty", exit non-zero',
+    async () => {
+      const r = await cli(
+        ['diagnose', good, '-d', 'llm', '--fail-on-fault', '-f', 'table'],
+        { FAULTLINE_LLM_BASE_URL: llmUrl, FAULTLINE_LLM_API_KEY: 'sk-wrong' },
+        120_000,
+      );
+      expect(r.code).not.toBe(0);
+      expect(r.stdout).not.toMatch(/0 faulty, \d+ clean$/m);
+      expect(r.stdout).toContain('not diagnosed');
+      expect(r.stderr).toMatch(/^✖ .*traces? not diagnosed \(llm\): .*401/m);
+    },
+  );
 
-  it.runIf(rejects)('diagnose -d llm with a dead endpoint: the same, and it stops trying after a few traces in a row', async () => {
-    const probe = createServer();
-    await new Promise<void>((res) => probe.listen(0, '127.0.0.1', res));
-    const port = (probe.address() as AddressInfo).port;
-    await new Promise<void>((res) => probe.close(() => res()));
-    const r = await cli(['diagnose', good, '-d', 'llm', '--fail-on-fault', '-f', 'jsonl', '-c', '1'], { FAULTLINE_LLM_BASE_URL: `http://127.0.0.1:${port}/v1` }, 120_000);
-    expect(r.code).not.toBe(0);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { error?: string });
-    expect(lines.every((l) => typeof l.error === 'string')).toBe(true);
-    expect(lines.length).toBeLessThan(goodTraces);
-    expect(r.stderr).toContain('stopped after 5 traces in a row could not be diagnosed');
-  });
+  it.runIf(rejects)(
+    'diagnose -d llm with a dead endpoint: the same, and it stops trying after a few traces in a row',
+    async () => {
+      const probe = createServer();
+      await new Promise<void>((res) => probe.listen(0, '127.0.0.1', res));
+      const port = (probe.address() as AddressInfo).port;
+      await new Promise<void>((res) => probe.close(() => res()));
+      const r = await cli(
+        ['diagnose', good, '-d', 'llm', '--fail-on-fault', '-f', 'jsonl', '-c', '1'],
+        { FAULTLINE_LLM_BASE_URL: `http://127.0.0.1:${port}/v1` },
+        120_000,
+      );
+      expect(r.code).not.toBe(0);
+      const lines = r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { error?: string });
+      expect(lines.every((l) => typeof l.error === 'string')).toBe(true);
+      expect(lines.length).toBeLessThan(goodTraces);
+      expect(r.stderr).toContain('stopped after 5 traces in a row could not be diagnosed');
+    },
+  );
 });
 
 describe('issue 13: unwritable output paths', () => {

@@ -21,7 +21,10 @@ import { setupWorkflowStack, type WorkflowStack } from '../support/workflow-stac
 import { otlpJson } from '../diagnosers/support/otlp-file';
 
 const chat = loadCorpus('openai-chat.jsonl');
-const TEXT = chat.find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('has_tools') && !r.tags.includes('finish_length'))!;
+const TEXT = chat.find(
+  (r) =>
+    r.status === 200 && r.tags.includes('text') && !r.tags.includes('has_tools') && !r.tags.includes('finish_length'),
+)!;
 
 let dir = '';
 let all = '';
@@ -32,7 +35,11 @@ const ids: Record<'early' | 'handoff' | 'complete', string> = { early: '', hando
 let server: LlmServer;
 let stack: WorkflowStack;
 
-async function workflow(name: string, fn: () => Promise<unknown>, options: Parameters<typeof runWorkflow>[2] = {}): Promise<string> {
+async function workflow(
+  name: string,
+  fn: () => Promise<unknown>,
+  options: Parameters<typeof runWorkflow>[2] = {},
+): Promise<string> {
   let traceId = '';
   await runWorkflow(
     name,
@@ -48,7 +55,9 @@ async function workflow(name: string, fn: () => Promise<unknown>, options: Param
 
 /** The same OTLP/JSON without what the monitors recorded online: the CLI must find it again from the spans. */
 function withoutDetections(json: string): string {
-  const doc = JSON.parse(json) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ name: string; events?: Array<{ name: string }> }> }> }> };
+  const doc = JSON.parse(json) as {
+    resourceSpans: Array<{ scopeSpans: Array<{ spans: Array<{ name: string; events?: Array<{ name: string }> }> }> }>;
+  };
   for (const rs of doc.resourceSpans)
     for (const ss of rs.scopeSpans) {
       ss.spans = ss.spans.filter((s) => s.name !== 'faultline.detection');
@@ -69,7 +78,10 @@ beforeAll(async () => {
   stack = setupWorkflowStack({ capture: false });
   const steps = ['Planner', 'Worker', 'Verifier'];
   const agents = (which: string[]) => async () => {
-    for (const a of which) await runAgent(a, () => openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${a}: go` }] }));
+    for (const a of which)
+      await runAgent(a, () =>
+        openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `${a}: go` }] }),
+      );
     return { done: true };
   };
   ids.early = await workflow('early', agents(['Planner', 'Worker']), { requiredSteps: steps });
@@ -90,7 +102,10 @@ beforeAll(async () => {
   // JSON lines, one trace per line, with a damaged line after the first.
   damaged = join(dir, 'damaged.jsonl');
   const line = (id: string) => otlpJson(spans.filter((s) => s.spanContext().traceId === id));
-  writeFileSync(damaged, [line(ids.early), '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":', line(ids.complete)].join('\n') + '\n');
+  writeFileSync(
+    damaged,
+    [line(ids.early), '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":', line(ids.complete)].join('\n') + '\n',
+  );
 }, 60_000);
 afterAll(async () => {
   await server?.close();
@@ -98,8 +113,19 @@ afterAll(async () => {
 });
 
 interface Out {
-  summary: { traces: number; tracesWithFindings: number; findings: number; byMast: Record<string, number>; notObservable: Record<string, number> };
-  traces: Array<{ traceId: string; workflows: string[]; findings: Array<Record<string, unknown>>; notObservable: Array<Record<string, unknown>> }>;
+  summary: {
+    traces: number;
+    tracesWithFindings: number;
+    findings: number;
+    byMast: Record<string, number>;
+    notObservable: Record<string, number>;
+  };
+  traces: Array<{
+    traceId: string;
+    workflows: string[];
+    findings: Array<Record<string, unknown>>;
+    notObservable: Array<Record<string, unknown>>;
+  }>;
 }
 
 describe('faultline monitor', () => {
@@ -111,15 +137,23 @@ describe('faultline monitor', () => {
     expect(lines[0]).toMatch(/^trace\s+workflow\s+MAST mode\s+ARCF type\s+step\s+agent\s+span\s+conf\s+evidence$/);
     const row = (id: string) => lines.filter((l) => l.startsWith(id));
     expect(row(ids.early)).toHaveLength(1);
-    expect(row(ids.early)[0]).toMatch(/ early\s+3\.1 Premature termination\s+premature_termination\s+-\s+-\s+[0-9a-f]{16}\s+\d\.\d\d\s+\(online\) the workflow ended after 2 of 3 required steps; missing: Verifier$/);
+    expect(row(ids.early)[0]).toMatch(
+      / early\s+3\.1 Premature termination\s+premature_termination\s+-\s+-\s+[0-9a-f]{16}\s+\d\.\d\d\s+\(online\) the workflow ended after 2 of 3 required steps; missing: Verifier$/,
+    );
     expect(row(ids.handoff)).toHaveLength(1);
-    expect(row(ids.handoff)[0]).toMatch(/ handoff\s+1\.2 Disobey role specification\s+role_violation\s+1\s+Planner\s+[0-9a-f]{16}\s+0\.90\s+\(online\) agent Planner \(planner\) sent to Executor, outside its declared targets: Worker$/);
+    expect(row(ids.handoff)[0]).toMatch(
+      / handoff\s+1\.2 Disobey role specification\s+role_violation\s+1\s+Planner\s+[0-9a-f]{16}\s+0\.90\s+\(online\) agent Planner \(planner\) sent to Executor, outside its declared targets: Worker$/,
+    );
     expect(row(ids.complete)).toEqual([expect.stringMatching(/ complete\s+none(\s+-){6}$/)]);
     const tail = r.stdout.trimEnd().split('\n');
-    const at = tail.indexOf('3 traces: 2 with findings, 1 clean; 2 findings: 1.2 Disobey role specification 1, 3.1 Premature termination 1');
+    const at = tail.indexOf(
+      '3 traces: 2 with findings, 1 clean; 2 findings: 1.2 Disobey role specification 1, 3.1 Premature termination 1',
+    );
     expect(at).toBeGreaterThan(0);
     // Then what the spans could not show: content capture is off and no tool ran, so no tool results to compare.
-    expect(tail.slice(at + 1)).toContain('not observable: no_progress (1.5 Unaware of termination conditions) in 3 of 3 traces: no tool arguments or results recorded');
+    expect(tail.slice(at + 1)).toContain(
+      'not observable: no_progress (1.5 Unaware of termination conditions) in 3 of 3 traces: no tool arguments or results recorded',
+    );
     expect(tail.slice(at + 1).every((l) => l.startsWith('not observable: '))).toBe(true);
   });
 
@@ -128,22 +162,55 @@ describe('faultline monitor', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as Out;
-    expect(out.summary).toMatchObject({ traces: 3, tracesWithFindings: 2, findings: 2, byMast: { '1.2': 1, '3.1': 1 } });
+    expect(out.summary).toMatchObject({
+      traces: 3,
+      tracesWithFindings: 2,
+      findings: 2,
+      byMast: { '1.2': 1, '3.1': 1 },
+    });
     expect(out.summary.notObservable['no_progress 1.5']).toBe(3);
     const by = new Map(out.traces.map((t) => [t.traceId, t]));
     expect(by.get(ids.early)!.findings).toEqual([
-      expect.objectContaining({ workflow: 'early', mast: '3.1', mastName: 'Premature termination', failure: 'premature_termination', detector: 'premature_termination', online: false, evidence: 'the workflow ended after 2 of 3 required steps; missing: Verifier', spanName: 'invoke_workflow early' }),
+      expect.objectContaining({
+        workflow: 'early',
+        mast: '3.1',
+        mastName: 'Premature termination',
+        failure: 'premature_termination',
+        detector: 'premature_termination',
+        online: false,
+        evidence: 'the workflow ended after 2 of 3 required steps; missing: Verifier',
+        spanName: 'invoke_workflow early',
+      }),
     ]);
     const [role] = by.get(ids.handoff)!.findings;
-    expect(role).toMatchObject({ workflow: 'handoff', mast: '1.2', failure: 'role_violation', agent: 'Planner', step: 1, spanName: 'handoff Executor', confidence: 0.9, online: false });
+    expect(role).toMatchObject({
+      workflow: 'handoff',
+      mast: '1.2',
+      failure: 'role_violation',
+      agent: 'Planner',
+      step: 1,
+      spanName: 'handoff Executor',
+      confidence: 0.9,
+      online: false,
+    });
     expect(by.get(ids.complete)).toMatchObject({ traceId: ids.complete, workflows: ['complete'], findings: [] });
-    expect(by.get(ids.complete)!.notObservable).toContainEqual({ mast: '1.5', mastName: 'Unaware of termination conditions', failure: 'workflow_deadlock', faultType: 'stale', detector: 'no_progress', reason: 'no tool arguments or results recorded' });
+    expect(by.get(ids.complete)!.notObservable).toContainEqual({
+      mast: '1.5',
+      mastName: 'Unaware of termination conditions',
+      failure: 'workflow_deadlock',
+      faultType: 'stale',
+      detector: 'no_progress',
+      reason: 'no tool arguments or results recorded',
+    });
   });
 
   it('jsonl: one object per trace per line; --fail-on-finding exits 1 on findings and 0 on a clean trace', async () => {
     const r = await cli(['monitor', all, '--format', 'jsonl', '--fail-on-finding']);
     expect(r.code).toBe(1);
-    const lines = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { traceId: string; findings: unknown[] });
+    const lines = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { traceId: string; findings: unknown[] });
     expect(lines.map((l) => l.traceId).sort()).toEqual(Object.values(ids).sort());
     const ok = await cli(['monitor', clean, '--fail-on-finding']);
     expect(ok.stderr).toBe('');

@@ -17,15 +17,24 @@ const BIN = join(ROOT, 'bin', 'faultline.js');
 
 function newest(dir: string): number {
   let m = 0;
-  for (const f of readdirSync(dir, { withFileTypes: true })) m = Math.max(m, f.isDirectory() ? newest(join(dir, f.name)) : statSync(join(dir, f.name)).mtimeMs);
+  for (const f of readdirSync(dir, { withFileTypes: true }))
+    m = Math.max(m, f.isDirectory() ? newest(join(dir, f.name)) : statSync(join(dir, f.name)).mtimeMs);
   return m;
 }
 
 function ensureBuilt(): void {
   const out = join(ROOT, 'dist', 'src', 'cli', 'commands', 'reliability.js');
-  if (existsSync(out) && statSync(out).mtimeMs >= Math.max(...['src/cli', 'src/reliability', 'detectors'].map((d) => newest(join(ROOT, d))))) return;
+  if (
+    existsSync(out) &&
+    statSync(out).mtimeMs >= Math.max(...['src/cli', 'src/reliability', 'detectors'].map((d) => newest(join(ROOT, d))))
+  )
+    return;
   try {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore' });
+    execFileSync(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+      { cwd: ROOT, stdio: 'ignore' },
+    );
   } catch {
     /* type errors elsewhere in the tree still emit JavaScript */
   }
@@ -33,7 +42,9 @@ function ensureBuilt(): void {
 
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
   });
 }
 
@@ -78,13 +89,26 @@ describe('faultline reliability', () => {
   it('--format json carries the same numbers; --attempts is k', async () => {
     const r = await cli(['reliability', file, '--format', 'json', '--attempts', '2']);
     expect(r.code).toBe(0);
-    const report = JSON.parse(r.stdout) as { traces: number; workflows: Array<{ workflow: string; k: number; observed: { k: number; n: number }; base: { p: number }; retry: { p: number }; components: Array<{ name: string; p: { p: number } }> }> };
+    const report = JSON.parse(r.stdout) as {
+      traces: number;
+      workflows: Array<{
+        workflow: string;
+        k: number;
+        observed: { k: number; n: number };
+        base: { p: number };
+        retry: { p: number };
+        components: Array<{ name: string; p: { p: number } }>;
+      }>;
+    };
     expect(report.traces).toBe(5);
     const w = report.workflows[0]!;
     expect(w).toMatchObject({ workflow: 'shopping-sequential', k: 2, observed: { k: 4, n: 5 } });
     const product = w.components.reduce((p, c) => p * c.p.p, 1);
     expect(w.base.p).toBeCloseTo(product, 10);
-    expect(w.retry.p).toBeCloseTo(w.components.reduce((p, c) => p * (1 - (1 - c.p.p) ** 2), 1), 10);
+    expect(w.retry.p).toBeCloseTo(
+      w.components.reduce((p, c) => p * (1 - (1 - c.p.p) ** 2), 1),
+      10,
+    );
   });
 
   it('bad input: one line naming it, exit 2', async () => {
@@ -93,7 +117,9 @@ describe('faultline reliability', () => {
     expect(none.stderr).toMatch(/^✖ no traces given/);
     const truth = await cli(['reliability', file, '--group-by', 'faultline.fault.condition']);
     expect(truth.code).toBe(2);
-    expect(truth.stderr).toBe('✖ --group-by faultline.fault.condition: faultline.fault.* is ground truth, which the reliability model does not read\n');
+    expect(truth.stderr).toBe(
+      '✖ --group-by faultline.fault.condition: faultline.fault.* is ground truth, which the reliability model does not read\n',
+    );
     const k = await cli(['reliability', file, '--attempts', '0']);
     expect(k.code).toBe(2);
     expect(k.stderr).toMatch(/--attempts must be a positive integer/);

@@ -25,14 +25,21 @@ beforeAll(() => {
   const dir = mkdtempSync(join(tmpdir(), 'faultline-term-'));
   const b = new TraceBuilder();
   b.trace((t) =>
-    t.agent(`planner${HOSTILE}`, (a) => {
-      a.chat({ model: `gpt${HOSTILE}`, http: 500, errorType: `Err${HOSTILE}`, statusMessage: `boom${HOSTILE}` });
-      a.chat({ model: `gpt${HOSTILE}`, http: 500, errorType: `Err${HOSTILE}`, statusMessage: `boom${HOSTILE}` });
-    }, { fail: `failed${HOSTILE}` }),
+    t.agent(
+      `planner${HOSTILE}`,
+      (a) => {
+        a.chat({ model: `gpt${HOSTILE}`, http: 500, errorType: `Err${HOSTILE}`, statusMessage: `boom${HOSTILE}` });
+        a.chat({ model: `gpt${HOSTILE}`, http: 500, errorType: `Err${HOSTILE}`, statusMessage: `boom${HOSTILE}` });
+      },
+      { fail: `failed${HOSTILE}` },
+    ),
   );
   file = join(dir, 'hostile.json');
   // The workflow's name too (monitor shows it): the root span renamed in the file.
-  writeFileSync(file, otlpJson(b.finished).replaceAll('"invoke_workflow task"', JSON.stringify(`invoke_workflow task${HOSTILE}`)));
+  writeFileSync(
+    file,
+    otlpJson(b.finished).replaceAll('"invoke_workflow task"', JSON.stringify(`invoke_workflow task${HOSTILE}`)),
+  );
 }, 120_000);
 
 describe('terminal safety of the CLI', () => {
@@ -57,7 +64,10 @@ describe('terminal safety of the CLI', () => {
     });
     for (const how of ['flag', 'env'] as const) {
       const url = `http://alice:s3cr3t-pw@127.0.0.1:${port}`;
-      const r = await cli(['diagnose', file, '--export', 'otlp', ...(how === 'flag' ? ['--otlp-endpoint', url] : [])], how === 'env' ? { OTEL_EXPORTER_OTLP_ENDPOINT: url } : {});
+      const r = await cli(
+        ['diagnose', file, '--export', 'otlp', ...(how === 'flag' ? ['--otlp-endpoint', url] : [])],
+        how === 'env' ? { OTEL_EXPORTER_OTLP_ENDPOINT: url } : {},
+      );
       expect(r.code).toBe(1);
       expect(r.stderr).toContain('--export otlp');
       expect(r.stdout + r.stderr).not.toContain('s3cr3t-pw');

@@ -21,8 +21,16 @@ let clean = '';
 
 function runApp(env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--require', join(ROOT, 'dist', 'src', 'register.js'), join(__dirname, '..', 'campaign', 'fixtures', 'calc-agent.mjs'), 'What is 2 plus 3?'], { env: { PATH: process.env.PATH, OPENAI_BASE_URL: `${model.url}/v1`, ...env }, timeout: 60_000 }, (err, _out, stderr) =>
-      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(),
+    execFile(
+      process.execPath,
+      [
+        '--require',
+        join(ROOT, 'dist', 'src', 'register.js'),
+        join(__dirname, '..', 'campaign', 'fixtures', 'calc-agent.mjs'),
+        'What is 2 plus 3?',
+      ],
+      { env: { PATH: process.env.PATH, OPENAI_BASE_URL: `${model.url}/v1`, ...env }, timeout: 60_000 },
+      (err, _out, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve()),
     );
   });
 }
@@ -32,7 +40,10 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'faultline-verify-'));
   model = await startCalcModel();
   plan = join(dir, 'plan.yaml');
-  writeFileSync(plan, 'rules:\n  - fault: llm_truncate_single\n  - name: planner-rate-limited\n    fault: http_429\n    match: { model: "gpt-9*" }\n');
+  writeFileSync(
+    plan,
+    'rules:\n  - fault: llm_truncate_single\n  - name: planner-rate-limited\n    fault: http_429\n    match: { model: "gpt-9*" }\n',
+  );
   faulted = join(dir, 'faulted.jsonl');
   clean = join(dir, 'clean.jsonl');
   await runApp({ FAULTLINE_PLAN: plan, FAULTLINE_TRACES_FILE: faulted });
@@ -54,7 +65,11 @@ describe('faultline verify --strict', () => {
     // FAULTLINE_PLAN is the default plan, as for the run itself.
     expect((await cli(['verify', faulted, '--strict'], { FAULTLINE_PLAN: plan })).code).toBe(1);
     const json = await cli(['verify', faulted, '--plan', plan, '-f', 'json']);
-    expect(JSON.parse(json.stdout)).toMatchObject({ totalTasks: 1, triggeredTasks: 1, neverFired: ['planner-rate-limited'] });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      totalTasks: 1,
+      triggeredTasks: 1,
+      neverFired: ['planner-rate-limited'],
+    });
   });
 
   it('a run where nothing fired is not a pass under --strict', async () => {

@@ -45,7 +45,8 @@ for (const { r, obs } of fpPool) {
   for (const d of defaultDetectors) {
     const row = fp.get(d.name)!;
     row.n++;
-    if (findings.some((f) => f.detector === d.name)) row.hits.push(`${r.id} ${findings.find((f) => f.detector === d.name)!.evidence}`);
+    if (findings.some((f) => f.detector === d.name))
+      row.hits.push(`${r.id} ${findings.find((f) => f.detector === d.name)!.evidence}`);
   }
 }
 
@@ -63,7 +64,13 @@ const notApplicable = new Set<string>();
 
 function score(fault: FaultDefinition, obs: LlmObservation, earlier: Observation[] = []): void {
   const findings: Finding[] = runDetectors(obs, ctxFor(obs, earlier));
-  trials.push({ record: obs.spanId ?? '', fault: fault.name, type: fault.type, detected: findings.length > 0, typed: findings.some((f) => f.faultType === fault.type) });
+  trials.push({
+    record: obs.spanId ?? '',
+    fault: fault.name,
+    type: fault.type,
+    detected: findings.length > 0,
+    typed: findings.some((f) => f.faultType === fault.type),
+  });
 }
 
 function noop(fault: FaultDefinition): void {
@@ -110,7 +117,13 @@ function runContent(fault: ContentFault): void {
 /** What the application reads is unchanged: same text, tool calls (arguments compared as parsed JSON), finish. */
 function sameMeaning(a: LlmObservation, b: LlmObservation): boolean {
   const key = (o: LlmObservation) =>
-    JSON.stringify([o.response.status, o.response.id, o.response.text, o.response.finishReasons, o.response.toolCalls.map((t) => [t.name, parsed(t.arguments)])]);
+    JSON.stringify([
+      o.response.status,
+      o.response.id,
+      o.response.text,
+      o.response.finishReasons,
+      o.response.toolCalls.map((t) => [t.name, parsed(t.arguments)]),
+    ]);
   return key(a) === key(b);
 }
 
@@ -149,7 +162,13 @@ function runStream(fault: StreamFault): void {
       noop(fault);
       continue;
     }
-    const obs = llmObservationFromWire(r.protocol, r.request, { status: 200, chunks: [out.join('')], durationMs: CLEAN_DURATION_MS, ...(failure ? { failure } : {}) }, r.id, sentAt(r));
+    const obs = llmObservationFromWire(
+      r.protocol,
+      r.request,
+      { status: 200, chunks: [out.join('')], durationMs: CLEAN_DURATION_MS, ...(failure ? { failure } : {}) },
+      r.id,
+      sentAt(r),
+    );
     score(fault, obs);
   }
 }
@@ -159,9 +178,30 @@ function runTransport(fault: TransportFault): void {
     const provider = r.protocol === 'anthropic.messages' ? 'anthropic' : 'openai';
     const e = fault.effect(fault.params.parse({}), provider);
     let obs: LlmObservation;
-    if (e.kind === 'respond') obs = llmObservationFromWire(r.protocol, r.request, { status: e.status, headers: e.headers, chunks: [e.body], durationMs: 50 }, r.id, sentAt(r));
-    else if (e.kind === 'error') obs = llmObservationFromWire(r.protocol, r.request, { status: 0, chunks: [], durationMs: e.afterMs, failure: { errorType: e.code } }, r.id, sentAt(r));
-    else if (e.kind === 'hang') obs = llmObservationFromWire(r.protocol, r.request, { status: 0, chunks: [], durationMs: 600_000, failure: { errorType: 'timeout' } }, r.id, sentAt(r));
+    if (e.kind === 'respond')
+      obs = llmObservationFromWire(
+        r.protocol,
+        r.request,
+        { status: e.status, headers: e.headers, chunks: [e.body], durationMs: 50 },
+        r.id,
+        sentAt(r),
+      );
+    else if (e.kind === 'error')
+      obs = llmObservationFromWire(
+        r.protocol,
+        r.request,
+        { status: 0, chunks: [], durationMs: e.afterMs, failure: { errorType: e.code } },
+        r.id,
+        sentAt(r),
+      );
+    else if (e.kind === 'hang')
+      obs = llmObservationFromWire(
+        r.protocol,
+        r.request,
+        { status: 0, chunks: [], durationMs: 600_000, failure: { errorType: 'timeout' } },
+        r.id,
+        sentAt(r),
+      );
     else {
       obs = observe(r);
       obs.response.durationMs = CLEAN_DURATION_MS + e.delayMs;
@@ -175,7 +215,8 @@ const pct = (a: number, b: number) => (b === 0 ? '–' : `${((100 * a) / b).toFi
 
 function fpTable(): string {
   const lines = ['| detector | clean records | false positives | FP rate |', '|---|---:|---:|---:|'];
-  for (const [name, row] of fp) lines.push(`| ${name} | ${row.n} | ${row.hits.length} | ${pct(row.hits.length, row.n)} |`);
+  for (const [name, row] of fp)
+    lines.push(`| ${name} | ${row.n} | ${row.hits.length} | ${pct(row.hits.length, row.n)} |`);
   return lines.join('\n');
 }
 
@@ -201,14 +242,21 @@ function byType(): Map<FaultType, { n: number; detected: number; typed: number; 
 }
 
 function detectionTable(): string {
-  const lines = ['| fault type | injections that changed the response | detected | detection rate | named the type | no-op injections (excluded) | catalog faults |', '|---|---:|---:|---:|---:|---:|---|'];
+  const lines = [
+    '| fault type | injections that changed the response | detected | detection rate | named the type | no-op injections (excluded) | catalog faults |',
+    '|---|---:|---:|---:|---:|---:|---|',
+  ];
   for (const [type, row] of [...byType()].sort()) {
-    lines.push(`| ${type} | ${row.n} | ${row.detected} | ${pct(row.detected, row.n)} | ${pct(row.typed, row.n)} | ${noops.get(type) ?? 0} | ${[...row.faults].join(', ')} |`);
+    lines.push(
+      `| ${type} | ${row.n} | ${row.detected} | ${pct(row.detected, row.n)} | ${pct(row.typed, row.n)} | ${noops.get(type) ?? 0} | ${[...row.faults].join(', ')} |`,
+    );
   }
   for (const gap of KNOWN_GAPS) {
     const ts = trials.filter((t) => t.fault === gap);
     const d = ts.filter((t) => t.detected).length;
-    lines.push(`| ${ts[0]?.type ?? '?'} (${gap}, known gap) | ${ts.length} | ${d} | ${pct(d, ts.length)} | ${pct(ts.filter((t) => t.typed).length, ts.length)} | – | ${gap} |`);
+    lines.push(
+      `| ${ts[0]?.type ?? '?'} (${gap}, known gap) | ${ts.length} | ${d} | ${pct(d, ts.length)} | ${pct(ts.filter((t) => t.typed).length, ts.length)} | – | ${gap} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -235,7 +283,9 @@ describe('detectors on the recorded corpus', () => {
   });
 
   test('every fault type is detected at least 95 % of the times it changed the response', () => {
-    const failing = [...byType()].filter(([, row]) => row.detected / row.n < 0.95).map(([type, row]) => `${type}: ${row.detected}/${row.n}`);
+    const failing = [...byType()]
+      .filter(([, row]) => row.detected / row.n < 0.95)
+      .map(([type, row]) => `${type}: ${row.detected}/${row.n}`);
     const misses = trials.filter((t) => !t.detected && !KNOWN_GAPS.has(t.fault)).map((t) => `${t.fault}@${t.record}`);
     expect(failing, `missed: ${[...new Set(misses)].join(', ')}`).toEqual([]);
   });

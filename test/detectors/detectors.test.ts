@@ -10,18 +10,24 @@ import { LLM_SCHEMA_TEXT, PROXY_HTML_TEXT } from '../../src/catalog/agentchaos/e
 import { loadCorpus, observe } from './support/corpus';
 
 const corpus = loadCorpus(['openai-chat.jsonl']);
-const textRecord = corpus.find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('finish_length'))!;
+const textRecord = corpus.find(
+  (r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('finish_length'),
+)!;
 const toolRecord = corpus.find((r) => r.id === '5acc3deaa555')!; // get_weather(location) for San Francisco and Boston
 
 function withContent(content: string, extra: Record<string, unknown> = {}): LlmObservation {
-  const body = structuredClone(textRecord.response) as { choices: Array<{ message: Record<string, unknown>; finish_reason: string }> };
+  const body = structuredClone(textRecord.response) as {
+    choices: Array<{ message: Record<string, unknown>; finish_reason: string }>;
+  };
   body.choices[0]!.message.content = content;
   Object.assign(body.choices[0]!, extra);
   return observe(textRecord, body);
 }
 
 function withArgs(args: string): LlmObservation {
-  const body = structuredClone(toolRecord.response) as { choices: Array<{ message: { tool_calls: Array<{ function: { arguments: string } }> } }> };
+  const body = structuredClone(toolRecord.response) as {
+    choices: Array<{ message: { tool_calls: Array<{ function: { arguments: string } }> } }>;
+  };
   body.choices[0]!.message.tool_calls[0]!.function.arguments = args;
   return observe(toolRecord, body);
 }
@@ -43,26 +49,43 @@ describe('encoding', () => {
     expect(by(runDetectors(withContent('half a body\u0000\u0000'), ctx()), 'encoding')).toHaveLength(1);
   });
   test('control characters at the edges of plain ASCII: DEL and ESC count, tab, newline and CR do not', () => {
-    expect(by(runDetectors(withContent('plain words\u007f here'), ctx()), 'encoding')[0]?.evidence).toBe('control characters in text');
+    expect(by(runDetectors(withContent('plain words\u007f here'), ctx()), 'encoding')[0]?.evidence).toBe(
+      'control characters in text',
+    );
     expect(by(runDetectors(withContent('\u001b[31mred\u001b[0m'), ctx()), 'encoding')).toHaveLength(1);
     expect(by(runDetectors(withContent('col a\tcol b\r\nline two ~ {"k": [1, 2]}'), ctx()), 'encoding')).toEqual([]);
   });
   test('an HTML error page is an error; HTML the model writes is not', () => {
     expect(by(runDetectors(withContent(PROXY_HTML_TEXT), ctx()), 'encoding')[0]?.faultType).toBe('error');
-    expect(by(runDetectors(withContent('<!DOCTYPE html>\n<html><head><title>My page</title></head><body>Hi</body></html>'), ctx()), 'encoding')).toEqual([]);
+    expect(
+      by(
+        runDetectors(
+          withContent('<!DOCTYPE html>\n<html><head><title>My page</title></head><body>Hi</body></html>'),
+          ctx(),
+        ),
+        'encoding',
+      ),
+    ).toEqual([]);
   });
 });
 
 describe('in-band errors', () => {
   test('catalog strings and real-world cousins', () => {
-    expect(classifyNotice('[TIMEOUT] The request timed out. The server did not respond within the expected time.')?.faultType).toBe('timeout');
+    expect(
+      classifyNotice('[TIMEOUT] The request timed out. The server did not respond within the expected time.')
+        ?.faultType,
+    ).toBe('timeout');
     expect(classifyNotice('upstream request timeout')?.faultType).toBe('timeout');
     expect(classifyNotice('HTTP 503: Service Unavailable')?.faultType).toBe('error');
     expect(classifyNotice(LLM_SCHEMA_TEXT)?.faultType).toBe('schema');
   });
   test('prose that discusses errors is not a notice', () => {
-    expect(classifyNotice('An HTTP 500 Internal Server Error means the server failed; retry with backoff.')).toBeUndefined();
-    expect(classifyNotice('To handle a timeout, wrap the call in a try/catch and set `timeout: 30_000` on the client.')).toBeUndefined();
+    expect(
+      classifyNotice('An HTTP 500 Internal Server Error means the server failed; retry with backoff.'),
+    ).toBeUndefined();
+    expect(
+      classifyNotice('To handle a timeout, wrap the call in a try/catch and set `timeout: 30_000` on the client.'),
+    ).toBeUndefined();
     expect(classifyNotice('{"error": null, "answer": 42}')).toBeUndefined();
   });
 });
@@ -88,7 +111,9 @@ describe('structure and finish', () => {
     expect(by(runDetectors(withArgs('{"location": "San Francisco"}'), ctx()), 'structural_truncation')).toHaveLength(0);
   });
   test('finish reason length, and output tokens at max_tokens under a "stop"', () => {
-    expect(by(runDetectors(withContent('The answer is', { finish_reason: 'length' }), ctx()), 'finish_reason')[0]?.faultType).toBe('truncate');
+    expect(
+      by(runDetectors(withContent('The answer is', { finish_reason: 'length' }), ctx()), 'finish_reason')[0]?.faultType,
+    ).toBe('truncate');
     const o = withContent('A complete sentence.');
     o.request!.maxTokens = o.response.usage!.outputTokens!;
     expect(by(runDetectors(o, ctx()), 'finish_reason')[0]?.evidence).toMatch(/reached max_tokens/);
@@ -117,7 +142,9 @@ describe('schema contract and JSON Schema subset', () => {
     $defs: { Ref: { type: 'object', properties: { id: { type: ['string', 'integer'] } }, required: ['id'] } },
   };
   test('accepts good and rejects each kind of bad', () => {
-    expect(validateJsonSchema(schema, { city: 'Paris', unit: 'c', days: 3, tags: ['a'], when: null, ref: { id: 4 } })).toEqual([]);
+    expect(
+      validateJsonSchema(schema, { city: 'Paris', unit: 'c', days: 3, tags: ['a'], when: null, ref: { id: 4 } }),
+    ).toEqual([]);
     const kw = (v: unknown) => validateJsonSchema(schema, v).map((i) => i.keyword);
     expect(kw({ unit: 'c' })).toEqual(['required']);
     expect(kw({ city: 'Paris', unit: 'k' })).toEqual(['enum']);
@@ -129,7 +156,9 @@ describe('schema contract and JSON Schema subset', () => {
     expect(kw({ city: 'Paris', unit: 'c', ref: {} })).toEqual(['required']);
   });
   test('tool calls are checked against the request tool schema', () => {
-    expect(by(runDetectors(withArgs('{}'), ctx()), 'schema_contract')[0]?.evidence).toMatch(/missing required property "location"/);
+    expect(by(runDetectors(withArgs('{}'), ctx()), 'schema_contract')[0]?.evidence).toMatch(
+      /missing required property "location"/,
+    );
     expect(by(runDetectors(withArgs('{"location": "Boston"}'), ctx()), 'schema_contract')).toEqual([]);
     expect(by(runDetectors(withArgs('{"location": "Boston", "x'), ctx()), 'schema_contract')).toEqual([]); // cut JSON: truncation's
     expect(by(runDetectors(withArgs('{"location": "Boston", "x'), ctx()), 'structural_truncation')).toHaveLength(1);
@@ -138,7 +167,13 @@ describe('schema contract and JSON Schema subset', () => {
     const zs = z.object({ qty: z.number().int() });
     expect(validateAgainst(zs, { qty: 1 })).toEqual([]);
     expect(validateAgainst(zs, { qty: '1' })[0]?.path).toBe('$.qty');
-    const standard = { '~standard': { version: 1, vendor: 'x', validate: (v: unknown) => (v === 1 ? { value: 1 } : { issues: [{ message: 'not one', path: [] }] }) } };
+    const standard = {
+      '~standard': {
+        version: 1,
+        vendor: 'x',
+        validate: (v: unknown) => (v === 1 ? { value: 1 } : { issues: [{ message: 'not one', path: [] }] }),
+      },
+    };
     expect(validateAgainst(standard, 2)).toEqual([{ path: '$', message: 'not one' }]);
     expect(validateAgainst({ type: 'object', required: ['a'] }, {})[0]?.message).toMatch(/"a"/);
   });
@@ -166,7 +201,9 @@ describe('staleness, grounding, latency', () => {
     const later = withContent('A later answer.');
     later.response.created = o.response.created! + 7200;
     later.request!.time = (o.response.created! + 7200) * 1000;
-    expect(by(runDetectors(o, { ...ctx(), earlier: [later] }), 'staleness')[0]?.evidence).toMatch(/before an earlier answer/);
+    expect(by(runDetectors(o, { ...ctx(), earlier: [later] }), 'staleness')[0]?.evidence).toMatch(
+      /before an earlier answer/,
+    );
   });
   test('a server that sends created: 1, or milliseconds, is not stale', () => {
     for (const created of [1, 0, Date.now()]) {
@@ -186,12 +223,22 @@ describe('staleness, grounding, latency', () => {
   test('latency outlier against the route baseline', () => {
     const o = withContent('Fine.');
     o.response.durationMs = 5500;
-    expect(by(runDetectors(o, { ...ctx(), latency: { medianMs: 500, madMs: 50 } }), 'latency')[0]?.faultType).toBe('delay');
+    expect(by(runDetectors(o, { ...ctx(), latency: { medianMs: 500, madMs: 50 } }), 'latency')[0]?.faultType).toBe(
+      'delay',
+    );
     o.response.durationMs = 900;
     expect(by(runDetectors(o, { ...ctx(), latency: { medianMs: 500, madMs: 50 } }), 'latency')).toEqual([]);
   });
   test('a throwing custom detector does not break detection', () => {
-    const bad = { name: 'bad', applies: () => true, detect: () => { throw new Error('boom'); } };
-    expect(runDetectors(withContent(''), ctx(), [bad, 'empty_output']).map((f) => f.detector)).toEqual(['empty_output']);
+    const bad = {
+      name: 'bad',
+      applies: () => true,
+      detect: () => {
+        throw new Error('boom');
+      },
+    };
+    expect(runDetectors(withContent(''), ctx(), [bad, 'empty_output']).map((f) => f.detector)).toEqual([
+      'empty_output',
+    ]);
   });
 });

@@ -22,7 +22,11 @@ import { PyRandom } from '../../src/plan/rng';
 import { loadCorpus, recordBody, type CorpusFile, type CorpusRecord } from '../support/corpus';
 
 const DURATION_MS = 500;
-const ctxFor = (obs: LlmObservation): DetectionContext => ({ earlier: [], now: (obs.request?.time ?? Date.now()) + obs.response.durationMs, latency: { medianMs: DURATION_MS, madMs: 50 } });
+const ctxFor = (obs: LlmObservation): DetectionContext => ({
+  earlier: [],
+  now: (obs.request?.time ?? Date.now()) + obs.response.durationMs,
+  latency: { medianMs: DURATION_MS, madMs: 50 },
+});
 
 interface Rec {
   r: CorpusRecord;
@@ -43,7 +47,12 @@ const FILES: CorpusFile[] = ['openai-responses.jsonl', 'gemini.jsonl', 'ollama.j
 const records: Rec[] = FILES.flatMap((file) =>
   loadCorpus(file)
     .filter((r) => r.status === 200 && r.request !== null && !r.tags.includes('sse_payloads_only'))
-    .map((r) => ({ r, protocol: protocolOf(file, r), url: new URL(r.endpoint), stream: r.sse !== undefined || r.stream !== undefined })),
+    .map((r) => ({
+      r,
+      protocol: protocolOf(file, r),
+      url: new URL(r.endpoint),
+      stream: r.sse !== undefined || r.stream !== undefined,
+    })),
 );
 
 function contentType(rec: Rec): string {
@@ -60,10 +69,29 @@ function sentAt(r: CorpusRecord): number {
   return iso !== undefined ? Date.parse(iso) : Date.UTC(2025, 0, 1);
 }
 
-function observe(rec: Rec, body: string = recordBody(rec.r), res: { status?: number; headers?: Record<string, string>; failure?: { errorType?: string }; durationMs?: number } = {}): LlmObservation {
+function observe(
+  rec: Rec,
+  body: string = recordBody(rec.r),
+  res: {
+    status?: number;
+    headers?: Record<string, string>;
+    failure?: { errorType?: string };
+    durationMs?: number;
+  } = {},
+): LlmObservation {
   const request = summarizeLlmRequest(rec.protocol, rec.r.request, rec.url, sentAt(rec.r));
   const exchange = { stream: rec.stream, url: rec.url, request: rec.r.request } as unknown as Exchange;
-  const response = summarizeLlmResponse(rec.protocol, { status: res.status ?? 200, headers: res.headers ?? { 'content-type': contentType(rec) }, chunks: body ? [body] : [], durationMs: res.durationMs ?? DURATION_MS, ...(res.failure ? { failure: res.failure } : {}) }, exchange);
+  const response = summarizeLlmResponse(
+    rec.protocol,
+    {
+      status: res.status ?? 200,
+      headers: res.headers ?? { 'content-type': contentType(rec) },
+      chunks: body ? [body] : [],
+      durationMs: res.durationMs ?? DURATION_MS,
+      ...(res.failure ? { failure: res.failure } : {}),
+    },
+    exchange,
+  );
   const obs: LlmObservation = { kind: 'llm', response, hasContent: true, spanId: rec.r.id };
   if (request) obs.request = request;
   return obs;
@@ -90,17 +118,26 @@ function events(rec: Rec): StreamEvent[] {
   const out: StreamEvent[] = [];
   const framing: StreamFraming = rec.r.sse !== undefined ? 'sse' : (rec.r.framing as StreamFraming);
   if (framing === 'sse') {
-    const p = new SseParser(() => {}, { onBlock: (b) => out.push(streamEvent(rec.protocol, 'sse', b.raw, b.event?.data, b.event?.event)) });
+    const p = new SseParser(() => {}, {
+      onBlock: (b) => out.push(streamEvent(rec.protocol, 'sse', b.raw, b.event?.data, b.event?.event)),
+    });
     p.push(Buffer.from(rec.r.sse!));
   } else {
-    const s = new JsonStreamSplitter(framing, (u) => out.push(streamEvent(rec.protocol, framing, u.raw.toString('utf8'), u.json)));
+    const s = new JsonStreamSplitter(framing, (u) =>
+      out.push(streamEvent(rec.protocol, framing, u.raw.toString('utf8'), u.json)),
+    );
     s.push(Buffer.from(rec.r.stream!));
     s.end();
   }
   return out;
 }
 
-const faults = listFaults().filter((f) => f.mode !== 'message' && !/^(persistent|intermittent|burst)$/.test(f.strategy.kind) && f.name !== 'compound_stale_cache');
+const faults = listFaults().filter(
+  (f) =>
+    f.mode !== 'message' &&
+    !/^(persistent|intermittent|burst)$/.test(f.strategy.kind) &&
+    f.name !== 'compound_stale_cache',
+);
 
 function runContent(fault: FaultDefinition & { mode: 'content' }, c: { rec: Rec; obs: LlmObservation }): void {
   if (c.rec.stream) return; // AgentChaos faults act on JSON answers
@@ -109,8 +146,16 @@ function runContent(fault: FaultDefinition & { mode: 'content' }, c: { rec: Rec;
   const res = applySpecs(fault.specs, view, { counts: [] }, { rng: new PyRandom(42) });
   if (res.fired.length === 0) return; // the guard kept it from this record
   if (JSON.stringify(res.body) === JSON.stringify(view) && res.delayMs === 0) return; // a no-op here
-  const faulted = observe(c.rec, JSON.stringify(fromChatView(c.rec.protocol, c.rec.r.response, res.body)), { durationMs: DURATION_MS + res.delayMs });
-  trials.push({ format: c.rec.protocol, family: 'content', fault: fault.name, detected: runDetectors(faulted, ctxFor(faulted)).length > 0, id: c.rec.r.id });
+  const faulted = observe(c.rec, JSON.stringify(fromChatView(c.rec.protocol, c.rec.r.response, res.body)), {
+    durationMs: DURATION_MS + res.delayMs,
+  });
+  trials.push({
+    format: c.rec.protocol,
+    family: 'content',
+    fault: fault.name,
+    detected: runDetectors(faulted, ctxFor(faulted)).length > 0,
+    id: c.rec.r.id,
+  });
 }
 
 function runStream(fault: FaultDefinition & { mode: 'stream' }, c: { rec: Rec }): void {
@@ -131,17 +176,31 @@ function runStream(fault: FaultDefinition & { mode: 'stream' }, c: { rec: Rec })
   }
   if (!t.changed()) return;
   const faulted = observe(c.rec, out.join(''), failure ? { failure } : {});
-  trials.push({ format: c.rec.protocol, family: 'stream', fault: fault.name, detected: runDetectors(faulted, ctxFor(faulted)).length > 0, id: c.rec.r.id });
+  trials.push({
+    format: c.rec.protocol,
+    family: 'stream',
+    fault: fault.name,
+    detected: runDetectors(faulted, ctxFor(faulted)).length > 0,
+    id: c.rec.r.id,
+  });
 }
 
 function runTransport(fault: FaultDefinition & { mode: 'transport' }, c: { rec: Rec; obs: LlmObservation }): void {
   const e = fault.effect(fault.params.parse({}), errorShapeOf(c.rec.protocol));
   let faulted: LlmObservation;
   if (e.kind === 'respond') faulted = observe(c.rec, e.body, { status: e.status, headers: e.headers, durationMs: 50 });
-  else if (e.kind === 'error') faulted = observe(c.rec, '', { status: 0, failure: { errorType: e.code }, durationMs: e.afterMs });
-  else if (e.kind === 'hang') faulted = observe(c.rec, '', { status: 0, failure: { errorType: 'timeout' }, durationMs: 600_000 });
+  else if (e.kind === 'error')
+    faulted = observe(c.rec, '', { status: 0, failure: { errorType: e.code }, durationMs: e.afterMs });
+  else if (e.kind === 'hang')
+    faulted = observe(c.rec, '', { status: 0, failure: { errorType: 'timeout' }, durationMs: 600_000 });
   else faulted = observe(c.rec, undefined, { durationMs: DURATION_MS + e.delayMs });
-  trials.push({ format: c.rec.protocol, family: 'transport', fault: fault.name, detected: runDetectors(faulted, ctxFor(faulted)).length > 0, id: c.rec.r.id });
+  trials.push({
+    format: c.rec.protocol,
+    family: 'transport',
+    fault: fault.name,
+    detected: runDetectors(faulted, ctxFor(faulted)).length > 0,
+    id: c.rec.r.id,
+  });
 }
 
 for (const fault of faults) {
@@ -169,20 +228,36 @@ describe('detection on the Responses, Gemini and Ollama corpus', () => {
         const findings = runDetectors(c.obs, ctxFor(c.obs));
         if (findings.length > 0) any++;
         for (const d of new Set(findings.map((f) => f.detector))) hits.set(d, (hits.get(d) ?? 0) + 1);
-        if (findings.length > 0 && process.env.FAULTLINE_PRINT_FORMATS) console.log(p, c.rec.r.id, findings.map((f) => `${f.detector}: ${f.evidence}`));
+        if (findings.length > 0 && process.env.FAULTLINE_PRINT_FORMATS)
+          console.log(
+            p,
+            c.rec.r.id,
+            findings.map((f) => `${f.detector}: ${f.evidence}`),
+          );
       }
       const gaps = pool.filter((c) => c.rec.r.tags.some((t) => ['reasoning', 'background'].includes(t)));
       const gapHits = gaps.filter((c) => runDetectors(c.obs, ctxFor(c.obs)).length > 0).length;
-      fpLines.push(`| ${p} | ${pool.length} | ${any} (${pct(any, pool.length)}); without reasoning / background answers: ${any - gapHits} of ${pool.length - gaps.length} (${pct(any - gapHits, pool.length - gaps.length)}) | ${[...hits].map(([d, n]) => `${d} ${n}`).join(', ') || '—'} |`);
+      fpLines.push(
+        `| ${p} | ${pool.length} | ${any} (${pct(any, pool.length)}); without reasoning / background answers: ${any - gapHits} of ${pool.length - gaps.length} (${pct(any - gapHits, pool.length - gaps.length)}) | ${[...hits].map(([d, n]) => `${d} ${n}`).join(', ') || '—'} |`,
+      );
     }
-    const detLines = ['| format | fault family | injections that changed the answer | detected | rate |', '|---|---|---:|---:|---:|'];
+    const detLines = [
+      '| format | fault family | injections that changed the answer | detected | rate |',
+      '|---|---|---:|---:|---:|',
+    ];
     for (const p of protocols) {
       for (const family of ['content', 'stream', 'transport'] as const) {
         const ts = trials.filter((t) => t.format === p && t.family === family);
         if (ts.length === 0) continue;
         const d = ts.filter((t) => t.detected).length;
         detLines.push(`| ${p} | ${family} | ${ts.length} | ${d} | ${pct(d, ts.length)} |`);
-        if (process.env.FAULTLINE_PRINT_FORMATS) console.log(p, family, 'missed:', [...new Set(ts.filter((t) => !t.detected).map((t) => `${t.fault}@${t.id}`))].join(' '));
+        if (process.env.FAULTLINE_PRINT_FORMATS)
+          console.log(
+            p,
+            family,
+            'missed:',
+            [...new Set(ts.filter((t) => !t.detected).map((t) => `${t.fault}@${t.id}`))].join(' '),
+          );
       }
     }
     console.log(`${fpLines.join('\n')}\n\n${detLines.join('\n')}`);
@@ -198,17 +273,23 @@ describe('detection on the Responses, Gemini and Ollama corpus', () => {
    */
   const KNOWN_GAP_TAGS = ['reasoning', 'background'];
 
-  test.each([...new Set(records.map((r) => r.protocol))])('%s: at most 2 %% of clean records get a finding, and every fault family is detected at least 90 %% of the time', (p) => {
-    const pool = fpPool.filter((c) => c.rec.protocol === p && !c.rec.r.tags.some((t) => KNOWN_GAP_TAGS.includes(t)));
-    const flagged = pool.filter((c) => runDetectors(c.obs, ctxFor(c.obs)).length > 0);
-    expect(flagged.length / pool.length, flagged.map((c) => c.rec.r.id).join(' ')).toBeLessThanOrEqual(0.02);
-    for (const family of ['content', 'stream', 'transport'] as const) {
-      const ts = trials.filter((t) => t.format === p && t.family === family);
-      if (ts.length === 0) continue;
-      const missed = ts.filter((t) => !t.detected);
-      expect(1 - missed.length / ts.length, `${family}: ${[...new Set(missed.map((t) => t.fault))].join(', ')}`).toBeGreaterThanOrEqual(0.9);
-    }
-  });
+  test.each([...new Set(records.map((r) => r.protocol))])(
+    '%s: at most 2 %% of clean records get a finding, and every fault family is detected at least 90 %% of the time',
+    (p) => {
+      const pool = fpPool.filter((c) => c.rec.protocol === p && !c.rec.r.tags.some((t) => KNOWN_GAP_TAGS.includes(t)));
+      const flagged = pool.filter((c) => runDetectors(c.obs, ctxFor(c.obs)).length > 0);
+      expect(flagged.length / pool.length, flagged.map((c) => c.rec.r.id).join(' ')).toBeLessThanOrEqual(0.02);
+      for (const family of ['content', 'stream', 'transport'] as const) {
+        const ts = trials.filter((t) => t.format === p && t.family === family);
+        if (ts.length === 0) continue;
+        const missed = ts.filter((t) => !t.detected);
+        expect(
+          1 - missed.length / ts.length,
+          `${family}: ${[...new Set(missed.map((t) => t.fault))].join(', ')}`,
+        ).toBeGreaterThanOrEqual(0.9);
+      }
+    },
+  );
 
   test('every detector is exercised on these formats', () => {
     expect(defaultDetectors.length).toBeGreaterThan(5);

@@ -14,7 +14,10 @@ import { CORPUS } from '../support/shared';
 type Json = Record<string, unknown>;
 
 function records(file: string): Json[] {
-  return readFileSync(join(CORPUS, file), 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Json);
+  return readFileSync(join(CORPUS, file), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Json);
 }
 
 /** Every (tool schema, arguments) pair the corpus holds: OpenAI chat, Responses and Anthropic tool calls. */
@@ -30,11 +33,12 @@ function corpusPairs(): Array<{ schema: object; args: unknown; where: string }> 
   for (const r of records('openai-chat.jsonl')) {
     const req = r.request as Json;
     for (const c of ((r.response as Json | undefined)?.choices as Json[] | undefined) ?? []) {
-      for (const tc of (((c.message as Json | undefined)?.tool_calls as Json[] | undefined) ?? [])) {
+      for (const tc of ((c.message as Json | undefined)?.tool_calls as Json[] | undefined) ?? []) {
         const fn = tc.function as Json;
         const schema = schemaOf(req.tools, String(fn.name));
         try {
-          if (schema) out.push({ schema, args: JSON.parse(String(fn.arguments)), where: `openai-chat ${String(r.id)}` });
+          if (schema)
+            out.push({ schema, args: JSON.parse(String(fn.arguments)), where: `openai-chat ${String(r.id)}` });
         } catch {
           /* arguments that are not JSON are another detector's */
         }
@@ -43,7 +47,7 @@ function corpusPairs(): Array<{ schema: object; args: unknown; where: string }> 
   }
   for (const r of records('openai-responses.jsonl')) {
     const req = r.request as Json;
-    for (const item of (((r.response as Json | undefined)?.output as Json[] | undefined) ?? [])) {
+    for (const item of ((r.response as Json | undefined)?.output as Json[] | undefined) ?? []) {
       if (item.type !== 'function_call') continue;
       const schema = schemaOf(req.tools, String(item.name));
       try {
@@ -55,7 +59,7 @@ function corpusPairs(): Array<{ schema: object; args: unknown; where: string }> 
   }
   for (const r of records('anthropic-messages.jsonl')) {
     const req = r.request as Json;
-    for (const block of (((r.response as Json | undefined)?.content as Json[] | undefined) ?? [])) {
+    for (const block of ((r.response as Json | undefined)?.content as Json[] | undefined) ?? []) {
       if (block.type !== 'tool_use') continue;
       const schema = schemaOf(req.tools, String(block.name));
       if (schema) out.push({ schema, args: block.input, where: `anthropic ${String(r.id)}` });
@@ -68,7 +72,13 @@ function corpusPairs(): Array<{ schema: object; args: unknown; where: string }> 
 function ajvValid(schema: object, value: unknown): boolean {
   const declared = String((schema as { $schema?: unknown }).$schema ?? '');
   const AjvClass = declared.includes('2020-12') ? Ajv2020 : Ajv;
-  const ajv = new AjvClass({ strict: false, allErrors: true, validateFormats: false, validateSchema: false, logger: false });
+  const ajv = new AjvClass({
+    strict: false,
+    allErrors: true,
+    validateFormats: false,
+    validateSchema: false,
+    logger: false,
+  });
   return ajv.validate(schema, value);
 }
 
@@ -88,7 +98,7 @@ function variants(schema: object, args: unknown): unknown[] {
 }
 
 describe('JSON Schema validation (Ajv)', () => {
-  test("equals a standalone Ajv on every tool call of the corpus and on broken variants of each", () => {
+  test('equals a standalone Ajv on every tool call of the corpus and on broken variants of each', () => {
     const pairs = corpusPairs();
     expect(pairs.length).toBeGreaterThan(40);
     let invalid = 0;
@@ -111,13 +121,28 @@ describe('JSON Schema validation (Ajv)', () => {
 
   test.each([
     ['not', { not: { type: 'string' } }, 5, 'five'],
-    ['if/then', { if: { properties: { unit: { const: 'c' } } }, then: { required: ['celsius'] } }, { unit: 'f' }, { unit: 'c' }],
+    [
+      'if/then',
+      { if: { properties: { unit: { const: 'c' } } }, then: { required: ['celsius'] } },
+      { unit: 'f' },
+      { unit: 'c' },
+    ],
     ['uniqueItems', { type: 'array', uniqueItems: true }, [1, 2], [1, 1]],
     ['multipleOf', { type: 'number', multipleOf: 0.5 }, 2.5, 2.3],
-    ['dependentRequired (2019-09)', { $schema: 'https://json-schema.org/draft/2019-09/schema', dependentRequired: { a: ['b'] } }, { a: 1, b: 2 }, { a: 1 }],
+    [
+      'dependentRequired (2019-09)',
+      { $schema: 'https://json-schema.org/draft/2019-09/schema', dependentRequired: { a: ['b'] } },
+      { a: 1, b: 2 },
+      { a: 1 },
+    ],
     ['prefixItems (2020-12)', { prefixItems: [{ type: 'string' }, { type: 'integer' }] }, ['a', 1], ['a', 'b']],
     ['tuple items (draft-07)', { items: [{ type: 'string' }, { type: 'integer' }] }, ['a', 1], [1, 1]],
-    ['a local $ref', { $defs: { n: { type: 'integer' } }, properties: { n: { $ref: '#/$defs/n' } } }, { n: 1 }, { n: 'x' }],
+    [
+      'a local $ref',
+      { $defs: { n: { type: 'integer' } }, properties: { n: { $ref: '#/$defs/n' } } },
+      { n: 1 },
+      { n: 'x' },
+    ],
   ])('honours %s', (_name, schema, good, bad) => {
     expect(validateJsonSchema(schema, good)).toEqual([]);
     expect(validateJsonSchema(schema, bad).length).toBeGreaterThan(0);
@@ -138,7 +163,10 @@ describe('JSON Schema validation (Ajv)', () => {
   });
 
   test('issues say what and where, never the value', () => {
-    const schema = { type: 'object', properties: { city: { enum: ['Paris'] }, code: { type: 'string', pattern: '^[A-Z]{3}$' } } };
+    const schema = {
+      type: 'object',
+      properties: { city: { enum: ['Paris'] }, code: { type: 'string', pattern: '^[A-Z]{3}$' } },
+    };
     const issues = validateJsonSchema(schema, { city: 'Secret Town', code: 'secret-code' });
     expect(issues.map((i) => i.path)).toEqual(['$.city', '$.code']);
     for (const i of issues) expect(`${i.path} ${i.message}`).not.toMatch(/Secret|secret|Paris|A-Z/);

@@ -27,8 +27,13 @@ afterAll(() => stack.shutdown());
 
 function monitorFindings(traceId: string): { online: string[]; offline: string[] } {
   const spans = stack.exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
-  const online = spans.flatMap(detections).filter((d) => d['faultline.detection.failure'] !== undefined).map((d) => `${String(d['faultline.detection.detector'])}: ${String(d['faultline.detection.evidence'])}`);
-  const offline = toTraces(spans).flatMap((t) => monitorTrace(t, { includeOnline: false }).flatMap((w) => w.findings.map((f) => `${f.detector}: ${f.evidence}`)));
+  const online = spans
+    .flatMap(detections)
+    .filter((d) => d['faultline.detection.failure'] !== undefined)
+    .map((d) => `${String(d['faultline.detection.detector'])}: ${String(d['faultline.detection.evidence'])}`);
+  const offline = toTraces(spans).flatMap((t) =>
+    monitorTrace(t, { includeOnline: false }).flatMap((w) => w.findings.map((f) => `${f.detector}: ${f.evidence}`)),
+  );
   return { online, offline };
 }
 
@@ -58,15 +63,22 @@ describe('the example workflows, clean: no monitor finding', () => {
 
 interface Session {
   id: string;
-  calls: Array<{ request: { messages: Array<{ role: string; content?: unknown }>; tools?: unknown[]; model?: string }; response: unknown }>;
+  calls: Array<{
+    request: { messages: Array<{ role: string; content?: unknown }>; tools?: unknown[]; model?: string };
+    response: unknown;
+  }>;
 }
 
 /** The crewAI role of a call: the "You are X." its system prompt opens with. */
-const roleOf = (c: Session['calls'][number]): string => /^You are ([^.]+)\./.exec(String(c.request.messages.find((m) => m.role === 'system')?.content ?? ''))?.[1] ?? 'agent';
+const roleOf = (c: Session['calls'][number]): string =>
+  /^You are ([^.]+)\./.exec(String(c.request.messages.find((m) => m.role === 'system')?.content ?? ''))?.[1] ?? 'agent';
 
 /** Whether a request continues the previous one of the same agent (the same conversation, one message or more longer). */
 const continues = (prev: Session['calls'][number] | undefined, next: Session['calls'][number]): boolean =>
-  prev !== undefined && next.request.messages.length > prev.request.messages.length && JSON.stringify(next.request.messages.slice(0, prev.request.messages.length)) === JSON.stringify(prev.request.messages);
+  prev !== undefined &&
+  next.request.messages.length > prev.request.messages.length &&
+  JSON.stringify(next.request.messages.slice(0, prev.request.messages.length)) ===
+    JSON.stringify(prev.request.messages);
 
 type Call = Session['calls'][number];
 interface Turn {
@@ -112,7 +124,11 @@ describe('recorded crewAI hierarchical sessions, replayed: no monitor finding', 
   let openai: OpenAI;
   const queue: string[] = [];
   beforeAll(async () => {
-    server = await startLlmServer(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: queue.shift() ?? '{}' }));
+    server = await startLlmServer(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: queue.shift() ?? '{}',
+    }));
     openai = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
   });
   afterAll(() => server.close());

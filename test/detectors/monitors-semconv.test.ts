@@ -11,11 +11,45 @@ import { Run, defs, modes, usage, type SpanSpec } from './support/semconv-trace'
 
 describe('context overflow from what any producer records', () => {
   const refusals: Array<[string, Attributes, SpanSpec['error']]> = [
-    ['OpenAI / Azure: error.type and the exception', { 'gen_ai.request.model': 'gpt-4o' }, { type: 'context_length_exceeded', exception: { type: 'BadRequestError', message: "400 This model's maximum context length is 128000 tokens. However, your messages resulted in 131502 tokens. Please reduce the length of the messages." } }],
-    ['vLLM: a generic error type, the sentence in the status', { 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'meta-llama/Llama-3.1-8B-Instruct' }, { type: 'BadRequestError', message: "Error code: 400 - This model's maximum context length is 16384 tokens. However, you requested 19591 tokens (9591 in the messages, 10000 in the completion)." }],
-    ['Anthropic', { 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-sonnet-4-20250514' }, { type: 'invalid_request_error', message: 'prompt is too long: 209353 tokens > 200000 maximum' }],
-    ['Gemini', { 'gen_ai.provider.name': 'gcp.gemini', 'gen_ai.request.model': 'gemini-2.5-pro' }, { type: 'ClientError', message: 'The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).' }],
-    ['Bedrock', { 'gen_ai.provider.name': 'aws.bedrock', 'gen_ai.request.model': 'meta.llama3-1-70b-instruct-v1:0' }, { type: 'ValidationException', message: 'Input is too long for requested model.' }],
+    [
+      'OpenAI / Azure: error.type and the exception',
+      { 'gen_ai.request.model': 'gpt-4o' },
+      {
+        type: 'context_length_exceeded',
+        exception: {
+          type: 'BadRequestError',
+          message:
+            "400 This model's maximum context length is 128000 tokens. However, your messages resulted in 131502 tokens. Please reduce the length of the messages.",
+        },
+      },
+    ],
+    [
+      'vLLM: a generic error type, the sentence in the status',
+      { 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'meta-llama/Llama-3.1-8B-Instruct' },
+      {
+        type: 'BadRequestError',
+        message:
+          "Error code: 400 - This model's maximum context length is 16384 tokens. However, you requested 19591 tokens (9591 in the messages, 10000 in the completion).",
+      },
+    ],
+    [
+      'Anthropic',
+      { 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-sonnet-4-20250514' },
+      { type: 'invalid_request_error', message: 'prompt is too long: 209353 tokens > 200000 maximum' },
+    ],
+    [
+      'Gemini',
+      { 'gen_ai.provider.name': 'gcp.gemini', 'gen_ai.request.model': 'gemini-2.5-pro' },
+      {
+        type: 'ClientError',
+        message: 'The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).',
+      },
+    ],
+    [
+      'Bedrock',
+      { 'gen_ai.provider.name': 'aws.bedrock', 'gen_ai.request.model': 'meta.llama3-1-70b-instruct-v1:0' },
+      { type: 'ValidationException', message: 'Input is too long for requested model.' },
+    ],
   ];
   it.each(refusals)('%s', (_, attrs, error) => {
     const run = new Run();
@@ -42,10 +76,33 @@ describe('context overflow from what any producer records', () => {
     const run = new Run();
     const a = run.agent('researcher');
     for (const n of [96_000, 104_000, 110_000]) run.chat(a, usage(n, 300));
-    run.chat(a, {}, { error: { type: 'rate_limit_exceeded', message: 'Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.' } });
+    run.chat(
+      a,
+      {},
+      {
+        error: {
+          type: 'rate_limit_exceeded',
+          message: 'Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.',
+        },
+      },
+    );
     run.chat(a, usage(110_500, 200));
-    run.chat(a, {}, { error: { type: 'invalid_request_error', message: "Invalid schema for function 'get_weather': In context=(), 'additionalProperties' is required to be supplied and to be false." } });
-    run.chat(a, {}, { error: { type: 'ThrottlingException', message: 'Too many tokens, please wait before trying again.' } });
+    run.chat(
+      a,
+      {},
+      {
+        error: {
+          type: 'invalid_request_error',
+          message:
+            "Invalid schema for function 'get_weather': In context=(), 'additionalProperties' is required to be supplied and to be false.",
+        },
+      },
+    );
+    run.chat(
+      a,
+      {},
+      { error: { type: 'ThrottlingException', message: 'Too many tokens, please wait before trying again.' } },
+    );
     expect(run.findings().filter((x) => x.detector === 'context_overflow')).toEqual([]);
   });
 });
@@ -53,22 +110,37 @@ describe('context overflow from what any producer records', () => {
 describe('role violation from the tools an agent’s own calls offered', () => {
   const conventions: Array<[string, Attributes]> = [
     ['gen_ai.tool.definitions', { 'gen_ai.tool.definitions': defs('search_hotels', 'hold_room') }],
-    ['gen_ai.tool.definitions without type', { 'gen_ai.tool.definitions': JSON.stringify([{ name: 'search_hotels' }, { name: 'hold_room' }]) }],
-    ['OpenLLMetry llm.request.functions', { 'llm.request.functions.0.name': 'search_hotels', 'llm.request.functions.1.name': 'hold_room' }],
-    ['OpenInference llm.tools', { 'llm.tools.0.tool.json_schema': JSON.stringify({ type: 'function', function: { name: 'search_hotels' } }), 'llm.tools.1.tool.json_schema': JSON.stringify({ type: 'function', function: { name: 'hold_room' } }) }],
+    [
+      'gen_ai.tool.definitions without type',
+      { 'gen_ai.tool.definitions': JSON.stringify([{ name: 'search_hotels' }, { name: 'hold_room' }]) },
+    ],
+    [
+      'OpenLLMetry llm.request.functions',
+      { 'llm.request.functions.0.name': 'search_hotels', 'llm.request.functions.1.name': 'hold_room' },
+    ],
+    [
+      'OpenInference llm.tools',
+      {
+        'llm.tools.0.tool.json_schema': JSON.stringify({ type: 'function', function: { name: 'search_hotels' } }),
+        'llm.tools.1.tool.json_schema': JSON.stringify({ type: 'function', function: { name: 'hold_room' } }),
+      },
+    ],
   ];
-  it.each(conventions)('%s: a tool the agent was never offered is a violation; its own tools are not', (_, toolAttrs) => {
-    const run = new Run();
-    const hotels = run.agent('hotels');
-    run.chat(hotels, { ...toolAttrs, ...usage(300, 40, 'tool_calls') });
-    run.tool(hotels, 'search_hotels');
-    run.chat(hotels, { ...toolAttrs, ...usage(420, 40, 'tool_calls') });
-    run.tool(hotels, 'hold_fare');
-    run.chat(hotels, { ...toolAttrs, ...usage(500, 60) });
-    const f = run.findings().filter((x) => x.detector === 'role_violation');
-    expect(f.map((x) => x.evidence)).toEqual([expect.stringContaining('hold_fare')]);
-    expect(f[0]!.agent).toBe('hotels');
-  });
+  it.each(conventions)(
+    '%s: a tool the agent was never offered is a violation; its own tools are not',
+    (_, toolAttrs) => {
+      const run = new Run();
+      const hotels = run.agent('hotels');
+      run.chat(hotels, { ...toolAttrs, ...usage(300, 40, 'tool_calls') });
+      run.tool(hotels, 'search_hotels');
+      run.chat(hotels, { ...toolAttrs, ...usage(420, 40, 'tool_calls') });
+      run.tool(hotels, 'hold_fare');
+      run.chat(hotels, { ...toolAttrs, ...usage(500, 60) });
+      const f = run.findings().filter((x) => x.detector === 'role_violation');
+      expect(f.map((x) => x.evidence)).toEqual([expect.stringContaining('hold_fare')]);
+      expect(f[0]!.agent).toBe('hotels');
+    },
+  );
 
   it('near-misses: an agent whose calls record no definitions; a tool run inside another tool; another agent’s own tools', () => {
     const run = new Run();
@@ -76,7 +148,10 @@ describe('role violation from the tools an agent’s own calls offered', () => {
     run.chat(flights, usage(300, 40, 'tool_calls'));
     run.tool(flights, 'hold_fare');
     const hotels = run.agent('hotels');
-    run.chat(hotels, { 'gen_ai.tool.definitions': defs('search_hotels', 'ask_expert'), ...usage(300, 40, 'tool_calls') });
+    run.chat(hotels, {
+      'gen_ai.tool.definitions': defs('search_hotels', 'ask_expert'),
+      ...usage(300, 40, 'tool_calls'),
+    });
     const outer = run.tool(hotels, 'ask_expert', {}, { ms: 5 });
     run.tool(hotels, 'lookup_reviews', {}, { parent: outer });
     run.chat(hotels, { 'gen_ai.tool.definitions': defs('search_hotels', 'ask_expert'), ...usage(400, 60) });
@@ -84,11 +159,30 @@ describe('role violation from the tools an agent’s own calls offered', () => {
   });
 });
 
-const msgs = (n: number): string => JSON.stringify(Array.from({ length: n }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', parts: [{ type: 'text', content: `m${i}` }] })));
-const said = (text: string): Attributes => ({ 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: text }], finish_reason: 'stop' }]) });
-const asks = (name: string, args: Record<string, string>): Attributes => ({ 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', parts: [{ type: 'tool_call', id: 'c1', name, arguments: args }], finish_reason: 'tool_call' }]) });
-const told = (text: string): Attributes => ({ 'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: text }] }]) });
-const ran = (args: unknown, result: string): Attributes => ({ 'gen_ai.tool.call.arguments': JSON.stringify(args), 'gen_ai.tool.call.result': result });
+const msgs = (n: number): string =>
+  JSON.stringify(
+    Array.from({ length: n }, (_, i) => ({
+      role: i % 2 ? 'assistant' : 'user',
+      parts: [{ type: 'text', content: `m${i}` }],
+    })),
+  );
+const said = (text: string): Attributes => ({
+  'gen_ai.output.messages': JSON.stringify([
+    { role: 'assistant', parts: [{ type: 'text', content: text }], finish_reason: 'stop' },
+  ]),
+});
+const asks = (name: string, args: Record<string, string>): Attributes => ({
+  'gen_ai.output.messages': JSON.stringify([
+    { role: 'assistant', parts: [{ type: 'tool_call', id: 'c1', name, arguments: args }], finish_reason: 'tool_call' },
+  ]),
+});
+const told = (text: string): Attributes => ({
+  'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: text }] }]),
+});
+const ran = (args: unknown, result: string): Attributes => ({
+  'gen_ai.tool.call.arguments': JSON.stringify(args),
+  'gen_ai.tool.call.result': result,
+});
 
 describe('history reset and loss from request sizes and a repeated tool request', () => {
   it('input tokens back at the opening, the first tool asked for again: a reset (2.1), without content', () => {
@@ -107,11 +201,23 @@ describe('history reset and loss from request sizes and a repeated tool request'
   it('input messages not grown past the last request (part of it lost): 1.4, with content', () => {
     const run = new Run();
     const a = run.agent('reader');
-    run.chat(a, { 'gen_ai.input.messages': msgs(1), ...asks('fetch_diff', { pr: '7' }), ...usage(140, 20, 'tool_calls') });
+    run.chat(a, {
+      'gen_ai.input.messages': msgs(1),
+      ...asks('fetch_diff', { pr: '7' }),
+      ...usage(140, 20, 'tool_calls'),
+    });
     run.tool(a, 'fetch_diff');
-    run.chat(a, { 'gen_ai.input.messages': msgs(3), ...asks('read_file', { path: 'a.ts' }), ...usage(220, 20, 'tool_calls') });
+    run.chat(a, {
+      'gen_ai.input.messages': msgs(3),
+      ...asks('read_file', { path: 'a.ts' }),
+      ...usage(220, 20, 'tool_calls'),
+    });
     run.tool(a, 'read_file');
-    run.chat(a, { 'gen_ai.input.messages': msgs(3), ...asks('fetch_diff', { pr: '7' }), ...usage(225, 20, 'tool_calls') });
+    run.chat(a, {
+      'gen_ai.input.messages': msgs(3),
+      ...asks('fetch_diff', { pr: '7' }),
+      ...usage(225, 20, 'tool_calls'),
+    });
     run.tool(a, 'fetch_diff');
     expect(modes(run.findings())).toEqual(['history_loss/1.4']);
   });
@@ -119,7 +225,11 @@ describe('history reset and loss from request sizes and a repeated tool request'
   it('near-misses: a re-read on the full history; a stateful API sending only what is new; a new turn', () => {
     const reread = new Run();
     const a = reread.agent('reader');
-    for (const [n, tool] of [[140, 'read_file'], [220, 'write_file'], [300, 'read_file']] as const) {
+    for (const [n, tool] of [
+      [140, 'read_file'],
+      [220, 'write_file'],
+      [300, 'read_file'],
+    ] as const) {
       reread.chat(a, usage(n, 20, 'tool_calls'));
       reread.tool(a, tool);
     }
@@ -158,7 +268,8 @@ describe('output collapse from an agent’s last answers', () => {
 
     const text = new Run();
     const w = text.agent('writer');
-    for (const t of ['A long section. '.repeat(20), 'Another long section. '.repeat(15), 'N/A', 'N/A']) text.chat(w, { ...said(t), ...usage(100, Math.ceil(t.length / 4)) });
+    for (const t of ['A long section. '.repeat(20), 'Another long section. '.repeat(15), 'N/A', 'N/A'])
+      text.chat(w, { ...said(t), ...usage(100, Math.ceil(t.length / 4)) });
     expect(modes(text.findings())).toEqual(['quality_degradation/3.2']);
   });
 
@@ -198,7 +309,10 @@ describe('an early end: the last step said more was to come', () => {
     const a = run.agent('flights');
     run.chat(a, usage(130, 20, 'tool_calls'));
     run.tool(a, 'hold_fare');
-    run.chat(a, { ...said('Held FL-1234 at 300 EUR. I will now hand over to the hotel agent to finish.'), ...usage(200, 30) });
+    run.chat(a, {
+      ...said('Held FL-1234 at 300 EUR. I will now hand over to the hotel agent to finish.'),
+      ...usage(200, 30),
+    });
     expect(modes(run.findings())).toEqual(['premature_termination/3.1']);
   });
 
@@ -209,7 +323,10 @@ describe('an early end: the last step said more was to come', () => {
     const a = run.agent('flights');
     run.chat(a, usage(130, 20, 'tool_calls'));
     run.tool(a, 'hold_fare');
-    run.chat(a, { ...said('Held FL-1234 at 300 EUR. I will ask the reviewer to check the fare rules.'), ...usage(200, 30) });
+    run.chat(a, {
+      ...said('Held FL-1234 at 300 EUR. I will ask the reviewer to check the fare rules.'),
+      ...usage(200, 30),
+    });
     expect(modes(run.findings())).toEqual(['premature_termination/3.1']);
   });
 
@@ -257,7 +374,8 @@ describe('no progress: one tool, varied arguments, one result', () => {
   it('near-misses: pages of a listing; a re-read after a change; one acknowledgement for actions on different targets; the same arguments (a repetition, not this)', () => {
     const pages = new Run();
     const a = pages.agent('hotels');
-    for (let i = 1; i <= 3; i++) pages.tool(a, 'search_hotels', ran({ city: 'Oslo', page: String(i) }, `{"page":${i},"hotels":["h${i}"]}`));
+    for (let i = 1; i <= 3; i++)
+      pages.tool(a, 'search_hotels', ran({ city: 'Oslo', page: String(i) }, `{"page":${i},"hotels":["h${i}"]}`));
     expect(pages.findings().filter((f) => f.detector === 'no_progress')).toEqual([]);
 
     const reread = new Run();
@@ -269,7 +387,8 @@ describe('no progress: one tool, varied arguments, one result', () => {
 
     const batch = new Run();
     const m = batch.agent('mailer');
-    for (const to of ['ana@example.com', 'li@example.com', 'sam@example.com']) batch.tool(m, 'send_email', ran({ to }, '{"status":"sent"}'));
+    for (const to of ['ana@example.com', 'li@example.com', 'sam@example.com'])
+      batch.tool(m, 'send_email', ran({ to }, '{"status":"sent"}'));
     expect(batch.findings().filter((f) => f.detector === 'no_progress')).toEqual([]);
 
     const same = new Run();
@@ -283,11 +402,19 @@ describe('output conflict: two agents holding different values of one identifier
   it('two agents pass ORD-28115, a third reports ORD-82115', () => {
     const run = new Run();
     const triage = run.agent('triage');
-    run.chat(triage, { ...told('Order ORD-28115 arrived damaged.'), ...asks('get_order', { order_id: 'ORD-28115' }), ...usage(100, 20, 'tool_calls') });
+    run.chat(triage, {
+      ...told('Order ORD-28115 arrived damaged.'),
+      ...asks('get_order', { order_id: 'ORD-28115' }),
+      ...usage(100, 20, 'tool_calls'),
+    });
     run.tool(triage, 'get_order', ran({ order_id: 'ORD-28115' }, '{"order_id":"ORD-28115","total":42}'));
     run.chat(triage, { ...said('Refund request for ORD-28115, 42 EUR.'), ...usage(160, 20) });
     const router = run.agent('router');
-    run.chat(router, { ...told('Refund request for ORD-28115, 42 EUR.'), ...said('Routing ORD-28115 to billing.'), ...usage(80, 20) });
+    run.chat(router, {
+      ...told('Refund request for ORD-28115, 42 EUR.'),
+      ...said('Routing ORD-28115 to billing.'),
+      ...usage(80, 20),
+    });
     const billing = run.agent('billing');
     run.chat(billing, { ...told('Refund ORD-28115.'), ...said('Refunded 42 EUR for ORD-82115.'), ...usage(80, 20) });
     const f = run.findings().filter((x) => x.detector === 'output_conflict');
@@ -303,7 +430,11 @@ describe('output conflict: two agents holding different values of one identifier
     run.tool(a, 'search_flights', ran({ to: 'Oslo' }, '{"flights":["FL-1234","FL-1235"]}'));
     run.chat(a, { ...said('Options: FL-1234 and FL-1235.'), ...usage(150, 20) });
     const b = run.agent('orders');
-    run.chat(b, { ...told('Check ORD-50001.'), ...asks('get_order', { order_id: 'ORD-50002' }), ...usage(80, 20, 'tool_calls') });
+    run.chat(b, {
+      ...told('Check ORD-50001.'),
+      ...asks('get_order', { order_id: 'ORD-50002' }),
+      ...usage(80, 20, 'tool_calls'),
+    });
     run.tool(b, 'get_order', ran({ order_id: 'ORD-50002' }, '{"error":"not found"}'));
     run.chat(b, { ...said('ORD-50001 is not in the system; held FL-1234 as HF-7781.'), ...usage(120, 20) });
     expect(run.findings().filter((x) => x.detector === 'output_conflict')).toEqual([]);
@@ -326,11 +457,19 @@ describe('history near-misses a provider’s accounting makes', () => {
 
     const other = new Run();
     const b = other.agent('coder');
-    other.chat(b, { 'gen_ai.input.messages': msgs(1), ...asks('read_file', { path: 'a.ts' }), ...usage(140, 20, 'tool_calls') });
+    other.chat(b, {
+      'gen_ai.input.messages': msgs(1),
+      ...asks('read_file', { path: 'a.ts' }),
+      ...usage(140, 20, 'tool_calls'),
+    });
     other.tool(b, 'read_file');
     other.chat(b, { 'gen_ai.input.messages': msgs(3), ...asks('run_tests', {}), ...usage(220, 20, 'tool_calls') });
     other.tool(b, 'run_tests');
-    other.chat(b, { 'gen_ai.input.messages': msgs(3), ...asks('read_file', { path: 'b.ts' }), ...usage(225, 20, 'tool_calls') });
+    other.chat(b, {
+      'gen_ai.input.messages': msgs(3),
+      ...asks('read_file', { path: 'b.ts' }),
+      ...usage(225, 20, 'tool_calls'),
+    });
     other.tool(b, 'read_file');
     expect(other.findings().filter((f) => f.detector === 'history_loss')).toEqual([]);
   });
@@ -341,8 +480,17 @@ describe('step repetition offline: a retry after failures is recovery', () => {
     const run = new Run();
     const a = run.agent('reviewer');
     for (let i = 0; i < 3; i++) {
-      run.chat(a, { 'gen_ai.input.messages': msgs(1 + 2 * i), ...asks('run_linter', { path: 'a.ts' }), ...usage(100 + 50 * i, 20, 'tool_calls') });
-      run.tool(a, 'run_linter', fail ? {} : ran({ path: 'a.ts' }, '{"warnings":[]}'), fail ? { error: { type: 'TimeoutError', message: 'The operation was aborted due to timeout' } } : {});
+      run.chat(a, {
+        'gen_ai.input.messages': msgs(1 + 2 * i),
+        ...asks('run_linter', { path: 'a.ts' }),
+        ...usage(100 + 50 * i, 20, 'tool_calls'),
+      });
+      run.tool(
+        a,
+        'run_linter',
+        fail ? {} : ran({ path: 'a.ts' }, '{"warnings":[]}'),
+        fail ? { error: { type: 'TimeoutError', message: 'The operation was aborted due to timeout' } } : {},
+      );
     }
     run.chat(a, { 'gen_ai.input.messages': msgs(7), ...said('Lint is clean.'), ...usage(260, 10) });
     return run.findings().filter((f) => f.detector === 'repetition');

@@ -25,7 +25,9 @@ describe('deadlock: two agents waiting on each other, both timing out', () => {
     const f = waitsOf(run);
     expect(f.map((x) => [x.failure, x.mast])).toEqual([['workflow_deadlock', '1.5']]);
     expect(f[0]!.confidence).toBe(0.85);
-    expect(f[0]!.evidence).toMatch(/(planner waited on booker and booker on planner|booker waited on planner and planner on booker)/);
+    expect(f[0]!.evidence).toMatch(
+      /(planner waited on booker and booker on planner|booker waited on planner and planner on booker)/,
+    );
     expect(f[0]!.evidence).toMatch(/117 s/);
     expect(f[0]!.evidence).toMatch(/116 s/);
   });
@@ -89,8 +91,11 @@ describe('repeated timeouts the run never got past', () => {
   it("an agent's model calls timing out again and again, the run ending on the last one", () => {
     const run = new Run();
     const a = run.agent('writer');
-    for (let i = 0; i < 3; i++) run.chat(a, {}, { ms: 60_000, error: { type: 'APIConnectionTimeoutError', message: 'Request timed out.' } });
-    expect(waitsOf(run).map((x) => x.evidence)).toEqual([expect.stringMatching(/model calls of writer timed out 3 times/)]);
+    for (let i = 0; i < 3; i++)
+      run.chat(a, {}, { ms: 60_000, error: { type: 'APIConnectionTimeoutError', message: 'Request timed out.' } });
+    expect(waitsOf(run).map((x) => x.evidence)).toEqual([
+      expect.stringMatching(/model calls of writer timed out 3 times/),
+    ]);
   });
 
   it('near-misses: one timeout then a success; two timeouts then a success; timeouts the run carried on past', () => {
@@ -120,7 +125,13 @@ describe('repeated timeouts the run never got past', () => {
   it('an error that is not a timeout is not counted', () => {
     const run = new Run();
     const a = run.agent('searcher');
-    for (let i = 0; i < 3; i++) run.tool(a, 'web_search', {}, { error: { type: 'ConnectionRefused', message: 'connect ECONNREFUSED 10.0.0.1:443' } });
+    for (let i = 0; i < 3; i++)
+      run.tool(
+        a,
+        'web_search',
+        {},
+        { error: { type: 'ConnectionRefused', message: 'connect ECONNREFUSED 10.0.0.1:443' } },
+      );
     run.fail(run.root, 'ConnectionRefused');
     expect(waitsOf(run)).toEqual([]);
   });

@@ -13,14 +13,35 @@ import type { Finding, LlmObservation, MessageObservation } from '../../detector
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-const span = trace.wrapSpanContext({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: 1 });
+const span = trace.wrapSpanContext({
+  traceId: '0af7651916cd43dd8448eb211c80319c',
+  spanId: 'b7ad6b7169203331',
+  traceFlags: 1,
+});
 
 function llm(text: string, id: string, question: string): LlmObservation {
   return {
     kind: 'llm',
     hasContent: true,
-    request: { provider: 'openai', operation: 'chat', model: 'gpt-4o', stream: false, tools: [], time: Date.now(), messages: [{ role: 'user', parts: [{ type: 'text', content: question }] }] },
-    response: { status: 200, id, model: 'gpt-4o', created: Math.floor(Date.now() / 1000), finishReasons: ['stop'], text, toolCalls: [], durationMs: 20 },
+    request: {
+      provider: 'openai',
+      operation: 'chat',
+      model: 'gpt-4o',
+      stream: false,
+      tools: [],
+      time: Date.now(),
+      messages: [{ role: 'user', parts: [{ type: 'text', content: question }] }],
+    },
+    response: {
+      status: 200,
+      id,
+      model: 'gpt-4o',
+      created: Math.floor(Date.now() / 1000),
+      finishReasons: ['stop'],
+      text,
+      toolCalls: [],
+      durationMs: 20,
+    },
   };
 }
 
@@ -60,7 +81,11 @@ describe('online detection history', () => {
     const found: Finding[] = [];
     const online = createOnlineDetection({ onFinding: (f) => found.push(f), historyBytes: 64 * 1024 });
     const payload = { order_id: 'A-17', lines: Array.from({ length: 2000 }, (_, i) => ({ sku: `S${i}`, qty: i })) };
-    const msg = (taskId: string): MessageObservation => ({ kind: 'message', hasContent: true, delivered: [{ id: `m-${taskId}`, source: 'a', target: 'b', taskId, payload: structuredClone(payload) }] });
+    const msg = (taskId: string): MessageObservation => ({
+      kind: 'message',
+      hasContent: true,
+      delivered: [{ id: `m-${taskId}`, source: 'a', target: 'b', taskId, payload: structuredClone(payload) }],
+    });
     online.observe(msg('t1'), 't1', span);
     online.observe(msg('t1'), 't1', span);
     expect(found.filter((f) => f.detector === 'duplicate_delivery')).toHaveLength(1);

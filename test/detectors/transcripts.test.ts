@@ -41,7 +41,12 @@ function votes(r: Labelled): Map<MastModeId, boolean[]> {
   for (const a of r.labels.annotations ?? []) {
     const mode = mastModeOfLabel(String(a['failure mode'] ?? ''));
     if (!mode) continue;
-    out.set(mode, [1, 2, 3].map((i) => (typeof a[`annotator_${i}`] === 'boolean' ? (a[`annotator_${i}`] as boolean) : undefined)) as boolean[]);
+    out.set(
+      mode,
+      [1, 2, 3].map((i) =>
+        typeof a[`annotator_${i}`] === 'boolean' ? (a[`annotator_${i}`] as boolean) : undefined,
+      ) as boolean[],
+    );
   }
   return out;
 }
@@ -49,7 +54,8 @@ function votes(r: Labelled): Map<MastModeId, boolean[]> {
 const pct = (x: number): string => (Number.isFinite(x) ? `${(100 * x).toFixed(1)} %` : '–');
 const k2 = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : '–');
 /** Cohen's κ, or NaN when both raters gave one label only (κ is undefined: no variation to agree on). */
-const kappa = (a: readonly string[], b: readonly string[]): number => (new Set(a).size === 1 && new Set(b).size === 1 ? NaN : cohenKappa(a, b));
+const kappa = (a: readonly string[], b: readonly string[]): number =>
+  new Set(a).size === 1 && new Set(b).size === 1 ? NaN : cohenKappa(a, b);
 
 describe('the transcript converter', () => {
   it('turns every Who&When log and the MAST traces of every system it knows into traces the monitors read', () => {
@@ -58,7 +64,9 @@ describe('the transcript converter', () => {
     for (const r of ww.slice(0, 20)) {
       const t = transcriptTrace(r)!;
       const [run] = readWorkflows(t);
-      expect(run!.steps.filter((s) => s.observation?.kind === 'llm').length).toBe(transcriptMessages(r).filter((m) => m.text !== '').length);
+      expect(run!.steps.filter((s) => s.observation?.kind === 'llm').length).toBe(
+        transcriptMessages(r).filter((m) => m.text !== '').length,
+      );
     }
     const mastConverted = mast.filter((r) => transcriptTrace(r) !== undefined);
     // Every system's log format splits into messages.
@@ -70,7 +78,11 @@ describe('the transcript converter', () => {
 describe('agreement with the human labels', () => {
   it('computes the tables (and writes them to docs/monitors.md with FAULTLINE_WRITE_TABLES=1)', () => {
     // ---- MAST/MAD: per mode, monitors vs the annotators' majority; the annotators' own pairwise agreement.
-    const perRecord = mast.map((r) => ({ r, v: votes(r), named: new Set((findingsOf(r) ?? []).map((f) => f.mast).filter((m): m is MastModeId => m !== undefined)) }));
+    const perRecord = mast.map((r) => ({
+      r,
+      v: votes(r),
+      named: new Set((findingsOf(r) ?? []).map((f) => f.mast).filter((m): m is MastModeId => m !== undefined)),
+    }));
     const rows: string[][] = [];
     const allHuman: string[] = [];
     const allMonitor: string[] = [];
@@ -96,10 +108,17 @@ describe('agreement with the human labels', () => {
       // Pairs of annotators over the records where both voted.
       const pairKappa = (x: number, y: number): number => {
         const both = a.filter((v) => v[x] !== undefined && v[y] !== undefined);
-        return kappa(both.map((v) => String(v[x])), both.map((v) => String(v[y])));
+        return kappa(
+          both.map((v) => String(v[x])),
+          both.map((v) => String(v[y])),
+        );
       };
       const annot = [pairKappa(0, 1), pairKappa(0, 2), pairKappa(1, 2)];
-      for (const [i, [x, y]] of [[0, 1], [0, 2], [1, 2]].entries()) {
+      for (const [i, [x, y]] of [
+        [0, 1],
+        [0, 2],
+        [1, 2],
+      ].entries()) {
         const both = a.filter((v) => v[x!] !== undefined && v[y!] !== undefined);
         pairs[i]![0].push(...both.map((v) => String(v[x!])));
         pairs[i]![1].push(...both.map((v) => String(v[y!])));
@@ -113,7 +132,9 @@ describe('agreement with the human labels', () => {
         String(monitor.filter((m) => m === 'y').length),
         `${pct(agree / judged.length)} (${agree}/${judged.length})`,
         k2(kappa(human, monitor)),
-        k2(annot.some(Number.isFinite) ? annot.filter(Number.isFinite).reduce((s, x, _, l) => s + x / l.length, 0) : NaN),
+        k2(
+          annot.some(Number.isFinite) ? annot.filter(Number.isFinite).reduce((s, x, _, l) => s + x / l.length, 0) : NaN,
+        ),
       ]);
     }
     const annotatorKappa = pairs.map(([x, y]) => kappa(x, y));
@@ -145,7 +166,11 @@ describe('agreement with the human labels', () => {
       if (msg?.agent === mistakeAgent) agentHit++;
       if (msg?.index === mistakeStep) stepHit++;
     }
-    const modes = [...byMode].sort(([a], [b]) => a.localeCompare(b)).map(([m, n]) => `${m}: ${n}`).join(', ') || 'none';
+    const modes =
+      [...byMode]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([m, n]) => `${m}: ${n}`)
+        .join(', ') || 'none';
     const wwTable = [
       '| Who&When (184 failure logs) | value |',
       '|---|---:|',

@@ -21,14 +21,29 @@ let dir: string;
 beforeAll(() => {
   if (!existsSync(REGISTER_MJS)) throw new Error('run `npm run build` first: dist/src/register.mjs missing');
   dir = mkdtempSync(join(tmpdir(), 'faultline-client-timeout-'));
-  writeFileSync(join(dir, 'hang.json'), JSON.stringify({ rules: [{ fault: 'timeout_hang', strategy: 'persistent', match: { operation: 'chat', model: 'gpt-4o-mini-2024-07-18' } }] }));
+  writeFileSync(
+    join(dir, 'hang.json'),
+    JSON.stringify({
+      rules: [
+        {
+          fault: 'timeout_hang',
+          strategy: 'persistent',
+          match: { operation: 'chat', model: 'gpt-4o-mini-2024-07-18' },
+        },
+      ],
+    }),
+  );
 });
 
 describe.each(['real', 'plan'])('the openai client’s timeout (%s hang)', (mode) => {
   it('is a timeout at the call it gave up on; a user’s cancel is none', async () => {
     const file = join(dir, `${mode}.jsonl`);
     const r = await runNode(['--import', REGISTER_MJS, join(__dirname, 'fixtures', 'client-timeout.mjs'), mode], {
-      env: { FAULTLINE_TRACES_FILE: file, OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'undici', ...(mode === 'plan' ? { FAULTLINE_PLAN: join(dir, 'hang.json') } : {}) },
+      env: {
+        FAULTLINE_TRACES_FILE: file,
+        OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'undici',
+        ...(mode === 'plan' ? { FAULTLINE_PLAN: join(dir, 'hang.json') } : {}),
+      },
       timeoutMs: 60_000,
     });
     expect(r.code, r.stderr).toBe(0);
@@ -38,7 +53,11 @@ describe.each(['real', 'plan'])('the openai client’s timeout (%s hang)', (mode
       const root = trace.spans.find((s) => s.attributes['app.task'] !== undefined);
       if (!root) continue;
       const d = await diagnoseTrace(rule, trace);
-      got[String(root.attributes['app.task'])] = { type: d.faultType, step: d.step, ...(d.recovered?.length ? { recovered: d.recovered.map((x) => x.faultType) } : {}) };
+      got[String(root.attributes['app.task'])] = {
+        type: d.faultType,
+        step: d.step,
+        ...(d.recovered?.length ? { recovered: d.recovered.map((x) => x.faultType) } : {}),
+      };
     }
     expect(got).toEqual({
       recorded: { type: 'timeout', step: 3 },

@@ -25,12 +25,54 @@ let server: LlmServer;
 let script: object[] = [];
 
 const completion = (message: object, finish: string, tokens: number) =>
-  JSON.stringify({ id: `chatcmpl-${Math.random().toString(36).slice(2)}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: 'gpt-4o-mini-2024-07-18', choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: null, ...message }, finish_reason: finish, logprobs: null }], usage: { prompt_tokens: 40, completion_tokens: tokens, total_tokens: 40 + tokens } });
+  JSON.stringify({
+    id: `chatcmpl-${Math.random().toString(36).slice(2)}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: 'gpt-4o-mini-2024-07-18',
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: null, refusal: null, ...message },
+        finish_reason: finish,
+        logprobs: null,
+      },
+    ],
+    usage: { prompt_tokens: 40, completion_tokens: tokens, total_tokens: 40 + tokens },
+  });
 const text = (t: string) => ({ content: t });
-const call = (name: string, args: string) => ({ tool_calls: [{ id: `call_${Math.random().toString(36).slice(2, 12)}`, type: 'function', function: { name, arguments: args } }] });
+const call = (name: string, args: string) => ({
+  tool_calls: [
+    { id: `call_${Math.random().toString(36).slice(2, 12)}`, type: 'function', function: { name, arguments: args } },
+  ],
+});
 
-const LOOKUP = { type: 'function' as const, function: { name: 'lookup_order', description: 'Look up an order', parameters: { type: 'object' as const, properties: { order_id: { type: 'string', pattern: '^A-[0-9]{5}$' }, quantity: { type: 'integer' } }, required: ['order_id'], additionalProperties: false } } };
-const HANDOFF = { type: 'json_schema' as const, json_schema: { name: 'handoff', strict: true, schema: { type: 'object', properties: { queue: { type: 'string' }, summary: { type: 'string' } }, required: ['queue', 'summary'], additionalProperties: false } } };
+const LOOKUP = {
+  type: 'function' as const,
+  function: {
+    name: 'lookup_order',
+    description: 'Look up an order',
+    parameters: {
+      type: 'object' as const,
+      properties: { order_id: { type: 'string', pattern: '^A-[0-9]{5}$' }, quantity: { type: 'integer' } },
+      required: ['order_id'],
+      additionalProperties: false,
+    },
+  },
+};
+const HANDOFF = {
+  type: 'json_schema' as const,
+  json_schema: {
+    name: 'handoff',
+    strict: true,
+    schema: {
+      type: 'object',
+      properties: { queue: { type: 'string' }, summary: { type: 'string' } },
+      required: ['queue', 'summary'],
+      additionalProperties: false,
+    },
+  },
+};
 
 beforeAll(async () => {
   provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -42,7 +84,11 @@ beforeAll(async () => {
     if (req.url.endsWith('/responses')) return responsesReply();
     const m = script.shift() ?? text('Done.');
     const tools = 'tool_calls' in m;
-    return { status: 200, headers: { 'content-type': 'application/json' }, body: completion(m, tools ? 'tool_calls' : 'stop', tools ? 18 : 9) };
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: completion(m, tools ? 'tool_calls' : 'stop', tools ? 18 : 9),
+    };
   });
 });
 afterAll(async () => {
@@ -59,14 +105,24 @@ async function run(faulty: object, structured = false) {
   const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
   await otel.getTracer('app').startActiveSpan('invoke_agent support', async (span) => {
     for (let i = 0; i < 3; i++) {
-      const body = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'Where is order A-10293?' }], tools: [LOOKUP], ...(structured && i === 1 ? { response_format: HANDOFF } : {}) };
+      const body = {
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user' as const, content: 'Where is order A-10293?' }],
+        tools: [LOOKUP],
+        ...(structured && i === 1 ? { response_format: HANDOFF } : {}),
+      };
       await client.chat.completions.create(body);
     }
     span.end();
   });
   const spans = await pollSpans(exporter, (s) => s.filter((x) => x.name.startsWith('chat')).length >= 3, 5000);
   const [t] = toTraces(spans);
-  return { d: diagnoseByRules(t!), chat: spans.filter((x) => x.name.startsWith('chat')).sort((a, b) => a.startTime[1] - b.startTime[1] + (a.startTime[0] - b.startTime[0]) * 1e9) };
+  return {
+    d: diagnoseByRules(t!),
+    chat: spans
+      .filter((x) => x.name.startsWith('chat'))
+      .sort((a, b) => a.startTime[1] - b.startTime[1] + (a.startTime[0] - b.startTime[0]) * 1e9),
+  };
 }
 
 /** Anthropic Messages answers (its documented shape): a text, then a tool_use block whose input breaks the schema. */
@@ -74,25 +130,80 @@ let anthropicScript: object[] = [];
 function anthropicReply() {
   const block = anthropicScript.shift() ?? { type: 'text', text: 'Done.' };
   const stop = (block as { type: string }).type === 'tool_use' ? 'tool_use' : 'end_turn';
-  return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: `msg_${Math.random().toString(36).slice(2)}`, type: 'message', role: 'assistant', model: 'claude-3-5-haiku-20241022', content: [block], stop_reason: stop, stop_sequence: null, usage: { input_tokens: 30, output_tokens: 12 } }) };
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      id: `msg_${Math.random().toString(36).slice(2)}`,
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-3-5-haiku-20241022',
+      content: [block],
+      stop_reason: stop,
+      stop_sequence: null,
+      usage: { input_tokens: 30, output_tokens: 12 },
+    }),
+  };
 }
 
 /** OpenAI Responses answers (the documented `response` object): an output item each. */
 let responsesScript: object[] = [];
 function responsesReply() {
-  const item = responsesScript.shift() ?? { type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Done.', annotations: [] }] };
-  return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: `resp_${Math.random().toString(36).slice(2)}`, object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'completed', model: 'gpt-4o-mini-2024-07-18', output: [item], usage: { input_tokens: 30, output_tokens: 12, total_tokens: 42 } }) };
+  const item = responsesScript.shift() ?? {
+    type: 'message',
+    id: 'msg_1',
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: 'Done.', annotations: [] }],
+  };
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      id: `resp_${Math.random().toString(36).slice(2)}`,
+      object: 'response',
+      created_at: Math.floor(Date.now() / 1000),
+      status: 'completed',
+      model: 'gpt-4o-mini-2024-07-18',
+      output: [item],
+      usage: { input_tokens: 30, output_tokens: 12, total_tokens: 42 },
+    }),
+  };
 }
 
 describe('content-free verdicts from faultline’s own layer (content off)', () => {
   it('OpenAI Responses: function_call arguments that do not parse are schema at that call', async () => {
     exporter.reset();
-    const say = (t: string) => ({ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: t, annotations: [] }] });
-    responsesScript = [say('Let me look.'), { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'lookup_order', arguments: '{"order_id": "A-10293",', status: 'completed' }, say('It ships Tuesday.')];
+    const say = (t: string) => ({
+      type: 'message',
+      id: 'msg_1',
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: t, annotations: [] }],
+    });
+    responsesScript = [
+      say('Let me look.'),
+      {
+        type: 'function_call',
+        id: 'fc_1',
+        call_id: 'call_1',
+        name: 'lookup_order',
+        arguments: '{"order_id": "A-10293",',
+        status: 'completed',
+      },
+      say('It ships Tuesday.'),
+    ];
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
-    const tool = { type: 'function' as const, name: 'lookup_order', description: 'Look up an order', parameters: LOOKUP.function.parameters, strict: false };
+    const tool = {
+      type: 'function' as const,
+      name: 'lookup_order',
+      description: 'Look up an order',
+      parameters: LOOKUP.function.parameters,
+      strict: false,
+    };
     await otel.getTracer('app').startActiveSpan('invoke_agent support', async (span) => {
-      for (let i = 0; i < 3; i++) await client.responses.create({ model: 'gpt-4o-mini', input: 'Where is order A-10293?', tools: [tool] });
+      for (let i = 0; i < 3; i++)
+        await client.responses.create({ model: 'gpt-4o-mini', input: 'Where is order A-10293?', tools: [tool] });
       span.end();
     });
     const spans = await pollSpans(exporter, (x) => x.filter((y) => y.name.startsWith('chat')).length >= 3, 5000);
@@ -103,11 +214,21 @@ describe('content-free verdicts from faultline’s own layer (content off)', () 
 
   it('Anthropic Messages: a tool_use input breaking the declared input_schema is schema at that call', async () => {
     exporter.reset();
-    anthropicScript = [{ type: 'text', text: 'Let me look.' }, { type: 'tool_use', id: 'toolu_01', name: 'lookup_order', input: { quantity: 2 } }, { type: 'text', text: 'It ships Tuesday.' }];
+    anthropicScript = [
+      { type: 'text', text: 'Let me look.' },
+      { type: 'tool_use', id: 'toolu_01', name: 'lookup_order', input: { quantity: 2 } },
+      { type: 'text', text: 'It ships Tuesday.' },
+    ];
     const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: server.url, maxRetries: 0 });
     const tool = { name: 'lookup_order', description: 'Look up an order', input_schema: LOOKUP.function.parameters };
     await otel.getTracer('app').startActiveSpan('invoke_agent support', async (span) => {
-      for (let i = 0; i < 3; i++) await client.messages.create({ model: 'claude-3-5-haiku-20241022', max_tokens: 200, messages: [{ role: 'user', content: 'Where is order A-10293?' }], tools: [tool] });
+      for (let i = 0; i < 3; i++)
+        await client.messages.create({
+          model: 'claude-3-5-haiku-20241022',
+          max_tokens: 200,
+          messages: [{ role: 'user', content: 'Where is order A-10293?' }],
+          tools: [tool],
+        });
       span.end();
     });
     const spans = await pollSpans(exporter, (x) => x.filter((y) => y.name.startsWith('chat')).length >= 3, 5000);

@@ -29,13 +29,23 @@ function client(attributes: Attributes, o: { error?: number } = {}): SpanRecord 
   };
 }
 
-const a2a = (extra: Attributes = {}): Attributes => ({ 'a2a.method.name': 'message/send', 'server.address': '127.0.0.1', ...extra });
+const a2a = (extra: Attributes = {}): Attributes => ({
+  'a2a.method.name': 'message/send',
+  'server.address': '127.0.0.1',
+  ...extra,
+});
 const trace = (spans: SpanRecord[]): TraceRecord => ({ traceId: spans[0]!.traceId, spans });
 const rules = (t: TraceRecord) => diagnoseByRules(t, { findings: (tr) => detectSpans(tr, { includeOnline: false }) });
 
 describe('envelope-only messages', () => {
   it('say nothing wrong when nothing is recorded beyond the envelope', () => {
-    const d = rules(trace([client(a2a({ 'faultline.message.id': 'm1' })), client(a2a({ 'faultline.message.id': 'm2' })), client(a2a())]));
+    const d = rules(
+      trace([
+        client(a2a({ 'faultline.message.id': 'm1' })),
+        client(a2a({ 'faultline.message.id': 'm2' })),
+        client(a2a()),
+      ]),
+    );
     expect(d.faultType).toBe('none');
   });
 
@@ -48,7 +58,13 @@ describe('envelope-only messages', () => {
 
   it('a message bound to another task than the run’s other messages is stale', () => {
     const odd = client(a2a({ 'faultline.message.task_id': 'task-B' }));
-    const d = rules(trace([client(a2a({ 'faultline.message.task_id': 'task-A' })), client(a2a({ 'faultline.message.task_id': 'task-A' })), odd]));
+    const d = rules(
+      trace([
+        client(a2a({ 'faultline.message.task_id': 'task-A' })),
+        client(a2a({ 'faultline.message.task_id': 'task-A' })),
+        odd,
+      ]),
+    );
     expect(d).toMatchObject({ faultType: 'stale', spanId: odd.spanId, stepKind: 'message' });
   });
 });

@@ -14,12 +14,23 @@ const b = new TraceBuilder();
 describe('ground truth', () => {
   it('is the earliest span with a faultline.fault.injected event that changed something', () => {
     let first = '';
-    const t = b.trace((w) => w.agent('a', (a) => {
-      a.chat({ truth: { type: 'corrupt', name: 'llm_corrupt_single', noop: true } }); // mojibake on ASCII: a no-op fire
-      first = a.chat({ finishReasons: ['length'], truth: { type: 'truncate', name: 'llm_truncate_burst' } });
-      a.chat({ finishReasons: ['length'], truth: { type: 'truncate', name: 'llm_truncate_burst' } });
-    }), { condition: 'llm_truncate_burst' });
-    expect(groundTruth(t)).toMatchObject({ status: 'faulty', faultType: 'truncate', spanId: first, step: 2, stepKind: 'llm', name: 'llm_truncate_burst' });
+    const t = b.trace(
+      (w) =>
+        w.agent('a', (a) => {
+          a.chat({ truth: { type: 'corrupt', name: 'llm_corrupt_single', noop: true } }); // mojibake on ASCII: a no-op fire
+          first = a.chat({ finishReasons: ['length'], truth: { type: 'truncate', name: 'llm_truncate_burst' } });
+          a.chat({ finishReasons: ['length'], truth: { type: 'truncate', name: 'llm_truncate_burst' } });
+        }),
+      { condition: 'llm_truncate_burst' },
+    );
+    expect(groundTruth(t)).toMatchObject({
+      status: 'faulty',
+      faultType: 'truncate',
+      spanId: first,
+      step: 2,
+      stepKind: 'llm',
+      name: 'llm_truncate_burst',
+    });
   });
 
   it('planned but never fired → untriggered; nothing planned → clean', () => {
@@ -31,14 +42,23 @@ describe('ground truth', () => {
 
   it('message faults are stepped among the message spans', () => {
     let id = '';
-    const t = b.trace((w) => { w.message({ source: 'p', target: 'w' }); id = w.message({ source: 'w', target: 'v', delivered: 0, truth: { type: 'non_delivery', name: 'non_delivery' } }); });
+    const t = b.trace((w) => {
+      w.message({ source: 'p', target: 'w' });
+      id = w.message({ source: 'w', target: 'v', delivered: 0, truth: { type: 'non_delivery', name: 'non_delivery' } });
+    });
     expect(groundTruth(t)).toMatchObject({ spanId: id, step: 2, stepKind: 'message', faultType: 'non_delivery' });
   });
 });
 
 describe('ground truth stays out of diagnosis', () => {
   it('strip removes every faultline.fault.* attribute and event, deep-copies, and leaves the input intact', () => {
-    const t = b.trace((w) => w.agent('a', (a) => a.chat({ finishReasons: ['length'], truth: { type: 'truncate', name: 'llm_truncate_single' } })), { condition: 'llm_truncate_single' });
+    const t = b.trace(
+      (w) =>
+        w.agent('a', (a) =>
+          a.chat({ finishReasons: ['length'], truth: { type: 'truncate', name: 'llm_truncate_single' } }),
+        ),
+      { condition: 'llm_truncate_single' },
+    );
     const before = JSON.stringify(t);
     expect(hasGroundTruth(t)).toBe(true);
     const s = stripGroundTruth(t);
@@ -49,7 +69,9 @@ describe('ground truth stays out of diagnosis', () => {
     expect(t.spans[0]!.attributes.x).toBeUndefined();
     // Everything else survives.
     expect(s.spans.map((x) => x.spanId)).toEqual(t.spans.map((x) => x.spanId));
-    expect(s.spans.find((x) => x.name.startsWith('chat'))!.attributes['gen_ai.response.finish_reasons']).toEqual(['length']);
+    expect(s.spans.find((x) => x.name.startsWith('chat'))!.attributes['gen_ai.response.finish_reasons']).toEqual([
+      'length',
+    ]);
   });
 
   it('stripping a trace in place (the diagnose path over files) leaves exactly what the copy holds', () => {
@@ -68,7 +90,10 @@ describe('ground truth stays out of diagnosis', () => {
     const set: TraceRecord[] = labelledSet(b, { seed: 7, perFault: 2 });
     expect(set.filter(hasGroundTruth).length).toBeGreaterThan(20);
     // A scripted "LLM" standing in for the endpoint (the real one is tested against a loopback server).
-    const scripted: Diagnoser = { name: 'llm', diagnose: async (t) => ({ ...diagnoseByRules(t), diagnoser: 'llm', confidence: 0.5 }) };
+    const scripted: Diagnoser = {
+      name: 'llm',
+      diagnose: async (t) => ({ ...diagnoseByRules(t), diagnoser: 'llm', confidence: 0.5 }),
+    };
     const diagnosers = [createDiagnoser('rule'), createHybridDiagnoser({ llmDiagnoser: scripted })];
     let differs = 0;
     for (const t of set) {

@@ -20,7 +20,10 @@ import { FAULT_TYPES } from '../../src/taxonomy';
 const run = promisify(execFile);
 const root = join(__dirname, '..', '..');
 const PRODUCERS = ['contrib', 'traceloop-0.22', 'traceloop', 'openinference'] as const;
-const SETS = [...PRODUCERS.flatMap((p) => (['on', 'off'] as const).map((content) => ({ producer: p, content, variant: 'base' }))), { producer: 'contrib', content: 'on', variant: 'reworded' }];
+const SETS = [
+  ...PRODUCERS.flatMap((p) => (['on', 'off'] as const).map((content) => ({ producer: p, content, variant: 'base' }))),
+  { producer: 'contrib', content: 'on', variant: 'reworded' },
+];
 
 interface Label {
   task: string;
@@ -45,21 +48,48 @@ interface Set {
 const base = mkdtempSync(join(tmpdir(), 'faultline-independent-'));
 const sets: Set[] = [];
 // User prompts the workflows send: with content off, none may be in any file.
-const PROMPTS = ['Route the message to a queue', 'Split the changelog into one task', 'Write release notes for customers', 'You order outdoor gear'];
+const PROMPTS = [
+  'Route the message to a queue',
+  'Split the changelog into one task',
+  'Write release notes for customers',
+  'You order outdoor gear',
+];
 
 beforeAll(async () => {
   const made = await Promise.all(
     SETS.map(async ({ producer, content, variant }) => {
       const name = `${producer}-${content}-${variant}`;
       const dir = join(base, name);
-      await run(process.execPath, [join(root, 'test/independent/generate.cjs'), '--producer', producer, '--content', content, '--variant', variant, '--out', dir, '--suite', 'cases', '--scale', '0.05'], { timeout: 90_000 });
+      await run(
+        process.execPath,
+        [
+          join(root, 'test/independent/generate.cjs'),
+          '--producer',
+          producer,
+          '--content',
+          content,
+          '--variant',
+          variant,
+          '--out',
+          dir,
+          '--suite',
+          'cases',
+          '--scale',
+          '0.05',
+        ],
+        { timeout: 90_000 },
+      );
       const files = [join(dir, 'traces.jsonl'), ...(producer === 'contrib' ? [join(dir, 'logs.jsonl')] : [])];
       const labels = (JSON.parse(readFileSync(join(dir, 'labels.json'), 'utf8')) as { tasks: Label[] }).tasks;
       const traces: TraceRecord[] = [];
       for await (const t of readTraces(files)) traces.push(t);
       let out: { stdout: string; stderr: string; code: number };
       try {
-        const r = await run(process.execPath, [join(root, 'bin/faultline.js'), 'diagnose', ...files, '--format', 'jsonl'], { timeout: 60_000, maxBuffer: 1 << 26 });
+        const r = await run(
+          process.execPath,
+          [join(root, 'bin/faultline.js'), 'diagnose', ...files, '--format', 'jsonl'],
+          { timeout: 60_000, maxBuffer: 1 << 26 },
+        );
         out = { ...r, code: 0 };
       } catch (err) {
         const e = err as { stdout?: string; stderr?: string; code?: number };
@@ -100,9 +130,15 @@ describe('the independent set (real producers, provider-documented faults)', () 
 
   it('carries the ground truth, which the diagnose path strips', () => {
     for (const s of sets) {
-      expect(s.traces.every((t) => hasGroundTruth(t)), s.name).toBe(true);
+      expect(
+        s.traces.every((t) => hasGroundTruth(t)),
+        s.name,
+      ).toBe(true);
       expect(s.traces.some((t) => !hasGroundTruth(stripGroundTruth(t)))).toBe(true);
-      expect(s.traces.every((t) => !hasGroundTruth(stripGroundTruth(t))), s.name).toBe(true);
+      expect(
+        s.traces.every((t) => !hasGroundTruth(stripGroundTruth(t))),
+        s.name,
+      ).toBe(true);
     }
   });
 

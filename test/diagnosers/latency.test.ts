@@ -17,7 +17,21 @@ let server: LlmServer;
 let schedule: number[] = [];
 
 const answer = (model: string) =>
-  JSON.stringify({ id: `chatcmpl-${Math.random().toString(36).slice(2)}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model, choices: [{ index: 0, message: { role: 'assistant', content: 'Shipped on Tuesday from the Lisbon warehouse.', refusal: null }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 30, completion_tokens: 11, total_tokens: 41 } });
+  JSON.stringify({
+    id: `chatcmpl-${Math.random().toString(36).slice(2)}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: 'Shipped on Tuesday from the Lisbon warehouse.', refusal: null },
+        finish_reason: 'stop',
+        logprobs: null,
+      },
+    ],
+    usage: { prompt_tokens: 30, completion_tokens: 11, total_tokens: 41 },
+  });
 
 beforeAll(async () => {
   h = setupGuardHarness();
@@ -39,7 +53,11 @@ async function run(calls: Array<[string, number]>) {
   const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
   await h.task(undefined, () =>
     otel.getTracer('app').startActiveSpan('invoke_agent planner', async (span) => {
-      for (const [model] of calls) await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Where is order A-10293?' }] });
+      for (const [model] of calls)
+        await client.chat.completions.create({
+          model,
+          messages: [{ role: 'user', content: 'Where is order A-10293?' }],
+        });
       span.end();
     }),
   );
@@ -52,18 +70,65 @@ async function run(calls: Array<[string, number]>) {
 const M = 'gpt-4o-mini';
 describe('delay against the trace’s own latency', () => {
   it('a 1.65 s stall among 150 ms calls is a delay at that call', async () => {
-    expect(await run([[M, 150], [M, 150], [M, 150], [M, 1800], [M, 150], [M, 150]])).toEqual({ type: 'delay', step: 4 });
+    expect(
+      await run([
+        [M, 150],
+        [M, 150],
+        [M, 150],
+        [M, 1800],
+        [M, 150],
+        [M, 150],
+      ]),
+    ).toEqual({ type: 'delay', step: 4 });
   });
 
   it('a short trace: a call many times what the others take is a delay (judged relative to them, not by seconds), a natural spread is none', async () => {
-    expect(await run([[M, 150], [M, 150], [M, 3600]])).toEqual({ type: 'delay', step: 3 });
-    expect(await run([[M, 150], [M, 150], [M, 1800]])).toEqual({ type: 'delay', step: 3 });
-    expect(await run([[M, 150], [M, 400], [M, 900]])).toEqual({ type: 'none', step: null });
-    expect(await run([[M, 150], [M, 170], [M, 480]])).toEqual({ type: 'none', step: null });
-    expect(await run([[M, 150], [M, 900]])).toEqual({ type: 'none', step: null });
+    expect(
+      await run([
+        [M, 150],
+        [M, 150],
+        [M, 3600],
+      ]),
+    ).toEqual({ type: 'delay', step: 3 });
+    expect(
+      await run([
+        [M, 150],
+        [M, 150],
+        [M, 1800],
+      ]),
+    ).toEqual({ type: 'delay', step: 3 });
+    expect(
+      await run([
+        [M, 150],
+        [M, 400],
+        [M, 900],
+      ]),
+    ).toEqual({ type: 'none', step: null });
+    expect(
+      await run([
+        [M, 150],
+        [M, 170],
+        [M, 480],
+      ]),
+    ).toEqual({ type: 'none', step: null });
+    expect(
+      await run([
+        [M, 150],
+        [M, 900],
+      ]),
+    ).toEqual({ type: 'none', step: null });
   });
 
   it('a slower model’s calls against that model’s, not the faster one’s', async () => {
-    expect(await run([[M, 150], ['gpt-4.1', 2000], [M, 150], ['gpt-4.1', 2000], [M, 150], ['gpt-4.1', 2000]])).toEqual({ type: 'none', step: null });
+    expect(
+      await run([
+        [M, 150],
+        ['gpt-4.1', 2000],
+        [M, 150],
+        ['gpt-4.1', 2000],
+        [M, 150],
+        ['gpt-4.1', 2000],
+      ]),
+    ).toEqual({ type: 'none', step: null });
   });
 }, 60_000);

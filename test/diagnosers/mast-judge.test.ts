@@ -23,7 +23,10 @@ type Script = { status?: number; content?: string };
 let server: Server;
 let baseUrl = '';
 let script: Script[] = [];
-let seen: Array<{ messages: Array<{ role: string; content: string }>; response_format?: { json_schema?: { name?: string } } }> = [];
+let seen: Array<{
+  messages: Array<{ role: string; content: string }>;
+  response_format?: { json_schema?: { name?: string } };
+}> = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -36,7 +39,15 @@ beforeAll(async () => {
       res.end(
         next.status && next.status >= 400
           ? '{"error":{"message":"overloaded","type":"server_error"}}'
-          : JSON.stringify({ id: 'chatcmpl-j', object: 'chat.completion', created: 1790000000, model: 'judge', choices: [{ index: 0, message: { role: 'assistant', content: next.content ?? '' }, finish_reason: 'stop' }] }),
+          : JSON.stringify({
+              id: 'chatcmpl-j',
+              object: 'chat.completion',
+              created: 1790000000,
+              model: 'judge',
+              choices: [
+                { index: 0, message: { role: 'assistant', content: next.content ?? '' }, finish_reason: 'stop' },
+              ],
+            }),
       );
     });
   });
@@ -53,8 +64,18 @@ const b = new TraceBuilder();
 /** A planner asks for a weather check; the worker says it will verify the booking and then answers without doing so. */
 function withContent(): TraceRecord {
   return b.trace((t) => {
-    t.agent('planner', (a) => a.chat({ input: 'Book a room in Lisbon for 2 nights and confirm the price.', text: 'Worker: book the room and confirm the total price before replying.' }));
-    t.agent('worker', (a) => a.chat({ input: 'Book the room and confirm the total price.', text: 'I will check the price against the hotel tool first. Booked. The total is 240 EUR.' }));
+    t.agent('planner', (a) =>
+      a.chat({
+        input: 'Book a room in Lisbon for 2 nights and confirm the price.',
+        text: 'Worker: book the room and confirm the total price before replying.',
+      }),
+    );
+    t.agent('worker', (a) =>
+      a.chat({
+        input: 'Book the room and confirm the total price.',
+        text: 'I will check the price against the hotel tool first. Booked. The total is 240 EUR.',
+      }),
+    );
   });
 }
 const withoutContent = () => b.trace((t) => t.agent('worker', (a) => a.chat({})));
@@ -64,9 +85,23 @@ const judge = () => createMastJudge({ baseUrl, retries: 1, backoffMs: 1 });
 describe('the MAST judge', () => {
   it('shows the model the dialogue as fenced untrusted data and the judged modes; maps a finding to its line', async () => {
     const trace = withContent();
-    script = [{ content: answer([{ mode: '3.2', step: 2, confidence: 0.7, evidence: 'The worker says it will check the price and replies without a tool run.' }]) }];
+    script = [
+      {
+        content: answer([
+          {
+            mode: '3.2',
+            step: 2,
+            confidence: 0.7,
+            evidence: 'The worker says it will check the price and replies without a tool run.',
+          },
+        ]),
+      },
+    ];
     const r = await judge().judge(trace);
-    expect(r).toMatchObject({ observable: true, findings: [{ mode: '3.2', name: 'No or incomplete verification', step: 2, agent: 'worker', confidence: 0.7 }] });
+    expect(r).toMatchObject({
+      observable: true,
+      findings: [{ mode: '3.2', name: 'No or incomplete verification', step: 2, agent: 'worker', confidence: 0.7 }],
+    });
     const lines = dialogue(trace);
     expect(r.observable && r.findings[0]!.spanId).toBe(lines[1]!.spanId);
     const [system, user] = seen[0]!.messages;
@@ -85,9 +120,16 @@ describe('the MAST judge', () => {
   });
 
   it('retries a reply off the schema or out of range, telling the model why', async () => {
-    script = [{ content: answer([{ mode: '1.3', step: 1, confidence: 0.9, evidence: 'a loop' }]) }, { content: answer([{ mode: '2.6', step: 9, confidence: 0.5, evidence: 'x' }]) }];
-    await expect(judge().judge(withContent())).rejects.toThrow(/the MAST judge failed after 2 attempts: step 9 is out of range: the dialogue has 2 lines/);
-    expect(seen[1]!.messages.at(-1)!.content).toMatch(/^Your previous reply was rejected \(reply does not match the schema: .*mode/);
+    script = [
+      { content: answer([{ mode: '1.3', step: 1, confidence: 0.9, evidence: 'a loop' }]) },
+      { content: answer([{ mode: '2.6', step: 9, confidence: 0.5, evidence: 'x' }]) },
+    ];
+    await expect(judge().judge(withContent())).rejects.toThrow(
+      /the MAST judge failed after 2 attempts: step 9 is out of range: the dialogue has 2 lines/,
+    );
+    expect(seen[1]!.messages.at(-1)!.content).toMatch(
+      /^Your previous reply was rejected \(reply does not match the schema: .*mode/,
+    );
   });
 
   it('a failing endpoint is an error for the trace, never an empty verdict', async () => {
@@ -108,7 +150,9 @@ describe('the MAST judge', () => {
     } catch (e) {
       err = e;
     }
-    expect(isFaultlineError(err) && err.message).toMatch(/the MAST judge \(--judge\) needs an OpenAI-compatible endpoint: set FAULTLINE_LLM_BASE_URL/);
+    expect(isFaultlineError(err) && err.message).toMatch(
+      /the MAST judge \(--judge\) needs an OpenAI-compatible endpoint: set FAULTLINE_LLM_BASE_URL/,
+    );
   });
 });
 
@@ -126,12 +170,22 @@ describe('faultline monitor --judge', () => {
   }
 
   it('lists the judge’s findings apart, marked (judge); a trace without content says not observable', async () => {
-    script = [{ content: answer([{ mode: '2.6', step: 2, confidence: 0.8, evidence: 'Says it will check the price, does not.' }]) }];
+    script = [
+      {
+        content: answer([
+          { mode: '2.6', step: 2, confidence: 0.8, evidence: 'Says it will check the price, does not.' },
+        ]),
+      },
+    ];
     const file = traceFile([withContent(), withoutContent()]);
-    const r = await runNode([BIN, 'monitor', file, '--judge'], { env: { FAULTLINE_LLM_BASE_URL: baseUrl, NO_COLOR: '1' } });
+    const r = await runNode([BIN, 'monitor', file, '--judge'], {
+      env: { FAULTLINE_LLM_BASE_URL: baseUrl, NO_COLOR: '1' },
+    });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain('MAST judge (an LLM\'s reading of the dialogue):');
-    expect(r.stdout).toMatch(/2\.6 Reasoning-action mismatch at line 2 \(worker\) {2}80 % {2}Says it will check the price, does not\. {2}\(judge\)/);
+    expect(r.stdout).toContain("MAST judge (an LLM's reading of the dialogue):");
+    expect(r.stdout).toMatch(
+      /2\.6 Reasoning-action mismatch at line 2 \(worker\) {2}80 % {2}Says it will check the price, does not\. {2}\(judge\)/,
+    );
     expect(r.stdout).toMatch(/not observable: no message content was captured/);
     expect(seen).toHaveLength(1);
   });
@@ -139,9 +193,13 @@ describe('faultline monitor --judge', () => {
   it('JSON output carries the verdict per trace; a failed judgement exits 2 and says why', async () => {
     script = [{ status: 500 }, { status: 500 }, { status: 500 }];
     const file = traceFile([withContent()]);
-    const r = await runNode([BIN, 'monitor', file, '--judge', '--format', 'json'], { env: { FAULTLINE_LLM_BASE_URL: baseUrl } });
+    const r = await runNode([BIN, 'monitor', file, '--judge', '--format', 'json'], {
+      env: { FAULTLINE_LLM_BASE_URL: baseUrl },
+    });
     expect(r.code).toBe(2);
-    expect((JSON.parse(r.stdout) as { traces: Array<{ judge: { error: string } }> }).traces[0]!.judge.error).toMatch(/failed after 3 attempts: HTTP 500/);
+    expect((JSON.parse(r.stdout) as { traces: Array<{ judge: { error: string } }> }).traces[0]!.judge.error).toMatch(
+      /failed after 3 attempts: HTTP 500/,
+    );
     expect(r.stderr).toMatch(/✖ trace [0-9a-f]{32}: the MAST judge failed/);
   });
 

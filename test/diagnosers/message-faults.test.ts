@@ -28,7 +28,14 @@ const LAMP: Product = { title: 'Brass Desk Lamp', id: 'P-2040', sku: 'LMP-BRS-01
 
 /** The evidence carrier of the example workflows: the findings, provenance, and a JSON mirror of the findings. */
 function evidencePayload(p: Product, observed: number) {
-  const fields = { product_title: p.title, product_id: p.id, sku: p.sku, requested_quantity: p.quantity, observed_quantity: observed, cart_verified: observed === p.quantity };
+  const fields = {
+    product_title: p.title,
+    product_id: p.id,
+    sku: p.sku,
+    requested_quantity: p.quantity,
+    observed_quantity: observed,
+    cart_verified: observed === p.quantity,
+  };
   return { ...fields, source: 'Worker', evidence: JSON.stringify(fields) };
 }
 
@@ -38,7 +45,13 @@ let runs = 0;
 async function shoppingTask(channel: MessageChannel, product: Product): Promise<string> {
   const taskId = `shop-${process.pid}-${++runs}`;
   const sessionId = `session-${taskId}`;
-  const envelope = (source: string, target: string, boundary: string, version: number, payload: Record<string, unknown>) => ({
+  const envelope = (
+    source: string,
+    target: string,
+    boundary: string,
+    version: number,
+    payload: Record<string, unknown>,
+  ) => ({
     source,
     target,
     boundary,
@@ -56,9 +69,27 @@ async function shoppingTask(channel: MessageChannel, product: Product): Promise<
   return runWorkflow(
     'shopping-sequential',
     async (span) => {
-      await send(envelope('Planner', 'Worker', 'I1', 1, { plan: `add ${product.quantity} × ${product.sku} to the cart, then verify` }));
-      const action = await send(envelope('Worker', 'Executor', 'I2', 1, { action_id: `${taskId}:1`, operation: 'add_to_cart', sku: product.sku, quantity: product.quantity }));
-      for (const _ of action) await send(envelope('Executor', 'Worker', 'I3', 1, { action_id: `${taskId}:1`, ok: true, cart_quantity: product.quantity }));
+      await send(
+        envelope('Planner', 'Worker', 'I1', 1, {
+          plan: `add ${product.quantity} × ${product.sku} to the cart, then verify`,
+        }),
+      );
+      const action = await send(
+        envelope('Worker', 'Executor', 'I2', 1, {
+          action_id: `${taskId}:1`,
+          operation: 'add_to_cart',
+          sku: product.sku,
+          quantity: product.quantity,
+        }),
+      );
+      for (const _ of action)
+        await send(
+          envelope('Executor', 'Worker', 'I3', 1, {
+            action_id: `${taskId}:1`,
+            ok: true,
+            cart_quantity: product.quantity,
+          }),
+        );
       // An interim report, then the verified evidence: two I4 handoffs on the same edge.
       await send(envelope('Worker', 'Verifier', 'I4', 1, evidencePayload(product, product.quantity - 1)));
       const got = await send(envelope('Worker', 'Verifier', 'I4', 2, evidencePayload(product, product.quantity)));
@@ -69,7 +100,9 @@ async function shoppingTask(channel: MessageChannel, product: Product): Promise<
   );
 }
 
-const rule = (fault: string, match: Record<string, unknown>, params: Record<string, unknown> = {}): FaultPlanInput => ({ rules: [{ fault, match, params }] });
+const rule = (fault: string, match: Record<string, unknown>, params: Record<string, unknown> = {}): FaultPlanInput => ({
+  rules: [{ fault, match, params }],
+});
 
 /** Every communication fault of the catalog, with the fault type the diagnosis must name. */
 const CASES: { name: string; plan: FaultPlanInput; expected: string }[] = [
@@ -77,7 +110,11 @@ const CASES: { name: string; plan: FaultPlanInput; expected: string }[] = [
   { name: 'semantic_corruption', plan: rule('semantic_corruption', { boundary: 'I4' }), expected: 'semantic' },
   { name: 'identity_corruption', plan: rule('identity_corruption', { boundary: 'I4' }), expected: 'semantic' },
   { name: 'stale_replay (another task)', plan: rule('stale_replay', { boundary: 'I4' }), expected: 'stale' },
-  { name: 'stale_replay (previous)', plan: rule('stale_replay', { boundary: 'I4', position: 2 }, { from: 'previous' }), expected: 'stale' },
+  {
+    name: 'stale_replay (previous)',
+    plan: rule('stale_replay', { boundary: 'I4', position: 2 }, { from: 'previous' }),
+    expected: 'stale',
+  },
   { name: 'reordering', plan: rule('reordering', { boundary: 'I4', position: 2 }), expected: 'stale' },
   { name: 'key_drift', plan: rule('key_drift', { boundary: 'I4' }), expected: 'schema' },
   { name: 'type_drift', plan: rule('type_drift', { boundary: 'I4' }), expected: 'schema' },
@@ -114,7 +151,10 @@ describe.each([
     }
     stack.plan = undefined;
     const ids = new Set([cleanTrace, ...runsByCase.values()]);
-    const done = (spans: ReadableSpan[]) => [...ids].every((id) => spans.some((s) => s.spanContext().traceId === id && s.name === 'invoke_workflow shopping-sequential'));
+    const done = (spans: ReadableSpan[]) =>
+      [...ids].every((id) =>
+        spans.some((s) => s.spanContext().traceId === id && s.name === 'invoke_workflow shopping-sequential'),
+      );
     const spans = await stack.waitForSpans(done, 10_000);
     for (const t of toTraces(spans)) traces.set(t.traceId, t);
   }, 60_000);
@@ -123,17 +163,24 @@ describe.each([
     await stack.shutdown();
   });
 
-  it.each(CASES)('$name is diagnosed as $expected at the faulted handoff, identically with and without ground truth', async (c) => {
-    const trace = traces.get(runsByCase.get(c.name)!);
-    expect(trace, 'trace exported').toBeDefined();
-    const injected = trace!.spans.filter(isInjected);
-    expect(injected, 'the fault fired once').toHaveLength(1);
-    const diagnoser = createDiagnoser('rule');
-    const stripped = await diagnoseTrace(diagnoser, trace!);
-    const withTruth = await diagnoser.diagnose(trace!);
-    expect(withTruth).toEqual(stripped);
-    expect({ type: stripped.faultType, span: stripped.spanId, kind: stripped.stepKind }).toEqual({ type: c.expected, span: injected[0]!.spanId, kind: 'message' });
-  });
+  it.each(CASES)(
+    '$name is diagnosed as $expected at the faulted handoff, identically with and without ground truth',
+    async (c) => {
+      const trace = traces.get(runsByCase.get(c.name)!);
+      expect(trace, 'trace exported').toBeDefined();
+      const injected = trace!.spans.filter(isInjected);
+      expect(injected, 'the fault fired once').toHaveLength(1);
+      const diagnoser = createDiagnoser('rule');
+      const stripped = await diagnoseTrace(diagnoser, trace!);
+      const withTruth = await diagnoser.diagnose(trace!);
+      expect(withTruth).toEqual(stripped);
+      expect({ type: stripped.faultType, span: stripped.spanId, kind: stripped.stepKind }).toEqual({
+        type: c.expected,
+        span: injected[0]!.spanId,
+        kind: 'message',
+      });
+    },
+  );
 
   it('a clean run of the same workflow is diagnosed as none, and its handoffs carry no delivered-copy facts', async () => {
     const trace = traces.get(cleanTrace)!;
@@ -143,15 +190,25 @@ describe.each([
     const handoffs = trace.spans.filter((s) => s.name.startsWith('handoff '));
     expect(handoffs).toHaveLength(6);
     for (const h of handoffs) {
-      expect(Object.keys(h.attributes).filter((k) => k.startsWith('faultline.message.delivered_'))).toEqual(['faultline.message.delivered_count', 'faultline.message.delivered_hashes']);
+      expect(Object.keys(h.attributes).filter((k) => k.startsWith('faultline.message.delivered_'))).toEqual([
+        'faultline.message.delivered_count',
+        'faultline.message.delivered_hashes',
+      ]);
     }
   });
 
   it('records what was delivered: keys and content-free changes always, payloads only with content capture', () => {
     const partial = traces.get(runsByCase.get('valid_partial')!)!.spans.find(isInjected)!;
     const a = partial.attributes;
-    expect(a['faultline.message.delivered_keys']).toEqual(['cart_verified', 'requested_quantity', 'product_title', 'session_id', 'source', 'task_id'].sort());
-    expect(a['faultline.message.delivered_changes']).toEqual(['removed:evidence', 'removed:observed_quantity', 'removed:product_id', 'removed:sku']);
+    expect(a['faultline.message.delivered_keys']).toEqual(
+      ['cart_verified', 'requested_quantity', 'product_title', 'session_id', 'source', 'task_id'].sort(),
+    );
+    expect(a['faultline.message.delivered_changes']).toEqual([
+      'removed:evidence',
+      'removed:observed_quantity',
+      'removed:product_id',
+      'removed:sku',
+    ]);
     if (options.captureMessageContent) {
       const [payload] = a['faultline.message.delivered_payloads'] as string[];
       expect(JSON.parse(payload!)).not.toHaveProperty('sku');
@@ -160,6 +217,8 @@ describe.each([
       expect(JSON.stringify(a)).not.toContain(MUG.sku); // content-free: key paths only, never values
     }
     const stale = traces.get(runsByCase.get('stale_replay (another task)')!)!.spans.find(isInjected)!.attributes;
-    expect(stale['faultline.message.delivered_task_ids']).toEqual([expect.not.stringMatching(String(stale['faultline.message.task_id']))]);
+    expect(stale['faultline.message.delivered_task_ids']).toEqual([
+      expect.not.stringMatching(String(stale['faultline.message.task_id'])),
+    ]);
   });
 });

@@ -17,7 +17,10 @@ import { readTraces } from '../../src/traces/read';
 describe.each(['genai', 'traceloop', 'openinference'])('near-misses from %s', (producer) => {
   it('a length stop at the app’s own max_tokens, a prefix of a longer value and a repeated poll are no fault; a rejected tool call the agent gave up on is', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'faultline-near-miss-')), 'traces.json');
-    execFileSync(process.execPath, [join(__dirname, 'fixtures', 'near-miss.cjs'), file, producer], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 60_000 });
+    execFileSync(process.execPath, [join(__dirname, 'fixtures', 'near-miss.cjs'), file, producer], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      timeout: 60_000,
+    });
     const rule = createDiagnoser('rule');
     const got: Record<string, string> = {};
     const recovered: string[] = [];
@@ -30,6 +33,12 @@ describe.each(['genai', 'traceloop', 'openinference'])('near-misses from %s', (p
     expect(recovered).toEqual([]);
     const fault = expect.not.stringMatching(/^none$/);
     // A garbled id that also breaks its pattern is corrupt where content shows it (instrumentation-openai's is off).
-    expect(got).toEqual({ max_tokens: 'none', prefix: 'none', repeat: 'none', garbled_id: producer === 'genai' ? fault : 'corrupt', gave_up: fault });
+    expect(got).toEqual({
+      max_tokens: 'none',
+      prefix: 'none',
+      repeat: 'none',
+      garbled_id: producer === 'genai' ? fault : 'corrupt',
+      gave_up: fault,
+    });
   }, 90_000);
 });

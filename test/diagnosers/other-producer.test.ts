@@ -18,7 +18,9 @@ const byTask = new Map<string, { trace: TraceRecord; d: Diagnosis }>();
 
 beforeAll(async () => {
   const file = join(mkdtempSync(join(tmpdir(), 'faultline-other-')), 'contrib-openai.otlp.json');
-  execFileSync(process.execPath, [join(__dirname, 'fixtures', 'other-producer.cjs'), file], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(process.execPath, [join(__dirname, 'fixtures', 'other-producer.cjs'), file], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const rule = createDiagnoser('rule');
   for await (const trace of readTraces([file])) {
     const root = trace.spans.find((s) => s.parentSpanId === undefined)!;
@@ -38,7 +40,12 @@ describe('traces from @opentelemetry/instrumentation-openai (no faultline attrib
   it('clean → none; cut answer → truncate at step 2; HTTP 500 → error at step 3', () => {
     expect(byTask.get('clean')!.d.faultType).toBe('none');
     const t = byTask.get('truncated')!;
-    expect(t.d).toMatchObject({ faultType: 'truncate', step: 2, stepKind: 'llm', spanId: llmSpans(t.trace)[1]!.spanId });
+    expect(t.d).toMatchObject({
+      faultType: 'truncate',
+      step: 2,
+      stepKind: 'llm',
+      spanId: llmSpans(t.trace)[1]!.spanId,
+    });
     const f = byTask.get('failed')!;
     expect(f.d).toMatchObject({ faultType: 'error', step: 3, spanId: llmSpans(f.trace)[2]!.spanId });
     expect(f.d.evidence[0]).toContain('InternalServerError');

@@ -17,7 +17,10 @@ import { readTraces } from '../../src/traces/read';
 
 async function diagnoseAll(producer: string, content: 'on' | 'off'): Promise<Record<string, string>> {
   const file = join(mkdtempSync(join(tmpdir(), 'faultline-classes-')), 'traces.json');
-  execFileSync(process.execPath, [join(__dirname, 'fixtures', 'producer-classes.cjs'), file, producer, content], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 60_000 });
+  execFileSync(process.execPath, [join(__dirname, 'fixtures', 'producer-classes.cjs'), file, producer, content], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    timeout: 60_000,
+  });
   const rule = createDiagnoser('rule');
   const got: Record<string, string> = {};
   for await (const trace of readTraces([file])) {
@@ -32,16 +35,34 @@ const always = { rejected: 'schema@1', reset: 'truncate@1', capped_last: 'none@-
 
 describe.each(['traceloop', 'traceloop-0.22', 'openinference'])('issue 27 classes from %s', (producer) => {
   it('content on', async () => {
-    expect(await diagnoseAll(producer, 'on')).toEqual({ ...always, hidden: 'truncate@2', replay: 'stale@3', doubled: 'duplicate@1', extra_property: 'schema@1' });
+    expect(await diagnoseAll(producer, 'on')).toEqual({
+      ...always,
+      hidden: 'truncate@2',
+      replay: 'stale@3',
+      doubled: 'duplicate@1',
+      extra_property: 'schema@1',
+    });
   }, 90_000);
 
   it('content off: what the trace shows is named, the app failure after unrecorded output is not_observable, the rest none', async () => {
-    expect(await diagnoseAll(producer, 'off')).toEqual({ ...always, hidden: 'not_observable@-', replay: 'none@-', doubled: 'none@-', extra_property: 'none@-' });
+    expect(await diagnoseAll(producer, 'off')).toEqual({
+      ...always,
+      hidden: 'not_observable@-',
+      replay: 'none@-',
+      doubled: 'none@-',
+      extra_property: 'none@-',
+    });
   }, 90_000);
 });
 
 describe('issue 27 classes from @opentelemetry/instrumentation-openai (content as log records, not exported here)', () => {
   it('content off', async () => {
-    expect(await diagnoseAll('genai', 'off')).toEqual({ ...always, hidden: 'not_observable@-', replay: 'none@-', doubled: 'none@-', extra_property: 'none@-' });
+    expect(await diagnoseAll('genai', 'off')).toEqual({
+      ...always,
+      hidden: 'not_observable@-',
+      replay: 'none@-',
+      doubled: 'none@-',
+      extra_property: 'none@-',
+    });
   }, 90_000);
 });

@@ -18,13 +18,30 @@ const REQUEST = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say
 const OK: Reply = {
   status: 200,
   headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }] }),
+  body: JSON.stringify({
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'gpt-4o-mini',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }],
+  }),
 };
 /** What OpenAI sends for an overloaded engine (the body faultline's http_503 imitates), with a request id of its own. */
 const REAL_503 = (): Reply => ({
   status: 503,
-  headers: { 'content-type': 'application/json', 'retry-after': '1', 'x-request-id': `req_${Math.random().toString(16).slice(2).padEnd(32, '0').slice(0, 32)}` },
-  body: JSON.stringify({ error: { message: 'The engine is currently overloaded, please try again later.', type: 'server_error', param: null, code: null } }),
+  headers: {
+    'content-type': 'application/json',
+    'retry-after': '1',
+    'x-request-id': `req_${Math.random().toString(16).slice(2).padEnd(32, '0').slice(0, 32)}`,
+  },
+  body: JSON.stringify({
+    error: {
+      message: 'The engine is currently overloaded, please try again later.',
+      type: 'server_error',
+      param: null,
+      code: null,
+    },
+  }),
 });
 
 beforeAll(async () => {
@@ -43,14 +60,28 @@ beforeEach(() => {
 const client = () => new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
 const plan = { rules: [{ fault: 'http_503', match: { operation: 'chat' } }] };
 
-async function callOnce(planned: boolean): Promise<{ err: InstanceType<typeof OpenAI.APIError>; span: ReturnType<typeof stripSpan>; injected: boolean }> {
+async function callOnce(
+  planned: boolean,
+): Promise<{ err: InstanceType<typeof OpenAI.APIError>; span: ReturnType<typeof stripSpan>; injected: boolean }> {
   h.exporter.reset();
-  const { result } = await h.task(planned ? plan : undefined, () => client().chat.completions.create(REQUEST as never).then(() => undefined, (e: unknown) => e));
+  const { result } = await h.task(planned ? plan : undefined, () =>
+    client()
+      .chat.completions.create(REQUEST as never)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+  );
   const spans = callSpans(await h.waitForSpans((s) => callSpans(s).length >= 1));
-  return { err: result as InstanceType<typeof OpenAI.APIError>, span: stripSpan(spanRecord(spans[0]!)), injected: faultName(spans[0]!) !== undefined };
+  return {
+    err: result as InstanceType<typeof OpenAI.APIError>,
+    span: stripSpan(spanRecord(spans[0]!)),
+    injected: faultName(spans[0]!) !== undefined,
+  };
 }
 
-const shape = (v: unknown): string => (typeof v === 'string' ? v.replace(/[0-9a-f]{8,}/gi, 'H').replace(/[0-9]+/g, '#') : typeof v);
+const shape = (v: unknown): string =>
+  typeof v === 'string' ? v.replace(/[0-9a-f]{8,}/gi, 'H').replace(/[0-9]+/g, '#') : typeof v;
 
 describe('an injected HTTP 503 against a real one', () => {
   it('the application sees the same error, with a request id shaped like the provider’s and different every time', async () => {

@@ -75,7 +75,11 @@ describe('no side channels in campaign traces', () => {
     const byTask = new Map(records.map((r) => [r.taskId, r]));
     const pairs = records
       .filter((r) => r.faulted && r.matchedTo && r.triggered)
-      .map((r) => ({ condition: r.condition, faulted: traces.get(r.traceId!)!, clean: traces.get(byTask.get(r.matchedTo!)!.traceId!)! }))
+      .map((r) => ({
+        condition: r.condition,
+        faulted: traces.get(r.traceId!)!,
+        clean: traces.get(byTask.get(r.matchedTo!)!.traceId!)!,
+      }))
       .filter((p) => p.faulted && p.clean);
     expect(pairs.length).toBeGreaterThanOrEqual(8);
     const conditions = new Set(pairs.map((p) => p.condition));
@@ -84,7 +88,11 @@ describe('no side channels in campaign traces', () => {
     // feature → condition → how the twins differ on it in each pair: 'f' (faulted only), 'c' (clean only), '=' (same)
     const seen = new Map<string, Map<string, string[]>>();
     const all = new Set<string>();
-    const fs = pairs.map((p) => ({ ...p, ff: features(stripGroundTruth(p.faulted)), cf: features(stripGroundTruth(p.clean)) }));
+    const fs = pairs.map((p) => ({
+      ...p,
+      ff: features(stripGroundTruth(p.faulted)),
+      cf: features(stripGroundTruth(p.clean)),
+    }));
     for (const p of fs) for (const x of [...p.ff, ...p.cf]) all.add(x);
     for (const x of all) {
       const perCond = new Map<string, string[]>();
@@ -99,7 +107,10 @@ describe('no side channels in campaign traces', () => {
       if (EFFECT_READINGS.some((re) => re.test(x))) continue;
       for (const side of ['f', 'c']) {
         const marked = [...perCond].filter(([, sides]) => sides.every((s) => s === side)).map(([c]) => c);
-        if (marked.length >= 2) channels.push(`${x} (on ${side === 'f' ? 'faulted' : 'clean'} runs only, in every pair of ${marked.join(', ')})`);
+        if (marked.length >= 2)
+          channels.push(
+            `${x} (on ${side === 'f' ? 'faulted' : 'clean'} runs only, in every pair of ${marked.join(', ')})`,
+          );
       }
     }
     expect(channels).toEqual([]);

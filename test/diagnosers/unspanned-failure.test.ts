@@ -17,7 +17,10 @@ import { llmSpans } from '../../src/traces/steps';
 describe.each(['openinference', 'traceloop'])('a failed call without its span, from %s', (producer) => {
   it('timeout and 429 on the agent span: the type from the exception, the step after the last good call', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'faultline-unspanned-')), 'traces.json');
-    execFileSync(process.execPath, [join(__dirname, 'fixtures', 'unspanned-failure.cjs'), file, producer], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 60_000 });
+    execFileSync(process.execPath, [join(__dirname, 'fixtures', 'unspanned-failure.cjs'), file, producer], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      timeout: 60_000,
+    });
     const rule = createDiagnoser('rule');
     const got: Record<string, { type: string; step: number | null; llm: number }> = {};
     for await (const trace of readTraces([file])) {
@@ -25,6 +28,9 @@ describe.each(['openinference', 'traceloop'])('a failed call without its span, f
       const d = await diagnoseTrace(rule, trace);
       got[String(agent.attributes['app.task'])] = { type: d.faultType, step: d.step, llm: llmSpans(trace).length };
     }
-    expect(got).toEqual({ timeout: { type: 'timeout', step: 3, llm: 2 }, rate_limit: { type: 'error', step: 3, llm: 2 } });
+    expect(got).toEqual({
+      timeout: { type: 'timeout', step: 3, llm: 2 },
+      rate_limit: { type: 'error', step: 3, llm: 2 },
+    });
   }, 90_000);
 });

@@ -16,13 +16,44 @@ vi.setConfig({ testTimeout: 120_000 });
 const REGISTER_MJS = join(resolve(__dirname, '../..'), 'dist/src/register.mjs');
 const MARK = 'Quillfeather';
 
-const tools = [{ type: 'function', function: { name: 'book_hotel', parameters: { type: 'object', properties: { city: { type: 'string' }, nights: { type: 'integer' } }, required: ['city', 'nights'], additionalProperties: false } } }];
+const tools = [
+  {
+    type: 'function',
+    function: {
+      name: 'book_hotel',
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string' }, nights: { type: 'integer' } },
+        required: ['city', 'nights'],
+        additionalProperties: false,
+      },
+    },
+  },
+];
 const answers: Array<Record<string, unknown>> = [
   { content: `Caf\u00c3\u00a9 ${MARK} na\u00c3\u00afve \u00e2\u20ac\u201c r\u00c3\u00a9sum\u00c3\u00a9` }, // mojibake
   { content: `[API ERROR] ${MARK} upstream unavailable` }, // in-band notice
   { content: JSON.stringify({ error: { message: `${MARK} quota exhausted`, code: `${MARK}_code` } }) }, // JSON envelope
-  { content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'book_hotel', arguments: JSON.stringify({ city: MARK, nights: 'two' }) } }] },
-  { content: null, tool_calls: [{ id: 'c2', type: 'function', function: { name: 'book_hotel', arguments: JSON.stringify({ city: `${MARK}ville Harbour`, nights: 2 }) } }] },
+  {
+    content: null,
+    tool_calls: [
+      {
+        id: 'c1',
+        type: 'function',
+        function: { name: 'book_hotel', arguments: JSON.stringify({ city: MARK, nights: 'two' }) },
+      },
+    ],
+  },
+  {
+    content: null,
+    tool_calls: [
+      {
+        id: 'c2',
+        type: 'function',
+        function: { name: 'book_hotel', arguments: JSON.stringify({ city: `${MARK}ville Harbour`, nights: 2 }) },
+      },
+    ],
+  },
 ];
 
 let server: LlmServer;
@@ -33,7 +64,14 @@ beforeAll(async () => {
     const finish = message.tool_calls ? 'tool_calls' : 'stop';
     return {
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ id: `chatcmpl-${i}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: 'gpt-4o-mini', choices: [{ index: 0, message, finish_reason: finish }], usage: { prompt_tokens: 9, completion_tokens: 7 } }),
+      body: JSON.stringify({
+        id: `chatcmpl-${i}`,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: 'gpt-4o-mini',
+        choices: [{ index: 0, message, finish_reason: finish }],
+        usage: { prompt_tokens: 9, completion_tokens: 7 },
+      }),
     };
   });
 });
@@ -50,12 +88,18 @@ describe('content capture off', () => {
         const res = await fetch(process.env.LLM_URL + '/v1/chat/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
         await res.text();
       }`;
-    const r = await runNode(['--import', REGISTER_MJS, '--input-type=module', '-e', app], { env: { LLM_URL: server.url, FAULTLINE_TRACES_FILE: file, FAULTLINE_DETECT: 'true' }, timeoutMs: 60_000 });
+    const r = await runNode(['--import', REGISTER_MJS, '--input-type=module', '-e', app], {
+      env: { LLM_URL: server.url, FAULTLINE_TRACES_FILE: file, FAULTLINE_DETECT: 'true' },
+      timeoutMs: 60_000,
+    });
     expect(r.code, r.stderr).toBe(0);
     const text = readFileSync(file, 'utf8');
-    const detectors = new Set([...text.matchAll(/"faultline\.detection\.detector","value":\{"stringValue":"([a-z_]+)"/g)].map((m) => m[1]));
+    const detectors = new Set(
+      [...text.matchAll(/"faultline\.detection\.detector","value":\{"stringValue":"([a-z_]+)"/g)].map((m) => m[1]),
+    );
     // The faults were seen (so their evidence was written) ...
-    for (const d of ['encoding', 'in_band_error', 'schema_contract', 'entity_grounding']) expect(detectors, [...detectors].join(',')).toContain(d);
+    for (const d of ['encoding', 'in_band_error', 'schema_contract', 'entity_grounding'])
+      expect(detectors, [...detectors].join(',')).toContain(d);
     // ... and not one piece of content was.
     expect(text).not.toContain(MARK);
     expect(text.toLowerCase()).not.toContain(MARK.toLowerCase());

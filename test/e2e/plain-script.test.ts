@@ -27,13 +27,18 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 it('a plain three-call openai script with llm_truncate_single truncates the first call only', async () => {
-  const r = await runApp('three-calls.mjs', server, { register: 'import', env: { REQ: JSON.stringify(rec.request), FAULTLINE_PLAN: plan } });
+  const r = await runApp('three-calls.mjs', server, {
+    register: 'import',
+    env: { REQ: JSON.stringify(rec.request), FAULTLINE_PLAN: plan },
+  });
   expect(r.out).toEqual([
     { content: TEXT.slice(0, Math.floor(TEXT.length * 0.3)), finish: 'length' },
     { content: TEXT, finish: 'stop' },
     { content: TEXT, finish: 'stop' },
   ]);
-  const chats = r.spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat').sort((a, b) => a.start - b.start);
+  const chats = r.spans
+    .filter((s) => s.attributes['gen_ai.operation.name'] === 'chat')
+    .sort((a, b) => a.start - b.start);
   expect(chats.map((s) => s.attributes['faultline.fault.name'])).toEqual(['llm_truncate_single', undefined, undefined]);
   expect(new Set(chats.map((s) => s.traceId)).size).toBe(3);
   const report = triggerReportFromSpans(r.spans);

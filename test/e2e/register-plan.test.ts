@@ -52,9 +52,18 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'faultline-plan-'));
   writeFileSync(join(dir, 'app.mjs'), APP);
   writeFileSync(join(dir, 'timeout-app.mjs'), TIMEOUT_APP);
-  writeFileSync(join(dir, 'hang.json'), JSON.stringify({ rules: [{ fault: 'timeout_hang', match: { operation: 'chat' } }] }));
-  writeFileSync(join(dir, 'plan.json'), JSON.stringify({ seed: 42, rules: [{ fault: 'llm_truncate_single', match: { operation: 'chat' } }] }));
-  writeFileSync(join(dir, 'bad.yaml'), 'seed: 42\nrules:\n  - fault: llm_truncate_singel\n    match: { operation: chat }\n');
+  writeFileSync(
+    join(dir, 'hang.json'),
+    JSON.stringify({ rules: [{ fault: 'timeout_hang', match: { operation: 'chat' } }] }),
+  );
+  writeFileSync(
+    join(dir, 'plan.json'),
+    JSON.stringify({ seed: 42, rules: [{ fault: 'llm_truncate_single', match: { operation: 'chat' } }] }),
+  );
+  writeFileSync(
+    join(dir, 'bad.yaml'),
+    'seed: 42\nrules:\n  - fault: llm_truncate_singel\n    match: { operation: chat }\n',
+  );
 });
 
 afterAll(async () => {
@@ -62,7 +71,12 @@ afterAll(async () => {
 });
 
 function env(extra: Record<string, string>): Record<string, string> {
-  return { LLM_URL: server.url, REQ: JSON.stringify(rec.request), OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'undici', ...extra };
+  return {
+    LLM_URL: server.url,
+    REQ: JSON.stringify(rec.request),
+    OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'undici',
+    ...extra,
+  };
 }
 
 async function spansOf(file: string): Promise<SpanRecord[]> {
@@ -105,7 +119,9 @@ describe('register with a fault plan', () => {
   });
 
   it('stops start-up on a bad plan, naming the rule and the nearest fault name, before the app runs', async () => {
-    const r = await runNode(['--import', REGISTER_MJS, join(dir, 'app.mjs')], { env: env({ FAULTLINE_PLAN: join(dir, 'bad.yaml') }) });
+    const r = await runNode(['--import', REGISTER_MJS, join(dir, 'app.mjs')], {
+      env: env({ FAULTLINE_PLAN: join(dir, 'bad.yaml') }),
+    });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('bad.yaml');
@@ -118,7 +134,9 @@ describe('register with a fault plan', () => {
     const runs: Record<string, string>[] = [{ FAULTLINE_PLAN: join(dir, 'plan.json'), FAULTLINE_DISABLE: '1' }, {}];
     for (const extra of runs) {
       const traces = join(dir, `clean-${Object.keys(extra).length}.jsonl`);
-      const r = await runNode(['--import', REGISTER_MJS, join(dir, 'app.mjs')], { env: env({ ...extra, FAULTLINE_TRACES_FILE: traces }) });
+      const r = await runNode(['--import', REGISTER_MJS, join(dir, 'app.mjs')], {
+        env: env({ ...extra, FAULTLINE_TRACES_FILE: traces }),
+      });
       expect(r.code, r.stderr).toBe(0);
       expect((JSON.parse(r.stdout) as { content: string }).content).toBe(original);
       const chat = (await spansOf(traces)).find((s) => s.attributes['gen_ai.operation.name'] === 'chat')!;

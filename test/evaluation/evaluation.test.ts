@@ -12,7 +12,12 @@ import type { FaultType } from '../../src/taxonomy';
 import { TraceBuilder } from '../diagnosers/support/builder';
 import { labelledSet } from '../diagnosers/support/labelled';
 
-const truth = (faultType: FaultType, spanId: string | null, step: number | null, status: GroundTruth['status'] = 'faulty'): GroundTruth => ({
+const truth = (
+  faultType: FaultType,
+  spanId: string | null,
+  step: number | null,
+  status: GroundTruth['status'] = 'faulty',
+): GroundTruth => ({
   traceId: 't',
   status,
   faultType,
@@ -47,18 +52,37 @@ describe("Cohen's kappa", () => {
 
 describe('accuracy, step, confusion, false positives', () => {
   const rows: EvalRow[] = [
-    { truth: truth('truncate', 's1', 2), predictions: { rule: diag('truncate', 's1', 2), llm: diag('truncate', 's9', 3, 'llm') } },
-    { truth: truth('truncate', 's2', 1), predictions: { rule: diag('error', 's2', 1), llm: diag('truncate', 's2', 1, 'llm') } },
-    { truth: truth('error', 's3', 1), predictions: { rule: diag('error', 's3', 1), llm: diag('none', null, null, 'llm') } },
-    { truth: truth('none', null, null, 'clean'), predictions: { rule: diag('none', null, null), llm: diag('delay', 's4', 1, 'llm') } },
-    { truth: truth('none', null, null, 'clean'), predictions: { rule: diag('none', null, null), llm: diag('none', null, null, 'llm') } },
+    {
+      truth: truth('truncate', 's1', 2),
+      predictions: { rule: diag('truncate', 's1', 2), llm: diag('truncate', 's9', 3, 'llm') },
+    },
+    {
+      truth: truth('truncate', 's2', 1),
+      predictions: { rule: diag('error', 's2', 1), llm: diag('truncate', 's2', 1, 'llm') },
+    },
+    {
+      truth: truth('error', 's3', 1),
+      predictions: { rule: diag('error', 's3', 1), llm: diag('none', null, null, 'llm') },
+    },
+    {
+      truth: truth('none', null, null, 'clean'),
+      predictions: { rule: diag('none', null, null), llm: diag('delay', 's4', 1, 'llm') },
+    },
+    {
+      truth: truth('none', null, null, 'clean'),
+      predictions: { rule: diag('none', null, null), llm: diag('none', null, null, 'llm') },
+    },
     { truth: truth('none', null, null, 'untriggered'), predictions: {} },
   ];
 
   it('scores type and step over faulty traces only; a step needs the same span', () => {
     const r = accuracy(rows, 'rule');
     expect(r).toMatchObject({ n: 3, typeCorrect: 2, stepCorrect: 3, typeAccuracy: 66.67, stepAccuracy: 100 });
-    expect(r.perType.find((x) => x.faultType === 'truncate')).toMatchObject({ n: 2, typeAccuracy: 50, stepAccuracy: 100 });
+    expect(r.perType.find((x) => x.faultType === 'truncate')).toMatchObject({
+      n: 2,
+      typeAccuracy: 50,
+      stepAccuracy: 100,
+    });
     const l = accuracy(rows, 'llm');
     expect(l).toMatchObject({ typeCorrect: 2, stepCorrect: 1 });
     expect(stepCorrect(truth('error', 'a', 1), { ...diag('error', null, 1) })).toBe(true); // step-only diagnoser
@@ -90,7 +114,10 @@ describe('evaluate over a labelled set, and the reports', () => {
   it('runs diagnosers on stripped traces, excludes untriggered, and renders text and self-contained HTML', async () => {
     const b = new TraceBuilder();
     const set = labelledSet(b, { seed: 11, perFault: 3, clean: 20, untriggered: 2 });
-    const coin: Diagnoser = { name: 'always-truncate', diagnose: async (t) => ({ ...diag('truncate', null, 1, 'always-truncate'), traceId: t.traceId }) };
+    const coin: Diagnoser = {
+      name: 'always-truncate',
+      diagnose: async (t) => ({ ...diag('truncate', null, 1, 'always-truncate'), traceId: t.traceId }),
+    };
     const progress: number[] = [];
     const report = await evaluate(set, [createDiagnoser('rule'), coin], { onTrace: (n) => progress.push(n) });
     expect(report.traces).toBe(set.length);

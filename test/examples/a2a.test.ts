@@ -29,7 +29,14 @@ afterAll(async () => {
 async function run(taskId: string, plan?: ReturnType<typeof planFor>) {
   const task = shopping.tasks[0];
   harness.prepare(taskId, { arm: 'none', family: shopping, task, ...(plan ? { plan } : {}) });
-  const result = await runTask({ family: shopping, task, topology: 'sequential', llm, taskId, evidenceTransport: transport });
+  const result = await runTask({
+    family: shopping,
+    task,
+    topology: 'sequential',
+    llm,
+    taskId,
+    evidenceTransport: transport,
+  });
   const spans = await harness.take(result.traceId as string);
   return { result, spans };
 }

@@ -16,7 +16,9 @@ describe('connectModel', () => {
 
   it('uses OPENAI_BASE_URL / OPENAI_API_KEY / FAULTLINE_MODEL when set (any OpenAI-compatible endpoint)', async () => {
     const external = await startMockModel();
-    const llm = await connectModel({ env: { OPENAI_BASE_URL: external.baseURL, OPENAI_API_KEY: 'k', FAULTLINE_MODEL: 'my-model' } });
+    const llm = await connectModel({
+      env: { OPENAI_BASE_URL: external.baseURL, OPENAI_API_KEY: 'k', FAULTLINE_MODEL: 'my-model' },
+    });
     try {
       expect(llm.embedded).toBe(false);
       expect(llm.model).toBe('my-model');

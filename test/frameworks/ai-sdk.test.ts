@@ -20,10 +20,16 @@ import { STREAM_TEXT, named, parentOf, runApp, startScriptedServer, type AppRun 
 
 // ai 7 is ES modules only and exports no package.json: read the version beside its resolved entry.
 const aiEntry = createRequire(__filename).resolve('ai');
-const aiMajor = Number((JSON.parse(readFileSync(join(dirname(aiEntry), '../package.json'), 'utf8')) as { version: string }).version.split('.')[0]);
+const aiMajor = Number(
+  (JSON.parse(readFileSync(join(dirname(aiEntry), '../package.json'), 'utf8')) as { version: string }).version.split(
+    '.',
+  )[0],
+);
 const v7 = aiMajor >= 7;
 /** The span names of the SDK's model call, and of the operation around it, per major. */
-const STEP = v7 ? { generate: 'chat gpt-4o', stream: 'chat gpt-4o' } : { generate: 'ai.generateText.doGenerate', stream: 'ai.streamText.doStream' };
+const STEP = v7
+  ? { generate: 'chat gpt-4o', stream: 'chat gpt-4o' }
+  : { generate: 'ai.generateText.doGenerate', stream: 'ai.streamText.doStream' };
 const OPERATION = v7 ? { generate: 'step', stream: 'step' } : { generate: 'ai.generateText', stream: 'ai.streamText' };
 const isFaultline = (s: SpanRecord) => s.scope.name === 'faultline';
 
@@ -53,10 +59,22 @@ describe(`Vercel AI SDK ${aiMajor} with its telemetry on`, () => {
     });
 
     it('faultline’s LLM spans nest under the SDK’s per-step model-call spans, inside its operation', () => {
-      const chats = r.spans.filter((s) => isFaultline(s) && s.attributes['gen_ai.operation.name'] === 'chat').sort((a, b) => a.start - b.start);
+      const chats = r.spans
+        .filter((s) => isFaultline(s) && s.attributes['gen_ai.operation.name'] === 'chat')
+        .sort((a, b) => a.start - b.start);
       expect(chats).toHaveLength(4);
-      expect(chats.map((c) => parentOf(r.spans, c)?.name)).toEqual([STEP.generate, STEP.generate, STEP.stream, STEP.stream]);
-      expect(chats.map((c) => parentOf(r.spans, parentOf(r.spans, c)!)?.name.replace(/ \d+$/, ''))).toEqual([OPERATION.generate, OPERATION.generate, OPERATION.stream, OPERATION.stream]);
+      expect(chats.map((c) => parentOf(r.spans, c)?.name)).toEqual([
+        STEP.generate,
+        STEP.generate,
+        STEP.stream,
+        STEP.stream,
+      ]);
+      expect(chats.map((c) => parentOf(r.spans, parentOf(r.spans, c)!)?.name.replace(/ \d+$/, ''))).toEqual([
+        OPERATION.generate,
+        OPERATION.generate,
+        OPERATION.stream,
+        OPERATION.stream,
+      ]);
       expect(chats.map((c) => c.kind)).toEqual(['CLIENT', 'CLIENT', 'CLIENT', 'CLIENT']);
       expect(chats.map((c) => c.attributes['gen_ai.request.stream'] === true)).toEqual([false, false, true, true]);
       if (v7) {
@@ -74,7 +92,12 @@ describe(`Vercel AI SDK ${aiMajor} with its telemetry on`, () => {
     // Position 4 exists only if the two calls are one task: it is streamText's second model call (the text answer).
     const dir = mkdtempSync(join(tmpdir(), 'faultline-ai-sdk-'));
     const plan = join(dir, 'plan.json');
-    writeFileSync(plan, JSON.stringify({ rules: [{ fault: 'stream_cut', match: { operation: 'chat', position: 4 }, params: { afterEvents: 3 } }] }));
+    writeFileSync(
+      plan,
+      JSON.stringify({
+        rules: [{ fault: 'stream_cut', match: { operation: 'chat', position: 4 }, params: { afterEvents: 3 } }],
+      }),
+    );
     const r = await runApp('ai-sdk.mjs', server, { register: 'import', env: { FAULTLINE_PLAN: plan } });
     expect(r.out).toMatchObject({ json: plain.out.json, stream: { text: 'The capital' } });
     const cut = r.spans.filter((s) => s.attributes['faultline.fault.name'] === 'stream_cut');
@@ -83,18 +106,31 @@ describe(`Vercel AI SDK ${aiMajor} with its telemetry on`, () => {
     expect(cut[0].attributes['faultline.fault.call_index']).toBe(4);
     const report = triggerReportFromSpans(r.spans);
     expect(report.tasks.map((t) => t.taskId)).toEqual(['weather-agent']);
-    expect(readFileSync(r.tracesFile, 'utf8')).toContain('"faultline.fault.task_id","value":{"stringValue":"weather-agent"}');
+    expect(readFileSync(r.tracesFile, 'utf8')).toContain(
+      '"faultline.fault.task_id","value":{"stringValue":"weather-agent"}',
+    );
   });
 
-  it.runIf(v7)('ai 7 without a telemetry integration: no SDK spans, and the task still follows the function id (from the ai:telemetry channel)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'faultline-ai-sdk-'));
-    const plan = join(dir, 'plan.json');
-    writeFileSync(plan, JSON.stringify({ rules: [{ fault: 'stream_cut', match: { operation: 'chat', position: 4 }, params: { afterEvents: 3 } }] }));
-    const r = await runApp('ai-sdk.mjs', server, { register: 'import', env: { FAULTLINE_PLAN: plan, AI_OTEL: 'off' } });
-    expect(r.out).toMatchObject({ json: plain.out.json, stream: { text: 'The capital' } });
-    expect(r.spans.filter((s) => !isFaultline(s))).toEqual([]);
-    const cut = r.spans.filter((s) => s.attributes['faultline.fault.name'] === 'stream_cut');
-    expect(cut.map((s) => s.attributes['faultline.fault.call_index'])).toEqual([4]);
-    expect(triggerReportFromSpans(r.spans).tasks.map((t) => t.taskId)).toEqual(['weather-agent']);
-  });
+  it.runIf(v7)(
+    'ai 7 without a telemetry integration: no SDK spans, and the task still follows the function id (from the ai:telemetry channel)',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'faultline-ai-sdk-'));
+      const plan = join(dir, 'plan.json');
+      writeFileSync(
+        plan,
+        JSON.stringify({
+          rules: [{ fault: 'stream_cut', match: { operation: 'chat', position: 4 }, params: { afterEvents: 3 } }],
+        }),
+      );
+      const r = await runApp('ai-sdk.mjs', server, {
+        register: 'import',
+        env: { FAULTLINE_PLAN: plan, AI_OTEL: 'off' },
+      });
+      expect(r.out).toMatchObject({ json: plain.out.json, stream: { text: 'The capital' } });
+      expect(r.spans.filter((s) => !isFaultline(s))).toEqual([]);
+      const cut = r.spans.filter((s) => s.attributes['faultline.fault.name'] === 'stream_cut');
+      expect(cut.map((s) => s.attributes['faultline.fault.call_index'])).toEqual([4]);
+      expect(triggerReportFromSpans(r.spans).tasks.map((t) => t.taskId)).toEqual(['weather-agent']);
+    },
+  );
 });

@@ -38,7 +38,9 @@ it('registerLangChain(await import("@langchain/core/context")) is the one line t
   expect(registerLangChain(lcContext)).toBe(true);
   expect(await double.withConfig({ runName: 'after' }).invoke(21)).toBe(42);
   const spans = await otel.waitForSpans((s) => s.some((x) => x.name === 'invoke_workflow after'));
-  expect(spans.find((s) => s.name === 'invoke_workflow after')?.attributes['faultline.task.id']).toMatch(/^[0-9a-f-]{36}$/);
+  expect(spans.find((s) => s.name === 'invoke_workflow after')?.attributes['faultline.task.id']).toMatch(
+    /^[0-9a-f-]{36}$/,
+  );
 });
 
 it('a runnable without a graph: its root run is the workflow span, with the LLM call it makes under it', async () => {

@@ -65,14 +65,28 @@ describe('LangGraph with @langchain/openai', () => {
 
     it('span kinds and attributes follow the GenAI conventions', () => {
       for (const node of ['planner', 'worker']) {
-        expect(named(r.spans, `invoke_agent ${node}`)[0]).toMatchObject({ kind: 'INTERNAL', attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': node } });
+        expect(named(r.spans, `invoke_agent ${node}`)[0]).toMatchObject({
+          kind: 'INTERNAL',
+          attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': node },
+        });
       }
       const tool = named(r.spans, 'execute_tool get_weather')[0];
-      expect(tool).toMatchObject({ kind: 'INTERNAL', attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'get_weather', 'gen_ai.tool.type': 'function' } });
+      expect(tool).toMatchObject({
+        kind: 'INTERNAL',
+        attributes: {
+          'gen_ai.operation.name': 'execute_tool',
+          'gen_ai.tool.name': 'get_weather',
+          'gen_ai.tool.type': 'function',
+        },
+      });
       expect(tool.attributes['gen_ai.tool.call.arguments']).toBeUndefined();
       const chats = r.spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat');
       expect(chats).toHaveLength(6);
-      expect(chats.every((c) => c.kind === 'CLIENT' && parentOf(r.spans, c)?.attributes['gen_ai.operation.name'] === 'invoke_agent')).toBe(true);
+      expect(
+        chats.every(
+          (c) => c.kind === 'CLIENT' && parentOf(r.spans, c)?.attributes['gen_ai.operation.name'] === 'invoke_agent',
+        ),
+      ).toBe(true);
       expect(chats.filter((c) => c.attributes['gen_ai.request.stream'] === true)).toHaveLength(3);
     });
   });
@@ -80,7 +94,10 @@ describe('LangGraph with @langchain/openai', () => {
   describe('--require faultline/register (CommonJS app), with content capture', () => {
     let r: AppRun;
     beforeAll(async () => {
-      r = await runApp('langgraph.cjs', server, { register: 'require', env: { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' } });
+      r = await runApp('langgraph.cjs', server, {
+        register: 'require',
+        env: { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' },
+      });
     });
 
     it('the same output and the same structure', () => {

@@ -10,7 +10,17 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { monitorTrace } from '../../detectors/monitors/offline';
 import { sortSpans, type SpanRecord, type TraceRecord } from '../../src/traces/model';
 import type { LlmServer } from '../support/llm-server';
-import { RESPONSES_STREAM_TEXT, STREAM_TEXT, childrenOf, named, outline, parentOf, runApp, startScriptedServer, type AppRun } from './support';
+import {
+  RESPONSES_STREAM_TEXT,
+  STREAM_TEXT,
+  childrenOf,
+  named,
+  outline,
+  parentOf,
+  runApp,
+  startScriptedServer,
+  type AppRun,
+} from './support';
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
@@ -23,7 +33,10 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 const tracesOf = (spans: SpanRecord[]): TraceRecord[] =>
-  [...new Set(spans.map((s) => s.traceId))].map((traceId) => ({ traceId, spans: sortSpans(spans.filter((s) => s.traceId === traceId)) }));
+  [...new Set(spans.map((s) => s.traceId))].map((traceId) => ({
+    traceId,
+    spans: sortSpans(spans.filter((s) => s.traceId === traceId)),
+  }));
 const workflows = (spans: SpanRecord[]) => named(spans, 'invoke_workflow Agent workflow');
 
 describe('OpenAI Agents SDK (chat-completions mode)', () => {
@@ -60,8 +73,14 @@ describe('OpenAI Agents SDK (chat-completions mode)', () => {
         '    chat gpt-4o',
       ]);
       // Streamed: the same agents and calls (the SDK starts the guardrail before the agent span when streaming).
-      const streamedNames = outline(r.spans, streamed).map((l) => l.trim()).sort();
-      expect(streamedNames).toEqual(outline(r.spans, json).map((l) => l.trim()).sort());
+      const streamedNames = outline(r.spans, streamed)
+        .map((l) => l.trim())
+        .sort();
+      expect(streamedNames).toEqual(
+        outline(r.spans, json)
+          .map((l) => l.trim())
+          .sort(),
+      );
       for (const w of [json, streamed]) {
         expect(w.kind).toBe('INTERNAL');
         expect(w.parentSpanId).toBeUndefined();
@@ -74,12 +93,25 @@ describe('OpenAI Agents SDK (chat-completions mode)', () => {
 
     it('span kinds and attributes follow the GenAI conventions', () => {
       const planner = named(r.spans, 'invoke_agent planner')[0];
-      expect(planner).toMatchObject({ kind: 'INTERNAL', attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'planner' } });
+      expect(planner).toMatchObject({
+        kind: 'INTERNAL',
+        attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'planner' },
+      });
       const tool = named(r.spans, 'execute_tool get_weather')[0];
-      expect(tool).toMatchObject({ kind: 'INTERNAL', attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'get_weather', 'gen_ai.tool.type': 'function' } });
+      expect(tool).toMatchObject({
+        kind: 'INTERNAL',
+        attributes: {
+          'gen_ai.operation.name': 'execute_tool',
+          'gen_ai.tool.name': 'get_weather',
+          'gen_ai.tool.type': 'function',
+        },
+      });
       expect(tool.attributes['gen_ai.tool.call.arguments']).toBeUndefined(); // content capture is off
       const handoff = named(r.spans, 'handoff worker')[0];
-      expect(handoff).toMatchObject({ kind: 'INTERNAL', attributes: { 'faultline.message.source': 'planner', 'faultline.message.target': 'worker' } });
+      expect(handoff).toMatchObject({
+        kind: 'INTERNAL',
+        attributes: { 'faultline.message.source': 'planner', 'faultline.message.target': 'worker' },
+      });
       expect(named(r.spans, 'guardrail on_topic')[0].attributes['faultline.guardrail.triggered']).toBe(false);
       const chats = r.spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat');
       expect(chats).toHaveLength(6);
@@ -90,7 +122,9 @@ describe('OpenAI Agents SDK (chat-completions mode)', () => {
       }
       const streamedChats = chats.filter((c) => c.attributes['gen_ai.request.stream'] === true);
       expect(streamedChats).toHaveLength(3);
-      expect(streamedChats.every((c) => typeof c.attributes['gen_ai.response.time_to_first_chunk'] === 'number')).toBe(true);
+      expect(streamedChats.every((c) => typeof c.attributes['gen_ai.response.time_to_first_chunk'] === 'number')).toBe(
+        true,
+      );
       const worker = named(r.spans, 'invoke_agent worker')[0];
       expect(childrenOf(r.spans, worker).map((c) => c.attributes['gen_ai.request.model'])).toEqual(['gpt-4o']);
     });
@@ -108,7 +142,10 @@ describe('OpenAI Agents SDK (chat-completions mode)', () => {
   describe('--require faultline/register (CommonJS app), with content capture', () => {
     let r: AppRun;
     beforeAll(async () => {
-      r = await runApp('agents.cjs', server, { register: 'require', env: { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' } });
+      r = await runApp('agents.cjs', server, {
+        register: 'require',
+        env: { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' },
+      });
     });
 
     it('the same output and the same structure', () => {
@@ -130,11 +167,17 @@ describe('OpenAI Agents SDK (chat-completions mode)', () => {
     let r: AppRun;
     beforeAll(async () => {
       const env = { AGENTS_API: 'responses' };
-      [plainResponses, r] = await Promise.all([runApp('agents.mjs', server, { env }), runApp('agents.mjs', server, { register: 'import', env })]);
+      [plainResponses, r] = await Promise.all([
+        runApp('agents.mjs', server, { env }),
+        runApp('agents.mjs', server, { register: 'import', env }),
+      ]);
     });
 
     it('the app’s output is byte-identical to the run without faultline', () => {
-      expect(plainResponses.out).toMatchObject({ json: { agent: 'worker' }, stream: { agent: 'worker', text: RESPONSES_STREAM_TEXT } });
+      expect(plainResponses.out).toMatchObject({
+        json: { agent: 'worker' },
+        stream: { agent: 'worker', text: RESPONSES_STREAM_TEXT },
+      });
       expect(r.stdout).toBe(plainResponses.stdout);
     });
 
@@ -151,7 +194,15 @@ describe('OpenAI Agents SDK (chat-completions mode)', () => {
         '  invoke_agent worker',
         '    chat gpt-4o',
       ]);
-      expect(outline(r.spans, streamed).map((l) => l.trim()).sort()).toEqual(outline(r.spans, json).map((l) => l.trim()).sort());
+      expect(
+        outline(r.spans, streamed)
+          .map((l) => l.trim())
+          .sort(),
+      ).toEqual(
+        outline(r.spans, json)
+          .map((l) => l.trim())
+          .sort(),
+      );
       const calls = r.spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat');
       expect(calls).toHaveLength(6);
       for (const c of calls) {

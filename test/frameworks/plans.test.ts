@@ -44,7 +44,8 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-const chats = (spans: SpanRecord[], traceId: string) => spans.filter((s) => s.traceId === traceId && isLlmSpan(s)).sort((a, b) => a.start - b.start);
+const chats = (spans: SpanRecord[], traceId: string) =>
+  spans.filter((s) => s.traceId === traceId && isLlmSpan(s)).sort((a, b) => a.start - b.start);
 const agentOf = (spans: SpanRecord[], s: SpanRecord) => parentOf(spans, s)?.attributes['gen_ai.agent.name'];
 
 interface Diagnosis {
@@ -57,14 +58,20 @@ interface Diagnosis {
 async function cli(r: AppRun): Promise<{ verify: string; diagnoses: Diagnosis[] }> {
   const verify = await runNode([join(ROOT, 'bin/faultline.js'), 'verify', r.tracesFile], { cwd: ROOT });
   expect(verify.code, verify.stderr).toBe(0);
-  const diagnose = await runNode([join(ROOT, 'bin/faultline.js'), 'diagnose', r.tracesFile, '--format', 'json'], { cwd: ROOT });
+  const diagnose = await runNode([join(ROOT, 'bin/faultline.js'), 'diagnose', r.tracesFile, '--format', 'json'], {
+    cwd: ROOT,
+  });
   expect(diagnose.code, diagnose.stderr).toBe(0);
   return { verify: verify.stdout, diagnoses: JSON.parse(diagnose.stdout) as Diagnosis[] };
 }
 
 /** The injected faults of a trace as (type, step): the step is the faulted span's index among the trace's LLM spans. */
 function injected(spans: SpanRecord[], traceId: string): string[] {
-  return chats(spans, traceId).flatMap((s, i) => (typeof s.attributes['faultline.fault.type'] === 'string' ? [`${s.attributes['faultline.fault.type'] as string}@${i + 1}`] : []));
+  return chats(spans, traceId).flatMap((s, i) =>
+    typeof s.attributes['faultline.fault.type'] === 'string'
+      ? [`${s.attributes['faultline.fault.type'] as string}@${i + 1}`]
+      : [],
+  );
 }
 
 /** The rules that fired on the LLM calls of each workflow, as `agent:rule[:retry]`, in call order. */
@@ -97,10 +104,23 @@ describe('the README plan on the Agents SDK app', () => {
     expect(workflows).toHaveLength(2);
     // The run: the planner's 2nd call (its handoff) gets the 429 and the SDK's retry goes through; the first text
     // answer (the worker's) is truncated.
-    expect(fired(r.spans, workflows[0])).toEqual(['planner:-', 'planner:http_429', 'planner:- (retry)', 'worker:llm_truncate_single']);
+    expect(fired(r.spans, workflows[0])).toEqual([
+      'planner:-',
+      'planner:http_429',
+      'planner:- (retry)',
+      'worker:llm_truncate_single',
+    ]);
     // The streamed run: the 429 again (its own task), and the first gpt-4o stream cut (content faults need JSON).
-    expect(fired(r.spans, workflows[1])).toEqual(['planner:-', 'planner:http_429', 'planner:- (retry)', 'worker:stream_cut']);
-    expect(r.out).toMatchObject({ json: { agent: 'worker', output: CUT }, stream: { agent: 'worker', text: 'The capital' } });
+    expect(fired(r.spans, workflows[1])).toEqual([
+      'planner:-',
+      'planner:http_429',
+      'planner:- (retry)',
+      'worker:stream_cut',
+    ]);
+    expect(r.out).toMatchObject({
+      json: { agent: 'worker', output: CUT },
+      stream: { agent: 'worker', text: 'The capital' },
+    });
   });
 
   it('faultline verify reports the fires per task, and faultline diagnose names an injected type and step', async () => {
@@ -126,7 +146,12 @@ describe('the README plan on the LangGraph app', () => {
     expect(workflows).toHaveLength(2);
     // The planner node's 2nd call gets the 429; LangChain's own retry (no retry header: the same request sent again)
     // is the same call, and, being the first text answer, it is the one truncated.
-    expect(fired(r.spans, workflows[0])).toEqual(['planner:-', 'planner:http_429', 'planner:llm_truncate_single', 'worker:-']);
+    expect(fired(r.spans, workflows[0])).toEqual([
+      'planner:-',
+      'planner:http_429',
+      'planner:llm_truncate_single',
+      'worker:-',
+    ]);
     const [, faulted, retry] = chats(r.spans, workflows[0].traceId);
     expect(retry.attributes['faultline.fault.call_index']).toBe(faulted.attributes['faultline.fault.call_index']);
     expect(fired(r.spans, workflows[1])).toEqual(['planner:-', 'planner:http_429', 'planner:-', 'worker:stream_cut']);

@@ -51,8 +51,15 @@ describe.each([
     expect(outline(r.spans, workflow)).toEqual(SHAPE);
     const chats = r.spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat');
     expect(chats).toHaveLength(2);
-    for (const c of chats) expect(parentOf(r.spans, c)?.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'agent' });
-    expect(named(r.spans, 'execute_tool get_weather')[0].attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'get_weather' });
+    for (const c of chats)
+      expect(parentOf(r.spans, c)?.attributes).toMatchObject({
+        'gen_ai.operation.name': 'invoke_agent',
+        'gen_ai.agent.name': 'agent',
+      });
+    expect(named(r.spans, 'execute_tool get_weather')[0].attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'get_weather',
+    });
     expect(r.stderr).not.toMatch(/registerLangChain|internal error/);
   });
 });

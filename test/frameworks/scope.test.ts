@@ -36,7 +36,8 @@ afterAll(async () => {
 });
 
 const byName = (name: string) => otel.spans().filter((s) => s.name === name);
-const parentName = (s: ReturnType<TestOtel['spans']>[number]) => otel.spans().find((p) => p.spanContext().spanId === parentId(s))?.name;
+const parentName = (s: ReturnType<TestOtel['spans']>[number]) =>
+  otel.spans().find((p) => p.spanContext().spanId === parentId(s))?.name;
 
 describe('inside an OpenAI Agents SDK tool', () => {
   it('a runAgent turn and its LLM call, and a channel message, nest under the tool span; an app span keeps its own calls', async () => {
@@ -50,20 +51,38 @@ describe('inside an OpenAI Agents SDK tool', () => {
     const getWeather = agents.tool({
       name: 'get_weather',
       description: 'Get the current weather in a given location',
-      parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'], additionalProperties: false },
+      parameters: {
+        type: 'object',
+        properties: { location: { type: 'string' } },
+        required: ['location'],
+        additionalProperties: false,
+      },
       strict: true,
       execute: async (input: unknown) => {
         const { location } = input as { location: string };
-        await runAgent('forecaster', () => client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `forecast for ${location}` }] }));
+        await runAgent('forecaster', () =>
+          client.chat.completions.create({
+            model: 'gpt-4o-mini',
+            messages: [{ role: 'user', content: `forecast for ${location}` }],
+          }),
+        );
         await channel.send({ source: 'planner', target: 'archive', payload: { location } });
         await trace.getTracer('app').startActiveSpan('app lookup', async (span) => {
-          await client.chat.completions.create({ model: 'gpt-4o-nano', messages: [{ role: 'user', content: 'lookup' }] });
+          await client.chat.completions.create({
+            model: 'gpt-4o-nano',
+            messages: [{ role: 'user', content: 'lookup' }],
+          });
           span.end();
         });
         return `sunny in ${location}`;
       },
     });
-    const planner = new agents.Agent({ name: 'planner', instructions: 'Look up the weather.', model: 'gpt-4.1-mini', tools: [getWeather] });
+    const planner = new agents.Agent({
+      name: 'planner',
+      instructions: 'Look up the weather.',
+      model: 'gpt-4.1-mini',
+      tools: [getWeather],
+    });
     const result = await agents.run(planner, 'What is the weather in Paris?');
     expect(typeof result.finalOutput).toBe('string');
 
@@ -76,7 +95,11 @@ describe('inside an OpenAI Agents SDK tool', () => {
     // docs/frameworks.md), and an LLM call under it stays under it.
     expect(parentName(byName('app lookup')[0])).toBeUndefined();
     expect(parentName(byName('chat gpt-4o-nano')[0])).toBe('app lookup');
-    expect(ours(otel.spans()).filter((s) => s.name === 'chat gpt-4.1-mini').map(parentName)).toEqual(['invoke_agent planner', 'invoke_agent planner']);
+    expect(
+      ours(otel.spans())
+        .filter((s) => s.name === 'chat gpt-4.1-mini')
+        .map(parentName),
+    ).toEqual(['invoke_agent planner', 'invoke_agent planner']);
   });
 
   it('a tool that throws (the SDK reports the error to the model) is an execute_tool span with error.type tool_error', async () => {
@@ -84,16 +107,26 @@ describe('inside an OpenAI Agents SDK tool', () => {
     const failing = agents.tool({
       name: 'get_weather',
       description: 'Get the current weather in a given location',
-      parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'], additionalProperties: false },
+      parameters: {
+        type: 'object',
+        properties: { location: { type: 'string' } },
+        required: ['location'],
+        additionalProperties: false,
+      },
       strict: true,
       execute: async () => {
         throw new Error('weather service down');
       },
     });
-    const result = await agents.run(new agents.Agent({ name: 'unlucky', instructions: 'Look up the weather.', model: 'gpt-4o', tools: [failing] }), 'Paris?');
+    const result = await agents.run(
+      new agents.Agent({ name: 'unlucky', instructions: 'Look up the weather.', model: 'gpt-4o', tools: [failing] }),
+      'Paris?',
+    );
     expect(typeof result.finalOutput).toBe('string');
     const spans = await otel.waitForSpans((s) => s.some((x) => x.name === 'invoke_agent unlucky'));
-    const tool = spans.filter((s) => s.name === 'execute_tool get_weather' && parentName(s) === 'invoke_agent unlucky')[0];
+    const tool = spans.filter(
+      (s) => s.name === 'execute_tool get_weather' && parentName(s) === 'invoke_agent unlucky',
+    )[0];
     expect(tool.attributes['error.type']).toBe('tool_error');
     expect(tool.status.code).toBe(2);
   });
@@ -104,20 +137,32 @@ describe('inside an OpenAI Agents SDK tool', () => {
     const probe = agents.tool({
       name: 'get_weather',
       description: 'Get the current weather in a given location',
-      parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'], additionalProperties: false },
+      parameters: {
+        type: 'object',
+        properties: { location: { type: 'string' } },
+        required: ['location'],
+        additionalProperties: false,
+      },
       strict: true,
       execute: async () => {
         seen.push(resolveTaskId(frameworkContext()));
         return 'sunny';
       },
     });
-    const agent = new agents.Agent({ name: 'prober', instructions: 'Look up the weather.', model: 'gpt-4o', tools: [probe] });
+    const agent = new agents.Agent({
+      name: 'prober',
+      instructions: 'Look up the weather.',
+      model: 'gpt-4o',
+      tools: [probe],
+    });
     await agents.run(agent, 'Paris?');
     await runWorkflow('outer', () => agents.run(agent, 'Paris?'), { taskId: 'outer-task' });
     expect(seen[0]).toMatch(/^trace_[0-9a-f]{32}$/);
     expect(seen[1]).toBe('outer-task');
     const spans = await otel.waitForSpans((s) => s.some((x) => x.name === 'invoke_workflow outer'));
-    const inner = spans.filter((s) => s.name === 'invoke_workflow Agent workflow' && parentName(s) === 'invoke_workflow outer');
+    const inner = spans.filter(
+      (s) => s.name === 'invoke_workflow Agent workflow' && parentName(s) === 'invoke_workflow outer',
+    );
     expect(inner).toHaveLength(1);
     expect(inner[0].attributes['faultline.task.id']).toBeUndefined(); // the task is the declared one, on the outer span
   });

@@ -34,7 +34,11 @@ export const RESPONSES_TEXT = 'The weather in Tokyo is sunny, 21°C.';
 export const SCRIPTED_TOOLS = ['get_weather', 'transfer_to_worker'] as const;
 /** The arguments each scripted tool is called with: JSON answers, streamed answers, the Responses API. */
 const ARGUMENTS: Record<(typeof SCRIPTED_TOOLS)[number], { json: string; stream: string; responses: string }> = {
-  get_weather: { json: '{"location":"Paris"}', stream: '{"location":"New York, NY"}', responses: '{"location":"Tokyo"}' },
+  get_weather: {
+    json: '{"location":"Paris"}',
+    stream: '{"location":"New York, NY"}',
+    responses: '{"location":"Tokyo"}',
+  },
   transfer_to_worker: { json: '{}', stream: '{}', responses: '{}' },
 };
 
@@ -61,18 +65,40 @@ export function scriptedReply(req: SeenRequest): Reply {
   const offered = (n: string) => body.tools?.some((t) => (t.function?.name ?? t.name) === n) ?? false;
   const called = (n: string) =>
     responsesApi
-      ? Array.isArray(body.input) && body.input.some((i: { type?: string; name?: string }) => i.type === 'function_call' && i.name === n)
-      : (body.messages?.some((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.function?.name === n)) ?? false);
+      ? Array.isArray(body.input) &&
+        body.input.some((i: { type?: string; name?: string }) => i.type === 'function_call' && i.name === n)
+      : (body.messages?.some((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.function?.name === n)) ??
+        false);
   const tool = SCRIPTED_TOOLS.find((n) => offered(n) && !called(n));
   if (responsesApi) {
-    const answer = tool === undefined ? { model: 'gpt-4o-2024-08-06', text: body.stream ? RESPONSES_STREAM_TEXT : RESPONSES_TEXT } : { model: 'gpt-4o-mini-2024-07-18', toolCalls: [{ name: tool, arguments: ARGUMENTS[tool].responses }], outputTokens: 15 };
-    return body.stream ? { status: 200, headers: SSE_HEADERS, chunks: responseStream(answer) } : { status: 200, headers: JSON_HEADERS, body: JSON.stringify(response(answer)) };
+    const answer =
+      tool === undefined
+        ? { model: 'gpt-4o-2024-08-06', text: body.stream ? RESPONSES_STREAM_TEXT : RESPONSES_TEXT }
+        : {
+            model: 'gpt-4o-mini-2024-07-18',
+            toolCalls: [{ name: tool, arguments: ARGUMENTS[tool].responses }],
+            outputTokens: 15,
+          };
+    return body.stream
+      ? { status: 200, headers: SSE_HEADERS, chunks: responseStream(answer) }
+      : { status: 200, headers: JSON_HEADERS, body: JSON.stringify(response(answer)) };
   }
   if (body.stream) {
-    const answer = tool === undefined ? { model: 'gpt-4o-2024-08-06', text: STREAM_TEXT } : { model: 'gpt-4o-2024-08-06', toolCalls: [{ name: tool, arguments: ARGUMENTS[tool].stream }] };
+    const answer =
+      tool === undefined
+        ? { model: 'gpt-4o-2024-08-06', text: STREAM_TEXT }
+        : { model: 'gpt-4o-2024-08-06', toolCalls: [{ name: tool, arguments: ARGUMENTS[tool].stream }] };
     return { status: 200, headers: SSE_HEADERS, chunks: chatCompletionStream(answer) };
   }
-  const answer = tool === undefined ? { model: 'gpt-4.1-mini-2025-04-14', text: ANSWER_TEXT, inputTokens: 695 } : { model: 'gpt-4o-2024-08-06', toolCalls: [{ name: tool, arguments: ARGUMENTS[tool].json }], inputTokens: 61, outputTokens: 15 };
+  const answer =
+    tool === undefined
+      ? { model: 'gpt-4.1-mini-2025-04-14', text: ANSWER_TEXT, inputTokens: 695 }
+      : {
+          model: 'gpt-4o-2024-08-06',
+          toolCalls: [{ name: tool, arguments: ARGUMENTS[tool].json }],
+          inputTokens: 61,
+          outputTokens: 15,
+        };
   return { status: 200, headers: JSON_HEADERS, body: JSON.stringify(chatCompletion(answer)) };
 }
 
@@ -92,13 +118,27 @@ let dir: string | undefined;
 let runs = 0;
 
 /** Run `apps/<app>` in a child process: plain, or with `--import` / `--require` faultline/register. */
-export async function runApp(app: string, server: LlmServer, options: { register?: 'import' | 'require'; env?: Record<string, string> } = {}): Promise<AppRun> {
+export async function runApp(
+  app: string,
+  server: LlmServer,
+  options: { register?: 'import' | 'require'; env?: Record<string, string> } = {},
+): Promise<AppRun> {
   dir ??= mkdtempSync(join(tmpdir(), 'faultline-frameworks-'));
   const tracesFile = join(dir, `traces-${process.pid}-${++runs}.jsonl`);
-  const args = options.register === 'import' ? ['--import', REGISTER_MJS] : options.register === 'require' ? ['--require', REGISTER_CJS] : [];
+  const args =
+    options.register === 'import'
+      ? ['--import', REGISTER_MJS]
+      : options.register === 'require'
+        ? ['--require', REGISTER_CJS]
+        : [];
   const r = await runNode([...args, join(APPS, app)], {
     cwd: ROOT,
-    env: { LLM_URL: server.url, FAULTLINE_TRACES_FILE: tracesFile, OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'undici', ...options.env },
+    env: {
+      LLM_URL: server.url,
+      FAULTLINE_TRACES_FILE: tracesFile,
+      OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'undici',
+      ...options.env,
+    },
     timeoutMs: 100_000,
   });
   if (r.code !== 0) throw new Error(`${app} exited with ${r.code}:\n${r.stderr}`);
@@ -114,7 +154,9 @@ export function named(spans: readonly SpanRecord[], name: string): SpanRecord[] 
 
 /** The children of `parent`, in start order. */
 export function childrenOf(spans: readonly SpanRecord[], parent: SpanRecord): SpanRecord[] {
-  return spans.filter((s) => s.traceId === parent.traceId && s.parentSpanId === parent.spanId).sort((a, b) => a.start - b.start);
+  return spans
+    .filter((s) => s.traceId === parent.traceId && s.parentSpanId === parent.spanId)
+    .sort((a, b) => a.start - b.start);
 }
 
 /** The span `s` is a child of. */

@@ -14,7 +14,11 @@ import { startLlmServer, type LlmServer } from '../support/llm-server';
 const REGISTER = join(DIST, 'src/register.js');
 let server: LlmServer;
 beforeAll(async () => {
-  server = await startLlmServer(() => ({ status: 429, headers: { 'content-type': 'application/json', 'retry-after': '8' }, body: '{"error":{"message":"slow down","type":"rate_limit"}}' }));
+  server = await startLlmServer(() => ({
+    status: 429,
+    headers: { 'content-type': 'application/json', 'retry-after': '8' },
+    body: '{"error":{"message":"slow down","type":"rate_limit"}}',
+  }));
 });
 afterAll(async () => {
   await server.close();

@@ -42,10 +42,39 @@ const ANSWER =
   'heater, and in summer the same cycle runs backwards to cool the rooms.';
 const ask = 'How does a heat pump heat a house? One paragraph.';
 
-const RESPONSES = cleanText('openai.responses', exchange({ endpoint: '/v1/responses', request: { model: 'gpt-4.1', input: ask }, response: response({ model: 'gpt-4.1-2025-04-14', text: ANSWER }) }));
-const GEMINI = cleanText('gemini.generate_content', exchange({ endpoint: '/v1beta/models/gemini-2.5-flash:generateContent', model: 'gemini-2.5-flash', request: { contents: [{ role: 'user', parts: [{ text: ask }] }] }, response: generateContent({ model: 'gemini-2.5-flash', text: ANSWER }) }));
-const OLLAMA_CHAT = cleanText('ollama.chat', exchange({ endpoint: '/api/chat', request: { model: 'llama3.2:1b', messages: [{ role: 'user', content: ask }], stream: false }, response: chat({ model: 'llama3.2:1b', text: ANSWER }) }));
-const OLLAMA_GENERATE = cleanText('ollama.generate', exchange({ endpoint: '/api/generate', request: { model: 'llama3.2:1b', prompt: ask, stream: false }, response: generate({ model: 'llama3.2:1b', text: ANSWER }) }));
+const RESPONSES = cleanText(
+  'openai.responses',
+  exchange({
+    endpoint: '/v1/responses',
+    request: { model: 'gpt-4.1', input: ask },
+    response: response({ model: 'gpt-4.1-2025-04-14', text: ANSWER }),
+  }),
+);
+const GEMINI = cleanText(
+  'gemini.generate_content',
+  exchange({
+    endpoint: '/v1beta/models/gemini-2.5-flash:generateContent',
+    model: 'gemini-2.5-flash',
+    request: { contents: [{ role: 'user', parts: [{ text: ask }] }] },
+    response: generateContent({ model: 'gemini-2.5-flash', text: ANSWER }),
+  }),
+);
+const OLLAMA_CHAT = cleanText(
+  'ollama.chat',
+  exchange({
+    endpoint: '/api/chat',
+    request: { model: 'llama3.2:1b', messages: [{ role: 'user', content: ask }], stream: false },
+    response: chat({ model: 'llama3.2:1b', text: ANSWER }),
+  }),
+);
+const OLLAMA_GENERATE = cleanText(
+  'ollama.generate',
+  exchange({
+    endpoint: '/api/generate',
+    request: { model: 'llama3.2:1b', prompt: ask, stream: false },
+    response: generate({ model: 'llama3.2:1b', text: ANSWER }),
+  }),
+);
 
 let h: GuardHarness;
 let server: LlmServer;
@@ -63,9 +92,14 @@ afterAll(async () => {
 });
 
 const deadline = <T>(p: Promise<T>, ms = 5000): Promise<T> =>
-  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
+  Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref()),
+  ]);
 
-type GenAi = InstanceType<Awaited<typeof import('@google/genai', { with: { 'resolution-mode': 'import' } })>['GoogleGenAI']>;
+type GenAi = InstanceType<
+  Awaited<typeof import('@google/genai', { with: { 'resolution-mode': 'import' } })>['GoogleGenAI']
+>;
 let ai: GenAi;
 beforeAll(async () => {
   const { GoogleGenAI } = await import('@google/genai');
@@ -92,14 +126,21 @@ const textOf = {
       .map((c) => c.text)
       .join(''),
   gemini: (r: CorpusRecord) =>
-    (r.response as { candidates: Array<{ content: { parts: Array<{ text?: string; thought?: boolean }> } }> }).candidates[0]!.content.parts
-      .filter((p) => typeof p.text === 'string' && p.thought !== true)
+    (
+      r.response as { candidates: Array<{ content: { parts: Array<{ text?: string; thought?: boolean }> } }> }
+    ).candidates[0]!.content.parts.filter((p) => typeof p.text === 'string' && p.thought !== true)
       .map((p) => p.text)
       .join(''),
 };
 
 const CASES: Case[] = [
-  { name: 'OpenAI Responses', record: RESPONSES, url: '/v1/responses', text: textOf.responses(RESPONSES), call: async () => (await openai().responses.create(RESPONSES.request as never)).output_text },
+  {
+    name: 'OpenAI Responses',
+    record: RESPONSES,
+    url: '/v1/responses',
+    text: textOf.responses(RESPONSES),
+    call: async () => (await openai().responses.create(RESPONSES.request as never)).output_text,
+  },
   {
     name: 'Gemini generateContent',
     record: GEMINI,
@@ -112,14 +153,17 @@ const CASES: Case[] = [
     record: OLLAMA_CHAT,
     url: '/api/chat',
     text: (OLLAMA_CHAT.response as { message: { content: string } }).message.content,
-    call: async () => (await ollama().chat({ ...(OLLAMA_CHAT.request as unknown as ChatRequest), stream: false })).message.content,
+    call: async () =>
+      (await ollama().chat({ ...(OLLAMA_CHAT.request as unknown as ChatRequest), stream: false })).message.content,
   },
   {
     name: 'Ollama /api/generate',
     record: OLLAMA_GENERATE,
     url: '/api/generate',
     text: (OLLAMA_GENERATE.response as { response: string }).response,
-    call: async () => (await ollama().generate({ ...(OLLAMA_GENERATE.request as unknown as GenerateRequest), stream: false })).response ?? '',
+    call: async () =>
+      (await ollama().generate({ ...(OLLAMA_GENERATE.request as unknown as GenerateRequest), stream: false }))
+        .response ?? '',
   },
 ];
 
@@ -136,14 +180,24 @@ describe.each(CASES)('a guarded $name call', (c) => {
     expect(sleeps).toHaveLength(1);
     const spans = await h.waitForSpans((s) => s.some((x) => guardEvents(x).length > 0));
     const span = spans.find((x) => guardEvents(x).length > 0)!;
-    expect(guardEvents(span)).toEqual([expect.objectContaining({ action: 'retry', reason: expect.stringMatching(/^truncate /) })]);
+    expect(guardEvents(span)).toEqual([
+      expect.objectContaining({ action: 'retry', reason: expect.stringMatching(/^truncate /) }),
+    ]);
   });
 
   it('a clean answer on the guarded route is judged and delivered byte for byte', async () => {
     h.config = { routes: [{ name: 'all', retry: { maxRetries: 2 } }] };
     body = live(c.record);
     const before = server.requests.length;
-    const { result } = await h.task(undefined, () => deadline(fetch(`${server.url}${c.url}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...c.record.request, ...(c.url.startsWith('/api/') ? { stream: false } : {}) }) }).then((r) => r.text())));
+    const { result } = await h.task(undefined, () =>
+      deadline(
+        fetch(`${server.url}${c.url}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ ...c.record.request, ...(c.url.startsWith('/api/') ? { stream: false } : {}) }),
+        }).then((r) => r.text()),
+      ),
+    );
     expect(result).toBe(body);
     expect(server.requests.length - before).toBe(1);
   });
@@ -156,7 +210,11 @@ describe('compressed answers on a guarded route', () => {
     const c = CASES[0]!;
     const plain = live(c.record);
     const before = server.requests.length;
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(plain) }));
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(plain),
+    }));
     try {
       const { result } = await h.task(undefined, () => deadline(c.call()));
       expect(result).toBe(c.text);
@@ -171,13 +229,22 @@ describe('compressed answers on a guarded route', () => {
     h.config = { routes: [{ name: 'all', retry: { maxRetries: 2 } }] };
     const c = CASES[0]!;
     const plain = live(c.record);
-    const cut = JSON.parse(plain) as { status: string; incomplete_details: unknown; output: Array<{ type: string; content?: Array<{ type: string; text?: string }> }> };
+    const cut = JSON.parse(plain) as {
+      status: string;
+      incomplete_details: unknown;
+      output: Array<{ type: string; content?: Array<{ type: string; text?: string }> }>;
+    };
     cut.status = 'incomplete';
     cut.incomplete_details = { reason: 'max_output_tokens' };
-    for (const part of cut.output.flatMap((i) => i.content ?? [])) if (part.type === 'output_text') part.text = part.text!.slice(0, 10);
+    for (const part of cut.output.flatMap((i) => i.content ?? []))
+      if (part.type === 'output_text') part.text = part.text!.slice(0, 10);
     const before = server.requests.length;
     let n = 0;
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(n++ === 0 ? JSON.stringify(cut) : plain) }));
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(n++ === 0 ? JSON.stringify(cut) : plain),
+    }));
     try {
       const { result } = await h.task(undefined, () => deadline(c.call()));
       expect(result).toBe(c.text);

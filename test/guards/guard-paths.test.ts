@@ -62,9 +62,19 @@ async function readAll(res: Response): Promise<{ text: string } | { error: unkno
 describe('a stream cut after the application saw it start', () => {
   it('is not retried: the app gets the error fetch gives without faultline, and the server is hit once', async () => {
     h.config = retrying(50);
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: [events[0]!], destroyAfter: true }));
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'text/event-stream' },
+      chunks: [events[0]!],
+      destroyAfter: true,
+    }));
     const call = (init: RequestInit = {}) =>
-      fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(streamRec.request), ...init });
+      fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(streamRec.request),
+        ...init,
+      });
 
     // Without faultline: a dispatcher of its own, which the span layer is not in front of.
     const bare = await readAll(await call({ dispatcher: new Agent() } as unknown as RequestInit));
@@ -84,14 +94,22 @@ describe('a stream cut after the application saw it start', () => {
 
   it('through the openai SDK: the stream iteration fails once, it does not hang or repeat events', async () => {
     h.config = retrying(50);
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events.slice(0, 2), destroyAfter: true }));
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'text/event-stream' },
+      chunks: events.slice(0, 2),
+      destroyAfter: true,
+    }));
     const openai = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
     const { result } = await h.task(undefined, () =>
       deadline(
         (async () => {
           let chunks = 0;
           try {
-            for await (const _c of (await openai.chat.completions.create(streamRec.request as never)) as unknown as AsyncIterable<unknown>) chunks++;
+            for await (const _c of (await openai.chat.completions.create(
+              streamRec.request as never,
+            )) as unknown as AsyncIterable<unknown>)
+              chunks++;
             return { chunks };
           } catch (error) {
             return { chunks, error };
@@ -110,7 +128,11 @@ describe('a stream cut after the application saw it start', () => {
 describe('an abort while the guard waits to retry', () => {
   it('settles the call at once with the abort, not after the back-off (its span ends)', async () => {
     h.config = retrying(10_000);
-    server.respond(() => ({ status: 500, headers: { 'content-type': 'application/json' }, body: '{"error":{"message":"down"}}' }));
+    server.respond(() => ({
+      status: 500,
+      headers: { 'content-type': 'application/json' },
+      body: '{"error":{"message":"down"}}',
+    }));
     const t0 = Date.now();
     const { result } = await h.task(undefined, () =>
       deadline(
@@ -128,7 +150,9 @@ describe('an abort while the guard waits to retry', () => {
       ),
     );
     expect(Date.now() - t0).toBeLessThan(3000);
-    expect(causes(result).some((e) => (e as Error).name === 'TimeoutError' || (e as Error).name === 'AbortError')).toBe(true);
+    expect(causes(result).some((e) => (e as Error).name === 'TimeoutError' || (e as Error).name === 'AbortError')).toBe(
+      true,
+    );
     // fetch rejects on its own; the call behind it must settle too (its span ends), not wait out the back-off.
     expect(chatSpans(await h.waitForSpans((s) => chatSpans(s).length === 1, 2000))).toHaveLength(1);
     expect(server.requests).toHaveLength(1);
@@ -165,7 +189,9 @@ describe('a streamed request body', () => {
     });
     const answer = fresh();
     const before = uploads.uploads.length;
-    const { result } = await h.task(undefined, async () => deadline((await fetch(`${uploads.url}/v1/chat/completions`, streamed())).text(), 5000, 'retried call'));
+    const { result } = await h.task(undefined, async () =>
+      deadline((await fetch(`${uploads.url}/v1/chat/completions`, streamed())).text(), 5000, 'retried call'),
+    );
     expect(result).toBe(answer);
     const sent = uploads.uploads.slice(before);
     expect(sent).toHaveLength(2);

@@ -33,7 +33,9 @@ export function setupGuardHarness(options: GuardOptions & { contracts?: MessageC
   const exporter = readingExporter();
   const h = { plan: undefined, config: undefined } as unknown as GuardHarness;
   const injector = createInjector(() => h.plan, { captureMessageContent: false });
-  const provider = new NodeTracerProvider({ spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)] });
+  const provider = new NodeTracerProvider({
+    spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)],
+  });
   provider.register({ contextManager: new AsyncLocalStorageContextManager() });
   // The guard config is resolved per task, as the campaign runner does.
   const guards = createGuards((taskId) => (typeof h.config === 'function' ? h.config(taskId) : h.config), options);
@@ -55,7 +57,8 @@ export function setupGuardHarness(options: GuardOptions & { contracts?: MessageC
       const result = await withTask(taskId, fn);
       return { result, taskId };
     },
-    waitForSpans: (pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number) => pollSpans(exporter, pred, timeoutMs),
+    waitForSpans: (pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number) =>
+      pollSpans(exporter, pred, timeoutMs),
     async shutdown() {
       inst.disable();
       await provider.shutdown();
@@ -69,11 +72,16 @@ export function setupGuardHarness(options: GuardOptions & { contracts?: MessageC
 export function guardEvents(span: ReadableSpan): Array<{ action: string; reason: string }> {
   return span.events
     .filter((e) => e.name === 'faultline.guard')
-    .map((e) => ({ action: String(e.attributes?.['faultline.guard.action']), reason: String(e.attributes?.['faultline.guard.reason']) }));
+    .map((e) => ({
+      action: String(e.attributes?.['faultline.guard.action']),
+      reason: String(e.attributes?.['faultline.guard.reason']),
+    }));
 }
 
 export function chatSpans(spans: ReadableSpan[]): ReadableSpan[] {
-  return spans.filter((s) => s.instrumentationScope.name === 'faultline' && s.attributes['gen_ai.operation.name'] === 'chat');
+  return spans.filter(
+    (s) => s.instrumentationScope.name === 'faultline' && s.attributes['gen_ai.operation.name'] === 'chat',
+  );
 }
 
 export { spanRecord as toRecord } from '../support/to-traces';
@@ -81,6 +89,7 @@ export { spanRecord as toRecord } from '../support/to-traces';
 /** The error chain of a thrown value (SDK error → fetch TypeError → our coded error). */
 export function causes(e: unknown): unknown[] {
   const out: unknown[] = [];
-  for (let x: unknown = e, i = 0; x !== undefined && x !== null && i < 8; x = (x as { cause?: unknown }).cause, i++) out.push(x);
+  for (let x: unknown = e, i = 0; x !== undefined && x !== null && i < 8; x = (x as { cause?: unknown }).cause, i++)
+    out.push(x);
   return out;
 }

@@ -21,7 +21,13 @@ const ANTHROPIC = ANTHROPIC_TEXT;
 
 describe('the clean answer', () => {
   it('is one no detector flags when it arrives fresh (what the guards below start from)', () => {
-    const obs = llmObservationFromWire('openai.chat', TEXT.request, { status: 200, chunks: [recordBody(TEXT)] }, undefined, Date.now());
+    const obs = llmObservationFromWire(
+      'openai.chat',
+      TEXT.request,
+      { status: 200, chunks: [recordBody(TEXT)] },
+      undefined,
+      Date.now(),
+    );
     expect(runDetectors(obs, detectionContext())).toEqual([]);
   });
 });
@@ -43,7 +49,11 @@ let clock = Date.now();
 beforeAll(async () => {
   // sleep and clock are injected so back-off and cool-down are asserted, not waited for.
   h = setupGuardHarness({ sleep: async (ms) => void sleeps.push(ms), now: () => clock, random: () => 0.5 });
-  server = await startLlmServer(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fresh(TEXT.response) }));
+  server = await startLlmServer(() => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: fresh(TEXT.response),
+  }));
   // The SDKs' own retries are off: what is retried here is the guard's doing.
   openai = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
   anthropic = new Anthropic({ apiKey: 'sk-ant-test', baseURL: server.url, maxRetries: 0 });
@@ -54,12 +64,21 @@ afterAll(async () => {
   await h.shutdown();
 });
 
-const ask = () => openai.chat.completions.create(TEXT.request as never) as unknown as Promise<{ choices: Array<{ message: { content: string }; finish_reason: string }> }>;
+const ask = () =>
+  openai.chat.completions.create(TEXT.request as never) as unknown as Promise<{
+    choices: Array<{ message: { content: string }; finish_reason: string }>;
+  }>;
 
 describe('retry', () => {
   it('a truncated response is retried and the app receives the complete one', async () => {
-    h.config = { routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 2, baseDelayMs: 100 } }] } satisfies GuardConfigInput;
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fresh(TEXT.response) }));
+    h.config = {
+      routes: [{ name: 'chat', match: { provider: 'openai*' }, retry: { maxRetries: 2, baseDelayMs: 100 } }],
+    } satisfies GuardConfigInput;
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: fresh(TEXT.response),
+    }));
     const before = server.requests.length;
     sleeps.length = 0;
     const { result } = await h.task({ rules: [{ fault: 'llm_truncate_single' }] }, ask);
@@ -71,10 +90,18 @@ describe('retry', () => {
     expect(sleeps).toEqual([150]);
     const spans = await h.waitForSpans((s) => chatSpans(s).some((x) => guardEvents(x).length > 0));
     const span = chatSpans(spans).find((x) => guardEvents(x).length > 0)!;
-    expect(guardEvents(span)).toEqual([expect.objectContaining({ action: 'retry', reason: expect.stringMatching(/^truncate \(finish_reason: finish reason length/) })]);
+    expect(guardEvents(span)).toEqual([
+      expect.objectContaining({
+        action: 'retry',
+        reason: expect.stringMatching(/^truncate \(finish_reason: finish reason length/),
+      }),
+    ]);
     expect(span.events.some((e) => e.name === 'faultline.fault.injected')).toBe(true);
     // What the application received was clean: the online detectors found nothing on the exchange.
-    const found = detectSpans({ traceId: span.spanContext().traceId, spans: spans.map(toRecord).filter((s) => s.traceId === span.spanContext().traceId) });
+    const found = detectSpans({
+      traceId: span.spanContext().traceId,
+      spans: spans.map(toRecord).filter((s) => s.traceId === span.spanContext().traceId),
+    });
     expect([...found.values()].flat().filter((f) => f.location?.spanId === span.spanContext().spanId)).toEqual([]);
   });
 
@@ -86,7 +113,8 @@ describe('retry', () => {
     const { result } = await h.task({ rules: [{ fault: 'http_429', params: { retryAfterS: 2 } }] }, async () => {
       const s = await openai.chat.completions.create({ ...(stream.request as object), stream: true } as never);
       let text = '';
-      for await (const chunk of s as unknown as AsyncIterable<{ choices: Array<{ delta?: { content?: string } }> }>) text += chunk.choices[0]?.delta?.content ?? '';
+      for await (const chunk of s as unknown as AsyncIterable<{ choices: Array<{ delta?: { content?: string } }> }>)
+        text += chunk.choices[0]?.delta?.content ?? '';
       return text;
     });
     expect(result.length).toBeGreaterThan(0);
@@ -94,25 +122,64 @@ describe('retry', () => {
   });
 
   it('a failing route falls back to another model once retries are exhausted', async () => {
-    h.config = { routes: [{ name: 'primary', match: { model: TEXT.model! }, retry: { maxRetries: 1, baseDelayMs: 10 }, fallback: [{ name: 'mini', model: 'gpt-4o-mini' }], circuit: false }] };
+    h.config = {
+      routes: [
+        {
+          name: 'primary',
+          match: { model: TEXT.model! },
+          retry: { maxRetries: 1, baseDelayMs: 10 },
+          fallback: [{ name: 'mini', model: 'gpt-4o-mini' }],
+          circuit: false,
+        },
+      ],
+    };
     server.respond((req) => {
       const model = (JSON.parse(req.body.toString()) as { model: string }).model;
-      if (model === 'gpt-4o-mini') return { status: 200, headers: { 'content-type': 'application/json' }, body: fresh({ ...(TEXT.response as object), model: 'gpt-4o-mini' }) };
-      return { status: 500, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { message: 'The server had an error', type: 'server_error', param: null, code: null } }) };
+      if (model === 'gpt-4o-mini')
+        return {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          body: fresh({ ...(TEXT.response as object), model: 'gpt-4o-mini' }),
+        };
+      return {
+        status: 500,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          error: { message: 'The server had an error', type: 'server_error', param: null, code: null },
+        }),
+      };
     });
     const { result } = await h.task(undefined, ask);
     expect((result as unknown as { model: string }).model).toBe('gpt-4o-mini');
     expect(result.choices[0]!.message.content).toBe(CONTENT);
-    const spans = await h.waitForSpans((s) => chatSpans(s).some((x) => guardEvents(x).some((e) => e.action === 'fallback')));
-    const actions = guardEvents(chatSpans(spans).find((x) => guardEvents(x).some((e) => e.action === 'fallback'))!).map((e) => e.action);
+    const spans = await h.waitForSpans((s) =>
+      chatSpans(s).some((x) => guardEvents(x).some((e) => e.action === 'fallback')),
+    );
+    const actions = guardEvents(chatSpans(spans).find((x) => guardEvents(x).some((e) => e.action === 'fallback'))!).map(
+      (e) => e.action,
+    );
     expect(actions).toEqual(['retry', 'fallback']);
   });
 
   it('an unrecoverable fault is rejected with a typed error the agent can catch', async () => {
-    h.config = { routes: [{ match: { provider: 'openai*' }, retry: { maxRetries: 1, baseDelayMs: 10 }, onFailure: 'reject', circuit: false }] };
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fresh(TEXT.response) }));
+    h.config = {
+      routes: [
+        {
+          match: { provider: 'openai*' },
+          retry: { maxRetries: 1, baseDelayMs: 10 },
+          onFailure: 'reject',
+          circuit: false,
+        },
+      ],
+    };
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: fresh(TEXT.response),
+    }));
     const err = await h.task({ rules: [{ fault: 'llm_truncate_persistent' }] }, ask).catch((e: unknown) => e);
-    const coded = causes(err).find((c) => (c as { code?: string }).code === 'FAULTLINE_GUARD_REJECTED') as { findings: Array<{ faultType: string }> } | undefined;
+    const coded = causes(err).find((c) => (c as { code?: string }).code === 'FAULTLINE_GUARD_REJECTED') as
+      { findings: Array<{ faultType: string }> } | undefined;
     expect(coded).toBeDefined();
     expect(coded!.findings[0]!.faultType).toBe('truncate');
   });
@@ -123,19 +190,46 @@ describe('retry', () => {
     server.respond(() => {
       calls++;
       const body = structuredClone(ANTHROPIC.response) as { content: Array<{ type: string; text?: string }> };
-      if (calls === 1) body.content = [{ type: 'text', text: '[SERVICE UNAVAILABLE] HTTP 503: The server is temporarily unable to handle the request.' }];
+      if (calls === 1)
+        body.content = [
+          {
+            type: 'text',
+            text: '[SERVICE UNAVAILABLE] HTTP 503: The server is temporarily unable to handle the request.',
+          },
+        ];
       return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
     });
-    const { result } = await h.task(undefined, () => anthropic.messages.create(ANTHROPIC.request as never) as unknown as Promise<{ content: Array<{ text?: string }> }>);
-    expect(result.content[0]!.text).toBe((ANTHROPIC.response as { content: Array<{ text?: string }> }).content[0]!.text);
+    const { result } = await h.task(
+      undefined,
+      () =>
+        anthropic.messages.create(ANTHROPIC.request as never) as unknown as Promise<{
+          content: Array<{ text?: string }>;
+        }>,
+    );
+    expect(result.content[0]!.text).toBe(
+      (ANTHROPIC.response as { content: Array<{ text?: string }> }).content[0]!.text,
+    );
     expect(calls).toBe(2);
   });
 });
 
 describe('circuit breaker', () => {
   it('a route that keeps failing opens its circuit, fails fast, and half-opens after the cool-down', async () => {
-    h.config = { routes: [{ name: 'flaky', match: { provider: 'openai*' }, retry: false, circuit: { failureThreshold: 3, coolDownMs: 30_000 } }] };
-    server.respond(() => ({ status: 503, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { message: 'overloaded', type: 'server_error', param: null, code: null } }) }));
+    h.config = {
+      routes: [
+        {
+          name: 'flaky',
+          match: { provider: 'openai*' },
+          retry: false,
+          circuit: { failureThreshold: 3, coolDownMs: 30_000 },
+        },
+      ],
+    };
+    server.respond(() => ({
+      status: 503,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ error: { message: 'overloaded', type: 'server_error', param: null, code: null } }),
+    }));
     for (let i = 0; i < 3; i++) {
       const e = await h.task(undefined, ask).catch((x: unknown) => x);
       expect((e as { status?: number }).status).toBe(503);
@@ -147,12 +241,20 @@ describe('circuit breaker', () => {
     expect(server.requests.length).toBe(seen); // failed fast: nothing reached the server
     // Cool-down passes (injected clock); the route recovered: the probe goes through and closes the circuit.
     clock += 30_001;
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fresh(TEXT.response) }));
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: fresh(TEXT.response),
+    }));
     const { result } = await h.task(undefined, ask);
     expect(result.choices[0]!.message.content).toBe(CONTENT);
     expect(h.guards.runtime.circuits.peek('flaky')?.state).toBe('closed');
-    const spans = await h.waitForSpans((s) => chatSpans(s).some((x) => guardEvents(x).some((e) => e.action === 'circuit_closed')));
-    const actions = chatSpans(spans).flatMap((x) => guardEvents(x).map((e) => e.action)).filter((a) => a.startsWith('circuit') || a === 'fail_fast');
+    const spans = await h.waitForSpans((s) =>
+      chatSpans(s).some((x) => guardEvents(x).some((e) => e.action === 'circuit_closed')),
+    );
+    const actions = chatSpans(spans)
+      .flatMap((x) => guardEvents(x).map((e) => e.action))
+      .filter((a) => a.startsWith('circuit') || a === 'fail_fast');
     expect(actions).toEqual(['circuit_open', 'fail_fast', 'circuit_half_open', 'circuit_closed']);
     expect(h.guards.runtime.health.score('flaky')).toBeCloseTo(1 / 4);
   });
@@ -163,7 +265,13 @@ describe('no fault, no harm on a guarded route', () => {
     h.config = { routes: [{ match: { provider: 'openai*' }, retry: { maxRetries: 2 } }] };
     const body = fresh(TEXT.response);
     server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body }));
-    const res = await h.task(undefined, () => fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(TEXT.request) }).then((r) => r.text()));
+    const res = await h.task(undefined, () =>
+      fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(TEXT.request),
+      }).then((r) => r.text()),
+    );
     expect(res.result).toBe(body);
   });
 
@@ -174,7 +282,11 @@ describe('no fault, no harm on a guarded route', () => {
     server.respond(() => ({ ...reply, gapMs: 40 }));
     const { result } = await h.task(undefined, async () => {
       const t0 = Date.now();
-      const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...(stream.request as object), stream: true }) });
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ...(stream.request as object), stream: true }),
+      });
       const reader = res.body!.getReader();
       await reader.read();
       const first = Date.now() - t0;
@@ -192,7 +304,13 @@ describe('no guard, no harm', () => {
     h.config = { routes: [{ match: { provider: 'nobody' }, retry: { maxRetries: 2 } }] };
     const body = fresh(TEXT.response);
     server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body }));
-    const res = await h.task(undefined, () => fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(TEXT.request) }).then((r) => r.text()));
+    const res = await h.task(undefined, () =>
+      fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(TEXT.request),
+      }).then((r) => r.text()),
+    );
     expect(res.result).toBe(body);
   });
 });
@@ -200,10 +318,15 @@ describe('no guard, no harm', () => {
 describe('online detection and the wrapper API', () => {
   it('findings on what the app received are recorded on the exchange and read back offline', async () => {
     h.config = { routes: [{ match: { provider: 'openai*' }, retry: false, onFailure: 'record', circuit: false }] };
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fresh(TEXT.response) }));
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: fresh(TEXT.response),
+    }));
     const { result } = await h.task({ rules: [{ fault: 'llm_truncate_single' }] }, ask);
     expect(result.choices[0]!.finish_reason).toBe('length'); // recorded, delivered as is
-    const recorded = (s: ReturnType<typeof chatSpans>) => chatSpans(s).find((x) => guardEvents(x).some((e) => e.action === 'record'));
+    const recorded = (s: ReturnType<typeof chatSpans>) =>
+      chatSpans(s).find((x) => guardEvents(x).some((e) => e.action === 'record'));
     // The findings ride on the exchange span (onExchangeEnd runs before it ends), or on a `faultline.detection` child
     // span when an interceptor ends the span first: both are read back the same way.
     const spans = await h.waitForSpans((s) => {
@@ -214,7 +337,10 @@ describe('online detection and the wrapper API', () => {
     });
     const chat = recorded(spans)!;
     expect(guardEvents(chat).map((e) => e.action)).toEqual(['record']);
-    const trace = { traceId: chat.spanContext().traceId, spans: spans.filter((s) => s.spanContext().traceId === chat.spanContext().traceId).map(toRecord) };
+    const trace = {
+      traceId: chat.spanContext().traceId,
+      spans: spans.filter((s) => s.spanContext().traceId === chat.spanContext().traceId).map(toRecord),
+    };
     // Content was not captured: the offline detectors see only facts, the online events carry the finding.
     const found = detectSpans(trace).get(chat.spanContext().spanId) ?? [];
     expect(found.filter((f) => f.faultType === 'truncate').map((f) => f.detector)).toContain('finish_reason');
@@ -225,14 +351,19 @@ describe('online detection and the wrapper API', () => {
     let calls = 0;
     server.respond(() => {
       calls++;
-      const body = structuredClone(TEXT.response) as { choices: Array<{ message: { content: string }; finish_reason: string }> };
+      const body = structuredClone(TEXT.response) as {
+        choices: Array<{ message: { content: string }; finish_reason: string }>;
+      };
       if (calls === 1) {
         body.choices[0]!.message.content = CONTENT.slice(0, 40);
         body.choices[0]!.finish_reason = 'length';
       }
       return { status: 200, headers: { 'content-type': 'application/json' }, body: fresh(body) };
     });
-    const guarded = guard((req: unknown) => openai.chat.completions.create(req as never) as unknown as Promise<unknown>, { route: 'wrapped-chat', retry: { maxRetries: 2, baseDelayMs: 1 }, request: (req: unknown) => req });
+    const guarded = guard(
+      (req: unknown) => openai.chat.completions.create(req as never) as unknown as Promise<unknown>,
+      { route: 'wrapped-chat', retry: { maxRetries: 2, baseDelayMs: 1 }, request: (req: unknown) => req },
+    );
     const { result } = await h.task(undefined, () => guarded(TEXT.request));
     const r = result as { choices: Array<{ message: { content: string } }> };
     expect(r.choices[0]!.message.content).toBe(CONTENT);

@@ -3,7 +3,17 @@ import { describe, expect, test } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ActionLedger, adaptFactor, guardConfigFromEnv, backoffDelay, CircuitBreaker, guardPreset, parseGuardConfig, retryAfterMs, routeMatches } from '../../detectors/guards/index';
+import {
+  ActionLedger,
+  adaptFactor,
+  guardConfigFromEnv,
+  backoffDelay,
+  CircuitBreaker,
+  guardPreset,
+  parseGuardConfig,
+  retryAfterMs,
+  routeMatches,
+} from '../../detectors/guards/index';
 import { FaultlineInputError } from '../../src/errors';
 
 describe('retry', () => {
@@ -61,10 +71,19 @@ describe('config', () => {
     expect(() => parseGuardConfig({ routes: [{ retrys: 2 }] })).toThrow(/at guards\.routes\[0\]/);
     expect(() => parseGuardConfig({ routes: [{ fallback: [{ origin: 'http://x/path' }] }] })).toThrow(/origin/);
     // A duration no timer can hold (Node would fire it after 1 ms) is refused, naming the field.
-    for (const [route, field] of [[{ retry: { baseDelayMs: 3e9 } }, 'retry.baseDelayMs'], [{ retry: { maxDelayMs: 3e9 } }, 'retry.maxDelayMs'], [{ retry: { maxRetryAfterMs: 3e9 } }, 'retry.maxRetryAfterMs'], [{ circuit: { coolDownMs: 3e9 } }, 'circuit.coolDownMs']] as const) {
-      expect(() => parseGuardConfig({ routes: [route] })).toThrow(new RegExp(`a duration above 2147483647 ms.*at guards\\.routes\\[0\\]\\.${field.replace('.', '\\.')}`));
+    for (const [route, field] of [
+      [{ retry: { baseDelayMs: 3e9 } }, 'retry.baseDelayMs'],
+      [{ retry: { maxDelayMs: 3e9 } }, 'retry.maxDelayMs'],
+      [{ retry: { maxRetryAfterMs: 3e9 } }, 'retry.maxRetryAfterMs'],
+      [{ circuit: { coolDownMs: 3e9 } }, 'circuit.coolDownMs'],
+    ] as const) {
+      expect(() => parseGuardConfig({ routes: [route] })).toThrow(
+        new RegExp(`a duration above 2147483647 ms.*at guards\\.routes\\[0\\]\\.${field.replace('.', '\\.')}`),
+      );
     }
-    expect(() => parseGuardConfig({ routes: [], ttlMs: 3e9 })).toThrow(/a duration above 2147483647 ms.*at guards\.ttlMs/);
+    expect(() => parseGuardConfig({ routes: [], ttlMs: 3e9 })).toThrow(
+      /a duration above 2147483647 ms.*at guards\.ttlMs/,
+    );
     expect(() => parseGuardConfig({ routes: [{ retry: { baseDelayMs: 2 ** 31 - 1 } }] })).not.toThrow();
   });
   test('presets for the campaign arms', () => {
@@ -74,7 +93,9 @@ describe('config', () => {
     expect(parseGuardConfig(guardPreset('both'))).toEqual(guardPreset('both'));
   });
   test('route matching with prefixes', () => {
-    expect(routeMatches({ provider: 'openai*', model: 'gpt-4o' }, { provider: 'openai_compatible', model: 'gpt-4o' })).toBe(true);
+    expect(
+      routeMatches({ provider: 'openai*', model: 'gpt-4o' }, { provider: 'openai_compatible', model: 'gpt-4o' }),
+    ).toBe(true);
     expect(routeMatches({ boundary: 'I4' }, { provider: 'openai' })).toBe(false);
   });
 });
@@ -88,7 +109,9 @@ describe('config files', () => {
     const bad = join(dir, 'bad.yaml');
     writeFileSync(bad, 'routes:\n  - circuit: { coolDownMs: -5 }\n');
     expect(() => guardConfigFromEnv({ FAULTLINE_GUARDS: bad })).toThrow(/bad\.yaml\.routes\[0\]\.circuit/);
-    expect(() => guardConfigFromEnv({ FAULTLINE_GUARDS: join(dir, 'missing.yaml') })).toThrow(/cannot read the guard config .*ENOENT/);
+    expect(() => guardConfigFromEnv({ FAULTLINE_GUARDS: join(dir, 'missing.yaml') })).toThrow(
+      /cannot read the guard config .*ENOENT/,
+    );
     expect(guardConfigFromEnv({})).toBeUndefined();
   });
 });
@@ -96,7 +119,8 @@ describe('config files', () => {
 describe('route health metric', () => {
   test('faultline.route.health is exported through the global MeterProvider', async () => {
     const { metrics } = await import('@opentelemetry/api');
-    const { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } = await import('@opentelemetry/sdk-metrics');
+    const { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } =
+      await import('@opentelemetry/sdk-metrics');
     const { RouteHealth } = await import('../../detectors/guards/health.js');
     const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
     const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
@@ -114,7 +138,9 @@ describe('route health metric', () => {
         .getMetrics()
         .flatMap((r) => r.scopeMetrics.flatMap((s) => s.metrics))
         .find((m) => m.descriptor.name === 'faultline.route.health');
-      expect(metric?.dataPoints.map((p) => [p.attributes['faultline.guard.route'], p.value])).toEqual([['planner', 0.75]]);
+      expect(metric?.dataPoints.map((p) => [p.attributes['faultline.guard.route'], p.value])).toEqual([
+        ['planner', 0.75],
+      ]);
     } finally {
       await provider.shutdown();
       metrics.disable();

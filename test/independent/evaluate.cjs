@@ -35,17 +35,46 @@ const { values: argv } = parseArgs({
 });
 const VARIANTS = ['base', 'reworded'];
 const CONTENT = ['on', 'off'];
-const NAMES = { contrib: '@opentelemetry/instrumentation-openai (logs file)', 'traceloop-0.22': 'OpenLLMetry 0.22', traceloop: 'OpenLLMetry current', openinference: 'OpenInference' };
+const NAMES = {
+  contrib: '@opentelemetry/instrumentation-openai (logs file)',
+  'traceloop-0.22': 'OpenLLMetry 0.22',
+  traceloop: 'OpenLLMetry current',
+  openinference: 'OpenInference',
+};
 
 /** Generate, diagnose and score one set. */
 async function one(variant, producer, content) {
   const dir = join(argv.out, variant, `${producer}-${content}`);
-  await run(process.execPath, [join(__dirname, 'generate.cjs'), '--producer', producer, '--content', content, '--variant', variant, '--out', dir, '--tasks', argv.tasks, '--seed', argv.seed, '--scale', argv.scale], { maxBuffer: 1 << 26 });
+  await run(
+    process.execPath,
+    [
+      join(__dirname, 'generate.cjs'),
+      '--producer',
+      producer,
+      '--content',
+      content,
+      '--variant',
+      variant,
+      '--out',
+      dir,
+      '--tasks',
+      argv.tasks,
+      '--seed',
+      argv.seed,
+      '--scale',
+      argv.scale,
+    ],
+    { maxBuffer: 1 << 26 },
+  );
   const files = [join(dir, 'traces.jsonl'), ...(producer === 'contrib' ? [join(dir, 'logs.jsonl')] : [])];
   let stdout;
   let stderr = '';
   try {
-    ({ stdout, stderr } = await run(process.execPath, [join(root, 'bin', 'faultline.js'), 'diagnose', ...files, '--format', 'jsonl'], { maxBuffer: 1 << 28 }));
+    ({ stdout, stderr } = await run(
+      process.execPath,
+      [join(root, 'bin', 'faultline.js'), 'diagnose', ...files, '--format', 'jsonl'],
+      { maxBuffer: 1 << 28 },
+    ));
   } catch (err) {
     // Exit 1 (faults found) or 2 (a bad line, named on stderr): the diagnoses printed still count.
     if (typeof err.stdout !== 'string') throw err;
@@ -59,7 +88,21 @@ async function one(variant, producer, content) {
     diagnoses.set(d.traceId, d);
   }
   const labels = JSON.parse(readFileSync(join(dir, 'labels.json'), 'utf8')).tasks;
-  const s = { variant, producer, content, faulty: 0, type: 0, step: 0, clean: 0, fp: 0, hidden: 0, hiddenRight: 0, missing: 0, cli: stderr.split('\n').find((l) => l.trim() !== '') ?? '', byType: {} };
+  const s = {
+    variant,
+    producer,
+    content,
+    faulty: 0,
+    type: 0,
+    step: 0,
+    clean: 0,
+    fp: 0,
+    hidden: 0,
+    hiddenRight: 0,
+    missing: 0,
+    cli: stderr.split('\n').find((l) => l.trim() !== '') ?? '',
+    byType: {},
+  };
   for (const l of labels) {
     if (l.fault.startsWith('untriggered:')) continue;
     const d = diagnoses.get(l.traceId);
@@ -82,16 +125,23 @@ async function one(variant, producer, content) {
       if (d?.step === l.step) s.step++;
     }
   }
-  process.stderr.write(`${variant} ${producer} content ${content}: type ${s.type}/${s.faulty}, step ${s.step}/${s.faulty}, FP ${s.fp}/${s.clean}, not observable ${s.hiddenRight}/${s.hidden}${s.cli ? ` (CLI: ${s.cli.slice(0, 120)})` : ''}\n`);
+  process.stderr.write(
+    `${variant} ${producer} content ${content}: type ${s.type}/${s.faulty}, step ${s.step}/${s.faulty}, FP ${s.fp}/${s.clean}, not observable ${s.hiddenRight}/${s.hidden}${s.cli ? ` (CLI: ${s.cli.slice(0, 120)})` : ''}\n`,
+  );
   return s;
 }
 
 const pct = (a, b) => (b === 0 ? '–' : (a / b).toFixed(3));
 
 function table(results, variant) {
-  const rows = ['| producer | content | faulty (observable) | type | step | false positives on clean | not observable: answered so |', '|---|---|--:|--:|--:|--:|--:|'];
+  const rows = [
+    '| producer | content | faulty (observable) | type | step | false positives on clean | not observable: answered so |',
+    '|---|---|--:|--:|--:|--:|--:|',
+  ];
   for (const s of results.filter((r) => r.variant === variant)) {
-    rows.push(`| ${NAMES[s.producer]} | ${s.content} | ${s.faulty} | ${pct(s.type, s.faulty)} | ${pct(s.step, s.faulty)} | ${pct(s.fp, s.clean)} (${s.fp} / ${s.clean}) | ${s.hidden === 0 ? '–' : `${s.hiddenRight} / ${s.hidden}`} |`);
+    rows.push(
+      `| ${NAMES[s.producer]} | ${s.content} | ${s.faulty} | ${pct(s.type, s.faulty)} | ${pct(s.step, s.faulty)} | ${pct(s.fp, s.clean)} (${s.fp} / ${s.clean}) | ${s.hidden === 0 ? '–' : `${s.hiddenRight} / ${s.hidden}`} |`,
+    );
   }
   return rows.join('\n');
 }
@@ -99,8 +149,12 @@ function table(results, variant) {
 function byType(results, variant) {
   const types = [...new Set(results.flatMap((r) => Object.keys(r.byType)))].sort();
   const sets = results.filter((r) => r.variant === variant);
-  const rows = [`| fault type | ${sets.map((s) => `${s.producer} ${s.content}`).join(' | ')} |`, `|---|${sets.map(() => '--:').join('|')}|`];
-  for (const t of types) rows.push(`| ${t} | ${sets.map((s) => (s.byType[t] ? `${s.byType[t].ok}/${s.byType[t].n}` : '–')).join(' | ')} |`);
+  const rows = [
+    `| fault type | ${sets.map((s) => `${s.producer} ${s.content}`).join(' | ')} |`,
+    `|---|${sets.map(() => '--:').join('|')}|`,
+  ];
+  for (const t of types)
+    rows.push(`| ${t} | ${sets.map((s) => (s.byType[t] ? `${s.byType[t].ok}/${s.byType[t].n}` : '–')).join(' | ')} |`);
   return rows.join('\n');
 }
 
@@ -108,7 +162,8 @@ async function main() {
   const t0 = Date.now();
   if (!argv['no-build']) await run('npm', ['run', 'build'], { cwd: root });
   const jobs = [];
-  for (const variant of VARIANTS) for (const producer of PRODUCERS) for (const content of CONTENT) jobs.push([variant, producer, content]);
+  for (const variant of VARIANTS)
+    for (const producer of PRODUCERS) for (const content of CONTENT) jobs.push([variant, producer, content]);
   const results = new Array(jobs.length);
   let next = 0;
   await Promise.all(
@@ -120,7 +175,12 @@ async function main() {
     }),
   );
   const seconds = Math.round((Date.now() - t0) / 1000);
-  const notes = results.filter((r) => r.cli || r.missing).map((r) => `- ${r.variant}, ${NAMES[r.producer]}, content ${r.content}: ${r.missing ? `${r.missing} traces without a diagnosis; ` : ''}${r.cli ? `the CLI said \`${r.cli.slice(0, 160).replace(/`/g, "'")}\`` : ''}`);
+  const notes = results
+    .filter((r) => r.cli || r.missing)
+    .map(
+      (r) =>
+        `- ${r.variant}, ${NAMES[r.producer]}, content ${r.content}: ${r.missing ? `${r.missing} traces without a diagnosis; ` : ''}${r.cli ? `the CLI said \`${r.cli.slice(0, 160).replace(/`/g, "'")}\`` : ''}`,
+    );
   const block = [
     `Measured with \`node test/independent/evaluate.cjs --tasks ${argv.tasks} --seed ${argv.seed} --scale ${argv.scale}\` (${seconds} s on this machine), rule diagnoser.`,
     '',

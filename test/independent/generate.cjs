@@ -39,13 +39,17 @@ const { values: argv } = parseArgs({
   },
 });
 const bad = (what) => {
-  process.stderr.write(`generate.cjs: ${what}\nusage: generate.cjs --producer ${PRODUCERS.join('|')} --out DIR [--content on|off] [--variant base|reworded] [--tasks N] [--seed S] [--scale X] [--suite set|cases]\n`);
+  process.stderr.write(
+    `generate.cjs: ${what}\nusage: generate.cjs --producer ${PRODUCERS.join('|')} --out DIR [--content on|off] [--variant base|reworded] [--tasks N] [--seed S] [--scale X] [--suite set|cases]\n`,
+  );
   process.exit(2);
 };
-if (!PRODUCERS.includes(argv.producer)) bad(`--producer must be one of ${PRODUCERS.join(', ')}; got ${JSON.stringify(argv.producer)}`);
+if (!PRODUCERS.includes(argv.producer))
+  bad(`--producer must be one of ${PRODUCERS.join(', ')}; got ${JSON.stringify(argv.producer)}`);
 if (!argv.out) bad('--out DIR is required');
 if (!['on', 'off'].includes(argv.content)) bad(`--content must be on or off; got ${JSON.stringify(argv.content)}`);
-if (!(argv.variant in WORDINGS)) bad(`--variant must be one of ${Object.keys(WORDINGS).join(', ')}; got ${JSON.stringify(argv.variant)}`);
+if (!(argv.variant in WORDINGS))
+  bad(`--variant must be one of ${Object.keys(WORDINGS).join(', ')}; got ${JSON.stringify(argv.variant)}`);
 const producer = argv.producer;
 const content = argv.content === 'on';
 const w = WORDINGS[argv.variant];
@@ -75,7 +79,13 @@ function idOf(s) {
 }
 
 /** The workflows a fault can fire in (the others lack the call it needs). */
-const WHERE = { args_wrong_type: ['orders'], handoff_missing_field: ['helpdesk'], double_delivery: ['helpdesk', 'changelog', 'critic'], reset_mid_stream: ['helpdesk', 'changelog', 'critic'], mojibake: ['helpdesk', 'changelog', 'orders'] };
+const WHERE = {
+  args_wrong_type: ['orders'],
+  handoff_missing_field: ['helpdesk'],
+  double_delivery: ['helpdesk', 'changelog', 'critic'],
+  reset_mid_stream: ['helpdesk', 'changelog', 'critic'],
+  mojibake: ['helpdesk', 'changelog', 'orders'],
+};
 const names = Object.keys(WORKFLOWS);
 
 /**
@@ -100,10 +110,32 @@ const taskSeed = (s) => (argv.variant === 'base' ? s : (s ^ 0x2f6b3d) >>> 0);
 
 function caseTasks() {
   const tasks = [];
-  const add = (workflow, fault, nearMiss) => tasks.push({ id: `case-${String(tasks.length + 1).padStart(3, '0')}`, workflow, fault, nearMiss, skip: 0, seed: taskSeed(4000 + tasks.length) });
+  const add = (workflow, fault, nearMiss) =>
+    tasks.push({
+      id: `case-${String(tasks.length + 1).padStart(3, '0')}`,
+      workflow,
+      fault,
+      nearMiss,
+      skip: 0,
+      seed: taskSeed(4000 + tasks.length),
+    });
   for (const f of FAULTS) add((WHERE[f.name] ?? [f.name.startsWith('args_') ? 'orders' : 'critic'])[0], f);
-  add('orders', FAULTS.find((f) => f.name === 'args_missing_required')); // an agent that gives up after a validation error
-  for (const n of new Set(NEAR_MISSES)) add(n === 'prefix_argument' ? 'changelog' : n === 'repeated_poll' || n === 'tool_retried' ? 'orders' : n === 'own_max_tokens' ? 'helpdesk' : 'critic', undefined, n);
+  add(
+    'orders',
+    FAULTS.find((f) => f.name === 'args_missing_required'),
+  ); // an agent that gives up after a validation error
+  for (const n of new Set(NEAR_MISSES))
+    add(
+      n === 'prefix_argument'
+        ? 'changelog'
+        : n === 'repeated_poll' || n === 'tool_retried'
+          ? 'orders'
+          : n === 'own_max_tokens'
+            ? 'helpdesk'
+            : 'critic',
+      undefined,
+      n,
+    );
   return tasks;
 }
 
@@ -121,8 +153,23 @@ function planTasks(n) {
     const clean = r() < 0.3;
     const fault = clean ? undefined : deal();
     const nearMiss = NEAR_MISSES[Math.floor(r() * NEAR_MISSES.length)];
-    const allowed = fault ? (WHERE[fault.name] ?? names) : nearMiss === 'prefix_argument' ? ['changelog'] : nearMiss === 'repeated_poll' || nearMiss === 'tool_retried' ? ['orders'] : nearMiss === 'own_max_tokens' ? ['helpdesk', 'critic'] : names;
-    tasks.push({ id: `task-${String(i + 1).padStart(4, '0')}`, workflow: allowed[Math.floor(r() * allowed.length)], fault, nearMiss: clean ? nearMiss : undefined, skip: r() < 0.4 && !(fault && WHERE[fault.name]) ? 1 : 0, seed: taskSeed(Math.floor(r() * 2 ** 31)) });
+    const allowed = fault
+      ? (WHERE[fault.name] ?? names)
+      : nearMiss === 'prefix_argument'
+        ? ['changelog']
+        : nearMiss === 'repeated_poll' || nearMiss === 'tool_retried'
+          ? ['orders']
+          : nearMiss === 'own_max_tokens'
+            ? ['helpdesk', 'critic']
+            : names;
+    tasks.push({
+      id: `task-${String(i + 1).padStart(4, '0')}`,
+      workflow: allowed[Math.floor(r() * allowed.length)],
+      fault,
+      nearMiss: clean ? nearMiss : undefined,
+      skip: r() < 0.4 && !(fault && WHERE[fault.name]) ? 1 : 0,
+      seed: taskSeed(Math.floor(r() * 2 ** 31)),
+    });
   }
   return tasks;
 }
@@ -136,7 +183,10 @@ const labeller = {
     if (!call?.fault || span.instrumentationScope?.name?.startsWith('indep-')) return;
     span.setAttribute('faultline.fault.type', call.fault.type);
     span.setAttribute('faultline.fault.name', `indep:${call.fault.name}`);
-    span.addEvent('faultline.fault.injected', { 'faultline.fault.type': call.fault.type, 'faultline.fault.name': `indep:${call.fault.name}` });
+    span.addEvent('faultline.fault.injected', {
+      'faultline.fault.type': call.fault.type,
+      'faultline.fault.name': `indep:${call.fault.name}`,
+    });
   },
   onEnd() {},
   forceFlush: () => Promise.resolve(),
@@ -158,7 +208,17 @@ async function main() {
   rmSync(tracesFile, { force: true });
   rmSync(logsFile, { force: true });
   const openaiModule = () => require('openai').OpenAI;
-  const tel = setup(producer, { rng: mulberry32(seed * 31 + PRODUCERS.indexOf(producer) * 7 + (content ? 1 : 0) + (argv.variant === 'base' ? 0 : 3)), label: labeller, serviceName: `indep-${producer}`, content, tracesFile, logsFile, openai: openaiModule });
+  const tel = setup(producer, {
+    rng: mulberry32(
+      seed * 31 + PRODUCERS.indexOf(producer) * 7 + (content ? 1 : 0) + (argv.variant === 'base' ? 0 : 3),
+    ),
+    label: labeller,
+    serviceName: `indep-${producer}`,
+    content,
+    tracesFile,
+    logsFile,
+    openai: openaiModule,
+  });
   const OpenAI = openaiModule();
   const jitterRng = mulberry32(seed + 17);
   // Log-normal jitter (sigma 0.35): the spread of a provider's normal latency.
@@ -167,13 +227,21 @@ async function main() {
   const medianMs = 600 * scale;
   // As applications configure it: the SDK's default two retries, a timeout well above the slowest stall (and, on a
   // fast clock, above what a loaded machine adds to a normal call).
-  const client = new OpenAI({ apiKey: 'sk-indep-placeholder', baseURL: server.url, maxRetries: 2, timeout: Math.max(2500, Math.round(w.stall[1] * medianMs * 1.4 + 2000 * scale)) });
+  const client = new OpenAI({
+    apiKey: 'sk-indep-placeholder',
+    baseURL: server.url,
+    maxRetries: 2,
+    timeout: Math.max(2500, Math.round(w.stall[1] * medianMs * 1.4 + 2000 * scale)),
+  });
   {
     const { suppressTracing } = require('@opentelemetry/core');
     await context.with(suppressTracing(context.active()), async () => {
       for (let i = 0; i < 3; i++) {
         server.script(`warmup:${i}`, { text: 'ok' });
-        await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'ping' }] }, { headers: { 'x-indep-call': `warmup:${i}` } });
+        await client.chat.completions.create(
+          { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'ping' }] },
+          { headers: { 'x-indep-call': `warmup:${i}` } },
+        );
       }
     });
   }
@@ -215,7 +283,10 @@ async function main() {
       async llm(req, reply) {
         k++;
         const key = `${task.id}:${k}`;
-        const body = { model: 'gpt-4o-mini', messages: [...(req.system ? [{ role: 'system', content: req.system }] : []), ...req.messages] };
+        const body = {
+          model: 'gpt-4o-mini',
+          messages: [...(req.system ? [{ role: 'system', content: req.system }] : []), ...req.messages],
+        };
         if (req.tools) body.tools = req.tools;
         if (req.responseFormat) body.response_format = req.responseFormat;
         if (req.maxTokens) body.max_tokens = req.maxTokens;
@@ -231,7 +302,8 @@ async function main() {
             fault = f.make(w, r, { reply, body, k }, { scale, medianMs, answers, reply });
             if (fault) {
               fired = { fault: f, step: k };
-              if (reply.toolCalls && (fault.kind === 'args' || fault.kind === 'recode')) faultedToolCalls.add(reply.toolCalls[0].id);
+              if (reply.toolCalls && (fault.kind === 'args' || fault.kind === 'recode'))
+                faultedToolCalls.add(reply.toolCalls[0].id);
               if (fault.kind === 'filtered' || (fault.kind === 'text' && fault.text === '')) seen.zeroTokens = true; // usage reports 0 output tokens
             }
           }
@@ -244,7 +316,14 @@ async function main() {
           const res = await client.chat.completions.create(body, { headers: { 'x-indep-call': key } });
           if (!req.stream) {
             const m = res.choices[0]?.message ?? {};
-            return { text: m.content ?? '', toolCalls: (m.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments })) };
+            return {
+              text: m.content ?? '',
+              toolCalls: (m.tool_calls ?? []).map((t) => ({
+                id: t.id,
+                name: t.function.name,
+                arguments: t.function.arguments,
+              })),
+            };
           }
           let text = '';
           try {
@@ -289,9 +368,25 @@ async function main() {
   );
   await tel.provider.forceFlush();
   if (tel.loggerProvider) await tel.loggerProvider.forceFlush();
-  writeFileSync(join(argv.out, 'labels.json'), JSON.stringify({ producer, content: argv.content, variant: argv.variant, seed, scale, tasks: labels.sort((a, b) => a.task.localeCompare(b.task)) }, null, 2) + '\n');
+  writeFileSync(
+    join(argv.out, 'labels.json'),
+    JSON.stringify(
+      {
+        producer,
+        content: argv.content,
+        variant: argv.variant,
+        seed,
+        scale,
+        tasks: labels.sort((a, b) => a.task.localeCompare(b.task)),
+      },
+      null,
+      2,
+    ) + '\n',
+  );
   const faulty = labels.filter((l) => l.type !== 'none').length;
-  process.stderr.write(`${producer} content ${argv.content} ${argv.variant}: ${labels.length} tasks (${faulty} faulty, ${labels.filter((l) => l.fault === 'clean').length} clean${copiesReset ? `, ${copiesReset} instrumentation stream copies reset` : ''}) in ${((Date.now() - t0) / 1000).toFixed(1)} s → ${argv.out}\n`);
+  process.stderr.write(
+    `${producer} content ${argv.content} ${argv.variant}: ${labels.length} tasks (${faulty} faulty, ${labels.filter((l) => l.fault === 'clean').length} clean${copiesReset ? `, ${copiesReset} instrumentation stream copies reset` : ''}) in ${((Date.now() - t0) / 1000).toFixed(1)} s → ${argv.out}\n`,
+  );
   await server.close();
   await tel.provider.shutdown();
   if (tel.loggerProvider) await tel.loggerProvider.shutdown();

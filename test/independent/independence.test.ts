@@ -47,8 +47,11 @@ function literals(file: string): Array<{ text: string; kind: 'string' | 'number'
   const sf = ts.createSourceFile(file, readFileSync(join(root, file), 'utf8'), ts.ScriptTarget.Latest, true);
   const out: Array<{ text: string; kind: 'string' | 'number' }> = [];
   const visit = (n: ts.Node): void => {
-    if ((ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) && n.text.length >= 12) out.push({ text: n.text, kind: 'string' });
-    if (ts.isTemplateExpression(n)) for (const part of [n.head, ...n.templateSpans.map((s) => s.literal)]) if (part.text.length >= 12) out.push({ text: part.text, kind: 'string' });
+    if ((ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) && n.text.length >= 12)
+      out.push({ text: n.text, kind: 'string' });
+    if (ts.isTemplateExpression(n))
+      for (const part of [n.head, ...n.templateSpans.map((s) => s.literal)])
+        if (part.text.length >= 12) out.push({ text: part.text, kind: 'string' });
     if (ts.isRegularExpressionLiteral(n) && n.text.length >= 12) out.push({ text: n.text, kind: 'string' });
     if (ts.isNumericLiteral(n) && Number(n.text) >= 100) out.push({ text: n.text, kind: 'number' });
     ts.forEachChild(n, visit);
@@ -58,7 +61,9 @@ function literals(file: string): Array<{ text: string; kind: 'string' | 'number'
 }
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));
+  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)],
+  );
 }
 
 describe('the independent fault model', () => {
@@ -76,7 +81,9 @@ describe('the independent fault model', () => {
     for (const { text, kind } of found) {
       if (PROTOCOL.has(text)) continue;
       const escaped = text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      const hit = rules.find((r) => (kind === 'string' ? r.text.includes(text) : new RegExp(`(?<![\\w.])${escaped}(?![\\w.])`).test(r.text)));
+      const hit = rules.find((r) =>
+        kind === 'string' ? r.text.includes(text) : new RegExp(`(?<![\\w.])${escaped}(?![\\w.])`).test(r.text),
+      );
       if (hit) shared.push(`${kind} ${JSON.stringify(text)} also in ${hit.file}`);
     }
     expect(shared).toEqual([]);

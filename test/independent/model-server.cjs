@@ -19,7 +19,8 @@ const tokens = (s) => Math.max(1, Math.ceil(String(s ?? '').length / 4));
 
 function promptTokens(body) {
   let n = 0;
-  for (const m of body.messages) n += 3 + tokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? m.tool_calls ?? ''));
+  for (const m of body.messages)
+    n += 3 + tokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? m.tool_calls ?? ''));
   return n + 9 * (body.tools?.length ?? 0);
 }
 
@@ -31,7 +32,11 @@ function recode(text, as) {
 /** The assistant message, finish reason and output token count, after the API's own limit and the fault. */
 function shape(reply, fault, body) {
   let content = reply.text ?? null;
-  let toolCalls = reply.toolCalls?.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }));
+  let toolCalls = reply.toolCalls?.map((t) => ({
+    id: t.id,
+    type: 'function',
+    function: { name: t.name, arguments: t.arguments },
+  }));
   let finish = toolCalls ? 'tool_calls' : 'stop';
   let completion;
   const cap = body.max_tokens ?? body.max_completion_tokens;
@@ -66,7 +71,9 @@ function shape(reply, fault, body) {
       break;
     default:
   }
-  if (completion === undefined) completion = (content ? tokens(content) : 0) + (toolCalls ?? []).reduce((a, t) => a + 5 + tokens(t.function.arguments), 0);
+  if (completion === undefined)
+    completion =
+      (content ? tokens(content) : 0) + (toolCalls ?? []).reduce((a, t) => a + 5 + tokens(t.function.arguments), 0);
   const message = { role: 'assistant', content, refusal: null };
   if (toolCalls) message.tool_calls = toolCalls;
   return { message, finish, completion };
@@ -89,7 +96,11 @@ async function startModelServer(opts) {
     req.on('end', () => {
       handle(req, res, raw).catch((err) => {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: `loopback model: ${err && err.message}`, type: 'server_error', param: null, code: null } }));
+        res.end(
+          JSON.stringify({
+            error: { message: `loopback model: ${err && err.message}`, type: 'server_error', param: null, code: null },
+          }),
+        );
       });
     });
   });
@@ -99,13 +110,26 @@ async function startModelServer(opts) {
     const script = scripts.get(key);
     if (!script) {
       res.writeHead(404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: `no answer scripted for call ${key}`, type: 'invalid_request_error', param: null, code: null } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            message: `no answer scripted for call ${key}`,
+            type: 'invalid_request_error',
+            param: null,
+            code: null,
+          },
+        }),
+      );
       return;
     }
     script.attempts++;
     const body = JSON.parse(raw);
     const fault = script.fault;
-    const common = { 'x-request-id': `req_${opts.idOf(`${key}#${script.attempts}`)}`, 'openai-processing-ms': String(Math.round(ttft())), 'openai-version': '2020-10-01' };
+    const common = {
+      'x-request-id': `req_${opts.idOf(`${key}#${script.attempts}`)}`,
+      'openai-processing-ms': String(Math.round(ttft())),
+      'openai-version': '2020-10-01',
+    };
     if (script.transient && script.attempts === 1) {
       // A 429 the SDK's own retry gets past (the run succeeds): OpenAI's documented body and headers.
       const { WORDINGS, envelope, rateHeaders } = require('./faults.cjs');
@@ -136,10 +160,22 @@ async function startModelServer(opts) {
     if (!body.stream) {
       await sleep(first + generation + stall);
       res.writeHead(200, { 'content-type': 'application/json', ...common });
-      res.end(JSON.stringify({ id, object: 'chat.completion', created, model, choices: [{ index: 0, message, logprobs: null, finish_reason: finish }], usage, service_tier: 'default', system_fingerprint: 'fp_5d2c1b0a9e' }));
+      res.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created,
+          model,
+          choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
+          usage,
+          service_tier: 'default',
+          system_fingerprint: 'fp_5d2c1b0a9e',
+        }),
+      );
       return;
     }
-    const chunk = (delta, finishReason) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_5d2c1b0a9e', choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] })}\n\n`;
+    const chunk = (delta, finishReason) =>
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_5d2c1b0a9e', choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }] })}\n\n`;
     let pieces = (message.content ?? '').match(/\S*\s*/g)?.filter((p) => p !== '') ?? [];
     if (fault?.kind === 'twice') pieces = [...pieces, ...pieces];
     const stopAt = fault?.kind === 'reset' ? Math.max(1, Math.floor(pieces.length * fault.at)) : pieces.length;
@@ -159,7 +195,10 @@ async function startModelServer(opts) {
       return;
     }
     res.write(chunk({}, finish));
-    if (body.stream_options?.include_usage) res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`);
+    if (body.stream_options?.include_usage)
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`,
+      );
     res.end('data: [DONE]\n\n');
   }
 

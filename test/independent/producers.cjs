@@ -33,7 +33,10 @@ const PRODUCERS = ['contrib', 'traceloop-0.22', 'traceloop', 'openinference'];
 function seededIds(rng) {
   const hex = (n) => {
     let s = '';
-    while (s.length < n) s += Math.floor(rng() * 0x100000000).toString(16).padStart(8, '0');
+    while (s.length < n)
+      s += Math.floor(rng() * 0x100000000)
+        .toString(16)
+        .padStart(8, '0');
     return s.slice(0, n);
   };
   return { generateTraceId: () => hex(32), generateSpanId: () => hex(16) };
@@ -70,17 +73,29 @@ function setup(producer, { rng, label, serviceName, content, tracesFile, logsFil
   let loggerProvider;
   if (producer === 'contrib') {
     const { LoggerProvider, BatchLogRecordProcessor } = require('@opentelemetry/sdk-logs');
-    loggerProvider = new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter: fileExporter(logsFile, JsonLogsSerializer) })] });
+    loggerProvider = new LoggerProvider({
+      resource,
+      processors: [new BatchLogRecordProcessor({ exporter: fileExporter(logsFile, JsonLogsSerializer) })],
+    });
     const { OpenAIInstrumentation } = require('@opentelemetry/instrumentation-openai');
-    registerInstrumentations({ loggerProvider, instrumentations: [new OpenAIInstrumentation({ captureMessageContent: content })] });
+    registerInstrumentations({
+      loggerProvider,
+      instrumentations: [new OpenAIInstrumentation({ captureMessageContent: content })],
+    });
   } else if (producer === 'traceloop' || producer === 'traceloop-0.22') {
-    const { OpenAIInstrumentation } = require(producer === 'traceloop' ? '@traceloop/instrumentation-openai' : '@traceloop/instrumentation-openai-0-22');
+    const { OpenAIInstrumentation } = require(
+      producer === 'traceloop' ? '@traceloop/instrumentation-openai' : '@traceloop/instrumentation-openai-0-22',
+    );
     const instrumentation = new OpenAIInstrumentation({ traceContent: content });
     registerInstrumentations({ instrumentations: [instrumentation] });
     if (producer === 'traceloop-0.22') instrumentation.manuallyInstrument(openai());
   } else if (producer === 'openinference') {
     const { OpenAIInstrumentation } = require('@arizeai/openinference-instrumentation-openai');
-    registerInstrumentations({ instrumentations: [new OpenAIInstrumentation(content ? {} : { traceConfig: { hideInputs: true, hideOutputs: true } })] });
+    registerInstrumentations({
+      instrumentations: [
+        new OpenAIInstrumentation(content ? {} : { traceConfig: { hideInputs: true, hideOutputs: true } }),
+      ],
+    });
   } else {
     throw new Error(`unknown producer ${producer}: expected one of ${PRODUCERS.join(', ')}`);
   }
@@ -108,12 +123,28 @@ function conventions(producer, tracer, content) {
   const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v ?? null));
   if (producer === 'contrib') {
     return {
-      workflow: (name, _input, fn) => run(`invoke_workflow ${name}`, { 'gen_ai.operation.name': 'invoke_workflow', 'gen_ai.workflow.name': name }, fn),
-      agent: (name, fn) => run(`invoke_agent ${name}`, { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': name, 'gen_ai.provider.name': 'openai' }, fn),
+      workflow: (name, _input, fn) =>
+        run(
+          `invoke_workflow ${name}`,
+          { 'gen_ai.operation.name': 'invoke_workflow', 'gen_ai.workflow.name': name },
+          fn,
+        ),
+      agent: (name, fn) =>
+        run(
+          `invoke_agent ${name}`,
+          { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': name, 'gen_ai.provider.name': 'openai' },
+          fn,
+        ),
       tool: (name, callId, args, fn) =>
         run(
           `execute_tool ${name}`,
-          { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, 'gen_ai.tool.type': 'function', 'gen_ai.tool.call.id': callId, ...(content ? { 'gen_ai.tool.call.arguments': args } : {}) },
+          {
+            'gen_ai.operation.name': 'execute_tool',
+            'gen_ai.tool.name': name,
+            'gen_ai.tool.type': 'function',
+            'gen_ai.tool.call.id': callId,
+            ...(content ? { 'gen_ai.tool.call.arguments': args } : {}),
+          },
           fn,
           (span, out) => span.setAttribute('gen_ai.tool.call.result', text(out)),
         ),
@@ -125,22 +156,72 @@ function conventions(producer, tracer, content) {
     return {
       workflow: (name, input, fn) => {
         workflowName = name;
-        return run(`${name}.workflow`, { 'traceloop.span.kind': 'workflow', 'traceloop.workflow.name': name, 'traceloop.entity.name': name, 'traceloop.entity.path': '', ...io(input) }, fn, (span, out) => span.setAttribute('traceloop.entity.output', JSON.stringify(out ?? null)));
+        return run(
+          `${name}.workflow`,
+          {
+            'traceloop.span.kind': 'workflow',
+            'traceloop.workflow.name': name,
+            'traceloop.entity.name': name,
+            'traceloop.entity.path': '',
+            ...io(input),
+          },
+          fn,
+          (span, out) => span.setAttribute('traceloop.entity.output', JSON.stringify(out ?? null)),
+        );
       },
-      agent: (name, fn) => run(`${name}.agent`, { 'traceloop.span.kind': 'agent', 'traceloop.workflow.name': workflowName, 'traceloop.entity.name': name, 'traceloop.entity.path': workflowName }, fn),
+      agent: (name, fn) =>
+        run(
+          `${name}.agent`,
+          {
+            'traceloop.span.kind': 'agent',
+            'traceloop.workflow.name': workflowName,
+            'traceloop.entity.name': name,
+            'traceloop.entity.path': workflowName,
+          },
+          fn,
+        ),
       // The Traceloop SDK's @tool decorator records the function's arguments; no tool-call id.
-      tool: (name, _callId, args, fn) => run(`${name}.tool`, { 'traceloop.span.kind': 'tool', 'traceloop.workflow.name': workflowName, 'traceloop.entity.name': name, ...(content ? { 'traceloop.entity.input': JSON.stringify({ args: [args] }) } : {}) }, fn, (span, out) => span.setAttribute('traceloop.entity.output', JSON.stringify(out))),
+      tool: (name, _callId, args, fn) =>
+        run(
+          `${name}.tool`,
+          {
+            'traceloop.span.kind': 'tool',
+            'traceloop.workflow.name': workflowName,
+            'traceloop.entity.name': name,
+            ...(content ? { 'traceloop.entity.input': JSON.stringify({ args: [args] }) } : {}),
+          },
+          fn,
+          (span, out) => span.setAttribute('traceloop.entity.output', JSON.stringify(out)),
+        ),
     };
   }
   return {
-    workflow: (name, input, fn) => run(name, { 'openinference.span.kind': 'CHAIN', ...(content ? { 'input.value': input, 'input.mime_type': 'text/plain' } : {}) }, fn, (span, out) => span.setAttribute('output.value', text(out))),
+    workflow: (name, input, fn) =>
+      run(
+        name,
+        {
+          'openinference.span.kind': 'CHAIN',
+          ...(content ? { 'input.value': input, 'input.mime_type': 'text/plain' } : {}),
+        },
+        fn,
+        (span, out) => span.setAttribute('output.value', text(out)),
+      ),
     agent: (name, fn) => run(name, { 'openinference.span.kind': 'AGENT', 'agent.name': name }, fn),
     // OpenInference tool spans carry the tool's name and parameters, no call id.
     tool: (name, _callId, args, fn) =>
-      run(name, { 'openinference.span.kind': 'TOOL', 'tool.name': name, ...(content ? { 'input.value': args, 'input.mime_type': 'application/json' } : {}) }, fn, (span, out) => {
-        span.setAttribute('output.value', JSON.stringify(out));
-        span.setAttribute('output.mime_type', 'application/json');
-      }),
+      run(
+        name,
+        {
+          'openinference.span.kind': 'TOOL',
+          'tool.name': name,
+          ...(content ? { 'input.value': args, 'input.mime_type': 'application/json' } : {}),
+        },
+        fn,
+        (span, out) => {
+          span.setAttribute('output.value', JSON.stringify(out));
+          span.setAttribute('output.mime_type', 'application/json');
+        },
+      ),
   };
 }
 

@@ -13,7 +13,14 @@ import {
   ATTR_FL_FAULT_STRATEGY,
   ATTR_FL_FAULT_TYPE,
 } from '../../instrumentation/semconv';
-import { CONTENT_FILTERED_TEXT, LLM_ERROR_TEXT, LLM_SCHEMA_TEXT, LLM_TIMEOUT_TEXT, PROXY_HTML_TEXT, SERVICE_UNAVAILABLE_TEXT } from '../../src/catalog/agentchaos/experiments';
+import {
+  CONTENT_FILTERED_TEXT,
+  LLM_ERROR_TEXT,
+  LLM_SCHEMA_TEXT,
+  LLM_TIMEOUT_TEXT,
+  PROXY_HTML_TEXT,
+  SERVICE_UNAVAILABLE_TEXT,
+} from '../../src/catalog/agentchaos/experiments';
 import { FAULT_NAMES, getFault } from '../../src/catalog/index';
 import { loadCorpus, type CorpusRecord } from '../support/corpus';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
@@ -47,7 +54,10 @@ afterAll(async () => {
 });
 beforeEach(() => h.exporter.reset());
 
-async function runCalls(fault: string, records: CorpusRecord[]): Promise<{ responses: Resp[]; spans: ReadableSpan[]; taskId: string; ms: number[] }> {
+async function runCalls(
+  fault: string,
+  records: CorpusRecord[],
+): Promise<{ responses: Resp[]; spans: ReadableSpan[]; taskId: string; ms: number[] }> {
   queue = [...records];
   h.exporter.reset();
   const ms: number[] = [];
@@ -172,7 +182,9 @@ describe('the 60 base × strategy and positional configurations, through the ope
           [ATTR_FL_FAULT_NOOP]: false,
         });
         const [ev] = injectedEvents(span);
-        expect(ev.attributes?.['faultline.fault.original.hash']).not.toBe(ev.attributes?.['faultline.fault.delivered.hash']);
+        expect(ev.attributes?.['faultline.fault.original.hash']).not.toBe(
+          ev.attributes?.['faultline.fault.delivered.hash'],
+        );
         expect(ev.attributes?.['faultline.fault.original.body']).toBeUndefined(); // content capture is off
       } else {
         // Not hit: the application gets the provider's answer unchanged.
@@ -181,7 +193,13 @@ describe('the 60 base × strategy and positional configurations, through the ope
       }
     });
     const report = h.injector.triggerReport(taskId);
-    expect(report.tasks[0].rules[0]).toMatchObject({ rule: name, matched: 4, fires: expected.length, noops: 0, triggered: true });
+    expect(report.tasks[0].rules[0]).toMatchObject({
+      rule: name,
+      matched: 4,
+      fires: expected.length,
+      noops: 0,
+      triggered: true,
+    });
   });
 });
 
@@ -195,7 +213,10 @@ describe('the 8 compound scenarios, through the openai SDK', () => {
 
   it('compound_content_filter: tool calls stripped, filtered text, finish_reason content_filter', async () => {
     const { responses } = await runCalls('compound_content_filter', [TOOL, TEXT]);
-    expect(responses[0].choices[0]).toMatchObject({ message: { content: CONTENT_FILTERED_TEXT, tool_calls: [] }, finish_reason: 'content_filter' });
+    expect(responses[0].choices[0]).toMatchObject({
+      message: { content: CONTENT_FILTERED_TEXT, tool_calls: [] },
+      finish_reason: 'content_filter',
+    });
     expect(responses[1].choices[0].message.content).toBe(textOf(TEXT));
   });
 

@@ -13,7 +13,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ATTR_ERROR_TYPE, ATTR_FL_FAULT_NAME, ATTR_FL_FAULT_RULE, ATTR_FL_RESPONSE_ABORTED } from '../../instrumentation/semconv';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_FL_FAULT_NAME,
+  ATTR_FL_FAULT_RULE,
+  ATTR_FL_RESPONSE_ABORTED,
+} from '../../instrumentation/semconv';
 import { chatSpans, setupGuardHarness, type GuardHarness } from '../guards/harness';
 import { diagnoseByRules } from '../../src/diagnosers/rules';
 import { loadCorpus, sseEvents } from '../support/corpus';
@@ -34,7 +39,9 @@ let holdingUrl: string;
 
 beforeAll(async () => {
   h = setupGuardHarness();
-  answering = await startLlmServer((req) => corpusReply((JSON.parse(req.body.toString()) as { stream?: boolean }).stream ? STREAM : TEXT));
+  answering = await startLlmServer((req) =>
+    corpusReply((JSON.parse(req.body.toString()) as { stream?: boolean }).stream ? STREAM : TEXT),
+  );
   holding = createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
@@ -68,11 +75,13 @@ const outcome = (s: ReadableSpan) => ({
 
 type Signal = () => AbortSignal;
 const timeout: Signal = () => AbortSignal.timeout(300);
-const after300 = (reason?: Error): Signal => () => {
-  const c = new AbortController();
-  setTimeout(() => (reason ? c.abort(reason) : c.abort()), 300);
-  return c.signal;
-};
+const after300 =
+  (reason?: Error): Signal =>
+  () => {
+    const c = new AbortController();
+    setTimeout(() => (reason ? c.abort(reason) : c.abort()), 300);
+    return c.signal;
+  };
 
 /** One chat call through fetch, read to its end; resolves with the name of what the application got. */
 async function fetchCall(url: string, signal: Signal, stream = false): Promise<string> {
@@ -80,7 +89,7 @@ async function fetchCall(url: string, signal: Signal, stream = false): Promise<s
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test' },
-      body: JSON.stringify({ ...(stream ? STREAM : TEXT).request as object, stream }),
+      body: JSON.stringify({ ...((stream ? STREAM : TEXT).request as object), stream }),
       signal: signal(),
     });
     await res.text();
@@ -91,7 +100,10 @@ async function fetchCall(url: string, signal: Signal, stream = false): Promise<s
 }
 
 /** Run `call` as a task under `plan`; the app's result and the call's span. */
-async function run(plan: object | undefined, call: () => Promise<string>): Promise<{ got: string; span: ReadableSpan }> {
+async function run(
+  plan: object | undefined,
+  call: () => Promise<string>,
+): Promise<{ got: string; span: ReadableSpan }> {
   h.exporter.reset();
   const { result } = await deadline(h.task(plan as never, call), 5000, 'the aborted call');
   const spans = chatSpans(await h.waitForSpans((s) => chatSpans(s).length >= 1, 3000));
@@ -99,7 +111,9 @@ async function run(plan: object | undefined, call: () => Promise<string>): Promi
   return { got: result, span: spans[0] };
 }
 
-const rule = (fault: string, params: Record<string, unknown> = {}) => ({ rules: [{ name: `held-by-${fault}`, fault, params, match: { operation: 'chat' } }] });
+const rule = (fault: string, params: Record<string, unknown> = {}) => ({
+  rules: [{ name: `held-by-${fault}`, fault, params, match: { operation: 'chat' } }],
+});
 
 /** The same abort with no plan on the holding server, and under `plan` on the answering one: recorded alike. */
 async function sameAsReal(fault: string, params: Record<string, unknown>, signal: Signal, stream = false) {
@@ -128,10 +142,18 @@ describe('the application’s AbortSignal.timeout ends a held call: ERROR Timeou
   });
 
   it('a retry guard’s back-off after an injected 503, aborted by the app', async () => {
-    const retry = { routes: [{ match: { provider: 'openai*' }, retry: { maxRetries: 2, baseDelayMs: 5000, jitter: 'none' as const } }] };
+    const retry = {
+      routes: [
+        { match: { provider: 'openai*' }, retry: { maxRetries: 2, baseDelayMs: 5000, jitter: 'none' as const } },
+      ],
+    };
     h.config = retry;
     // No plan: a real 503 from the server, the same back-off.
-    const failing = await startLlmServer(() => ({ status: 503, headers: { 'content-type': 'application/json' }, body: '{"error":{"message":"overloaded","type":"server_error"}}' }));
+    const failing = await startLlmServer(() => ({
+      status: 503,
+      headers: { 'content-type': 'application/json' },
+      body: '{"error":{"message":"overloaded","type":"server_error"}}',
+    }));
     try {
       const real = await run(undefined, () => fetchCall(failing.url, timeout));
       const held = await run(rule('http_503'), () => fetchCall(answering.url, timeout));
@@ -139,7 +161,10 @@ describe('the application’s AbortSignal.timeout ends a held call: ERROR Timeou
       expect(held.got).toBe(real.got);
       expect(outcome(held.span)).toEqual(TIMED_OUT);
       expect(outcome(held.span)).toEqual(outcome(real.span));
-      expect(held.span.attributes).toMatchObject({ [ATTR_FL_FAULT_NAME]: 'http_503', [ATTR_FL_FAULT_RULE]: 'held-by-http_503' });
+      expect(held.span.attributes).toMatchObject({
+        [ATTR_FL_FAULT_NAME]: 'http_503',
+        [ATTR_FL_FAULT_RULE]: 'held-by-http_503',
+      });
     } finally {
       await failing.close();
     }
@@ -148,20 +173,35 @@ describe('the application’s AbortSignal.timeout ends a held call: ERROR Timeou
 
 describe('the application’s own abort of a held call is recorded as it is without a plan', () => {
   it('abort(): a cancel, not an error', async () => {
-    expect(await sameAsReal('timeout_hang', {}, after300())).toEqual({ status: SpanStatusCode.UNSET, errorType: undefined, aborted: true, diagnosed: 'none' });
+    expect(await sameAsReal('timeout_hang', {}, after300())).toEqual({
+      status: SpanStatusCode.UNSET,
+      errorType: undefined,
+      aborted: true,
+      diagnosed: 'none',
+    });
   });
 
   it('abort(err): that error', async () => {
     class UserCancelled extends Error {
       override name = 'UserCancelled';
     }
-    expect(await sameAsReal('timeout_hang', {}, after300(new UserCancelled('the user closed the tab')))).toMatchObject({ status: SpanStatusCode.ERROR, errorType: 'UserCancelled', aborted: false });
+    expect(await sameAsReal('timeout_hang', {}, after300(new UserCancelled('the user closed the tab')))).toMatchObject({
+      status: SpanStatusCode.ERROR,
+      errorType: 'UserCancelled',
+      aborted: false,
+    });
   });
 });
 
 it('the openai client’s timeout (it aborts without a reason) is the same cancel with and without a plan, the rule on the span', async () => {
   const client = (url: string) => new OpenAI({ apiKey: 'sk-test', baseURL: `${url}/v1`, maxRetries: 0, timeout: 300 });
-  const call = (url: string) => () => client(url).chat.completions.create(TEXT.request as never).then(() => 'answered', (e: Error) => e.constructor.name);
+  const call = (url: string) => () =>
+    client(url)
+      .chat.completions.create(TEXT.request as never)
+      .then(
+        () => 'answered',
+        (e: Error) => e.constructor.name,
+      );
   const real = await run(undefined, call(holdingUrl));
   const held = await run(rule('timeout_hang'), call(answering.url));
   expect(held.got).toBe('APIConnectionTimeoutError');

@@ -6,7 +6,14 @@
  * trace, the trigger report (what `faultline verify` prints) and the rule diagnoser (`faultline diagnose`) name the
  * fault's rule, its type and its step.
  */
-import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, ServiceUnavailableException, ThrottlingException, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import {
+  BedrockRuntimeClient,
+  ConverseCommand,
+  ConverseStreamCommand,
+  ServiceUnavailableException,
+  ThrottlingException,
+  type ConverseCommandInput,
+} from '@aws-sdk/client-bedrock-runtime';
 import { trace } from '@opentelemetry/api';
 import { FetchHttpHandler } from '@smithy/fetch-http-handler';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -36,15 +43,28 @@ beforeEach(() => {
   server.requests.length = 0;
 });
 
-const INPUT: ConverseCommandInput = { modelId: MODEL, messages: [{ role: 'user', content: [{ text: 'What is the capital of France?' }] }] };
+const INPUT: ConverseCommandInput = {
+  modelId: MODEL,
+  messages: [{ role: 'user', content: [{ text: 'What is the capital of France?' }] }],
+};
 const client = (maxAttempts = 1) =>
-  new BedrockRuntimeClient({ region: 'us-east-1', endpoint: server.url, credentials: FAKE_CREDENTIALS, requestHandler: new FetchHttpHandler(), maxAttempts });
-const plan = (fault: string, params: Record<string, unknown> = {}) => ({ rules: [{ fault, params, match: { provider: 'aws.bedrock' } }] });
+  new BedrockRuntimeClient({
+    region: 'us-east-1',
+    endpoint: server.url,
+    credentials: FAKE_CREDENTIALS,
+    requestHandler: new FetchHttpHandler(),
+    maxAttempts,
+  });
+const plan = (fault: string, params: Record<string, unknown> = {}) => ({
+  rules: [{ fault, params, match: { provider: 'aws.bedrock' } }],
+});
 const spansOf = async (n: number) => callSpans(await h.waitForSpans((s) => callSpans(s).length >= n));
 
 describe('transport faults on Bedrock Converse (AWS SDK, FetchHttpHandler)', () => {
   it('http_429 reaches the SDK as ThrottlingException with Bedrock’s message; the request never left', async () => {
-    const err = await h.task(plan('http_429', { retryAfterS: 0 }), () => client().send(new ConverseCommand(INPUT))).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('http_429', { retryAfterS: 0 }), () => client().send(new ConverseCommand(INPUT)))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ThrottlingException);
     const e = err as ThrottlingException;
     expect(e.$metadata.httpStatusCode).toBe(429);
@@ -53,11 +73,17 @@ describe('transport faults on Bedrock Converse (AWS SDK, FetchHttpHandler)', () 
     expect(server.requests).toHaveLength(0);
     const [span] = await spansOf(1);
     expect(faultName(span!)).toBe('http_429');
-    expect(span!.attributes).toMatchObject({ [ATTR_HTTP_RESPONSE_STATUS_CODE]: 429, [ATTR_FL_FAULT_MODE]: 'transport', 'gen_ai.provider.name': 'aws.bedrock' });
+    expect(span!.attributes).toMatchObject({
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 429,
+      [ATTR_FL_FAULT_MODE]: 'transport',
+      'gen_ai.provider.name': 'aws.bedrock',
+    });
   });
 
   it('the SDK’s own retry gets past one 429: the second attempt reaches the server', async () => {
-    const { result } = await h.task(plan('http_429', { retryAfterS: 0 }), () => client(2).send(new ConverseCommand(INPUT)));
+    const { result } = await h.task(plan('http_429', { retryAfterS: 0 }), () =>
+      client(2).send(new ConverseCommand(INPUT)),
+    );
     expect(result.output?.message?.content?.[0]?.text).toBe('The capital of France is Paris.');
     expect(server.requests).toHaveLength(1);
     const spans = await spansOf(2);
@@ -67,13 +93,17 @@ describe('transport faults on Bedrock Converse (AWS SDK, FetchHttpHandler)', () 
   });
 
   it('http_503 reaches the SDK as ServiceUnavailableException', async () => {
-    const err = await h.task(plan('http_503'), () => client().send(new ConverseCommand(INPUT))).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('http_503'), () => client().send(new ConverseCommand(INPUT)))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ServiceUnavailableException);
     expect((err as ServiceUnavailableException).$metadata.httpStatusCode).toBe(503);
   });
 
   it('llm_truncate_single on a Converse answer: the SDK reads the text cut to 30 % and stopReason max_tokens', async () => {
-    const { result, taskId } = await h.task(plan('llm_truncate_single'), () => client().send(new ConverseCommand(INPUT)));
+    const { result, taskId } = await h.task(plan('llm_truncate_single'), () =>
+      client().send(new ConverseCommand(INPUT)),
+    );
     const full = 'The capital of France is Paris.';
     expect(result.output?.message?.content?.[0]?.text).toBe(full.slice(0, Math.max(1, Math.floor(full.length * 0.3))));
     expect(result.stopReason).toBe('max_tokens');
@@ -82,7 +112,9 @@ describe('transport faults on Bedrock Converse (AWS SDK, FetchHttpHandler)', () 
     const [span] = await spansOf(1);
     expect(faultName(span!)).toBe('llm_truncate_single');
     expect(span!.attributes['gen_ai.response.finish_reasons']).toEqual(['length']);
-    const gaps = planGaps(parsePlan({ rules: [{ fault: 'llm_truncate_single', match: { provider: 'aws.bedrock' } }] })).flatMap((g) => g.gaps.map((x) => x.format));
+    const gaps = planGaps(
+      parsePlan({ rules: [{ fault: 'llm_truncate_single', match: { provider: 'aws.bedrock' } }] }),
+    ).flatMap((g) => g.gaps.map((x) => x.format));
     expect(gaps.filter((f) => f.includes('Bedrock'))).toEqual([]);
   });
 
@@ -116,7 +148,10 @@ describe('transport faults on Bedrock Converse (AWS SDK, FetchHttpHandler)', () 
       trace.getTracer('app').startActiveSpan('run', async (root) => {
         const c = client();
         await c.send(new ConverseCommand(INPUT));
-        const second = await c.send(new ConverseCommand(INPUT)).then(() => undefined, (e: unknown) => e);
+        const second = await c.send(new ConverseCommand(INPUT)).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         root.end();
         return second;
       }),

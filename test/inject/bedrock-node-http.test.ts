@@ -5,7 +5,16 @@
  * what it delivers as a real answer (a 429 is a ThrottlingException with Bedrock's message, the request never sent).
  * With no plan the application reads its own IncomingMessage, the bytes the server sent.
  */
-import { BedrockRuntimeClient, ConverseCommand, ConverseStreamCommand, InvokeModelCommand, InvokeModelWithResponseStreamCommand, ServiceUnavailableException, ThrottlingException, type ConverseCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import {
+  BedrockRuntimeClient,
+  ConverseCommand,
+  ConverseStreamCommand,
+  InvokeModelCommand,
+  InvokeModelWithResponseStreamCommand,
+  ServiceUnavailableException,
+  ThrottlingException,
+  type ConverseCommandInput,
+} from '@aws-sdk/client-bedrock-runtime';
 import { trace } from '@opentelemetry/api';
 import { NodeHttp2Handler, NodeHttpHandler } from '@smithy/node-http-handler';
 import http, { IncomingMessage } from 'node:http';
@@ -13,7 +22,20 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ATTR_FL_FAULT_MODE, ATTR_HTTP_RESPONSE_STATUS_CODE } from '../../instrumentation/semconv';
 import { diagnoseByRules, stripGroundTruth } from '../../src/diagnosers';
 import { triggerReportFromSpans } from '../../src/inject/verify';
-import { bedrockClient, chunkFrame, CONVERSE_TEXT, FAKE_CREDENTIALS, INVOKE_FIXTURES, jsonReply, MODEL, startBedrockH2Server, streamReply, textStream, type BedrockH2Server, type InvokeFixture } from '../support/bedrock';
+import {
+  bedrockClient,
+  chunkFrame,
+  CONVERSE_TEXT,
+  FAKE_CREDENTIALS,
+  INVOKE_FIXTURES,
+  jsonReply,
+  MODEL,
+  startBedrockH2Server,
+  streamReply,
+  textStream,
+  type BedrockH2Server,
+  type InvokeFixture,
+} from '../support/bedrock';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { toTraces } from '../support/to-traces';
 import { callSpans, faultName, setupHarness, type Harness } from './harness';
@@ -38,8 +60,13 @@ beforeEach(() => {
   h2.bodies.length = 0;
 });
 
-const INPUT: ConverseCommandInput = { modelId: MODEL, messages: [{ role: 'user', content: [{ text: 'What is the capital of France?' }] }] };
-const plan = (fault: string, params: Record<string, unknown> = {}) => ({ rules: [{ fault, params, match: { provider: 'aws.bedrock' } }] });
+const INPUT: ConverseCommandInput = {
+  modelId: MODEL,
+  messages: [{ role: 'user', content: [{ text: 'What is the capital of France?' }] }],
+};
+const plan = (fault: string, params: Record<string, unknown> = {}) => ({
+  rules: [{ fault, params, match: { provider: 'aws.bedrock' } }],
+});
 const spansOf = async (n: number) => callSpans(await h.waitForSpans((s) => callSpans(s).length >= n));
 
 function noCredentials(attributes: object): void {
@@ -52,12 +79,22 @@ function noCredentials(attributes: object): void {
 function rawConverse(url: string): Promise<{ res: IncomingMessage; port: number | undefined; bytes: Buffer }> {
   return new Promise((resolve, reject) => {
     const path = `/model/${encodeURIComponent(MODEL)}/converse`;
-    const req = http.request(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'AWS4-HMAC-SHA256 Credential=AKIAFAULTLINETEST000/x, Signature=abc' } }, (res) => {
-      const chunks: Buffer[] = [];
-      const port = res.socket?.remotePort;
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ res, port, bytes: Buffer.concat(chunks) }));
-    });
+    const req = http.request(
+      `${url}${path}`,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'AWS4-HMAC-SHA256 Credential=AKIAFAULTLINETEST000/x, Signature=abc',
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        const port = res.socket?.remotePort;
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ res, port, bytes: Buffer.concat(chunks) }));
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(INPUT));
   });
@@ -65,7 +102,9 @@ function rawConverse(url: string): Promise<{ res: IncomingMessage; port: number 
 
 describe('faults on Bedrock through node:http (AWS SDK, NodeHttpHandler)', () => {
   it('no rule for the call: the application reads its own IncomingMessage, the server’s bytes', async () => {
-    const { result } = await h.task({ rules: [{ fault: 'http_429', match: { provider: 'openai' } }] }, () => rawConverse(server.url));
+    const { result } = await h.task({ rules: [{ fault: 'http_429', match: { provider: 'openai' } }] }, () =>
+      rawConverse(server.url),
+    );
     expect(result.bytes.toString()).toBe(JSON.stringify(CONVERSE_TEXT));
     // Node's own response object, on the socket to the server: not one of faultline's making.
     expect(result.port).toBe(server.port);
@@ -77,7 +116,9 @@ describe('faults on Bedrock through node:http (AWS SDK, NodeHttpHandler)', () =>
   });
 
   it('http_429 reaches the SDK as ThrottlingException with Bedrock’s message; the request never left', async () => {
-    const err = await h.task(plan('http_429', { retryAfterS: 0 }), () => bedrockClient(server.url).send(new ConverseCommand(INPUT))).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('http_429', { retryAfterS: 0 }), () => bedrockClient(server.url).send(new ConverseCommand(INPUT)))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ThrottlingException);
     const e = err as ThrottlingException;
     expect(e.$metadata.httpStatusCode).toBe(429);
@@ -85,13 +126,25 @@ describe('faults on Bedrock through node:http (AWS SDK, NodeHttpHandler)', () =>
     expect(server.requests).toHaveLength(0);
     const [span] = await spansOf(1);
     expect(faultName(span!)).toBe('http_429');
-    expect(span!.attributes).toMatchObject({ [ATTR_HTTP_RESPONSE_STATUS_CODE]: 429, [ATTR_FL_FAULT_MODE]: 'transport', 'gen_ai.provider.name': 'aws.bedrock' });
+    expect(span!.attributes).toMatchObject({
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 429,
+      [ATTR_FL_FAULT_MODE]: 'transport',
+      'gen_ai.provider.name': 'aws.bedrock',
+    });
     noCredentials(span!.attributes);
   });
 
   it('the SDK’s own retry gets past one 429 on a keep-alive agent: the second attempt reaches the server', async () => {
-    const client = new BedrockRuntimeClient({ region: 'us-east-1', endpoint: server.url, credentials: FAKE_CREDENTIALS, requestHandler: new NodeHttpHandler({ httpAgent: new http.Agent({ keepAlive: true }) }), maxAttempts: 2 });
-    const { result } = await h.task(plan('http_429', { retryAfterS: 0 }), () => client.send(new ConverseCommand(INPUT)));
+    const client = new BedrockRuntimeClient({
+      region: 'us-east-1',
+      endpoint: server.url,
+      credentials: FAKE_CREDENTIALS,
+      requestHandler: new NodeHttpHandler({ httpAgent: new http.Agent({ keepAlive: true }) }),
+      maxAttempts: 2,
+    });
+    const { result } = await h.task(plan('http_429', { retryAfterS: 0 }), () =>
+      client.send(new ConverseCommand(INPUT)),
+    );
     expect(result.output?.message?.content?.[0]?.text).toBe('The capital of France is Paris.');
     expect(server.requests).toHaveLength(1);
     const spans = await spansOf(2);
@@ -101,20 +154,26 @@ describe('faults on Bedrock through node:http (AWS SDK, NodeHttpHandler)', () =>
   });
 
   it('http_503 reaches the SDK as ServiceUnavailableException', async () => {
-    const err = await h.task(plan('http_503'), () => bedrockClient(server.url).send(new ConverseCommand(INPUT))).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('http_503'), () => bedrockClient(server.url).send(new ConverseCommand(INPUT)))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ServiceUnavailableException);
     expect((err as ServiceUnavailableException).$metadata.httpStatusCode).toBe(503);
   });
 
   it('conn_reset reaches the SDK as a socket error', async () => {
-    const err = await h.task(plan('conn_reset'), () => bedrockClient(server.url).send(new ConverseCommand(INPUT))).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('conn_reset'), () => bedrockClient(server.url).send(new ConverseCommand(INPUT)))
+      .catch((e: unknown) => e);
     expect((err as { code?: string }).code).toBe('ECONNRESET');
     expect(server.requests).toHaveLength(0);
   });
 
   it('slow_first_byte: the answer is the server’s, later; the request was sent once the delay was over', async () => {
     const t0 = Date.now();
-    const { result } = await h.task(plan('slow_first_byte', { delayMs: 300 }), () => bedrockClient(server.url).send(new ConverseCommand(INPUT)));
+    const { result } = await h.task(plan('slow_first_byte', { delayMs: 300 }), () =>
+      bedrockClient(server.url).send(new ConverseCommand(INPUT)),
+    );
     expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
     expect(result.output?.message?.content?.[0]?.text).toBe('The capital of France is Paris.');
     expect(server.requests).toHaveLength(1);
@@ -125,7 +184,11 @@ describe('faults on Bedrock through node:http (AWS SDK, NodeHttpHandler)', () =>
 
   it('timeout_hang: held until the application gives up (its abort signal)', async () => {
     const t0 = Date.now();
-    const err = await h.task(plan('timeout_hang'), () => bedrockClient(server.url).send(new ConverseCommand(INPUT), { abortSignal: AbortSignal.timeout(200) })).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('timeout_hang'), () =>
+        bedrockClient(server.url).send(new ConverseCommand(INPUT), { abortSignal: AbortSignal.timeout(200) }),
+      )
+      .catch((e: unknown) => e);
     expect((err as Error).name).toBe('AbortError');
     expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
     const [span] = await spansOf(1);
@@ -134,7 +197,9 @@ describe('faults on Bedrock through node:http (AWS SDK, NodeHttpHandler)', () =>
   });
 
   it('llm_truncate_single: the SDK reads the Converse answer cut to 30 %, stopReason max_tokens, usage kept', async () => {
-    const { result } = await h.task(plan('llm_truncate_single'), () => bedrockClient(server.url).send(new ConverseCommand(INPUT)));
+    const { result } = await h.task(plan('llm_truncate_single'), () =>
+      bedrockClient(server.url).send(new ConverseCommand(INPUT)),
+    );
     const full = 'The capital of France is Paris.';
     expect(result.output?.message?.content?.[0]?.text).toBe(full.slice(0, Math.max(1, Math.floor(full.length * 0.3))));
     expect(result.stopReason).toBe('max_tokens');
@@ -151,7 +216,10 @@ describe('faults on Bedrock through node:http (AWS SDK, NodeHttpHandler)', () =>
       trace.getTracer('app').startActiveSpan('run', async (root) => {
         const c = bedrockClient(server.url);
         await c.send(new ConverseCommand(INPUT));
-        const second = await c.send(new ConverseCommand(INPUT)).then(() => undefined, (e: unknown) => e);
+        const second = await c.send(new ConverseCommand(INPUT)).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         root.end();
         return second;
       }),
@@ -162,7 +230,11 @@ describe('faults on Bedrock through node:http (AWS SDK, NodeHttpHandler)', () =>
     const [trace0] = toTraces(all.filter((x) => x.spanContext().traceId === spans[0]!.spanContext().traceId));
     const report = triggerReportFromSpans(trace0!.spans);
     expect(report.tasks[0]!.rules).toEqual([expect.objectContaining({ rule: 'http_429', fires: 1, triggered: true })]);
-    expect(diagnoseByRules(stripGroundTruth(trace0!))).toMatchObject({ faultType: 'error', step: 2, spanId: spans[1]!.spanContext().spanId });
+    expect(diagnoseByRules(stripGroundTruth(trace0!))).toMatchObject({
+      faultType: 'error',
+      step: 2,
+      spanId: spans[1]!.spanContext().spanId,
+    });
   });
 });
 
@@ -170,7 +242,9 @@ describe('faults on Bedrock through node:http2 (AWS SDK, NodeHttp2Handler)', () 
   it('no plan: the answer is the server’s', async () => {
     const handler = new NodeHttp2Handler({ disableConcurrentStreams: true });
     try {
-      const { result } = await h.task(undefined, () => bedrockClient(h2.url, handler as never).send(new ConverseCommand(INPUT)));
+      const { result } = await h.task(undefined, () =>
+        bedrockClient(h2.url, handler as never).send(new ConverseCommand(INPUT)),
+      );
       expect(result.output?.message?.content?.[0]?.text).toBe('The capital of France is Paris.');
       expect(h2.bodies).toHaveLength(1);
     } finally {
@@ -181,7 +255,9 @@ describe('faults on Bedrock through node:http2 (AWS SDK, NodeHttp2Handler)', () 
   it('llm_truncate_single: the SDK reads the Converse answer cut to 30 %', async () => {
     const handler = new NodeHttp2Handler({ disableConcurrentStreams: true });
     try {
-      const { result } = await h.task(plan('llm_truncate_single'), () => bedrockClient(h2.url, handler as never).send(new ConverseCommand(INPUT)));
+      const { result } = await h.task(plan('llm_truncate_single'), () =>
+        bedrockClient(h2.url, handler as never).send(new ConverseCommand(INPUT)),
+      );
       expect(result.output?.message?.content?.[0]?.text).toBe('The capital of France is Paris.'.slice(0, 9));
       expect(result.stopReason).toBe('max_tokens');
       expect(h2.bodies).toHaveLength(1);
@@ -193,7 +269,11 @@ describe('faults on Bedrock through node:http2 (AWS SDK, NodeHttp2Handler)', () 
   it('http_429 reaches the SDK as ThrottlingException; the request body was never sent', async () => {
     const handler = new NodeHttp2Handler({ disableConcurrentStreams: true });
     try {
-      const err = await h.task(plan('http_429', { retryAfterS: 0 }), () => bedrockClient(h2.url, handler as never).send(new ConverseCommand(INPUT))).catch((e: unknown) => e);
+      const err = await h
+        .task(plan('http_429', { retryAfterS: 0 }), () =>
+          bedrockClient(h2.url, handler as never).send(new ConverseCommand(INPUT)),
+        )
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ThrottlingException);
       expect((err as ThrottlingException).$metadata.httpStatusCode).toBe(429);
       expect(h2.bodies).toHaveLength(0);
@@ -207,7 +287,10 @@ describe('faults on Bedrock through node:http2 (AWS SDK, NodeHttp2Handler)', () 
 });
 
 /** A ConverseStream read to its end: the text, the stop reason, and how it ended. */
-async function readStream(client: ReturnType<typeof bedrockClient>, opts: { abortSignal?: AbortSignal } = {}): Promise<{ text: string; stop?: string; events: string[]; error?: string }> {
+async function readStream(
+  client: ReturnType<typeof bedrockClient>,
+  opts: { abortSignal?: AbortSignal } = {},
+): Promise<{ text: string; stop?: string; events: string[]; error?: string }> {
   const out = await client.send(new ConverseStreamCommand(INPUT), opts);
   const r: { text: string; stop?: string; events: string[]; error?: string } = { text: '', events: [] };
   try {
@@ -249,7 +332,19 @@ describe('stream faults on ConverseStream: whole event-stream frames rewritten, 
       const { client, done } = t.client();
       try {
         const { result } = await h.task(undefined, () => readStream(client));
-        expect(result).toEqual({ text: DELTAS.join(''), stop: 'end_turn', events: ['messageStart', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockStop', 'messageStop', 'metadata'] });
+        expect(result).toEqual({
+          text: DELTAS.join(''),
+          stop: 'end_turn',
+          events: [
+            'messageStart',
+            'contentBlockDelta',
+            'contentBlockDelta',
+            'contentBlockDelta',
+            'contentBlockStop',
+            'messageStop',
+            'metadata',
+          ],
+        });
       } finally {
         done();
       }
@@ -260,10 +355,17 @@ describe('stream faults on ConverseStream: whole event-stream frames rewritten, 
       try {
         const { result, taskId } = await h.task(plan('stream_cut', { afterEvents: 2 }), () => readStream(client));
         expect(result).toEqual({ text: 'Paris', events: ['messageStart', 'contentBlockDelta'] });
-        expect(h.injector.triggerReport(taskId).tasks[0]!.rules[0]).toMatchObject({ rule: 'stream_cut', fires: 1, triggered: true });
+        expect(h.injector.triggerReport(taskId).tasks[0]!.rules[0]).toMatchObject({
+          rule: 'stream_cut',
+          fires: 1,
+          triggered: true,
+        });
         const [span] = await spansOf(1);
         expect(faultName(span!)).toBe('stream_cut');
-        expect(span!.attributes).toMatchObject({ 'faultline.response.done': false, 'faultline.response.output_chars': 'Paris'.length });
+        expect(span!.attributes).toMatchObject({
+          'faultline.response.done': false,
+          'faultline.response.output_chars': 'Paris'.length,
+        });
         expect(span!.attributes['gen_ai.response.finish_reasons']).toBeUndefined();
       } finally {
         done();
@@ -273,7 +375,9 @@ describe('stream faults on ConverseStream: whole event-stream frames rewritten, 
     it(`${t.name}: stream_cut with reset — the SDK’s stream fails mid-answer`, async () => {
       const { client, done } = t.client();
       try {
-        const { result } = await h.task(plan('stream_cut', { afterEvents: 2, reset: true }), () => readStream(client).catch((e: unknown) => ({ text: '', events: [], error: (e as Error).name })));
+        const { result } = await h.task(plan('stream_cut', { afterEvents: 2, reset: true }), () =>
+          readStream(client).catch((e: unknown) => ({ text: '', events: [], error: (e as Error).name })),
+        );
         expect(result.text).toBe('Paris');
         expect(result.error).toBeDefined();
       } finally {
@@ -296,7 +400,10 @@ describe('stream faults on ConverseStream: whole event-stream frames rewritten, 
       const { client, done } = t.client();
       try {
         const { result } = await h.task(plan('stream_drop_done'), () => readStream(client));
-        expect(result).toEqual({ text: DELTAS.join(''), events: ['messageStart', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockStop'] });
+        expect(result).toEqual({
+          text: DELTAS.join(''),
+          events: ['messageStart', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockStop'],
+        });
         const [span] = await spansOf(1);
         expect(span!.attributes['faultline.response.done']).toBe(false);
       } finally {
@@ -308,7 +415,13 @@ describe('stream faults on ConverseStream: whole event-stream frames rewritten, 
       const { client, done } = t.client();
       try {
         const t0 = Date.now();
-        const { result } = await h.task(plan('stream_stall', { afterEvents: 2 }), () => readStream(client, { abortSignal: AbortSignal.timeout(300) }).catch((e: unknown) => ({ text: '', events: [], error: (e as Error).name })));
+        const { result } = await h.task(plan('stream_stall', { afterEvents: 2 }), () =>
+          readStream(client, { abortSignal: AbortSignal.timeout(300) }).catch((e: unknown) => ({
+            text: '',
+            events: [],
+            error: (e as Error).name,
+          })),
+        );
         expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
         expect(result.error).toBeDefined();
       } finally {
@@ -322,18 +435,43 @@ describe('faults on InvokeModel and InvokeModelWithResponseStream (NodeHttpHandl
   const llama = INVOKE_FIXTURES.find((f) => f.family === 'Meta Llama')!;
   const nova = INVOKE_FIXTURES.find((f) => f.family === 'Amazon Nova')!;
   const streamOf = async (f: InvokeFixture): Promise<Array<Record<string, unknown>>> => {
-    const out = await bedrockClient(server.url).send(new InvokeModelWithResponseStreamCommand({ modelId: f.model, contentType: 'application/json', body: JSON.stringify(f.request) }));
+    const out = await bedrockClient(server.url).send(
+      new InvokeModelWithResponseStreamCommand({
+        modelId: f.model,
+        contentType: 'application/json',
+        body: JSON.stringify(f.request),
+      }),
+    );
     const got: Array<Record<string, unknown>> = [];
-    for await (const e of out.body ?? []) if (e.chunk?.bytes) got.push(JSON.parse(Buffer.from(e.chunk.bytes).toString()) as Record<string, unknown>);
+    for await (const e of out.body ?? [])
+      if (e.chunk?.bytes) got.push(JSON.parse(Buffer.from(e.chunk.bytes).toString()) as Record<string, unknown>);
     return got;
   };
   afterAll(() => server.respond(() => jsonReply(CONVERSE_TEXT)));
 
   it('llm_truncate_single on a Nova InvokeModel answer: the body the SDK returns is cut to 30 %, stopReason max_tokens', async () => {
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(nova.answer) }));
-    const { result } = await h.task(plan('llm_truncate_single'), () => bedrockClient(server.url).send(new InvokeModelCommand({ modelId: nova.model, contentType: 'application/json', body: JSON.stringify(nova.request) })));
-    const body = JSON.parse(Buffer.from(result.body).toString()) as { output: { message: { content: Array<{ text: string }> } }; stopReason: string; usage: unknown };
-    expect(body.output.message.content[0]!.text).toBe(nova.text.slice(0, Math.max(1, Math.floor(nova.text.length * 0.3))));
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(nova.answer),
+    }));
+    const { result } = await h.task(plan('llm_truncate_single'), () =>
+      bedrockClient(server.url).send(
+        new InvokeModelCommand({
+          modelId: nova.model,
+          contentType: 'application/json',
+          body: JSON.stringify(nova.request),
+        }),
+      ),
+    );
+    const body = JSON.parse(Buffer.from(result.body).toString()) as {
+      output: { message: { content: Array<{ text: string }> } };
+      stopReason: string;
+      usage: unknown;
+    };
+    expect(body.output.message.content[0]!.text).toBe(
+      nova.text.slice(0, Math.max(1, Math.floor(nova.text.length * 0.3))),
+    );
     expect(body.stopReason).toBe('max_tokens');
     expect(body.usage).toEqual(nova.answer.usage);
   });

@@ -18,9 +18,22 @@ const ollamaRecords = loadCorpus('ollama.jsonl');
 const embeddings = loadCorpus('embeddings.jsonl');
 const byId = (list: CorpusRecord[], id: string): CorpusRecord => list.find((r) => r.id === id)!;
 
-const R_TEXT = responses.find((r) => r.response !== undefined && r.status === 200 && r.tags.includes('text') && r.tags.includes('finish_completed') && !r.tags.includes('tool_calls'))!;
+const R_TEXT = responses.find(
+  (r) =>
+    r.response !== undefined &&
+    r.status === 200 &&
+    r.tags.includes('text') &&
+    r.tags.includes('finish_completed') &&
+    !r.tags.includes('tool_calls'),
+)!;
 const R_TOOLS = byId(responses, '14a10a36865a');
-const R_STREAM = responses.find((r) => r.sse !== undefined && r.tags.includes('text') && r.tags.includes('finish_completed') && !r.tags.includes('builtin_tools'))!;
+const R_STREAM = responses.find(
+  (r) =>
+    r.sse !== undefined &&
+    r.tags.includes('text') &&
+    r.tags.includes('finish_completed') &&
+    !r.tags.includes('builtin_tools'),
+)!;
 const G_TEXT = byId(gemini, 'bf76414dc843');
 const G_TOOLS = byId(gemini, '1b0f45e4ef40');
 const G_STREAM = byId(gemini, '545eaeea40bb'); // 12 data events
@@ -29,7 +42,9 @@ const O_TEXT = byId(ollamaRecords, '8d8dbc91e4d7');
 const O_TOOLS = byId(ollamaRecords, '748c70082fcf');
 const O_STREAM = byId(ollamaRecords, '491eb5f299c5');
 const O_GENERATE = byId(ollamaRecords, '6e3b222f1baa');
-const E_FLOAT = embeddings.find((r) => r.endpoint.includes('api.openai.com') && r.tags.includes('float') && r.status === 200)!;
+const E_FLOAT = embeddings.find(
+  (r) => r.endpoint.includes('api.openai.com') && r.tags.includes('float') && r.status === 200,
+)!;
 
 let h: Harness;
 let server: LlmServer;
@@ -54,14 +69,25 @@ const serve = (r: CorpusRecord | Reply) => {
 const rule = (fault: string, params: Record<string, unknown> = {}) => ({ rules: [{ fault, params }] });
 /** Fails the test instead of hanging when a path never settles. */
 const deadline = <T>(p: Promise<T>, ms = 5000): Promise<T> =>
-  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
-const settle = <T>(p: Promise<T>) => deadline(p.then((v) => ({ ok: true as const, v }), (e: unknown) => ({ ok: false as const, e: e as Error & { status?: number; status_code?: number } })));
+  Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref()),
+  ]);
+const settle = <T>(p: Promise<T>) =>
+  deadline(
+    p.then(
+      (v) => ({ ok: true as const, v }),
+      (e: unknown) => ({ ok: false as const, e: e as Error & { status?: number; status_code?: number } }),
+    ),
+  );
 const report = (taskId: string) => h.injector.triggerReport(taskId).tasks[0]!.rules[0]!;
 const spanOf = async () => callSpans(await h.waitForSpans((s) => callSpans(s).length >= 1))[0]!;
 
 const openai = () => new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
 const ollama = () => new Ollama({ host: server.url });
-type GenAi = InstanceType<Awaited<typeof import('@google/genai', { with: { 'resolution-mode': 'import' } })>['GoogleGenAI']>;
+type GenAi = InstanceType<
+  Awaited<typeof import('@google/genai', { with: { 'resolution-mode': 'import' } })>['GoogleGenAI']
+>;
 let ai: GenAi;
 beforeAll(async () => {
   const { GoogleGenAI } = await import('@google/genai');
@@ -79,12 +105,16 @@ async function readAll<T>(it: AsyncIterable<T>): Promise<T[]> {
 describe('AgentChaos content faults in each format', () => {
   it('Responses: llm_truncate_single cuts output_text to 30 % and makes the answer incomplete (max_output_tokens)', async () => {
     serve(R_TEXT);
-    const original = (R_TEXT.response as { output: Array<{ type: string; content?: Array<{ type: string; text?: string }> }> }).output
+    const original = (
+      R_TEXT.response as { output: Array<{ type: string; content?: Array<{ type: string; text?: string }> }> }
+    ).output
       .flatMap((i) => (i.type === 'message' ? (i.content ?? []) : []))
       .filter((c) => c.type === 'output_text')
       .map((c) => c.text)
       .join('');
-    const { result, taskId } = await h.task(rule('llm_truncate_single'), () => deadline(openai().responses.create(R_TEXT.request as never)));
+    const { result, taskId } = await h.task(rule('llm_truncate_single'), () =>
+      deadline(openai().responses.create(R_TEXT.request as never)),
+    );
     expect(result.output_text).toBe(original.slice(0, Math.max(1, Math.floor(original.length * 0.3))));
     expect(result.status).toBe('incomplete');
     expect(result.incomplete_details?.reason).toBe('max_output_tokens');
@@ -96,7 +126,9 @@ describe('AgentChaos content faults in each format', () => {
 
   it('Responses: tool_empty_single removes the function_call items, the reasoning item stays', async () => {
     serve(R_TOOLS);
-    const { result } = await h.task(rule('tool_empty_single'), () => deadline(openai().responses.create(R_TOOLS.request as never)));
+    const { result } = await h.task(rule('tool_empty_single'), () =>
+      deadline(openai().responses.create(R_TOOLS.request as never)),
+    );
     expect(result.output.filter((i) => i.type === 'function_call')).toEqual([]);
     expect(result.output.some((i) => i.type === 'reasoning')).toBe(true);
   });
@@ -104,11 +136,15 @@ describe('AgentChaos content faults in each format', () => {
   it('Gemini: llm_truncate_single → MAX_TOKENS and the text cut; tool_schema_single rewrites functionCall args', async () => {
     serve(G_TEXT);
     const full = await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'x' });
-    const { result } = await h.task(rule('llm_truncate_single'), () => deadline(ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'x' })));
+    const { result } = await h.task(rule('llm_truncate_single'), () =>
+      deadline(ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'x' })),
+    );
     expect(result.text).toBe(full.text!.slice(0, Math.max(1, Math.floor(full.text!.length * 0.3))));
     expect(result.candidates![0].finishReason).toBe('MAX_TOKENS');
     serve(G_TOOLS);
-    const tools = await h.task(rule('tool_schema_single'), () => deadline(ai.models.generateContent({ model: 'gemini-2.5-pro', contents: 'x' })));
+    const tools = await h.task(rule('tool_schema_single'), () =>
+      deadline(ai.models.generateContent({ model: 'gemini-2.5-pro', contents: 'x' })),
+    );
     expect(tools.result.functionCalls![0].args).toEqual({ wrong_param: 'unexpected_value' });
     expect(tools.result.functionCalls![1].args).toEqual({ b: 3, a: 5 });
     // The thought signature of the rewritten part is kept.
@@ -118,27 +154,42 @@ describe('AgentChaos content faults in each format', () => {
   it('Ollama chat: llm_truncate_single → done_reason length; tool_error_single → arguments {}', async () => {
     serve(O_TEXT);
     const content = (O_TEXT.response as { message: { content: string } }).message.content;
-    const { result } = await h.task(rule('llm_truncate_single'), () => deadline(ollama().chat({ ...(O_TEXT.request as unknown as ChatRequest), stream: false })));
+    const { result } = await h.task(rule('llm_truncate_single'), () =>
+      deadline(ollama().chat({ ...(O_TEXT.request as unknown as ChatRequest), stream: false })),
+    );
     expect(result.message.content).toBe(content.slice(0, Math.max(1, Math.floor(content.length * 0.3))));
     expect(result.done_reason).toBe('length');
     serve(O_TOOLS);
-    const tools = await h.task(rule('tool_error_single'), () => deadline(ollama().chat({ ...(O_TOOLS.request as unknown as ChatRequest), stream: false })));
+    const tools = await h.task(rule('tool_error_single'), () =>
+      deadline(ollama().chat({ ...(O_TOOLS.request as unknown as ChatRequest), stream: false })),
+    );
     expect(tools.result.message.tool_calls![0].function.arguments).toEqual({});
   });
 
   it('Ollama generate: llm_empty_single empties `response`; a tool fault has no meaning there (not applicable)', async () => {
     serve(O_GENERATE);
-    const { result } = await h.task(rule('llm_empty_single'), () => deadline(ollama().generate({ ...(O_GENERATE.request as unknown as GenerateRequest), stream: false })));
+    const { result } = await h.task(rule('llm_empty_single'), () =>
+      deadline(ollama().generate({ ...(O_GENERATE.request as unknown as GenerateRequest), stream: false })),
+    );
     expect(result.response).toBe('');
     h.exporter.reset();
-    const { result: untouched, taskId } = await h.task(rule('tool_error_single'), () => deadline(ollama().generate({ ...(O_GENERATE.request as unknown as GenerateRequest), stream: false })));
+    const { result: untouched, taskId } = await h.task(rule('tool_error_single'), () =>
+      deadline(ollama().generate({ ...(O_GENERATE.request as unknown as GenerateRequest), stream: false })),
+    );
     expect(untouched.response).toBe((O_GENERATE.response as { response: string }).response);
     expect(report(taskId)).toMatchObject({ fires: 0, notApplicable: 1 });
   });
 
   it('embeddings: a content fault is not applicable and the body passes byte for byte', async () => {
     serve(E_FLOAT);
-    const { result, taskId } = await h.task(rule('llm_truncate_single'), () => deadline(openai().embeddings.create({ ...(E_FLOAT.request as object), encoding_format: 'float' } as never).asResponse().then((r) => r.text())));
+    const { result, taskId } = await h.task(rule('llm_truncate_single'), () =>
+      deadline(
+        openai()
+          .embeddings.create({ ...(E_FLOAT.request as object), encoding_format: 'float' } as never)
+          .asResponse()
+          .then((r) => r.text()),
+      ),
+    );
     expect(result).toBe(recordBody(E_FLOAT));
     expect(report(taskId)).toMatchObject({ fires: 0, notApplicable: 1 });
   });
@@ -149,12 +200,24 @@ describe('AgentChaos content faults in each format', () => {
 describe('stream faults in each streamed format', () => {
   it('Responses SSE: stream_cut ends the stream before response.completed; stream_drop_done drops just that event', async () => {
     serve(R_STREAM);
-    const cut = await h.task(rule('stream_cut', { afterEvents: 3 }), async () => deadline(readAll((await openai().responses.create(R_STREAM.request as never)) as unknown as AsyncIterable<{ type: string }>)));
+    const cut = await h.task(rule('stream_cut', { afterEvents: 3 }), async () =>
+      deadline(
+        readAll(
+          (await openai().responses.create(R_STREAM.request as never)) as unknown as AsyncIterable<{ type: string }>,
+        ),
+      ),
+    );
     expect(cut.result).toHaveLength(3);
     const span = await spanOf();
     expect(span.attributes).toMatchObject({ [ATTR_FL_FAULT_MODE]: 'stream', 'faultline.response.done': false });
     h.exporter.reset();
-    const dropped = await h.task(rule('stream_drop_done'), async () => deadline(readAll((await openai().responses.create(R_STREAM.request as never)) as unknown as AsyncIterable<{ type: string }>)));
+    const dropped = await h.task(rule('stream_drop_done'), async () =>
+      deadline(
+        readAll(
+          (await openai().responses.create(R_STREAM.request as never)) as unknown as AsyncIterable<{ type: string }>,
+        ),
+      ),
+    );
     const all = R_STREAM.sse!.split('\n\n').filter((e) => e.includes('data:')).length;
     expect(dropped.result.map((e) => e.type)).not.toContain('response.completed');
     expect(dropped.result).toHaveLength(all - 1);
@@ -162,10 +225,14 @@ describe('stream faults in each streamed format', () => {
 
   it('Gemini SSE: stream_cut after 4 chunks; stream_drop_done has no meaning (no terminal marker)', async () => {
     serve(G_STREAM);
-    const cut = await h.task(rule('stream_cut', { afterEvents: 4 }), async () => deadline(readAll(await ai.models.generateContentStream({ model: 'gemini-2.0-flash', contents: 'x' }))));
+    const cut = await h.task(rule('stream_cut', { afterEvents: 4 }), async () =>
+      deadline(readAll(await ai.models.generateContentStream({ model: 'gemini-2.0-flash', contents: 'x' }))),
+    );
     expect(cut.result).toHaveLength(4);
     expect(cut.result.some((c) => c.candidates?.[0]?.finishReason !== undefined)).toBe(false);
-    const dropped = await h.task(rule('stream_drop_done'), async () => deadline(readAll(await ai.models.generateContentStream({ model: 'gemini-2.0-flash', contents: 'x' }))));
+    const dropped = await h.task(rule('stream_drop_done'), async () =>
+      deadline(readAll(await ai.models.generateContentStream({ model: 'gemini-2.0-flash', contents: 'x' }))),
+    );
     expect(dropped.result).toHaveLength(12);
     expect(report(dropped.taskId)).toMatchObject({ fires: 0, notApplicable: 1 });
   });
@@ -173,7 +240,9 @@ describe('stream faults in each streamed format', () => {
   it('Gemini JSON array: stream_corrupt_chunk garbles one element, the separators and the rest stay', async () => {
     serve(G_ARRAY);
     const url = `${server.url}/v1beta/models/gemini-flash-latest:streamGenerateContent`;
-    const { result } = await h.task(rule('stream_corrupt_chunk', { eventIndex: 2 }), async () => deadline((await fetch(url, { method: 'POST', body: JSON.stringify(G_ARRAY.request) })).text()));
+    const { result } = await h.task(rule('stream_corrupt_chunk', { eventIndex: 2 }), async () =>
+      deadline((await fetch(url, { method: 'POST', body: JSON.stringify(G_ARRAY.request) })).text()),
+    );
     expect(result).toContain('\uFFFD');
     expect(() => JSON.parse(result) as unknown).toThrow();
     const pieces = corpusReply(G_ARRAY).chunks!.map(String);
@@ -184,31 +253,48 @@ describe('stream faults in each streamed format', () => {
   it('Ollama NDJSON: stream_cut and stream_drop_done → the client’s own "no done" error; stream_stall resumes', async () => {
     serve(O_STREAM);
     const request = { ...(O_STREAM.request as unknown as ChatRequest), stream: true as const };
-    const cut = await h.task(rule('stream_cut', { afterEvents: 2 }), () => settle((async () => readAll(await ollama().chat(request)))()));
+    const cut = await h.task(rule('stream_cut', { afterEvents: 2 }), () =>
+      settle((async () => readAll(await ollama().chat(request)))()),
+    );
     expect(cut.result.ok).toBe(false);
     expect(!cut.result.ok && cut.result.e.message).toBe('Did not receive done or success response in stream.');
-    const dropped = await h.task(rule('stream_drop_done'), () => settle((async () => readAll(await ollama().chat(request)))()));
+    const dropped = await h.task(rule('stream_drop_done'), () =>
+      settle((async () => readAll(await ollama().chat(request)))()),
+    );
     expect(!dropped.result.ok && dropped.result.e.message).toBe('Did not receive done or success response in stream.');
     const t0 = Date.now();
-    const stalled = await h.task(rule('stream_stall', { afterEvents: 2, stallMs: 300 }), async () => deadline(readAll(await ollama().chat(request))));
+    const stalled = await h.task(rule('stream_stall', { afterEvents: 2, stallMs: 300 }), async () =>
+      deadline(readAll(await ollama().chat(request))),
+    );
     expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
     expect(stalled.result.at(-1)!.done).toBe(true);
   });
 
   it('a stream the server sent with a Content-Length: cut, it ends cleanly (the length header goes with the cut)', async () => {
     const body = O_STREAM.stream!;
-    serve({ status: 200, headers: { 'content-type': 'application/x-ndjson', 'content-length': String(Buffer.byteLength(body)) }, chunks: corpusReply(O_STREAM).chunks });
+    serve({
+      status: 200,
+      headers: { 'content-type': 'application/x-ndjson', 'content-length': String(Buffer.byteLength(body)) },
+      chunks: corpusReply(O_STREAM).chunks,
+    });
     const { result } = await h.task(rule('stream_cut', { afterEvents: 2 }), async () => {
       const res = await fetch(`${server.url}/api/chat`, { method: 'POST', body: JSON.stringify(O_STREAM.request) });
       return { length: res.headers.get('content-length'), text: await deadline(res.text()) };
     });
-    expect(result.text).toBe(body.split(/(?<=\n)/).slice(0, 2).join(''));
+    expect(result.text).toBe(
+      body
+        .split(/(?<=\n)/)
+        .slice(0, 2)
+        .join(''),
+    );
     expect(result.length).toBeNull();
   });
 
   it('stream faults on a JSON answer are not applicable', async () => {
     serve(O_TEXT);
-    const { taskId } = await h.task(rule('stream_cut'), () => deadline(ollama().chat({ ...(O_TEXT.request as unknown as ChatRequest), stream: false })));
+    const { taskId } = await h.task(rule('stream_cut'), () =>
+      deadline(ollama().chat({ ...(O_TEXT.request as unknown as ChatRequest), stream: false })),
+    );
     expect(report(taskId)).toMatchObject({ fires: 0, notApplicable: 1 });
   });
 });
@@ -228,12 +314,18 @@ describe('transport faults in each format’s own error shape', () => {
 
   it('Gemini: http_429 → ApiError 429 RESOURCE_EXHAUSTED; http_503 → 503 UNAVAILABLE; conn_reset → a fetch error', async () => {
     serve(G_TEXT);
-    const r = await h.task(rule('http_429'), () => settle(ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'x' })));
+    const r = await h.task(rule('http_429'), () =>
+      settle(ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'x' })),
+    );
     expect(!r.result.ok && r.result.e.status).toBe(429);
     expect(!r.result.ok && r.result.e.message).toContain('RESOURCE_EXHAUSTED');
-    const u = await h.task(rule('http_503'), () => settle(ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'x' })));
+    const u = await h.task(rule('http_503'), () =>
+      settle(ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'x' })),
+    );
     expect(!u.result.ok && u.result.e.message).toContain('UNAVAILABLE');
-    const c = await h.task(rule('conn_reset'), () => settle(ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'x' })));
+    const c = await h.task(rule('conn_reset'), () =>
+      settle(ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'x' })),
+    );
     expect(c.result.ok).toBe(false);
     expect(String((c.result as { e: { cause?: { code?: string } } }).e.cause?.code)).toBe('ECONNRESET');
     expect(server.requests).toHaveLength(0);
@@ -241,11 +333,21 @@ describe('transport faults in each format’s own error shape', () => {
 
   it('Ollama: http_500 → ResponseError with Ollama’s {"error": …}; timeout_hang ends at the caller’s timeout', async () => {
     serve(O_TEXT);
-    const r = await h.task(rule('http_500'), () => settle(ollama().chat({ ...(O_TEXT.request as unknown as ChatRequest), stream: false })));
+    const r = await h.task(rule('http_500'), () =>
+      settle(ollama().chat({ ...(O_TEXT.request as unknown as ChatRequest), stream: false })),
+    );
     expect(!r.result.ok && r.result.e.status_code).toBe(500);
     expect(!r.result.ok && r.result.e.message).toBe('an error was encountered while running the model');
     const t0 = Date.now();
-    const hang = await h.task(rule('timeout_hang'), () => settle(fetch(`${server.url}/api/chat`, { method: 'POST', body: JSON.stringify(O_TEXT.request), signal: AbortSignal.timeout(300) })));
+    const hang = await h.task(rule('timeout_hang'), () =>
+      settle(
+        fetch(`${server.url}/api/chat`, {
+          method: 'POST',
+          body: JSON.stringify(O_TEXT.request),
+          signal: AbortSignal.timeout(300),
+        }),
+      ),
+    );
     expect(!hang.result.ok && hang.result.e.name).toBe('TimeoutError');
     expect(Date.now() - t0).toBeLessThan(3000);
     const span = await spanOf();

@@ -5,7 +5,12 @@
  */
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan, type Sampler } from '@opentelemetry/sdk-trace-base';
+import {
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+  type Sampler,
+} from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { FaultlineInstrumentation } from '../../instrumentation';
 import { withTask } from '../../instrumentation/agents/task';
@@ -33,13 +38,19 @@ export function setupHarness(options: { sampler?: Sampler; captureMessageContent
   const h = { plan: undefined as FaultPlanInput | undefined } as Harness;
   // Each task keeps the plan it was started with, so tasks with different plans may run at once.
   const plans = new Map<string, FaultPlanInput | undefined>();
-  const injector = createInjector((taskId) => (plans.has(taskId) ? plans.get(taskId) : h.plan), { captureMessageContent: options.captureMessageContent ?? false });
+  const injector = createInjector((taskId) => (plans.has(taskId) ? plans.get(taskId) : h.plan), {
+    captureMessageContent: options.captureMessageContent ?? false,
+  });
   const provider = new NodeTracerProvider({
     spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)],
     ...(options.sampler ? { sampler: options.sampler } : {}),
   });
   provider.register({ contextManager: new AsyncLocalStorageContextManager() });
-  const inst = new FaultlineInstrumentation({ steps: [injector.httpStep], channelSteps: [injector.channelStep], captureMessageContent: false });
+  const inst = new FaultlineInstrumentation({
+    steps: [injector.httpStep],
+    channelSteps: [injector.channelStep],
+    captureMessageContent: false,
+  });
   inst.enable();
   Object.assign(h, {
     injector,
@@ -51,7 +62,8 @@ export function setupHarness(options: { sampler?: Sampler; captureMessageContent
       const result = await withTask(taskId, () => fn(taskId));
       return { result, taskId };
     },
-    waitForSpans: (pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number) => pollSpans(exporter, pred, timeoutMs),
+    waitForSpans: (pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number) =>
+      pollSpans(exporter, pred, timeoutMs),
     async shutdown() {
       inst.disable();
       await provider.shutdown();

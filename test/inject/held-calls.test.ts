@@ -46,7 +46,9 @@ describe('no call is held after its span ended', () => {
     it(`${fault}: 200 calls with 256 KB bodies leave nothing held`, async () => {
       const call = () =>
         h.task({ rules: [{ fault }] }, async () => {
-          await client.chat.completions.create({ ...(TEXT.request as object), messages: [{ role: 'user', content: BIG }] } as never).catch(() => undefined);
+          await client.chat.completions
+            .create({ ...(TEXT.request as object), messages: [{ role: 'user', content: BIG }] } as never)
+            .catch(() => undefined);
         });
       for (let i = 0; i < 20; i++) await call(); // warm up
       await settled();
@@ -54,7 +56,9 @@ describe('no call is held after its span ended', () => {
       const before = heapAfterGc();
       for (let i = 0; i < 200; i++) {
         await h.task({ rules: [{ fault }] }, async () => {
-          await client.chat.completions.create({ ...(TEXT.request as object), messages: [{ role: 'user', content: BIG }] } as never).catch(() => undefined);
+          await client.chat.completions
+            .create({ ...(TEXT.request as object), messages: [{ role: 'user', content: BIG }] } as never)
+            .catch(() => undefined);
         });
       }
       expect(await settled()).toBe(0);

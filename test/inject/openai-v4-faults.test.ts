@@ -10,8 +10,12 @@ import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-serv
 import { loadOpenAiV4, type OpenAiV4, type OpenAiV4Module } from '../support/openai-v4';
 import { callSpans, faultName, setupHarness, type Harness } from './harness';
 
-const chat = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('tool_calls'))!;
-const stream = loadCorpus('openai-chat-stream.jsonl').find((r) => r.tags.includes('usage_chunk') && !r.tags.includes('tool_calls'))!;
+const chat = loadCorpus('openai-chat.jsonl').find(
+  (r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('tool_calls'),
+)!;
+const stream = loadCorpus('openai-chat-stream.jsonl').find(
+  (r) => r.tags.includes('usage_chunk') && !r.tags.includes('tool_calls'),
+)!;
 const TEXT = (chat.response as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
 
 let h: Harness;
@@ -34,18 +38,26 @@ beforeEach(() => {
   server.respond(() => corpusReply(chat));
 });
 
-const plan = (fault: string, params: Record<string, unknown> = {}, match: Record<string, unknown> = { operation: 'chat' }) => ({ rules: [{ fault, params, match }] });
+const plan = (
+  fault: string,
+  params: Record<string, unknown> = {},
+  match: Record<string, unknown> = { operation: 'chat' },
+) => ({ rules: [{ fault, params, match }] });
 const spansOf = async (n: number) => callSpans(await h.waitForSpans((s) => callSpans(s).length >= n));
 
 describe('faults on openai v4 (node:http)', () => {
   it('a rule for other calls: the SDK gets the server’s answer', async () => {
-    const { result } = await h.task(plan('http_429', {}, { provider: 'aws.bedrock' }), () => client.chat.completions.create(chat.request));
+    const { result } = await h.task(plan('http_429', {}, { provider: 'aws.bedrock' }), () =>
+      client.chat.completions.create(chat.request),
+    );
     expect(result).toEqual(chat.response);
     expect(server.requests).toHaveLength(1);
   });
 
   it('http_429: the SDK’s RateLimitError with OpenAI’s error body; the request never left', async () => {
-    const err = await h.task(plan('http_429', { retryAfterS: 0 }), () => client.chat.completions.create(chat.request)).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('http_429', { retryAfterS: 0 }), () => client.chat.completions.create(chat.request))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(sdk.RateLimitError);
     expect((err as { status?: number }).status).toBe(429);
     expect(server.requests).toHaveLength(0);
@@ -65,7 +77,8 @@ describe('faults on openai v4 (node:http)', () => {
     server.respond(() => corpusReply(stream));
     const { result } = await h.task(plan('stream_cut', { afterEvents: 2 }), async () => {
       const out: Array<{ choices?: Array<{ finish_reason?: string | null }> }> = [];
-      for await (const c of await client.chat.completions.create({ ...stream.request, stream: true })) out.push(c as (typeof out)[number]);
+      for await (const c of await client.chat.completions.create({ ...stream.request, stream: true }))
+        out.push(c as (typeof out)[number]);
       return out;
     });
     expect(result).toHaveLength(2);

@@ -16,31 +16,77 @@ const sse = (events: unknown[]) => events.map((e) => `data: ${JSON.stringify(e)}
 
 function geminiReply(stream: boolean): Reply {
   const chunk = (text: string, finish?: string) => ({
-    candidates: [{ content: { role: 'model', parts: [{ text }] }, index: 0, ...(finish ? { finishReason: finish } : {}) }],
+    candidates: [
+      { content: { role: 'model', parts: [{ text }] }, index: 0, ...(finish ? { finishReason: finish } : {}) },
+    ],
     usageMetadata: { promptTokenCount: 8, candidatesTokenCount: 12, totalTokenCount: 20 },
     modelVersion: 'gemini-2.5-flash',
   });
   if (!stream) return { headers: { 'content-type': 'application/json' }, body: JSON.stringify(chunk(ANSWER, 'STOP')) };
-  return { headers: { 'content-type': 'text/event-stream' }, chunks: sse([chunk(ANSWER.slice(0, 20)), chunk(ANSWER.slice(20), 'STOP')]) };
+  return {
+    headers: { 'content-type': 'text/event-stream' },
+    chunks: sse([chunk(ANSWER.slice(0, 20)), chunk(ANSWER.slice(20), 'STOP')]),
+  };
 }
 
 function responsesReply(stream: boolean): Reply {
-  const message = { id: 'msg_1', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: ANSWER, annotations: [] }] };
+  const message = {
+    id: 'msg_1',
+    type: 'message',
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: ANSWER, annotations: [] }],
+  };
   const response = (status: string, output: unknown[]) => ({
-    id: 'resp_1', object: 'response', created_at: 1_700_000_000, status, model: 'gpt-4o-2024-08-06', output,
+    id: 'resp_1',
+    object: 'response',
+    created_at: 1_700_000_000,
+    status,
+    model: 'gpt-4o-2024-08-06',
+    output,
     usage: { input_tokens: 8, output_tokens: 12, total_tokens: 20 },
   });
-  if (!stream) return { headers: { 'content-type': 'application/json' }, body: JSON.stringify(response('completed', [message])) };
+  if (!stream)
+    return { headers: { 'content-type': 'application/json' }, body: JSON.stringify(response('completed', [message])) };
   const events = [
     { type: 'response.created', sequence_number: 0, response: response('in_progress', []) },
-    { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { ...message, status: 'in_progress', content: [] } },
-    { type: 'response.content_part.added', sequence_number: 2, item_id: 'msg_1', output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } },
-    { type: 'response.output_text.delta', sequence_number: 3, item_id: 'msg_1', output_index: 0, content_index: 0, delta: ANSWER },
-    { type: 'response.output_text.done', sequence_number: 4, item_id: 'msg_1', output_index: 0, content_index: 0, text: ANSWER },
+    {
+      type: 'response.output_item.added',
+      sequence_number: 1,
+      output_index: 0,
+      item: { ...message, status: 'in_progress', content: [] },
+    },
+    {
+      type: 'response.content_part.added',
+      sequence_number: 2,
+      item_id: 'msg_1',
+      output_index: 0,
+      content_index: 0,
+      part: { type: 'output_text', text: '', annotations: [] },
+    },
+    {
+      type: 'response.output_text.delta',
+      sequence_number: 3,
+      item_id: 'msg_1',
+      output_index: 0,
+      content_index: 0,
+      delta: ANSWER,
+    },
+    {
+      type: 'response.output_text.done',
+      sequence_number: 4,
+      item_id: 'msg_1',
+      output_index: 0,
+      content_index: 0,
+      text: ANSWER,
+    },
     { type: 'response.output_item.done', sequence_number: 5, output_index: 0, item: message },
     { type: 'response.completed', sequence_number: 6, response: response('completed', [message]) },
   ];
-  return { headers: { 'content-type': 'text/event-stream' }, chunks: events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`) };
+  return {
+    headers: { 'content-type': 'text/event-stream' },
+    chunks: events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`),
+  };
 }
 
 function answer(req: SeenRequest): Reply {
@@ -77,7 +123,12 @@ async function fired(): Promise<Record<string, unknown>> {
   const spans = callSpans(await h.waitForSpans((s) => callSpans(s).length >= 1));
   expect(spans).toHaveLength(1);
   const a = spans[0]!.attributes;
-  return { op: a['gen_ai.operation.name'], fault: a['faultline.fault.name'], rule: a['faultline.fault.rule'], mode: a['faultline.fault.mode'] };
+  return {
+    op: a['gen_ai.operation.name'],
+    fault: a['faultline.fault.name'],
+    rule: a['faultline.fault.rule'],
+    mode: a['faultline.fault.mode'],
+  };
 }
 
 describe('operation: model selects real Gemini and Responses calls', () => {
@@ -90,7 +141,10 @@ describe('operation: model selects real Gemini and Responses calls', () => {
 
   it('@google/genai generateContent (JSON)', async () => {
     const ai = await gemini();
-    const { result } = await h.task(PLAN, async () => (await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'capital of France?' })).text);
+    const { result } = await h.task(
+      PLAN,
+      async () => (await ai.models.generateContent({ model: 'gemini-2.5-flash', contents: 'capital of France?' })).text,
+    );
     expect(await fired()).toEqual(expected('generate_content'));
     expect(result!.length).toBeLessThan(ANSWER.length);
   });
@@ -99,7 +153,11 @@ describe('operation: model selects real Gemini and Responses calls', () => {
     const ai = await gemini();
     const { result } = await h.task(PLAN, async () => {
       let text = '';
-      for await (const c of await ai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'capital of France?' })) text += c.text ?? '';
+      for await (const c of await ai.models.generateContentStream({
+        model: 'gemini-2.5-flash',
+        contents: 'capital of France?',
+      }))
+        text += c.text ?? '';
       return text;
     });
     expect(await fired()).toEqual(expected('generate_content', 'stream_cut', 'stream'));
@@ -107,7 +165,10 @@ describe('operation: model selects real Gemini and Responses calls', () => {
   });
 
   it('openai responses.create (JSON)', async () => {
-    const { result } = await h.task(PLAN, async () => (await openai().responses.create({ model: 'gpt-4o', input: 'capital of France?' })).output_text);
+    const { result } = await h.task(
+      PLAN,
+      async () => (await openai().responses.create({ model: 'gpt-4o', input: 'capital of France?' })).output_text,
+    );
     expect(await fired()).toEqual(expected('chat'));
     expect(result.length).toBeLessThan(ANSWER.length);
   });
@@ -115,7 +176,11 @@ describe('operation: model selects real Gemini and Responses calls', () => {
   it('openai responses.create (stream)', async () => {
     const { result } = await h.task(PLAN, async () => {
       let text = '';
-      for await (const e of await openai().responses.create({ model: 'gpt-4o', input: 'capital of France?', stream: true })) {
+      for await (const e of await openai().responses.create({
+        model: 'gpt-4o',
+        input: 'capital of France?',
+        stream: true,
+      })) {
         if (e.type === 'response.output_text.delta') text += e.delta;
       }
       return text;

@@ -14,7 +14,15 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readTraces } from '../../src/traces/read';
 import type { SpanRecord } from '../../src/traces/model';
 import { isLlmSpan } from '../../src/traces/steps';
-import { CONVERSE_TEXT, FAKE_CREDENTIALS, jsonReply, startBedrockH2Server, streamReply, textStream, type BedrockH2Server } from '../support/bedrock';
+import {
+  CONVERSE_TEXT,
+  FAKE_CREDENTIALS,
+  jsonReply,
+  startBedrockH2Server,
+  streamReply,
+  textStream,
+  type BedrockH2Server,
+} from '../support/bedrock';
 import { runNode } from '../support/child';
 import { startLlmServer, type LlmServer, type Reply } from '../support/llm-server';
 import { REGISTER_MJS, ROOT } from '../frameworks/support';
@@ -25,7 +33,8 @@ const README_PLAN = /```yaml\n(# plan\.yaml\n[\s\S]*?)```/.exec(readFileSync(joi
 const PLAN = README_PLAN.replace('model: "gpt-4o*"', 'model: "us.amazon.nova*"');
 const DELTAS = ['4200', ' + 42', ' equals', ' 4242.'];
 const TEXT = CONVERSE_TEXT.output.message.content[0]!.text;
-const reply = (path: string): Reply => (path.endsWith('/converse-stream') ? streamReply(textStream(DELTAS)) : jsonReply(CONVERSE_TEXT));
+const reply = (path: string): Reply =>
+  path.endsWith('/converse-stream') ? streamReply(textStream(DELTAS)) : jsonReply(CONVERSE_TEXT);
 
 let server: LlmServer;
 let h2: BedrockH2Server;
@@ -55,7 +64,12 @@ async function run(withPlan: boolean, http2 = true): Promise<Run> {
   const traces = join(dir, `traces-${++runs}.jsonl`);
   const r = await runNode(['--import', REGISTER_MJS, join(__dirname, 'apps', 'bedrock-plan.mjs')], {
     cwd: ROOT,
-    env: { LLM_URL: http2 ? h2.url : server.url, FAULTLINE_TRACES_FILE: traces, ...(http2 ? {} : { BEDROCK_HTTP1: '1' }), ...(withPlan ? { FAULTLINE_PLAN: plan } : {}) },
+    env: {
+      LLM_URL: http2 ? h2.url : server.url,
+      FAULTLINE_TRACES_FILE: traces,
+      ...(http2 ? {} : { BEDROCK_HTTP1: '1' }),
+      ...(withPlan ? { FAULTLINE_PLAN: plan } : {}),
+    },
     timeoutMs: 60_000,
   });
   if (r.code !== 0) throw new Error(`bedrock-plan.mjs exited with ${r.code}:\n${r.stderr}`);
@@ -88,19 +102,29 @@ async function expectPlanFired(r: Run): Promise<void> {
   });
   expect(fired(r.spans)).toEqual(['planner:llm_truncate_single', 'planner:http_429', 'planner:-', 'worker:stream_cut']);
   const llm = r.spans.filter(isLlmSpan).sort((a, b) => a.start - b.start);
-  expect(llm.map((s) => s.attributes['gen_ai.provider.name'])).toEqual(['aws.bedrock', 'aws.bedrock', 'aws.bedrock', 'aws.bedrock']);
+  expect(llm.map((s) => s.attributes['gen_ai.provider.name'])).toEqual([
+    'aws.bedrock',
+    'aws.bedrock',
+    'aws.bedrock',
+    'aws.bedrock',
+  ]);
   expect(llm[0]!.attributes['gen_ai.response.finish_reasons']).toEqual(['length']);
   expect(llm[1]!.attributes['http.response.status_code']).toBe(429);
   expect(llm[3]!.attributes['faultline.response.done']).toBe(false);
   const text = JSON.stringify(r.spans);
   for (const secret of Object.values(FAKE_CREDENTIALS)) expect(text).not.toContain(secret);
   expect(text).not.toMatch(/Signature=|AWS4-HMAC-SHA256/);
-  expect(r.stderr).toContain('3 of 4 rules fired (llm_truncate_single ×1, http_429 ×1, stream_cut ×1); never matched: valid_partial');
+  expect(r.stderr).toContain(
+    '3 of 4 rules fired (llm_truncate_single ×1, http_429 ×1, stream_cut ×1); never matched: valid_partial',
+  );
 
   const verify = await cli(['verify', r.traces]);
   for (const rule of ['llm_truncate_single', 'http_429', 'stream_cut']) expect(verify.stdout).toContain(rule);
   const diagnose = await cli(['diagnose', r.traces, '-f', 'jsonl']);
-  const rows = diagnose.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const rows = diagnose.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   // The first fault on the trace is the first call's truncation: type truncate at step 1.
   expect(rows[0]).toMatchObject({ faultType: 'truncate', step: 1 });
 }
@@ -111,7 +135,19 @@ describe('the README plan on Amazon Bedrock through the AWS SDK', () => {
     expect(clean.out).toEqual({
       first: FULL,
       second: FULL,
-      stream: { events: ['messageStart', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockDelta', 'contentBlockStop', 'messageStop', 'metadata'], text: DELTAS.join('') },
+      stream: {
+        events: [
+          'messageStart',
+          'contentBlockDelta',
+          'contentBlockDelta',
+          'contentBlockDelta',
+          'contentBlockDelta',
+          'contentBlockStop',
+          'messageStop',
+          'metadata',
+        ],
+        text: DELTAS.join(''),
+      },
     });
     expect(fired(clean.spans)).toEqual(['planner:-', 'planner:-', 'worker:-']);
     await expectPlanFired(r);

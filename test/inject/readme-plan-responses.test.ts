@@ -83,7 +83,9 @@ function expectPlanFired(r: Run): void {
     ['http_429', 1, true],
     ['stream_cut', 1, true],
   ]);
-  expect(r.stderr).toContain('3 of 4 rules fired (llm_truncate_single ×1, http_429 ×1, stream_cut ×1); never matched: valid_partial');
+  expect(r.stderr).toContain(
+    '3 of 4 rules fired (llm_truncate_single ×1, http_429 ×1, stream_cut ×1); never matched: valid_partial',
+  );
 }
 
 describe('the README plan on the Responses API', () => {
@@ -104,14 +106,21 @@ describe('the README plan on the Responses API', () => {
   });
 
   it('ai + @ai-sdk/openai default openai(model): the same rules fire', async () => {
-    const [clean, r] = await Promise.all([run('ai-sdk-responses-plan.mjs', false), run('ai-sdk-responses-plan.mjs', true)]);
+    const [clean, r] = await Promise.all([
+      run('ai-sdk-responses-plan.mjs', false),
+      run('ai-sdk-responses-plan.mjs', true),
+    ]);
     expect(clean.out).toEqual({
       first: { text: TEXT, finish: 'stop' },
       second: { text: TEXT, finish: 'stop' },
       stream: { text: RESPONSES_STREAM_TEXT, finish: 'stop', errors: [] },
     });
     // A Responses stream that ends before its terminal event: the AI SDK finishes it as `other`, with no text yet.
-    expect(r.out).toEqual({ first: { text: CUT, finish: 'length' }, second: { text: TEXT, finish: 'stop' }, stream: { text: '', finish: 'other', errors: [] } });
+    expect(r.out).toEqual({
+      first: { text: CUT, finish: 'length' },
+      second: { text: TEXT, finish: 'stop' },
+      stream: { text: '', finish: 'other', errors: [] },
+    });
     expectPlanFired(r);
   });
 });

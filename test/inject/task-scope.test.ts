@@ -48,7 +48,9 @@ interface Stack {
 async function withPlan<T>(plan: FaultPlanInput, fn: (s: Stack) => Promise<T>): Promise<T> {
   const exporter = new InMemorySpanExporter();
   const injector = createInjector(plan);
-  const provider = new NodeTracerProvider({ spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)] });
+  const provider = new NodeTracerProvider({
+    spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)],
+  });
   provider.register({ contextManager: new AsyncLocalStorageContextManager() });
   const inst = new FaultlineInstrumentation({ steps: [injector.httpStep], channelSteps: [injector.channelStep] });
   inst.enable();
@@ -64,7 +66,8 @@ async function withPlan<T>(plan: FaultPlanInput, fn: (s: Stack) => Promise<T>): 
 
 const client = (maxRetries = 0) => new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries });
 const ask = async (c: OpenAI, body: object = TEXT.request as object) =>
-  ((await c.chat.completions.create(body as never)) as unknown as { choices: [{ message: { content: string } }] }).choices[0].message.content;
+  ((await c.chat.completions.create(body as never)) as unknown as { choices: [{ message: { content: string } }] })
+    .choices[0].message.content;
 const truncate: FaultPlanInput = { rules: [{ fault: 'llm_truncate_single', match: { operation: 'chat' } }] };
 const spansOf = async (s: Stack, n: number) => callSpans(await pollSpans(s.exporter, (x) => callSpans(x).length >= n));
 
@@ -85,13 +88,14 @@ describe('the task of a call when the app declares none', () => {
     await withPlan(truncate, async () => {
       const c = client();
       const tracer = trace.getTracer('app');
-      const request = () => tracer.startActiveSpan('handle request', async (span) => {
-        try {
-          return [await ask(c), await ask(c)];
-        } finally {
-          span.end();
-        }
-      });
+      const request = () =>
+        tracer.startActiveSpan('handle request', async (span) => {
+          try {
+            return [await ask(c), await ask(c)];
+          } finally {
+            span.end();
+          }
+        });
       expect(await request()).toEqual([CUT, ORIGINAL]);
       expect(await request()).toEqual([CUT, ORIGINAL]);
     });
@@ -119,13 +123,14 @@ describe('the task of a call when the app declares none', () => {
     await withPlan({ ...truncate, taskScope: 'process' }, async () => {
       const c = client();
       const tracer = trace.getTracer('app');
-      const inSpan = () => tracer.startActiveSpan('job', async (span) => {
-        try {
-          return await ask(c);
-        } finally {
-          span.end();
-        }
-      });
+      const inSpan = () =>
+        tracer.startActiveSpan('job', async (span) => {
+          try {
+            return await ask(c);
+          } finally {
+            span.end();
+          }
+        });
       expect([await inSpan(), await inSpan()]).toEqual([CUT, ORIGINAL]);
     });
   });
@@ -133,7 +138,9 @@ describe('the task of a call when the app declares none', () => {
 
 describe('a retry of a failed call is the same call, not a new position', () => {
   it('the openai SDK retries a 429 at position 1: the retry keeps position 1, the single fault does not fire again, and the next call is position 2', async () => {
-    const plan: FaultPlanInput = { rules: [{ fault: 'http_429', params: { retryAfterS: 0 }, match: { operation: 'chat', position: 1 } }] };
+    const plan: FaultPlanInput = {
+      rules: [{ fault: 'http_429', params: { retryAfterS: 0 }, match: { operation: 'chat', position: 1 } }],
+    };
     await withPlan(plan, async (s) => {
       const c = client(2);
       expect(await ask(c)).toBe(ORIGINAL); // the SDK's retry recovered
@@ -146,7 +153,9 @@ describe('a retry of a failed call is the same call, not a new position', () => 
   });
 
   it('a persistent fault at position 1 fails every attempt of that call (the SDK gives up with the error), and leaves the next call alone', async () => {
-    const plan: FaultPlanInput = { rules: [{ fault: 'http_500', strategy: 'persistent', match: { operation: 'chat', position: 1 } }] };
+    const plan: FaultPlanInput = {
+      rules: [{ fault: 'http_500', strategy: 'persistent', match: { operation: 'chat', position: 1 } }],
+    };
     await withPlan(plan, async (s) => {
       const c = client(2);
       const err = await ask(c).catch((e: unknown) => e);
@@ -163,11 +172,24 @@ describe('a retry of a failed call is the same call, not a new position', () => 
   it('a client that retries on its own (no retry header: LangChain, the AI SDK) is recognised by the request sent again after a failure', async () => {
     // A real server error the first time, then success: position 2 is the next distinct call, not the retry.
     let n = 0;
-    reply = () => (n++ === 0 ? { status: 503, headers: { 'content-type': 'application/json' }, body: '{"error":{"message":"overloaded","type":"server_error"}}' } : corpusReply(TEXT));
-    const plan: FaultPlanInput = { rules: [{ fault: 'llm_truncate_single', match: { operation: 'chat', position: 2 } }] };
+    reply = () =>
+      n++ === 0
+        ? {
+            status: 503,
+            headers: { 'content-type': 'application/json' },
+            body: '{"error":{"message":"overloaded","type":"server_error"}}',
+          }
+        : corpusReply(TEXT);
+    const plan: FaultPlanInput = {
+      rules: [{ fault: 'llm_truncate_single', match: { operation: 'chat', position: 2 } }],
+    };
     await withPlan(plan, async () => {
       const post = (body: object) =>
-        fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        fetch(`${server.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
       expect((await post(TEXT.request)).status).toBe(503);
       const retried = (await (await post(TEXT.request)).json()) as { choices: [{ message: { content: string } }] };
       expect(retried.choices[0].message.content).toBe(ORIGINAL); // the retry is call 1 again
@@ -177,11 +199,17 @@ describe('a retry of a failed call is the same call, not a new position', () => 
   });
 
   it('what is remembered for retries is bounded: past 16 MiB of failed requests the oldest is forgotten (its retry is then a new call)', () => {
-    const engine = new FaultEngine(parsePlan({ rules: [{ fault: 'http_500', strategy: 'persistent', match: { operation: 'chat' } }] }));
+    const engine = new FaultEngine(
+      parsePlan({ rules: [{ fault: 'http_500', strategy: 'persistent', match: { operation: 'chat' } }] }),
+    );
     const attrs = { 'gen_ai.operation.name': 'chat' };
     const call = (task: string, fill: number) => {
       const key = {};
-      const request = { method: 'POST', url: 'http://127.0.0.1/v1/chat/completions', body: Buffer.alloc(1024 * 1024, fill) };
+      const request = {
+        method: 'POST',
+        url: 'http://127.0.0.1/v1/chat/completions',
+        body: Buffer.alloc(1024 * 1024, fill),
+      };
       const hit = engine.select(attrs, task, { key, request })!.hits[0];
       engine.settle(key, false);
       return hit.callIndex;

@@ -48,17 +48,27 @@ const openai = (o: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-const plan = (fault: string, params: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({ rules: [{ fault, params, match: { operation: 'chat' }, ...extra }] });
+const plan = (fault: string, params: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => ({
+  rules: [{ fault, params, match: { operation: 'chat' }, ...extra }],
+});
 const spansOf = async (n: number) => callSpans(await h.waitForSpans((s) => callSpans(s).length >= n));
 
 describe('HTTP errors with provider-shaped bodies', () => {
   it('a 429 reaches the openai SDK as RateLimitError; the SDK’s own retry then succeeds', async () => {
-    const { result, taskId } = await h.task(plan('http_429', { retryAfterS: 0 }), () => openai({ maxRetries: 2 }).chat.completions.create(TEXT.request as never));
-    expect(result.choices[0].message.content).toBe((TEXT.response as { choices: [{ message: { content: string } }] }).choices[0].message.content);
+    const { result, taskId } = await h.task(plan('http_429', { retryAfterS: 0 }), () =>
+      openai({ maxRetries: 2 }).chat.completions.create(TEXT.request as never),
+    );
+    expect(result.choices[0].message.content).toBe(
+      (TEXT.response as { choices: [{ message: { content: string } }] }).choices[0].message.content,
+    );
     expect(server.requests).toHaveLength(1); // the faulted attempt never left the process
     const spans = await spansOf(2);
     expect(faultName(spans[0])).toBe('http_429');
-    expect(spans[0].attributes).toMatchObject({ [ATTR_HTTP_RESPONSE_STATUS_CODE]: 429, [ATTR_FL_FAULT_TYPE]: 'error', [ATTR_FL_FAULT_MODE]: 'transport' });
+    expect(spans[0].attributes).toMatchObject({
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 429,
+      [ATTR_FL_FAULT_TYPE]: 'error',
+      [ATTR_FL_FAULT_MODE]: 'transport',
+    });
     expect(spans[0].status.code).toBe(SpanStatusCode.ERROR);
     expect(faultName(spans[1])).toBeUndefined();
     // The retry is the same call again (same request after a failure): not a second match.
@@ -66,7 +76,9 @@ describe('HTTP errors with provider-shaped bodies', () => {
   });
 
   it('without retries the app sees the RateLimitError with the OpenAI error body and Retry-After', async () => {
-    const err = await h.task(plan('http_429', { retryAfterS: 7 }), () => openai().chat.completions.create(TEXT.request as never)).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('http_429', { retryAfterS: 7 }), () => openai().chat.completions.create(TEXT.request as never))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);
     const e = err as InstanceType<typeof OpenAI.RateLimitError>;
     expect(e.status).toBe(429);
@@ -81,7 +93,9 @@ describe('HTTP errors with provider-shaped bodies', () => {
     ['http_503', 503],
     ['http_529', 529],
   ])('%s reaches the openai SDK as an APIError with status %i', async (fault, status) => {
-    const err = await h.task(plan(fault), () => openai().chat.completions.create(TEXT.request as never)).catch((e: unknown) => e);
+    const err = await h
+      .task(plan(fault), () => openai().chat.completions.create(TEXT.request as never))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(status);
     if (status >= 500) expect(err).toBeInstanceOf(OpenAI.InternalServerError);
@@ -91,7 +105,9 @@ describe('HTTP errors with provider-shaped bodies', () => {
   it('Anthropic 529 arrives as overloaded_error through the Anthropic SDK', async () => {
     current = A_TEXT;
     const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: server.url, maxRetries: 0, timeout: 30_000 });
-    const err = await h.task(plan('http_529'), () => client.messages.create(A_TEXT.request as never)).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('http_529'), () => client.messages.create(A_TEXT.request as never))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.APIError);
     const e = err as InstanceType<typeof Anthropic.APIError>;
     expect(e.status).toBe(529);
@@ -102,16 +118,25 @@ describe('HTTP errors with provider-shaped bodies', () => {
 describe('connection faults and timeouts', () => {
   it('conn_reset and conn_refused reach the SDK as APIConnectionError; nothing reaches the server', async () => {
     for (const fault of ['conn_reset', 'conn_refused']) {
-      const err = await h.task(plan(fault), () => openai().chat.completions.create(TEXT.request as never)).catch((e: unknown) => e);
+      const err = await h
+        .task(plan(fault), () => openai().chat.completions.create(TEXT.request as never))
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(OpenAI.APIConnectionError);
-      expect(String((err as Error & { cause?: { cause?: { code?: string } } }).cause?.cause?.code ?? (err as { cause?: { code?: string } }).cause?.code)).toMatch(fault === 'conn_reset' ? /ECONNRESET/ : /ECONNREFUSED/);
+      expect(
+        String(
+          (err as Error & { cause?: { cause?: { code?: string } } }).cause?.cause?.code ??
+            (err as { cause?: { code?: string } }).cause?.code,
+        ),
+      ).toMatch(fault === 'conn_reset' ? /ECONNRESET/ : /ECONNREFUSED/);
     }
     expect(server.requests).toHaveLength(0);
   });
 
   it('timeout_hang holds the call until the client gives up (APIConnectionTimeoutError)', async () => {
     const t0 = Date.now();
-    const err = await h.task(plan('timeout_hang'), () => openai({ timeout: 300 }).chat.completions.create(TEXT.request as never)).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('timeout_hang'), () => openai({ timeout: 300 }).chat.completions.create(TEXT.request as never))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
     const [span] = await spansOf(1);
@@ -123,20 +148,32 @@ describe('connection faults and timeouts', () => {
     // the held call reachable, a collection would take it and the timeout would never reach the application.
     // (test/e2e/register-plan.test.ts also shows that, once the application gave up, the process exits by itself.)
     setTimeout(gc, 100);
-    const err = await h.task(plan('timeout_hang'), () => openai({ timeout: 300 }).chat.completions.create(TEXT.request as never)).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('timeout_hang'), () => openai({ timeout: 300 }).chat.completions.create(TEXT.request as never))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
   });
 
   it('timeout_hang with stallMs resets after the stall', async () => {
     const t0 = Date.now();
-    const err = await h.task(plan('timeout_hang', { stallMs: 200 }), () => openai().chat.completions.create(TEXT.request as never)).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('timeout_hang', { stallMs: 200 }), () => openai().chat.completions.create(TEXT.request as never))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.APIConnectionError);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(190);
   });
 
   it('slow_first_byte delays the call; the body is byte-identical', async () => {
     const t0 = Date.now();
-    const { result } = await h.task(plan('slow_first_byte', { delayMs: 300 }), async () => (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(TEXT.request) })).text());
+    const { result } = await h.task(plan('slow_first_byte', { delayMs: 300 }), async () =>
+      (
+        await fetch(`${server.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(TEXT.request),
+        })
+      ).text(),
+    );
     expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
     expect(result).toBe(recordBody(TEXT));
     const [span] = await spansOf(1);
@@ -149,10 +186,19 @@ async function collect(stream: AsyncIterable<OpenAI.Chat.Completions.ChatComplet
   for await (const c of stream) chunks.push(c);
   return chunks;
 }
-const finishReasons = (chunks: OpenAI.Chat.Completions.ChatCompletionChunk[]) => chunks.flatMap((c) => c.choices.map((x) => x.finish_reason).filter(Boolean));
+const finishReasons = (chunks: OpenAI.Chat.Completions.ChatCompletionChunk[]) =>
+  chunks.flatMap((c) => c.choices.map((x) => x.finish_reason).filter(Boolean));
 const streamCall = async (signal?: AbortSignal) =>
-  (await openai().chat.completions.create(STREAM.request as never, signal ? { signal } : {})) as unknown as AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>;
-const rawStream = () => fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(STREAM.request) });
+  (await openai().chat.completions.create(
+    STREAM.request as never,
+    signal ? { signal } : {},
+  )) as unknown as AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>;
+const rawStream = () =>
+  fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(STREAM.request),
+  });
 
 describe('streaming faults (event-wise, never buffered)', () => {
   beforeEach(() => {
@@ -169,9 +215,13 @@ describe('streaming faults (event-wise, never buffered)', () => {
   });
 
   it('stream_cut with reset: the app’s iteration fails mid-stream; with partialEvent the raw body ends inside an event', async () => {
-    const err = await h.task(plan('stream_cut', { afterEvents: 2, reset: true }), async () => collect(await streamCall())).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('stream_cut', { afterEvents: 2, reset: true }), async () => collect(await streamCall()))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
-    const { result } = await h.task(plan('stream_cut', { afterEvents: 2, partialEvent: true }), async () => (await rawStream()).text());
+    const { result } = await h.task(plan('stream_cut', { afterEvents: 2, partialEvent: true }), async () =>
+      (await rawStream()).text(),
+    );
     const events = sseEvents(STREAM.sse!);
     expect(result.startsWith(events[0] + events[1])).toBe(true);
     expect(result.length).toBeGreaterThan((events[0] + events[1]).length);
@@ -212,16 +262,22 @@ describe('streaming faults (event-wise, never buffered)', () => {
     });
     expect(again).toHaveLength(2);
     const t1 = Date.now();
-    const { result } = await h.task(plan('stream_stall', { afterEvents: 2, stallMs: 200 }), async () => (await rawStream()).text());
+    const { result } = await h.task(plan('stream_stall', { afterEvents: 2, stallMs: 200 }), async () =>
+      (await rawStream()).text(),
+    );
     expect(Date.now() - t1).toBeGreaterThanOrEqual(190);
     expect(result).toBe(STREAM.sse);
     h.exporter.reset();
   });
 
   it('stream_corrupt_chunk garbles one event: the SDK fails to parse it', async () => {
-    const err = await h.task(plan('stream_corrupt_chunk', { eventIndex: 2 }), async () => collect(await streamCall())).catch((e: unknown) => e);
+    const err = await h
+      .task(plan('stream_corrupt_chunk', { eventIndex: 2 }), async () => collect(await streamCall()))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
-    const { result } = await h.task(plan('stream_corrupt_chunk', { eventIndex: 2 }), async () => (await rawStream()).text());
+    const { result } = await h.task(plan('stream_corrupt_chunk', { eventIndex: 2 }), async () =>
+      (await rawStream()).text(),
+    );
     const events = sseEvents(STREAM.sse!);
     expect(result.startsWith(events[0])).toBe(true);
     expect(result).toContain('\uFFFD');
@@ -245,7 +301,11 @@ describe('streaming faults (event-wise, never buffered)', () => {
     });
     expect(result.text).toBe(STREAM.sse);
     expect(result.endAt - result.firstAt).toBeGreaterThan(200); // the first event arrived long before the last
-    expect(h.injector.triggerReport(taskId).tasks[0].rules[0]).toMatchObject({ fires: 0, notApplicable: 1, triggered: false });
+    expect(h.injector.triggerReport(taskId).tasks[0].rules[0]).toMatchObject({
+      fires: 0,
+      notApplicable: 1,
+      triggered: false,
+    });
   });
 });
 
@@ -254,7 +314,10 @@ describe('Anthropic messages bodies (content faults through the chat view)', () 
     current = A_TEXT;
     const client = new Anthropic({ apiKey: 'sk-ant-test', baseURL: server.url, maxRetries: 0, timeout: 30_000 });
     const { result } = await h.task(plan('llm_truncate_single'), () => client.messages.create(A_TEXT.request as never));
-    const orig = (A_TEXT.response as { content: Array<{ type: string; text: string }> }).content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    const orig = (A_TEXT.response as { content: Array<{ type: string; text: string }> }).content
+      .filter((b) => b.type === 'text')
+      .map((b) => b.text)
+      .join('');
     const cps = Array.from(orig);
     expect(result.content).toEqual([{ type: 'text', text: cps.slice(0, Math.floor(cps.length * 0.3)).join('') }]);
     expect(result.stop_reason).toBe('max_tokens');
@@ -266,13 +329,24 @@ describe('Anthropic messages bodies (content faults through the chat view)', () 
     const { result } = await h.task(plan('tool_error_single'), () => client.messages.create(A_TOOL.request as never));
     const tool = result.content.find((b) => b.type === 'tool_use') as { input: unknown; name: string };
     expect(tool.input).toEqual({});
-    expect(tool.name).toBe((A_TOOL.response as { content: Array<{ type: string; name?: string }> }).content.find((b) => b.type === 'tool_use')!.name);
+    expect(tool.name).toBe(
+      (A_TOOL.response as { content: Array<{ type: string; name?: string }> }).content.find(
+        (b) => b.type === 'tool_use',
+      )!.name,
+    );
   });
 });
 
 describe('do no harm', () => {
   it('without a plan, or when no rule matches, the body is byte-identical and nothing is recorded', async () => {
-    const body = async () => (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(TEXT.request) })).text();
+    const body = async () =>
+      (
+        await fetch(`${server.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(TEXT.request),
+        })
+      ).text();
     const none = await h.task(undefined, body);
     expect(none.result).toBe(recordBody(TEXT));
     const other = await h.task({ rules: [{ fault: 'llm_error_persistent', match: { model: 'no-such-model' } }] }, body);
@@ -282,9 +356,23 @@ describe('do no harm', () => {
   });
 
   it('a mojibake fire on ASCII text is a no-op: recorded, not counted as triggered', async () => {
-    const ascii = chat.find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('tool_calls') && [...JSON.stringify(r.response)].every((ch) => ch.charCodeAt(0) < 128))!;
+    const ascii = chat.find(
+      (r) =>
+        r.status === 200 &&
+        r.tags.includes('text') &&
+        !r.tags.includes('tool_calls') &&
+        [...JSON.stringify(r.response)].every((ch) => ch.charCodeAt(0) < 128),
+    )!;
     current = ascii;
-    const { taskId, result } = await h.task(plan('llm_corrupt_single'), async () => (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ascii.request) })).text());
+    const { taskId, result } = await h.task(plan('llm_corrupt_single'), async () =>
+      (
+        await fetch(`${server.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(ascii.request),
+        })
+      ).text(),
+    );
     expect(result).toBe(recordBody(ascii));
     const [span] = await spansOf(1);
     expect(span.attributes['faultline.fault.noop']).toBe(true);

@@ -52,7 +52,9 @@ let server: LlmServer;
 let dir: string;
 
 beforeAll(async () => {
-  server = await startLlmServer((req) => (JSON.parse(req.body.toString()).stream ? corpusReply(SSE_REC) : corpusReply(JSON_REC)));
+  server = await startLlmServer((req) =>
+    JSON.parse(req.body.toString()).stream ? corpusReply(SSE_REC) : corpusReply(JSON_REC),
+  );
   dir = mkdtempSync(join(tmpdir(), 'faultline-anthropic-'));
   writeFileSync(join(dir, 'app.cjs'), APP);
 });
@@ -63,14 +65,22 @@ afterAll(async () => {
 
 async function run(env: Record<string, string>, register = true) {
   const file = join(dir, `traces-${Math.random().toString(36).slice(2)}.jsonl`);
-  const args = register ? ['--require', join(ROOT, 'dist/src/register.js'), join(dir, 'app.cjs')] : [join(dir, 'app.cjs')];
+  const args = register
+    ? ['--require', join(ROOT, 'dist/src/register.js'), join(dir, 'app.cjs')]
+    : [join(dir, 'app.cjs')];
   const res = await runNode(args, { cwd: dir, env: { LLM_URL: server.url, FAULTLINE_TRACES_FILE: file, ...env } });
   expect(res.code, res.stderr).toBe(0);
-  const spans = register ? readFileSync(file, 'utf8').split('\n').filter(Boolean).flatMap((l) => otlpJsonSpans(JSON.parse(l))) : [];
+  const spans = register
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .flatMap((l) => otlpJsonSpans(JSON.parse(l)))
+    : [];
   return { out: JSON.parse(res.stdout) as { a: unknown; text: string; scopes?: string[] }, spans, file };
 }
 
-const chatSpans = (spans: ReturnType<typeof otlpJsonSpans>) => spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat');
+const chatSpans = (spans: ReturnType<typeof otlpJsonSpans>) =>
+  spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'chat');
 
 describe('@anthropic-ai/sdk under faultline/register', () => {
   it('by default: one chat span per call, usage once, the same output, and a clean diagnosis', async () => {
@@ -82,7 +92,9 @@ describe('@anthropic-ai/sdk under faultline/register', () => {
     expect(spans.some((s) => s.scope.startsWith('com.anthropic.sdk'))).toBe(false);
     const usage = (JSON_REC.response as { usage: { output_tokens: number } }).usage.output_tokens;
     expect(spans.filter((s) => s.attributes['gen_ai.usage.output_tokens'] === usage)).toHaveLength(1);
-    const diagnosis = await runNode([join(ROOT, 'bin/faultline.js'), 'diagnose', file, '--format', 'json'], { cwd: dir });
+    const diagnosis = await runNode([join(ROOT, 'bin/faultline.js'), 'diagnose', file, '--format', 'json'], {
+      cwd: dir,
+    });
     expect(diagnosis.code, diagnosis.stderr).toBe(0);
     expect(diagnosis.stdout).not.toMatch(/weak|truncate/);
   });
@@ -91,7 +103,8 @@ describe('@anthropic-ai/sdk under faultline/register', () => {
     const { spans } = await run({ ANTHROPIC_OPEN_TELEMETRY: 'true' });
     const sdk = spans.filter((s) => s.scope.startsWith('com.anthropic.sdk'));
     expect(sdk.map((s) => s.name)).toEqual(['anthropic.messages.create', 'anthropic.messages.create']);
-    for (const ours of spans.filter((s) => s.scope === 'faultline')) expect(sdk.map((s) => s.spanId)).toContain(ours.parentSpanId);
+    for (const ours of spans.filter((s) => s.scope === 'faultline'))
+      expect(sdk.map((s) => s.spanId)).toContain(ours.parentSpanId);
   });
 
   it('an app with its own tracer provider keeps the SDK’s spans (it has them without faultline)', async () => {

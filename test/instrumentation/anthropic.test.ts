@@ -20,7 +20,11 @@ let inst: FaultlineInstrumentation;
 let undici: UndiciInstrumentation;
 let client: Anthropic;
 
-const WEATHER_TOOL = { name: 'get_weather', description: 'The current weather in a city.', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+const WEATHER_TOOL = {
+  name: 'get_weather',
+  description: 'The current weather in a city.',
+  input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
 const request = (stream?: boolean) => ({
   model: 'claude-sonnet-5-5',
   max_tokens: 1024,
@@ -29,7 +33,18 @@ const request = (stream?: boolean) => ({
   ...(stream ? { stream: true } : {}),
 });
 /** Two parallel tool uses after a short text, with prompt-cache reads and writes in the usage. */
-const TOOL_USES = { model: 'claude-sonnet-5-5', text: 'I will look up both cities.', toolUses: [{ name: 'get_weather', input: { city: 'Paris' } }, { name: 'get_weather', input: { city: 'Rome' } }], inputTokens: 412, cacheReadTokens: 1800, cacheCreationTokens: 96, outputTokens: 121 };
+const TOOL_USES = {
+  model: 'claude-sonnet-5-5',
+  text: 'I will look up both cities.',
+  toolUses: [
+    { name: 'get_weather', input: { city: 'Paris' } },
+    { name: 'get_weather', input: { city: 'Rome' } },
+  ],
+  inputTokens: 412,
+  cacheReadTokens: 1800,
+  cacheCreationTokens: 96,
+  outputTokens: 121,
+};
 
 beforeAll(async () => {
   otel = setupOtel();
@@ -49,7 +64,18 @@ afterAll(async () => {
 
 beforeEach(() => otel.exporter.reset());
 
-type Msg = { id: string; model: string; stop_reason: string; content: Array<{ type: string }>; usage: { input_tokens: number; output_tokens: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number } };
+type Msg = {
+  id: string;
+  model: string;
+  stop_reason: string;
+  content: Array<{ type: string }>;
+  usage: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_read_input_tokens?: number;
+    cache_creation_input_tokens?: number;
+  };
+};
 
 describe('anthropic messages (JSON)', () => {
   it('emits a chat span with response facts and nested HTTP span', async () => {
@@ -70,7 +96,10 @@ describe('anthropic messages (JSON)', () => {
         'gen_ai.response.id': resp.id,
         'gen_ai.response.model': resp.model,
         'gen_ai.response.finish_reasons': [resp.stop_reason],
-        'gen_ai.usage.input_tokens': resp.usage.input_tokens + (resp.usage.cache_read_input_tokens ?? 0) + (resp.usage.cache_creation_input_tokens ?? 0),
+        'gen_ai.usage.input_tokens':
+          resp.usage.input_tokens +
+          (resp.usage.cache_read_input_tokens ?? 0) +
+          (resp.usage.cache_creation_input_tokens ?? 0),
         'gen_ai.usage.output_tokens': resp.usage.output_tokens,
         'faultline.response.tool_call_count': resp.content.filter((b) => b.type === 'tool_use').length,
       },
@@ -81,7 +110,12 @@ describe('anthropic messages (JSON)', () => {
   });
 
   it('records provider errors', async () => {
-    const rec = exchange({ endpoint: '/v1/messages', status: 529, request: request(), response: anthropicError(529, 'Overloaded') });
+    const rec = exchange({
+      endpoint: '/v1/messages',
+      status: 529,
+      request: request(),
+      response: anthropicError(529, 'Overloaded'),
+    });
     server.respond(() => corpusReply(rec));
     await expect(client.messages.create(rec.request as never)).rejects.toThrow();
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
@@ -91,9 +125,25 @@ describe('anthropic messages (JSON)', () => {
 
 describe('anthropic messages (SSE)', () => {
   for (const [what, answer] of [
-    ['text', { model: 'claude-haiku-5-5', text: 'Paris is sunny at 21°C; Rome is clear and warmer, at 26°C.', outputTokens: 24 }],
+    [
+      'text',
+      {
+        model: 'claude-haiku-5-5',
+        text: 'Paris is sunny at 21°C; Rome is clear and warmer, at 26°C.',
+        outputTokens: 24,
+      },
+    ],
     ['tool uses', TOOL_USES],
-    ['thinking, then text cut at max_tokens', { model: 'claude-sonnet-5-5', thinking: 'The user wants both cities; I know neither forecast.', text: 'I cannot see live weather, but in early summer Paris', stopReason: 'max_tokens' as const, outputTokens: 64 }],
+    [
+      'thinking, then text cut at max_tokens',
+      {
+        model: 'claude-sonnet-5-5',
+        thinking: 'The user wants both cities; I know neither forecast.',
+        text: 'I cannot see live weather, but in early summer Paris',
+        stopReason: 'max_tokens' as const,
+        outputTokens: 64,
+      },
+    ],
   ] as const) {
     it(`reads a stream of ${what} to message_stop with usage and text length`, async () => {
       const rec = exchange({ endpoint: '/v1/messages', request: request(true), sse: messageStream(answer) });

@@ -4,13 +4,32 @@
  * against a loopback server answering in Bedrock's wire format (test/support/bedrock.ts): one chat span per call with
  * the GenAI attributes, no credential or signature on it, and what the application gets the same as without faultline.
  */
-import { ConverseCommand, ConverseStreamCommand, InvokeModelCommand, type ConverseCommandInput, type ConverseCommandOutput, type ConverseStreamCommandInput } from '@aws-sdk/client-bedrock-runtime';
+import {
+  ConverseCommand,
+  ConverseStreamCommand,
+  InvokeModelCommand,
+  type ConverseCommandInput,
+  type ConverseCommandOutput,
+  type ConverseStreamCommandInput,
+} from '@aws-sdk/client-bedrock-runtime';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { NodeHttp2Handler } from '@smithy/node-http-handler';
 import { createServer, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bedrockClient, CONVERSE_TEXT, CONVERSE_TOOL, errorReply, exceptionFrame, FAKE_CREDENTIALS, jsonReply, MODEL, streamReply, textStream, toolStream } from '../support/bedrock';
+import {
+  bedrockClient,
+  CONVERSE_TEXT,
+  CONVERSE_TOOL,
+  errorReply,
+  exceptionFrame,
+  FAKE_CREDENTIALS,
+  jsonReply,
+  MODEL,
+  streamReply,
+  textStream,
+  toolStream,
+} from '../support/bedrock';
 import { loadCorpus } from '../support/corpus';
 import { useLayer } from '../support/layer';
 import { ours } from '../support/otel';
@@ -28,11 +47,25 @@ const TOOL_INPUT: ConverseCommandInput = {
   modelId: MODEL,
   messages: [
     { role: 'user', content: [{ text: 'Weather in Paris?' }] },
-    { role: 'assistant', content: [{ toolUse: { toolUseId: 'tooluse_prev', name: 'get_weather', input: { city: 'Lyon' } } }] },
-    { role: 'user', content: [{ toolResult: { toolUseId: 'tooluse_prev', content: [{ json: { tempC: 18 } }], status: 'success' } }] },
+    {
+      role: 'assistant',
+      content: [{ toolUse: { toolUseId: 'tooluse_prev', name: 'get_weather', input: { city: 'Lyon' } } }],
+    },
+    {
+      role: 'user',
+      content: [{ toolResult: { toolUseId: 'tooluse_prev', content: [{ json: { tempC: 18 } }], status: 'success' } }],
+    },
   ],
   toolConfig: {
-    tools: [{ toolSpec: { name: 'get_weather', description: 'Current weather for a city', inputSchema: { json: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } } }],
+    tools: [
+      {
+        toolSpec: {
+          name: 'get_weather',
+          description: 'Current weather for a city',
+          inputSchema: { json: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+        },
+      },
+    ],
   },
 };
 
@@ -89,10 +122,18 @@ describe('Bedrock Converse (AWS SDK, NodeHttpHandler)', () => {
       'http.response.status_code': 200,
       'server.address': '127.0.0.1',
     });
-    expect(JSON.parse(span.attributes['gen_ai.input.messages'] as string)).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'What is the capital of France?' }] }]);
-    expect(JSON.parse(span.attributes['gen_ai.system_instructions'] as string)).toEqual([{ type: 'text', content: 'You are a geography tutor.' }]);
+    expect(JSON.parse(span.attributes['gen_ai.input.messages'] as string)).toEqual([
+      { role: 'user', parts: [{ type: 'text', content: 'What is the capital of France?' }] },
+    ]);
+    expect(JSON.parse(span.attributes['gen_ai.system_instructions'] as string)).toEqual([
+      { type: 'text', content: 'You are a geography tutor.' },
+    ]);
     expect(JSON.parse(span.attributes['gen_ai.output.messages'] as string)).toEqual([
-      { role: 'assistant', parts: [{ type: 'text', content: 'The capital of France is Paris.' }], finish_reason: 'stop' },
+      {
+        role: 'assistant',
+        parts: [{ type: 'text', content: 'The capital of France is Paris.' }],
+        finish_reason: 'stop',
+      },
     ]);
     noCredentials(span.attributes);
   });
@@ -111,13 +152,29 @@ describe('Bedrock Converse (AWS SDK, NodeHttpHandler)', () => {
       'faultline.response.tool_call_count': 1,
     });
     expect(JSON.parse(span.attributes['gen_ai.tool.definitions'] as string)).toEqual([
-      { name: 'get_weather', type: 'function', description: 'Current weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+      {
+        name: 'get_weather',
+        type: 'function',
+        description: 'Current weather for a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
     ]);
     const input = JSON.parse(span.attributes['gen_ai.input.messages'] as string) as unknown[];
-    expect(input[1]).toEqual({ role: 'assistant', parts: [{ type: 'tool_call', id: 'tooluse_prev', name: 'get_weather', arguments: { city: 'Lyon' } }] });
-    expect(input[2]).toEqual({ role: 'user', parts: [{ type: 'tool_call_response', id: 'tooluse_prev', response: { tempC: 18 } }] });
+    expect(input[1]).toEqual({
+      role: 'assistant',
+      parts: [{ type: 'tool_call', id: 'tooluse_prev', name: 'get_weather', arguments: { city: 'Lyon' } }],
+    });
+    expect(input[2]).toEqual({
+      role: 'user',
+      parts: [{ type: 'tool_call_response', id: 'tooluse_prev', response: { tempC: 18 } }],
+    });
     const output = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{ parts: unknown[] }>;
-    expect(output[0]!.parts[1]).toEqual({ type: 'tool_call', id: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q', name: 'get_weather', arguments: { city: 'Paris' } });
+    expect(output[0]!.parts[1]).toEqual({
+      type: 'tool_call',
+      id: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q',
+      name: 'get_weather',
+      arguments: { city: 'Paris' },
+    });
   });
 
   it('a model ARN (URL-encoded in the path by the SDK) is recorded decoded', async () => {
@@ -133,7 +190,12 @@ describe('Bedrock Converse (AWS SDK, NodeHttpHandler)', () => {
   it('an error answer: the SDK throws the same exception, the span records the status and the Bedrock error type', async () => {
     layer.server.respond(() => errorReply(400, 'ValidationException', 'The provided model identifier is invalid.'));
     const client = bedrockClient(layer.server.url);
-    const [a, b] = await both(() => client.send(new ConverseCommand(INPUT)).then(() => undefined, (e: Error) => e));
+    const [a, b] = await both(() =>
+      client.send(new ConverseCommand(INPUT)).then(
+        () => undefined,
+        (e: Error) => e,
+      ),
+    );
     expect(a?.name).toBe('ValidationException');
     expect(a?.message).toBe(b?.message);
     const spans = ours(layer.otel.spans());
@@ -151,7 +213,10 @@ function cut(frames: Buffer[], size: number): Buffer[] {
   return out;
 }
 
-async function streamed(client: ReturnType<typeof bedrockClient>, input: ConverseStreamCommandInput): Promise<{ text: string; events: string[] }> {
+async function streamed(
+  client: ReturnType<typeof bedrockClient>,
+  input: ConverseStreamCommandInput,
+): Promise<{ text: string; events: string[] }> {
   const out = await client.send(new ConverseStreamCommand(input));
   let text = '';
   const events: string[] = [];
@@ -199,7 +264,11 @@ describe('Bedrock ConverseStream (AWS SDK, NodeHttpHandler)', () => {
     const { events } = await streamed(bedrockClient(layer.server.url), TOOL_INPUT);
     expect(events.length).toBe(toolStream().length);
     const span = await layer.one();
-    expect(span.attributes).toMatchObject({ 'gen_ai.response.finish_reasons': ['tool_call'], 'faultline.response.tool_call_count': 1, 'faultline.response.done': true });
+    expect(span.attributes).toMatchObject({
+      'gen_ai.response.finish_reasons': ['tool_call'],
+      'faultline.response.tool_call_count': 1,
+      'faultline.response.done': true,
+    });
     const output = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{ parts: unknown[] }>;
     expect(output[0]!.parts).toEqual([
       { type: 'text', content: 'Checking the weather.' },
@@ -208,12 +277,21 @@ describe('Bedrock ConverseStream (AWS SDK, NodeHttpHandler)', () => {
   });
 
   it('an exception frame inside the 200 stream: the SDK throws it, the span records an in-band failure and no done', async () => {
-    const frames = [...textStream(DELTAS).slice(0, 2), exceptionFrame('modelStreamErrorException', 'The model stream failed.')];
+    const frames = [
+      ...textStream(DELTAS).slice(0, 2),
+      exceptionFrame('modelStreamErrorException', 'The model stream failed.'),
+    ];
     layer.server.respond(() => streamReply(frames));
-    const err = await streamed(bedrockClient(layer.server.url), INPUT).then(() => undefined, (e: Error) => e);
+    const err = await streamed(bedrockClient(layer.server.url), INPUT).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     expect(err?.name).toBe('ModelStreamErrorException');
     const span = await layer.one();
-    expect(span.attributes).toMatchObject({ 'error.type': 'modelStreamErrorException', 'faultline.response.done': false });
+    expect(span.attributes).toMatchObject({
+      'error.type': 'modelStreamErrorException',
+      'faultline.response.done': false,
+    });
   });
 
   it('a stream that ends mid-frame: what came before is read, the answer is not done', async () => {
@@ -227,9 +305,22 @@ describe('Bedrock ConverseStream (AWS SDK, NodeHttpHandler)', () => {
 });
 
 describe('Bedrock InvokeModel (AWS SDK, NodeHttpHandler)', () => {
-  const anthropic = loadCorpus('anthropic-messages.jsonl').find((r) => r.status === 200 && r.response !== undefined && r.tags.includes('text') && !r.tags.includes('tool_use'))!;
-  const MESSAGES = { anthropic_version: 'bedrock-2023-05-31', max_tokens: 300, messages: [{ role: 'user', content: 'Name the capital of France.' }] };
-  const invoke = (body: unknown) => bedrockClient(layer.server.url).send(new InvokeModelCommand({ modelId: 'anthropic.claude-3-5-haiku-20241022-v1:0', contentType: 'application/json', body: JSON.stringify(body) }));
+  const anthropic = loadCorpus('anthropic-messages.jsonl').find(
+    (r) => r.status === 200 && r.response !== undefined && r.tags.includes('text') && !r.tags.includes('tool_use'),
+  )!;
+  const MESSAGES = {
+    anthropic_version: 'bedrock-2023-05-31',
+    max_tokens: 300,
+    messages: [{ role: 'user', content: 'Name the capital of France.' }],
+  };
+  const invoke = (body: unknown) =>
+    bedrockClient(layer.server.url).send(
+      new InvokeModelCommand({
+        modelId: 'anthropic.claude-3-5-haiku-20241022-v1:0',
+        contentType: 'application/json',
+        body: JSON.stringify(body),
+      }),
+    );
 
   it('an Anthropic messages body: a chat span with the path’s model and aws.bedrock; the body the SDK returns is the server’s, byte for byte', async () => {
     const served = JSON.stringify(anthropic.response);
@@ -252,10 +343,17 @@ describe('Bedrock InvokeModel (AWS SDK, NodeHttpHandler)', () => {
   });
 
   it('a body of no family read (a Stability image request) is not ours: no span, the answer untouched', async () => {
-    const served = JSON.stringify({ result: 'success', artifacts: [{ seed: 1, base64: 'iVBORw0KGgo=', finishReason: 'SUCCESS' }] });
+    const served = JSON.stringify({
+      result: 'success',
+      artifacts: [{ seed: 1, base64: 'iVBORw0KGgo=', finishReason: 'SUCCESS' }],
+    });
     layer.server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: served }));
     const out = await bedrockClient(layer.server.url).send(
-      new InvokeModelCommand({ modelId: 'stability.stable-diffusion-xl-v1', contentType: 'application/json', body: JSON.stringify({ text_prompts: [{ text: 'a lighthouse' }], cfg_scale: 10 }) }),
+      new InvokeModelCommand({
+        modelId: 'stability.stable-diffusion-xl-v1',
+        contentType: 'application/json',
+        body: JSON.stringify({ text_prompts: [{ text: 'a lighthouse' }], cfg_scale: 10 }),
+      }),
     );
     expect(Buffer.from(out.body).toString()).toBe(served);
     await new Promise((r) => setTimeout(r, 50));
@@ -266,13 +364,19 @@ describe('Bedrock InvokeModel (AWS SDK, NodeHttpHandler)', () => {
 describe('Bedrock over HTTP/2 (AWS SDK, NodeHttp2Handler: node:http2 client sessions)', () => {
   let h2: Http2Server;
   let url = '';
-  let reply: { type: string; chunks: Buffer[] } = { type: 'application/json', chunks: [Buffer.from(JSON.stringify(CONVERSE_TEXT))] };
+  let reply: { type: string; chunks: Buffer[] } = {
+    type: 'application/json',
+    chunks: [Buffer.from(JSON.stringify(CONVERSE_TEXT))],
+  };
   beforeAll(async () => {
     h2 = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
         void (async () => {
-          res.writeHead(200, { 'content-type': reply.type, 'x-amzn-requestid': 'a1b2c3d4-0000-4000-8000-000000000000' });
+          res.writeHead(200, {
+            'content-type': reply.type,
+            'x-amzn-requestid': 'a1b2c3d4-0000-4000-8000-000000000000',
+          });
           for (const c of reply.chunks) {
             res.write(c);
             await new Promise((r) => setImmediate(r));
@@ -295,7 +399,12 @@ describe('Bedrock over HTTP/2 (AWS SDK, NodeHttp2Handler: node:http2 client sess
       expect(answer(a)).toEqual(answer(b));
       const spans = ours(layer.otel.spans());
       expect(spans).toHaveLength(1);
-      expect(spans[0]!.attributes).toMatchObject({ 'gen_ai.provider.name': 'aws.bedrock', 'gen_ai.request.model': MODEL, 'gen_ai.response.finish_reasons': ['stop'], 'gen_ai.usage.output_tokens': 9 });
+      expect(spans[0]!.attributes).toMatchObject({
+        'gen_ai.provider.name': 'aws.bedrock',
+        'gen_ai.request.model': MODEL,
+        'gen_ai.response.finish_reasons': ['stop'],
+        'gen_ai.usage.output_tokens': 9,
+      });
       noCredentials(spans[0]!.attributes);
     } finally {
       handler.destroy();
@@ -310,7 +419,11 @@ describe('Bedrock over HTTP/2 (AWS SDK, NodeHttp2Handler: node:http2 client sess
       const { text } = await streamed(bedrockClient(url, handler as never), INPUT);
       expect(text).toBe(DELTAS.join(''));
       const span = await layer.one();
-      expect(span.attributes).toMatchObject({ 'faultline.response.done': true, 'gen_ai.response.finish_reasons': ['stop'], 'faultline.response.output_chars': DELTAS.join('').length });
+      expect(span.attributes).toMatchObject({
+        'faultline.response.done': true,
+        'gen_ai.response.finish_reasons': ['stop'],
+        'faultline.response.output_chars': DELTAS.join('').length,
+      });
     } finally {
       handler.destroy();
     }

@@ -47,7 +47,11 @@ beforeEach(() => {
 
 async function rawFetch(path: string, request: unknown): Promise<{ status: number; text: string; sent: string }> {
   const sent = JSON.stringify(request);
-  const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: sent });
+  const res = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: sent,
+  });
   return { status: res.status, text: await res.text(), sent };
 }
 
@@ -80,14 +84,23 @@ describe.each([
 
   it('real SDK client: every record arrives unchanged', async () => {
     const openai = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 0 });
-    const anthropic = new Anthropic({ apiKey: 'k', baseURL: server.url, maxRetries: 0, openTelemetry: false, timeout: 600_000 });
+    const anthropic = new Anthropic({
+      apiKey: 'k',
+      baseURL: server.url,
+      maxRetries: 0,
+      openTelemetry: false,
+      timeout: 600_000,
+    });
     for (const rec of records) {
       served(rec);
       const call = file.startsWith('openai')
         ? openai.chat.completions.create(rec.request as never)
         : anthropic.messages.create(rec.request as never);
       if (rec.status >= 400) {
-        const err = (await call.then(() => undefined, (e: unknown) => e)) as { status?: number; error?: unknown };
+        const err = (await call.then(
+          () => undefined,
+          (e: unknown) => e,
+        )) as { status?: number; error?: unknown };
         expect(err?.status).toBe(rec.status);
         continue;
       }

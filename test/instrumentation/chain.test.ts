@@ -64,12 +64,26 @@ afterEach(() => {
   setGlobalDispatcher(original);
 });
 
-const fetchChat = async () => (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY })).text();
-const spanNames = async (n: number) => ours(await otel.waitForSpans((s) => ours(s).length >= n, 3000)).map((s) => s.name);
+const fetchChat = async () =>
+  (
+    await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: BODY,
+    })
+  ).text();
+const spanNames = async (n: number) =>
+  ours(await otel.waitForSpans((s) => ours(s).length >= n, 3000)).map((s) => s.name);
 
 /** A dispatcher of the application's: tags every request so the server shows it was used. */
 const tagging = (): Dispatcher =>
-  new Agent().compose((dispatch) => (opts, handler) => dispatch({ ...opts, headers: { ...(opts.headers as Record<string, string>), 'x-app-dispatcher': 'yes' } }, handler));
+  new Agent().compose(
+    (dispatch) => (opts, handler) =>
+      dispatch(
+        { ...opts, headers: { ...(opts.headers as Record<string, string>), 'x-app-dispatcher': 'yes' } },
+        handler,
+      ),
+  );
 
 describe('the installed dispatcher', () => {
   it('composed with interceptors after register (interceptors.retry) still goes through the layer', async () => {
@@ -80,7 +94,13 @@ describe('the installed dispatcher', () => {
 
   it('request(), stream() and pipeline() on it go through the layer', async () => {
     const d = getGlobalDispatcher();
-    const opts = { origin: server.url, path: '/v1/chat/completions', method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: BODY };
+    const opts = {
+      origin: server.url,
+      path: '/v1/chat/completions',
+      method: 'POST' as const,
+      headers: { 'content-type': 'application/json' },
+      body: BODY,
+    };
     const r = await d.request(opts);
     expect(await r.body.text()).toBe(recordBody(rec));
 
@@ -158,10 +178,25 @@ console.log(JSON.stringify({ same: a === b, seen }));
     });
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ same: true, seen: ['/v1/chat/completions', '/v1/chat/completions'] });
-    const names = readFileSync(file, 'utf8').trim().split('\n').flatMap((l) => (JSON.parse(l) as { resourceSpans: { scopeSpans: { spans: { name: string }[] }[] }[] }).resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => s.name))));
+    const names = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .flatMap((l) =>
+        (JSON.parse(l) as { resourceSpans: { scopeSpans: { spans: { name: string }[] }[] }[] }).resourceSpans.flatMap(
+          (rs) => rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => s.name)),
+        ),
+      );
     expect(names).toEqual([SPAN, SPAN]);
 
-    const bare = await runNode(['--import', register, '-e', "console.log(Object.keys(require.cache).some((f) => /[\\\\/]undici[\\\\/]index\\.js$/.test(f)))"], { env: {}, timeoutMs: 30_000 });
+    const bare = await runNode(
+      [
+        '--import',
+        register,
+        '-e',
+        'console.log(Object.keys(require.cache).some((f) => /[\\\\/]undici[\\\\/]index\\.js$/.test(f)))',
+      ],
+      { env: {}, timeoutMs: 30_000 },
+    );
     expect(bare.stdout.trim()).toBe('false');
   }, 60_000);
 });

@@ -55,14 +55,25 @@ describe('capture switch', () => {
       const rec = CHAT_PLAIN;
       otel.exporter.reset();
       server.respond(() => corpusReply(rec));
-      await (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })).text();
+      await (
+        await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })
+      ).text();
       const a = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0]?.attributes ?? {};
-      for (const k of ['gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions', 'gen_ai.tool.definitions']) {
+      for (const k of [
+        'gen_ai.input.messages',
+        'gen_ai.output.messages',
+        'gen_ai.system_instructions',
+        'gen_ai.tool.definitions',
+      ]) {
         expect(a[k], k).toBeUndefined();
       }
       expect(a['faultline.response.output_chars']).toBeGreaterThan(0);
       expect(a['faultline.response.content_hash']).toMatch(/^[0-9a-f]{16}$/);
-      expect(a['faultline.request.message_count']).toBe((rec.request.messages as unknown[]).filter((m) => !['system', 'developer'].includes((m as { role: string }).role)).length);
+      expect(a['faultline.request.message_count']).toBe(
+        (rec.request.messages as unknown[]).filter(
+          (m) => !['system', 'developer'].includes((m as { role: string }).role),
+        ).length,
+      );
     } finally {
       off.disable();
       inst.enable();

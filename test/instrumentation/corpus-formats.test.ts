@@ -20,7 +20,11 @@ import { SEMCONV_SCHEMAS } from '../support/shared';
 
 const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
 const schema = (file: string) => ajv.compile(JSON.parse(readFileSync(join(SEMCONV_SCHEMAS, file), 'utf8')) as object);
-const validate = { input: schema('gen-ai-input-messages.json'), output: schema('gen-ai-output-messages.json'), system: schema('gen-ai-system-instructions.json') };
+const validate = {
+  input: schema('gen-ai-input-messages.json'),
+  output: schema('gen-ai-output-messages.json'),
+  system: schema('gen-ai-system-instructions.json'),
+};
 
 let otel: TestOtel;
 let server: LlmServer;
@@ -66,7 +70,10 @@ function pathOf(r: CorpusRecord): string {
 /** The reply for a record, with the vercel/ai payload-line fixtures re-framed as the SSE they came from. */
 function replyFor(r: CorpusRecord): Reply {
   if (r.tags.includes('sse_payloads_only')) {
-    const events = (r.stream ?? '').split('\n').filter((l) => l.trim() !== '').map((l) => `data: ${l}\n\n`);
+    const events = (r.stream ?? '')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => `data: ${l}\n\n`);
     return { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events };
   }
   return corpusReply(r);
@@ -89,7 +96,10 @@ function documents(r: CorpusRecord): Json[] {
       .map((d) => obj(JSON.parse(d)));
   }
   if (r.framing === 'json-array') return (JSON.parse(r.stream ?? '[]') as unknown[]).map(obj);
-  return (r.stream ?? '').split('\n').filter((l) => l.trim() !== '').map((l) => obj(JSON.parse(l)));
+  return (r.stream ?? '')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => obj(JSON.parse(l)));
 }
 
 /** What the record holds, read from its bytes, as the span attributes that must say it. */
@@ -111,8 +121,19 @@ function expectedResponses(r: CorpusRecord): Expected {
   put(e, 'gen_ai.usage.input_tokens', n(usage.input_tokens));
   put(e, 'gen_ai.usage.output_tokens', n(usage.output_tokens));
   // The items the application must act on: function / custom tool calls and the tools it executes itself.
-  const clientItems = ['function_call', 'custom_tool_call', 'computer_call', 'local_shell_call', 'shell_call', 'apply_patch_call', 'mcp_approval_request'];
-  if (Array.isArray(final.output)) e['faultline.response.tool_call_count'] = final.output.filter((i) => clientItems.includes(String(obj(i).type)) || obj(i).execution === 'client').length;
+  const clientItems = [
+    'function_call',
+    'custom_tool_call',
+    'computer_call',
+    'local_shell_call',
+    'shell_call',
+    'apply_patch_call',
+    'mcp_approval_request',
+  ];
+  if (Array.isArray(final.output))
+    e['faultline.response.tool_call_count'] = final.output.filter(
+      (i) => clientItems.includes(String(obj(i).type)) || obj(i).execution === 'client',
+    ).length;
   if (r.response === undefined) e['faultline.response.done'] = terminal !== undefined;
   return e;
 }
@@ -124,10 +145,17 @@ function expectedGemini(r: CorpusRecord): Expected {
   const e: Expected = {};
   put(e, 'gen_ai.response.id', last.find((d) => typeof d.responseId === 'string')?.responseId);
   put(e, 'gen_ai.response.model', last.find((d) => typeof d.modelVersion === 'string')?.modelVersion);
-  if (usage.promptTokenCount !== undefined) e['gen_ai.usage.input_tokens'] = (n(usage.promptTokenCount) ?? 0) + (n(usage.toolUsePromptTokenCount) ?? 0);
-  if (usage.candidatesTokenCount !== undefined || usage.thoughtsTokenCount !== undefined) e['gen_ai.usage.output_tokens'] = (n(usage.candidatesTokenCount) ?? 0) + (n(usage.thoughtsTokenCount) ?? 0);
+  if (usage.promptTokenCount !== undefined)
+    e['gen_ai.usage.input_tokens'] = (n(usage.promptTokenCount) ?? 0) + (n(usage.toolUsePromptTokenCount) ?? 0);
+  if (usage.candidatesTokenCount !== undefined || usage.thoughtsTokenCount !== undefined)
+    e['gen_ai.usage.output_tokens'] = (n(usage.candidatesTokenCount) ?? 0) + (n(usage.thoughtsTokenCount) ?? 0);
   put(e, 'gen_ai.usage.reasoning.output_tokens', n(usage.thoughtsTokenCount));
-  const parts = docs.flatMap((d) => (Array.isArray(d.candidates) ? d.candidates : []).map(obj).filter((c) => (c.index ?? 0) === 0).flatMap((c) => (Array.isArray(obj(c.content).parts) ? (obj(c.content).parts as unknown[]) : [])));
+  const parts = docs.flatMap((d) =>
+    (Array.isArray(d.candidates) ? d.candidates : [])
+      .map(obj)
+      .filter((c) => (c.index ?? 0) === 0)
+      .flatMap((c) => (Array.isArray(obj(c.content).parts) ? (obj(c.content).parts as unknown[]) : [])),
+  );
   e['faultline.response.tool_call_count'] = parts.filter((p) => obj(p).functionCall !== undefined).length;
   if (r.response === undefined) e['faultline.response.done'] = true; // every recorded stream is complete
   return e;
@@ -140,8 +168,14 @@ function expectedOllama(r: CorpusRecord): Expected {
   put(e, 'gen_ai.response.model', done.model);
   put(e, 'gen_ai.usage.input_tokens', n(done.prompt_eval_count));
   put(e, 'gen_ai.usage.output_tokens', n(done.eval_count));
-  e['faultline.response.tool_call_count'] = docs.reduce((k, d) => k + (Array.isArray(obj(d.message).tool_calls) ? (obj(d.message).tool_calls as unknown[]).length : 0), 0);
-  const text = docs.map((d) => (r.endpoint.endsWith('/api/chat') ? obj(d.message).content : d.response)).filter((t) => typeof t === 'string').join('');
+  e['faultline.response.tool_call_count'] = docs.reduce(
+    (k, d) => k + (Array.isArray(obj(d.message).tool_calls) ? (obj(d.message).tool_calls as unknown[]).length : 0),
+    0,
+  );
+  const text = docs
+    .map((d) => (r.endpoint.endsWith('/api/chat') ? obj(d.message).content : d.response))
+    .filter((t) => typeof t === 'string')
+    .join('');
   e['faultline.response.output_chars'] = text.length;
   if (r.stream !== undefined) e['faultline.response.done'] = true;
   return e;
@@ -149,7 +183,13 @@ function expectedOllama(r: CorpusRecord): Expected {
 
 function expectedEmbeddings(r: CorpusRecord): Expected {
   const v = obj(r.response);
-  const vectors: unknown[] = Array.isArray(v.data) ? v.data.map((d) => obj(d).embedding) : Array.isArray(v.embeddings) ? v.embeddings.map((x) => obj(x).values ?? x) : v.embedding !== undefined ? [obj(v.embedding).values ?? v.embedding] : [];
+  const vectors: unknown[] = Array.isArray(v.data)
+    ? v.data.map((d) => obj(d).embedding)
+    : Array.isArray(v.embeddings)
+      ? v.embeddings.map((x) => obj(x).values ?? x)
+      : v.embedding !== undefined
+        ? [obj(v.embedding).values ?? v.embedding]
+        : [];
   const first = vectors[0];
   const e: Expected = { 'gen_ai.operation.name': 'embeddings', 'faultline.response.embedding_count': vectors.length };
   if (Array.isArray(first)) e['gen_ai.embeddings.dimension.count'] = first.length;
@@ -162,7 +202,11 @@ function expectedEmbeddings(r: CorpusRecord): Expected {
 function checkSpan(span: ReadableSpan, e: Expected, where: string): void {
   const a = span.attributes;
   for (const [key, value] of Object.entries(e)) expect(a[key], `${where} ${key}`).toEqual(value);
-  for (const [kind, attr] of [['input', 'gen_ai.input.messages'], ['output', 'gen_ai.output.messages'], ['system', 'gen_ai.system_instructions']] as const) {
+  for (const [kind, attr] of [
+    ['input', 'gen_ai.input.messages'],
+    ['output', 'gen_ai.output.messages'],
+    ['system', 'gen_ai.system_instructions'],
+  ] as const) {
     const json = a[attr];
     if (json === undefined) continue;
     const ok = validate[kind](JSON.parse(json as string));
@@ -171,7 +215,11 @@ function checkSpan(span: ReadableSpan, e: Expected, where: string): void {
 }
 
 async function rawFetch(r: CorpusRecord): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${server.url}${pathOf(r)}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(r.request ?? { model: r.model, input: 'x', stream: true }) });
+  const res = await fetch(`${server.url}${pathOf(r)}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(r.request ?? { model: r.model, input: 'x', stream: true }),
+  });
   return { status: res.status, text: await res.text() };
 }
 
@@ -190,9 +238,14 @@ const genai = async () => {
   return new GoogleGenAI({ apiKey: 'test-key', httpOptions: { baseUrl: server.url } });
 };
 /** An SDK error as the application sees it (class, status, message). */
-const failure = (e: unknown) => ({ error: (e as Error).constructor.name, status: (e as { status?: number; status_code?: number }).status ?? (e as { status_code?: number }).status_code, message: (e as Error).message });
+const failure = (e: unknown) => ({
+  error: (e as Error).constructor.name,
+  status: (e as { status?: number; status_code?: number }).status ?? (e as { status_code?: number }).status_code,
+  message: (e as Error).message,
+});
 /** A @google/genai answer without its HTTP headers (a `date` header differs from run to run). */
-const plainGenai = (x: unknown) => JSON.parse(JSON.stringify(x, (k, v: unknown) => (k === 'sdkHttpResponse' ? undefined : v))) as unknown;
+const plainGenai = (x: unknown) =>
+  JSON.parse(JSON.stringify(x, (k, v: unknown) => (k === 'sdkHttpResponse' ? undefined : v))) as unknown;
 const modelOf = (r: CorpusRecord) => /models\/([^/:]+):/.exec(r.endpoint)?.[1] ?? r.model ?? 'gemini-2.5-flash';
 
 async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
@@ -221,7 +274,8 @@ const FORMATS: Format[] = [
       if (r.framing === 'json-array') return undefined;
       const ai = await genai();
       const params = { model: modelOf(r), contents: r.request.contents as never };
-      if (r.sse !== undefined) return collect(await ai.models.generateContentStream(params)).then((chunks) => chunks.map(plainGenai), failure);
+      if (r.sse !== undefined)
+        return collect(await ai.models.generateContentStream(params)).then((chunks) => chunks.map(plainGenai), failure);
       return ai.models.generateContent(params).then(plainGenai, failure);
     },
   },
@@ -231,7 +285,8 @@ const FORMATS: Format[] = [
     async client(r) {
       const api = r.endpoint.endsWith('/api/chat') ? 'chat' : 'generate';
       const req = { ...r.request, stream: r.stream !== undefined } as never;
-      if (r.stream !== undefined) return collect(await (ollama()[api] as (q: unknown) => Promise<AsyncIterable<unknown>>)(req));
+      if (r.stream !== undefined)
+        return collect(await (ollama()[api] as (q: unknown) => Promise<AsyncIterable<unknown>>)(req));
       return (ollama()[api] as (q: unknown) => Promise<unknown>)(req).catch(failure);
     },
   },
@@ -242,9 +297,14 @@ const FORMATS: Format[] = [
       const host = new URL(r.endpoint).hostname;
       if (r.endpoint.includes(':batchEmbedContents')) {
         const requests = (r.request.requests as Array<{ content: unknown }>).map((q) => q.content);
-        return (await genai()).models.embedContent({ model: modelOf(r), contents: requests as never }).then(plainGenai, failure);
+        return (await genai()).models
+          .embedContent({ model: modelOf(r), contents: requests as never })
+          .then(plainGenai, failure);
       }
-      if (r.endpoint.endsWith('/api/embeddings')) return ollama().embeddings(r.request as never).catch(failure);
+      if (r.endpoint.endsWith('/api/embeddings'))
+        return ollama()
+          .embeddings(r.request as never)
+          .catch(failure);
       void host;
       const call = openai().embeddings.create(r.request as never);
       if (r.status >= 400) return call.then(() => 'no error', failure);
@@ -278,7 +338,10 @@ describe.each(FORMATS)('$file', (format) => {
       otel.exporter.reset();
       const got = await format.client!(r);
       if (got === undefined) continue;
-      expect(ours(await otel.waitForSpans((s) => ours(s).length >= 1)).length, `${r.id}: a span of ours`).toBeGreaterThanOrEqual(1);
+      expect(
+        ours(await otel.waitForSpans((s) => ours(s).length >= 1)).length,
+        `${r.id}: a span of ours`,
+      ).toBeGreaterThanOrEqual(1);
       inst.disable();
       const plain = await format.client!(r).finally(() => inst.enable());
       expect(JSON.stringify(got), r.id).toBe(JSON.stringify(plain));

@@ -53,7 +53,12 @@ function watched(log: { readerSaw: number[]; appTook: number[]; readAt: number[]
 
 beforeAll(async () => {
   otel = setupOtel();
-  server = await startLlmServer(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, gapMs: 20 }));
+  server = await startLlmServer(() => ({
+    status: 200,
+    headers: { 'content-type': 'text/event-stream' },
+    chunks: events,
+    gapMs: 20,
+  }));
 });
 
 afterAll(async () => {
@@ -66,7 +71,11 @@ beforeEach(() => otel.exporter.reset());
 describe('the response side', () => {
   it('reads a chunk only after the application has taken it, and ends the span at the real times', async () => {
     const log = { readerSaw: [] as number[], appTook: [] as number[], readAt: [] as number[] };
-    const layer = createGenAiInterceptor({ tracer: () => otel.provider.getTracer('faultline'), captureContent: () => false, protocols: [watched(log)] });
+    const layer = createGenAiInterceptor({
+      tracer: () => otel.provider.getTracer('faultline'),
+      captureContent: () => false,
+      protocols: [watched(log)],
+    });
     const agent = new Agent();
     const dispatcher = agent.compose(layer);
     const url = new URL(server.url);
@@ -94,7 +103,13 @@ describe('the response side', () => {
       };
       let pending = 0;
       dispatcher.dispatch(
-        { origin: url.origin, path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rec.request) },
+        {
+          origin: url.origin,
+          path: '/v1/chat/completions',
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(rec.request),
+        },
         handler,
       );
     });
@@ -122,7 +137,10 @@ describe('the response side', () => {
 
 describe('the request side', () => {
   it('hands the call to the dispatcher before reading its body, and the span still gets the model', async () => {
-    const layer = createGenAiInterceptor({ tracer: () => otel.provider.getTracer('faultline'), captureContent: () => false });
+    const layer = createGenAiInterceptor({
+      tracer: () => otel.provider.getTracer('faultline'),
+      captureContent: () => false,
+    });
     let parsedBeforeDispatch: boolean | undefined;
     const parse = JSON.parse;
     let parses = 0;

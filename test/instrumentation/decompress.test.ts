@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import * as zlib from 'node:zlib';
-import { BodyDecoder, canDecode, codingsToUndo, declaredGzipSize, decodeAll, isIdentity } from '../../src/wire/decompress';
+import {
+  BodyDecoder,
+  canDecode,
+  codingsToUndo,
+  declaredGzipSize,
+  decodeAll,
+  isIdentity,
+} from '../../src/wire/decompress';
 
 const text = Buffer.from('data: {"choices":[{"delta":{"content":"héllo ✓"}}]}\n\n'.repeat(500));
 
@@ -24,7 +31,8 @@ describe('decompress', () => {
   });
 
   it("reads a gzip body's declared size from its trailer, a lower bound of what it decodes to", () => {
-    const size = (encoding: string | undefined, body: Buffer) => declaredGzipSize(encoding, body.subarray(0, 3), body.subarray(-4));
+    const size = (encoding: string | undefined, body: Buffer) =>
+      declaredGzipSize(encoding, body.subarray(0, 3), body.subarray(-4));
     expect(size('gzip', zlib.gzipSync(text))).toBe(text.length);
     expect(size('x-gzip', zlib.gzipSync(Buffer.alloc(70_000_000)))).toBe(70_000_000);
     // Two members: the last one's size, less than the whole.

@@ -34,7 +34,14 @@ afterAll(async () => {
   await otel.shutdown();
 });
 
-const call = async () => (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rec.request) })).text();
+const call = async () =>
+  (
+    await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(rec.request),
+    })
+  ).text();
 
 it('by default: one GenAI span with its content-free facts, no HTTP child span, no online detection', async () => {
   await start({ exitHooks: false, env: {} });
@@ -54,5 +61,9 @@ it('OTEL_NODE_ENABLED_INSTRUMENTATIONS=undici and FAULTLINE_DETECT=true turn eac
   const [chat] = ours(spans);
   const http = spans.find((s) => s.name === 'POST');
   expect(http?.parentSpanContext?.spanId).toBe(chat?.spanContext().spanId);
-  expect(chat?.events.filter((e) => e.name === 'faultline.detection').map((e) => e.attributes?.['faultline.detection.fault_type'])).toContain('empty');
+  expect(
+    chat?.events
+      .filter((e) => e.name === 'faultline.detection')
+      .map((e) => e.attributes?.['faultline.detection.fault_type']),
+  ).toContain('empty');
 });

@@ -16,17 +16,47 @@ import { exchange } from '../support/wire-text';
 
 const layer = useLayer();
 
-const FLOAT = exchange({ endpoint: '/v1/embeddings', request: { model: 'text-embedding-3-small', input: 'The quick brown fox', dimensions: 256, encoding_format: 'float' }, response: openaiEmbeddings({ model: 'text-embedding-3-small', inputs: 1, dimension: 256, promptTokens: 4 }) });
-const BASE64 = exchange({ endpoint: '/v1/embeddings', request: { model: 'text-embedding-3-large', input: ['first text', 'second text', 'third text'], encoding_format: 'base64' }, response: openaiEmbeddings({ model: 'text-embedding-3-large', inputs: 3, dimension: 3072, encoding: 'base64', promptTokens: 6 }) });
+const FLOAT = exchange({
+  endpoint: '/v1/embeddings',
+  request: { model: 'text-embedding-3-small', input: 'The quick brown fox', dimensions: 256, encoding_format: 'float' },
+  response: openaiEmbeddings({ model: 'text-embedding-3-small', inputs: 1, dimension: 256, promptTokens: 4 }),
+});
+const BASE64 = exchange({
+  endpoint: '/v1/embeddings',
+  request: {
+    model: 'text-embedding-3-large',
+    input: ['first text', 'second text', 'third text'],
+    encoding_format: 'base64',
+  },
+  response: openaiEmbeddings({
+    model: 'text-embedding-3-large',
+    inputs: 3,
+    dimension: 3072,
+    encoding: 'base64',
+    promptTokens: 6,
+  }),
+});
 const GEMINI = exchange({
   endpoint: '/v1beta/models/gemini-embedding-2:batchEmbedContents',
-  request: { requests: ['alpha', 'beta'].map((text) => ({ model: 'models/gemini-embedding-2', content: { parts: [{ text }] } })) },
+  request: {
+    requests: ['alpha', 'beta'].map((text) => ({ model: 'models/gemini-embedding-2', content: { parts: [{ text }] } })),
+  },
   response: geminiBatchEmbed(2, 768),
 });
-const OLLAMA_LEGACY = exchange({ endpoint: '/api/embeddings', request: { model: 'nomic-embed-text', prompt: 'The sky is blue because of Rayleigh scattering' }, response: ollamaEmbeddings(768) });
+const OLLAMA_LEGACY = exchange({
+  endpoint: '/api/embeddings',
+  request: { model: 'nomic-embed-text', prompt: 'The sky is blue because of Rayleigh scattering' },
+  response: ollamaEmbeddings(768),
+});
 
 const noLlmFacts = (attrs: Record<string, unknown>) => {
-  for (const key of ['gen_ai.input.messages', 'gen_ai.output.messages', 'faultline.response.output_chars', 'gen_ai.response.finish_reasons']) expect(attrs[key]).toBeUndefined();
+  for (const key of [
+    'gen_ai.input.messages',
+    'gen_ai.output.messages',
+    'faultline.response.output_chars',
+    'gen_ai.response.finish_reasons',
+  ])
+    expect(attrs[key]).toBeUndefined();
 };
 
 describe('OpenAI-compatible /embeddings', () => {
@@ -56,7 +86,10 @@ describe('OpenAI-compatible /embeddings', () => {
 
   it('base64 vectors (what the openai SDK asks for by default) give the same dimension as floats', async () => {
     layer.server.respond(() => corpusReply(BASE64));
-    const res = await openai().embeddings.create({ model: BASE64.request.model as string, input: BASE64.request.input as string[] });
+    const res = await openai().embeddings.create({
+      model: BASE64.request.model as string,
+      input: BASE64.request.input as string[],
+    });
     const span = await layer.one();
     expect(span.attributes).toMatchObject({
       'gen_ai.request.encoding_formats': ['base64'],
@@ -86,9 +119,21 @@ describe('Gemini and Ollama embeddings', () => {
 
   it('Gemini :embedContent (one input)', async () => {
     const values = Array.from({ length: 8 }, (_, i) => i / 10);
-    layer.server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ embedding: { values } }) }));
-    await (await fetch(`${layer.server.url}/v1beta/models/gemini-embedding-001:embedContent`, { method: 'POST', body: JSON.stringify({ content: { parts: [{ text: 'hi' }] } }) })).text();
-    expect((await layer.one()).attributes).toMatchObject({ 'gen_ai.embeddings.dimension.count': 8, 'faultline.response.embedding_count': 1 });
+    layer.server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ embedding: { values } }),
+    }));
+    await (
+      await fetch(`${layer.server.url}/v1beta/models/gemini-embedding-001:embedContent`, {
+        method: 'POST',
+        body: JSON.stringify({ content: { parts: [{ text: 'hi' }] } }),
+      })
+    ).text();
+    expect((await layer.one()).attributes).toMatchObject({
+      'gen_ai.embeddings.dimension.count': 8,
+      'faultline.response.embedding_count': 1,
+    });
   });
 
   it('ollama embeddings (/api/embeddings) and embed (/api/embed)', async () => {
@@ -96,12 +141,26 @@ describe('Gemini and Ollama embeddings', () => {
     layer.server.respond(() => corpusReply(OLLAMA_LEGACY));
     const legacy = await ollama.embeddings(OLLAMA_LEGACY.request as never);
     const span = await layer.one();
-    expect(span.attributes).toMatchObject({ 'gen_ai.provider.name': 'ollama', 'gen_ai.embeddings.dimension.count': legacy.embedding.length, 'faultline.response.embedding_count': 1 });
+    expect(span.attributes).toMatchObject({
+      'gen_ai.provider.name': 'ollama',
+      'gen_ai.embeddings.dimension.count': legacy.embedding.length,
+      'faultline.response.embedding_count': 1,
+    });
     layer.otel.exporter.reset();
     const embed = ollamaEmbed('all-minilm', 2, 3, 8);
-    layer.server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify(embed) }));
+    layer.server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: JSON.stringify(embed),
+    }));
     const res = await ollama.embed({ model: 'all-minilm', input: ['a', 'b'] });
     expect(res.embeddings).toEqual(embed.embeddings);
-    expect((await layer.one()).attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 8, 'gen_ai.embeddings.dimension.count': 3, 'faultline.response.embedding_count': 2, 'faultline.request.input_count': 2, 'gen_ai.response.model': 'all-minilm' });
+    expect((await layer.one()).attributes).toMatchObject({
+      'gen_ai.usage.input_tokens': 8,
+      'gen_ai.embeddings.dimension.count': 3,
+      'faultline.response.embedding_count': 2,
+      'faultline.request.input_count': 2,
+      'gen_ai.response.model': 'all-minilm',
+    });
   });
 });

@@ -5,7 +5,13 @@
  */
 import { EventStreamCodec } from '@smithy/core/event-streams';
 import { describe, expect, it } from 'vitest';
-import { crc32, crc32Fallback, encodeMessage, EventStreamParser, type EventStreamMessage } from '../../instrumentation/providers/eventstream';
+import {
+  crc32,
+  crc32Fallback,
+  encodeMessage,
+  EventStreamParser,
+  type EventStreamMessage,
+} from '../../instrumentation/providers/eventstream';
 import { eventFrame, textStream, toolStream } from '../support/bedrock';
 
 const codec = new EventStreamCodec(
@@ -39,21 +45,30 @@ describe('event-stream framing', () => {
       const chunks: Buffer[] = [];
       for (let i = 0; i < all.length; i += size) chunks.push(all.subarray(i, i + size));
       const { messages, parser } = parseAll(chunks);
-      expect(messages.map((m) => ({ type: m.headers[':event-type'], payload: m.payload.toString('utf8') }))).toEqual(expected);
+      expect(messages.map((m) => ({ type: m.headers[':event-type'], payload: m.payload.toString('utf8') }))).toEqual(
+        expected,
+      );
       expect(parser.malformed).toBe(0);
       expect(parser.pending).toBe(0);
     }
   });
 
   it('a frame faultline encodes is read by the AWS codec, headers and payload', () => {
-    const frame = encodeMessage({ ':event-type': 'contentBlockDelta', ':content-type': 'application/json', ':message-type': 'event' }, Buffer.from('{"delta":{"text":"x"}}'));
+    const frame = encodeMessage(
+      { ':event-type': 'contentBlockDelta', ':content-type': 'application/json', ':message-type': 'event' },
+      Buffer.from('{"delta":{"text":"x"}}'),
+    );
     const m = codec.decode(new Uint8Array(frame));
     expect(m.headers[':event-type']).toEqual({ type: 'string', value: 'contentBlockDelta' });
     expect(Buffer.from(m.body).toString()).toBe('{"delta":{"text":"x"}}');
   });
 
   it('a frame with a wrong message CRC is counted and skipped; a wrong prelude CRC stops the reading', () => {
-    const [a, b, c] = [eventFrame('messageStart', { role: 'assistant' }), eventFrame('contentBlockDelta', { delta: { text: 'x' } }), eventFrame('messageStop', { stopReason: 'end_turn' })];
+    const [a, b, c] = [
+      eventFrame('messageStart', { role: 'assistant' }),
+      eventFrame('contentBlockDelta', { delta: { text: 'x' } }),
+      eventFrame('messageStop', { stopReason: 'end_turn' }),
+    ];
     const badBody = Buffer.from(b);
     badBody[badBody.length - 6] ^= 1;
     const skipped = parseAll([a, badBody, c]);

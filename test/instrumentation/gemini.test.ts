@@ -21,21 +21,63 @@ const user = (text: string) => ({ contents: [{ role: 'user', parts: [{ text }] }
 const TOOLS = exchange({
   endpoint: generate('gemini-2.5-pro'),
   request: user('Search the docs for "test" and multiply 5 by 3.'),
-  response: { ...generateContent({ model: 'gemini-2.5-pro', functionCalls: [{ name: 'search_docs', args: { query: 'test' } }, { name: 'multiply', args: { b: 3, a: 5 } }], promptTokens: 194, candidatesTokens: 33, thoughtsTokens: 216 }), responseId: 'gk9TaPrjLbOZ1MkPq6uD-Qg' },
+  response: {
+    ...generateContent({
+      model: 'gemini-2.5-pro',
+      functionCalls: [
+        { name: 'search_docs', args: { query: 'test' } },
+        { name: 'multiply', args: { b: 3, a: 5 } },
+      ],
+      promptTokens: 194,
+      candidatesTokens: 33,
+      thoughtsTokens: 216,
+    }),
+    responseId: 'gk9TaPrjLbOZ1MkPq6uD-Qg',
+  },
 });
-const STATES = 'Alabama, Alaska, Arizona, Arkansas, California, Colorado, Connecticut, Delaware, Florida, Georgia, Hawaii, Idaho';
-const MAX_TOKENS_STREAM = exchange({ endpoint: `${generate('gemini-2.5-flash').replace('generateContent', 'streamGenerateContent')}?alt=sse`, request: user('list the states'), sse: generateContentSse({ model: 'gemini-2.5-flash', text: STATES, finishReason: 'MAX_TOKENS', candidatesTokens: 32 }) });
-const SAFETY = exchange({ endpoint: generate('gemini-1.5-flash'), request: user('x'), response: generateContent({ model: 'gemini-1.5-flash-002', finishReason: 'SAFETY', candidatesTokens: 0 }) });
-const NOT_FOUND = exchange({ endpoint: generate('nope'), status: 404, request: user('x'), response: geminiError(404, 'models/nope is not found for API version v1beta, or is not supported for generateContent.') });
+const STATES =
+  'Alabama, Alaska, Arizona, Arkansas, California, Colorado, Connecticut, Delaware, Florida, Georgia, Hawaii, Idaho';
+const MAX_TOKENS_STREAM = exchange({
+  endpoint: `${generate('gemini-2.5-flash').replace('generateContent', 'streamGenerateContent')}?alt=sse`,
+  request: user('list the states'),
+  sse: generateContentSse({
+    model: 'gemini-2.5-flash',
+    text: STATES,
+    finishReason: 'MAX_TOKENS',
+    candidatesTokens: 32,
+  }),
+});
+const SAFETY = exchange({
+  endpoint: generate('gemini-1.5-flash'),
+  request: user('x'),
+  response: generateContent({ model: 'gemini-1.5-flash-002', finishReason: 'SAFETY', candidatesTokens: 0 }),
+});
+const NOT_FOUND = exchange({
+  endpoint: generate('nope'),
+  status: 404,
+  request: user('x'),
+  response: geminiError(
+    404,
+    'models/nope is not found for API version v1beta, or is not supported for generateContent.',
+  ),
+});
 const ARRAY_STREAM = exchange({
   endpoint: generate('gemini-flash-latest').replace('generateContent', 'streamGenerateContent'),
   request: user('Explain in a few sentences why the sky is blue.'),
-  stream: generateContentArray({ model: 'gemini-flash-latest', text: 'Sunlight is scattered by the molecules of the air, and blue light, with its shorter wavelength, is scattered far more than red: the sky we see is that scattered blue light.', promptTokens: 11, candidatesTokens: 38, thoughtsTokens: 120 }),
+  stream: generateContentArray({
+    model: 'gemini-flash-latest',
+    text: 'Sunlight is scattered by the molecules of the air, and blue light, with its shorter wavelength, is scattered far more than red: the sky we see is that scattered blue light.',
+    promptTokens: 11,
+    candidatesTokens: 38,
+    thoughtsTokens: 120,
+  }),
   framing: 'json-array',
   model: 'gemini-flash-latest',
 });
 
-type GenAi = InstanceType<Awaited<typeof import('@google/genai', { with: { 'resolution-mode': 'import' } })>['GoogleGenAI']>;
+type GenAi = InstanceType<
+  Awaited<typeof import('@google/genai', { with: { 'resolution-mode': 'import' } })>['GoogleGenAI']
+>;
 let ai: GenAi;
 
 beforeAll(async () => {
@@ -63,7 +105,9 @@ describe('@google/genai', () => {
       'gen_ai.usage.reasoning.output_tokens': 216,
       'faultline.response.tool_call_count': 2,
     });
-    const out = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{ parts: Array<{ type: string; name?: string; arguments?: unknown }> }>;
+    const out = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{
+      parts: Array<{ type: string; name?: string; arguments?: unknown }>;
+    }>;
     expect(out[0].parts.map((p) => [p.type, p.name, p.arguments])).toEqual([
       ['tool_call', 'search_docs', { query: 'test' }],
       ['tool_call', 'multiply', { b: 3, a: 5 }],
@@ -75,7 +119,11 @@ describe('@google/genai', () => {
   it('generateContentStream (alt=sse): a streamed span, MAX_TOKENS → length, done at the finish chunk', async () => {
     layer.server.respond(() => corpusReply(MAX_TOKENS_STREAM));
     let text = '';
-    for await (const chunk of await ai.models.generateContentStream({ model: 'gemini-2.5-flash', contents: 'list the states' })) text += chunk.text ?? '';
+    for await (const chunk of await ai.models.generateContentStream({
+      model: 'gemini-2.5-flash',
+      contents: 'list the states',
+    }))
+      text += chunk.text ?? '';
     const span = await layer.one();
     expect(span.attributes).toMatchObject({
       'gen_ai.request.stream': true,
@@ -91,7 +139,9 @@ describe('@google/genai', () => {
     expect((await layer.one()).attributes['gen_ai.response.finish_reasons']).toEqual(['content_filter']);
     layer.otel.exporter.reset();
     layer.server.respond(() => corpusReply(NOT_FOUND));
-    const err = (await ai.models.generateContent({ model: 'nope', contents: 'x' }).catch((e: unknown) => e)) as { status?: number };
+    const err = (await ai.models.generateContent({ model: 'nope', contents: 'x' }).catch((e: unknown) => e)) as {
+      status?: number;
+    };
     expect(err.status).toBe(404);
     const span = await layer.one();
     expect(span.attributes['error.type']).toBe('404');
@@ -101,13 +151,20 @@ describe('@google/genai', () => {
 
 describe('the JSON-array stream (streamGenerateContent without alt=sse)', () => {
   const path = `/v1beta/models/${ARRAY_STREAM.model ?? 'gemini-flash-latest'}:streamGenerateContent`;
-  const post = () => fetch(`${layer.server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ARRAY_STREAM.request) });
+  const post = () =>
+    fetch(`${layer.server.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ARRAY_STREAM.request),
+    });
 
   it('is read element by element: the elements’ usage, finish reason and closing bracket', async () => {
     layer.server.respond(() => corpusReply(ARRAY_STREAM));
     const body = await (await post()).text();
     expect(body).toBe(ARRAY_STREAM.stream);
-    const elements = JSON.parse(body) as Array<{ usageMetadata?: { candidatesTokenCount?: number; thoughtsTokenCount?: number } }>;
+    const elements = JSON.parse(body) as Array<{
+      usageMetadata?: { candidatesTokenCount?: number; thoughtsTokenCount?: number };
+    }>;
     const usage = elements[elements.length - 1].usageMetadata!;
     const span = await layer.one();
     expect(span.attributes).toMatchObject({
@@ -134,7 +191,16 @@ describe('Vertex AI', () => {
   it('a Vertex-shaped path is gcp.vertex_ai', async () => {
     layer.server.respond(() => corpusReply(TOOLS));
     const url = `${layer.server.url}/v1/projects/p1/locations/us-central1/publishers/google/models/gemini-2.5-pro:generateContent`;
-    await (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(TOOLS.request) })).text();
-    expect((await layer.one()).attributes).toMatchObject({ 'gen_ai.provider.name': 'gcp.vertex_ai', 'gen_ai.request.model': 'gemini-2.5-pro' });
+    await (
+      await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(TOOLS.request),
+      })
+    ).text();
+    expect((await layer.one()).attributes).toMatchObject({
+      'gen_ai.provider.name': 'gcp.vertex_ai',
+      'gen_ai.request.model': 'gemini-2.5-pro',
+    });
   });
 });

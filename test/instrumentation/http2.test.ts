@@ -4,7 +4,12 @@
  * ours and not) reach the server unchanged. A real TLS HTTP/2 server on 127.0.0.1, real fetch.
  */
 import { readFileSync } from 'node:fs';
-import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
+import {
+  createSecureServer,
+  type Http2SecureServer,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+} from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Agent, getGlobalDispatcher, setGlobalDispatcher, type Dispatcher } from 'undici';
@@ -30,15 +35,18 @@ beforeAll(async () => {
   setGlobalDispatcher(h2);
   inst = new FaultlineInstrumentation({ captureMessageContent: true });
   inst.enable();
-  server = createSecureServer({ key: readFileSync(join(TLS, 'localhost-key.pem')), cert: readFileSync(join(TLS, 'localhost-cert.pem')) }, (req, res) => {
-    const parts: Buffer[] = [];
-    req.on('data', (c: Buffer) => parts.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(parts);
-      seen.push({ path: req.url, version: req.httpVersion, body });
-      reply(req, res, body);
-    });
-  });
+  server = createSecureServer(
+    { key: readFileSync(join(TLS, 'localhost-key.pem')), cert: readFileSync(join(TLS, 'localhost-cert.pem')) },
+    (req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(parts);
+        seen.push({ path: req.url, version: req.httpVersion, body });
+        reply(req, res, body);
+      });
+    },
+  );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -85,7 +93,11 @@ describe('HTTP/2', () => {
       await serve(rec);
       otel.exporter.reset();
       const sent = JSON.stringify(rec.request);
-      const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: sent });
+      const res = await fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: sent,
+      });
       expect(res.status).toBe(rec.status);
       expect(await res.text()).toBe(recordBody(rec));
       const last = seen.at(-1)!;
@@ -100,7 +112,9 @@ describe('HTTP/2', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ bytes: body.length }));
     };
-    const chat = Buffer.from(JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'z'.repeat(200_000) }] }));
+    const chat = Buffer.from(
+      JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'z'.repeat(200_000) }] }),
+    );
     const upload = Buffer.alloc(300_000, 7);
     const streamed = (b: Buffer) =>
       new ReadableStream({
@@ -116,7 +130,12 @@ describe('HTTP/2', () => {
       ['/upload', 'application/octet-stream', upload, () => streamed(upload)],
     ];
     for (const [path, type, bytes, body] of cases) {
-      const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body: body(), duplex: 'half' } as RequestInit);
+      const res = await fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body: body(),
+        duplex: 'half',
+      } as RequestInit);
       expect(await res.json()).toEqual({ bytes: bytes.length });
       expect(seen.at(-1)!.body.equals(bytes)).toBe(true);
       expect(seen.at(-1)!.version).toBe('2.0');

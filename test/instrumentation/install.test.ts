@@ -32,14 +32,21 @@ beforeEach(() => {
   server.requests.length = 0;
 });
 
-const call = async () => (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })).text();
+const call = async () =>
+  (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })).text();
 
 describe('installInstrumentation', () => {
   it('chains to the previously installed dispatcher and restores it on uninstall', async () => {
     const original = getGlobalDispatcher();
-    const tagging: Dispatcher = new Agent().compose((dispatch) => function tag(opts, handler) {
-      return dispatch({ ...opts, headers: { ...(opts.headers as Record<string, string>), 'x-previous-dispatcher': 'yes' } }, handler);
-    });
+    const tagging: Dispatcher = new Agent().compose(
+      (dispatch) =>
+        function tag(opts, handler) {
+          return dispatch(
+            { ...opts, headers: { ...(opts.headers as Record<string, string>), 'x-previous-dispatcher': 'yes' } },
+            handler,
+          );
+        },
+    );
     setGlobalDispatcher(tagging);
     const inst = new FaultlineInstrumentation();
     inst.enable();
@@ -90,7 +97,10 @@ describe('installInstrumentation', () => {
         const body = await (await fetch(process.env.LLM_URL + '/v1/chat/completions', { method: 'POST', body: process.env.REQ })).text();
         console.log(JSON.stringify({ belowIsNodes: !(installed.previous instanceof require('undici').Dispatcher), same: body === process.env.EXPECT }));
       })();`;
-    const res = await runNode(['-e', script], { cwd: ROOT, env: { LLM_URL: server.url, REQ: JSON.stringify(rec.request), EXPECT: recordBody(rec) } });
+    const res = await runNode(['-e', script], {
+      cwd: ROOT,
+      env: { LLM_URL: server.url, REQ: JSON.stringify(rec.request), EXPECT: recordBody(rec) },
+    });
     expect(res.code, res.stderr).toBe(0);
     expect(JSON.parse(res.stdout)).toEqual({ belowIsNodes: true, same: true });
   });
@@ -112,8 +122,15 @@ describe('installInstrumentation', () => {
         const spans = exporter.getFinishedSpans().filter((s) => s.instrumentationScope.name === 'faultline');
         console.log(JSON.stringify({ prevIsBundled: !(prev instanceof require('undici').Dispatcher), same: body === process.env.EXPECT, spans: spans.map((s) => s.name) }));
       })();`;
-    const res = await runNode(['-e', script], { cwd: ROOT, env: { LLM_URL: server.url, REQ: JSON.stringify(rec.request), EXPECT: recordBody(rec) } });
+    const res = await runNode(['-e', script], {
+      cwd: ROOT,
+      env: { LLM_URL: server.url, REQ: JSON.stringify(rec.request), EXPECT: recordBody(rec) },
+    });
     expect(res.code, res.stderr).toBe(0);
-    expect(JSON.parse(res.stdout)).toEqual({ prevIsBundled: true, same: true, spans: [`chat ${rec.request.model as string}`] });
+    expect(JSON.parse(res.stdout)).toEqual({
+      prevIsBundled: true,
+      same: true,
+      spans: [`chat ${rec.request.model as string}`],
+    });
   });
 });

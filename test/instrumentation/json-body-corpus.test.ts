@@ -6,7 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { loadCorpus } from '../support/corpus';
 import { expectSameAsJsonParse, longHistory } from './support/json-parse-check';
 
-const corpus = [...loadCorpus('openai-chat.jsonl'), ...loadCorpus('openai-chat-stream.jsonl'), ...loadCorpus('anthropic-messages.jsonl')];
+const corpus = [
+  ...loadCorpus('openai-chat.jsonl'),
+  ...loadCorpus('openai-chat-stream.jsonl'),
+  ...loadCorpus('anthropic-messages.jsonl'),
+];
 const allMessages = corpus.flatMap((r) => (Array.isArray(r.request.messages) ? (r.request.messages as unknown[]) : []));
 
 describe('parseJsonBody on the corpus', () => {
@@ -20,5 +24,4 @@ describe('parseJsonBody on the corpus', () => {
       expectSameAsJsonParse(JSON.stringify(request, null, i % 2 ? 2 : '\t'), false); // whitespace between every token
     }
   });
-
 });

@@ -13,7 +13,6 @@ import { expectSameAsJsonParse, longHistory } from './support/json-parse-check';
 import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
 
-
 /** Large enough to be parsed piecewise. */
 const PAD = 'x'.repeat(70 * 1024);
 
@@ -85,14 +84,20 @@ describe('a long-history chat request through the openai client', () => {
   });
 
   it('is sent byte for byte and recorded like a short one (model, message count, tool names)', async () => {
-    const request = longHistory(rec, 200 * 1024, [CHAT_TEXT, CHAT_PLAIN, CHAT_STREAM].flatMap((r) => r.request.messages as unknown[]));
+    const request = longHistory(
+      rec,
+      200 * 1024,
+      [CHAT_TEXT, CHAT_PLAIN, CHAT_STREAM].flatMap((r) => r.request.messages as unknown[]),
+    );
     const client = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 0 });
     await client.chat.completions.create(request as never);
     expect(server.requests[0]?.body.toString('utf8')).toBe(JSON.stringify(request));
     const [span] = ours(await otel.waitForSpans((s) => ours(s).length === 1));
     const tools = (request.tools as Array<{ function: { name: string } }>).map((t) => t.function.name);
     // Counted as the conventions' input messages: system and developer messages are instructions.
-    const input = (request.messages as Array<{ role?: string }>).filter((m) => m.role !== 'system' && m.role !== 'developer');
+    const input = (request.messages as Array<{ role?: string }>).filter(
+      (m) => m.role !== 'system' && m.role !== 'developer',
+    );
     expect(span?.attributes).toMatchObject({
       'gen_ai.request.model': request.model,
       'faultline.request.message_count': input.length,

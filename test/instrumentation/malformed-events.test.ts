@@ -40,15 +40,22 @@ beforeEach(() => {
 
 /** Cut the JSON of the `data:` line of the given events in half (what a corrupting proxy or a bad byte does). */
 function garble(events: string[], which: number[]): string[] {
-  return events.map((e, i) => (which.includes(i) ? e.replace(/^data: (.*)$/m, (_m, json: string) => `data: ${json.slice(0, json.length >> 1)}`) : e));
+  return events.map((e, i) =>
+    which.includes(i)
+      ? e.replace(/^data: (.*)$/m, (_m, json: string) => `data: ${json.slice(0, json.length >> 1)}`)
+      : e,
+  );
 }
 
 async function fetchStream(path: string, request: unknown, events: string[]): Promise<string> {
   server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events }));
-  const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
+  const res = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(request),
+  });
   return res.text();
 }
-
 
 describe('malformed SSE events', () => {
   it('counts OpenAI chunks that do not parse, on the outcome and the span, and detectors see it offline', async () => {

@@ -32,12 +32,16 @@ afterAll(async () => {
 
 it('records gen_ai.client.operation.duration and gen_ai.client.token.usage with the spec buckets', async () => {
   // No meter provider yet: a call records nothing and costs nothing.
-  await (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })).text();
+  await (
+    await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })
+  ).text();
   // Metrics are recorded when the span ends, a moment after the app has its answer.
   await otel.waitForSpans((s) => ours(s).length === 1);
   const reader = new TestReader();
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
-  await (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })).text();
+  await (
+    await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })
+  ).text();
   await otel.waitForSpans((s) => ours(s).length === 2);
   const { resourceMetrics } = await reader.collect();
   const all = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics);
@@ -47,8 +51,14 @@ it('records gen_ai.client.operation.duration and gen_ai.client.token.usage with 
   expect(duration.descriptor.unit).toBe('s');
   expect(duration.dataPoints).toHaveLength(1);
   expect(duration.dataPoints[0]?.value.count).toBe(1);
-  expect(duration.dataPoints[0]?.value.buckets.boundaries).toEqual([0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]);
-  expect(duration.dataPoints[0]?.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': rec.request.model, 'gen_ai.provider.name': 'openai_compatible' });
+  expect(duration.dataPoints[0]?.value.buckets.boundaries).toEqual([
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+  ]);
+  expect(duration.dataPoints[0]?.attributes).toMatchObject({
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.request.model': rec.request.model,
+    'gen_ai.provider.name': 'openai_compatible',
+  });
   const usage = (rec.response as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
   const byType = Object.fromEntries(tokens.dataPoints.map((p) => [p.attributes['gen_ai.token.type'], p.value.sum]));
   expect(byType).toEqual({ input: usage.prompt_tokens, output: usage.completion_tokens });

@@ -31,7 +31,10 @@ describe('node-fetch 3 (node:http)', () => {
     expect(await call(chat.request)).toBe(recordBody(chat));
     const span = await layer.one();
     expect(span.name).toBe(`chat ${chat.request.model as string}`);
-    expect(span.attributes).toMatchObject({ 'gen_ai.request.model': chat.request.model, 'http.response.status_code': 200 });
+    expect(span.attributes).toMatchObject({
+      'gen_ai.request.model': chat.request.model,
+      'http.response.status_code': 200,
+    });
     expect(JSON.stringify(span.attributes)).not.toContain('sk-node-fetch-secret');
   });
 

@@ -13,11 +13,15 @@ const rec = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.ta
 
 function post(url: string, body: string): Promise<{ status: number; bytes: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-node-http-secret' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) }));
-    });
+    const req = http.request(
+      url,
+      { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-node-http-secret' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -41,6 +45,8 @@ describe('node:http client requests', () => {
     const res = await post(`${layer.server.url}/v1/traces`, '{}');
     expect(res.bytes.toString()).toBe('ok');
     await new Promise((r) => setTimeout(r, 50));
-    expect(layer.otel.exporter.getFinishedSpans().filter((s) => s.instrumentationScope.name === 'faultline')).toHaveLength(0);
+    expect(
+      layer.otel.exporter.getFinishedSpans().filter((s) => s.instrumentationScope.name === 'faultline'),
+    ).toHaveLength(0);
   });
 });

@@ -15,24 +15,74 @@ import type { CorpusRecord } from '../support/wire-record';
 const layer = useLayer();
 let ollama: Ollama;
 
-const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'The current weather in a city.', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const WEATHER = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'The current weather in a city.',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
 const ask = (content: string) => [{ role: 'user', content }];
 /** qwen3.6 with thinking: a thought, then one tool call (done_reason stop). */
 const TOOLS = exchange({
   endpoint: '/api/chat',
-  request: { model: 'qwen3.6:latest', messages: ask('What is the weather in Oslo?'), tools: [WEATHER], think: true, stream: false, options: { temperature: 0, seed: 42 } },
-  response: chat({ model: 'qwen3.6:latest', thinking: 'The user wants the weather in Oslo; the get_weather tool gives it.', toolCalls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }], promptEvalCount: 151, evalCount: 38 }),
+  request: {
+    model: 'qwen3.6:latest',
+    messages: ask('What is the weather in Oslo?'),
+    tools: [WEATHER],
+    think: true,
+    stream: false,
+    options: { temperature: 0, seed: 42 },
+  },
+  response: chat({
+    model: 'qwen3.6:latest',
+    thinking: 'The user wants the weather in Oslo; the get_weather tool gives it.',
+    toolCalls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }],
+    promptEvalCount: 151,
+    evalCount: 38,
+  }),
 });
-const CHAT_STREAM = exchange({ endpoint: '/api/chat', request: { model: 'llama3.2:1b', messages: ask('Name three primary colours.'), stream: true }, stream: chatStream({ model: 'llama3.2:1b', text: 'The three primary colours are red, yellow and blue.', evalCount: 13 }), framing: 'ndjson' });
-const GENERATE = exchange({ endpoint: '/api/generate', request: { model: 'llama3.2:1b', prompt: 'Why is the sea salty? One sentence.', stream: false }, response: generate({ model: 'llama3.2:1b', text: 'Rivers carry minerals from rocks into the sea, and evaporation leaves the salt behind.' }) });
-const GENERATE_STREAM = exchange({ endpoint: '/api/generate', request: { model: 'llama3.2:1b', prompt: 'Count to five.', stream: true }, stream: generateStream({ model: 'llama3.2:1b', text: 'One, two, three, four, five.', evalCount: 11 }), framing: 'ndjson' });
-const NOT_FOUND = exchange({ endpoint: '/api/chat', status: 404, request: { model: 'no-such-model', messages: ask('hi'), stream: false }, response: ollamaError('model "no-such-model" not found, try pulling it first') });
+const CHAT_STREAM = exchange({
+  endpoint: '/api/chat',
+  request: { model: 'llama3.2:1b', messages: ask('Name three primary colours.'), stream: true },
+  stream: chatStream({
+    model: 'llama3.2:1b',
+    text: 'The three primary colours are red, yellow and blue.',
+    evalCount: 13,
+  }),
+  framing: 'ndjson',
+});
+const GENERATE = exchange({
+  endpoint: '/api/generate',
+  request: { model: 'llama3.2:1b', prompt: 'Why is the sea salty? One sentence.', stream: false },
+  response: generate({
+    model: 'llama3.2:1b',
+    text: 'Rivers carry minerals from rocks into the sea, and evaporation leaves the salt behind.',
+  }),
+});
+const GENERATE_STREAM = exchange({
+  endpoint: '/api/generate',
+  request: { model: 'llama3.2:1b', prompt: 'Count to five.', stream: true },
+  stream: generateStream({ model: 'llama3.2:1b', text: 'One, two, three, four, five.', evalCount: 11 }),
+  framing: 'ndjson',
+});
+const NOT_FOUND = exchange({
+  endpoint: '/api/chat',
+  status: 404,
+  request: { model: 'no-such-model', messages: ask('hi'), stream: false },
+  response: ollamaError('model "no-such-model" not found, try pulling it first'),
+});
 
 beforeAll(async () => {
   ollama = new Ollama({ host: layer.server.url });
 });
 
-const lines = (r: CorpusRecord) => (r.stream ?? '').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+const lines = (r: CorpusRecord) =>
+  (r.stream ?? '')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('ollama chat', () => {
   it('JSON: one chat span with the tool call, done_reason stop → tool_call, token counts', async () => {
@@ -56,14 +106,17 @@ describe('ollama chat', () => {
       'faultline.response.tool_call_count': 1,
     });
     expect(span.attributes['gen_ai.request.stream']).toBeUndefined();
-    const out = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{ parts: Array<{ type: string }> }>;
+    const out = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{
+      parts: Array<{ type: string }>;
+    }>;
     expect(out[0].parts.map((p) => p.type)).toEqual(['reasoning', 'tool_call']);
   });
 
   it('NDJSON stream: read line by line, the done line gives finish reason and usage', async () => {
     layer.server.respond(() => corpusReply(CHAT_STREAM));
     let text = '';
-    for await (const part of await ollama.chat({ ...(CHAT_STREAM.request as object), stream: true } as never)) text += part.message.content;
+    for await (const part of await ollama.chat({ ...(CHAT_STREAM.request as object), stream: true } as never))
+      text += part.message.content;
     const last = lines(CHAT_STREAM).at(-1)!;
     const span = await layer.one();
     expect(span.attributes).toMatchObject({
@@ -87,12 +140,17 @@ describe('ollama chat', () => {
   it('a stream cut before the done line is not done; an error line is the call’s error', async () => {
     const full = corpusReply(CHAT_STREAM);
     layer.server.respond(() => ({ ...full, chunks: full.chunks!.slice(0, 3) }));
-    await (await fetch(`${layer.server.url}/api/chat`, { method: 'POST', body: JSON.stringify(CHAT_STREAM.request) })).text();
+    await (
+      await fetch(`${layer.server.url}/api/chat`, { method: 'POST', body: JSON.stringify(CHAT_STREAM.request) })
+    ).text();
     const cut = await layer.one();
     expect(cut.attributes['faultline.response.done']).toBe(false);
     expect(cut.attributes['gen_ai.response.finish_reasons']).toBeUndefined();
     layer.otel.exporter.reset();
-    layer.server.respond(() => ({ ...full, chunks: [...full.chunks!.slice(0, 2), '{"error":"an error was encountered while running the model"}\n'] }));
+    layer.server.respond(() => ({
+      ...full,
+      chunks: [...full.chunks!.slice(0, 2), '{"error":"an error was encountered while running the model"}\n'],
+    }));
     const err = await (async () => {
       for await (const _p of await ollama.chat({ ...(CHAT_STREAM.request as object), stream: true } as never)) {
         /* drain */
@@ -118,13 +176,25 @@ describe('ollama generate', () => {
     const res = await ollama.generate({ ...(GENERATE.request as unknown as GenerateRequest), stream: false });
     const span = await layer.one();
     expect(span.name).toBe(`text_completion ${GENERATE.request.model as string}`);
-    expect(span.attributes).toMatchObject({ 'gen_ai.operation.name': 'text_completion', 'faultline.response.output_chars': (res.response ?? '').length, 'gen_ai.response.finish_reasons': ['stop'] });
-    expect(JSON.parse(span.attributes['gen_ai.input.messages'] as string)).toEqual([{ role: 'user', parts: [{ type: 'text', content: GENERATE.request.prompt }] }]);
+    expect(span.attributes).toMatchObject({
+      'gen_ai.operation.name': 'text_completion',
+      'faultline.response.output_chars': (res.response ?? '').length,
+      'gen_ai.response.finish_reasons': ['stop'],
+    });
+    expect(JSON.parse(span.attributes['gen_ai.input.messages'] as string)).toEqual([
+      { role: 'user', parts: [{ type: 'text', content: GENERATE.request.prompt }] },
+    ]);
     layer.otel.exporter.reset();
     layer.server.respond(() => corpusReply(GENERATE_STREAM));
     let text = '';
-    for await (const part of await ollama.generate({ ...(GENERATE_STREAM.request as object), stream: true } as never)) text += part.response;
+    for await (const part of await ollama.generate({ ...(GENERATE_STREAM.request as object), stream: true } as never))
+      text += part.response;
     const streamed = await layer.one();
-    expect(streamed.attributes).toMatchObject({ 'gen_ai.request.stream': true, 'faultline.response.done': true, 'faultline.response.output_chars': text.length, 'gen_ai.usage.output_tokens': lines(GENERATE_STREAM).at(-1)!.eval_count });
+    expect(streamed.attributes).toMatchObject({
+      'gen_ai.request.stream': true,
+      'faultline.response.done': true,
+      'faultline.response.output_chars': text.length,
+      'gen_ai.usage.output_tokens': lines(GENERATE_STREAM).at(-1)!.eval_count,
+    });
   });
 });

@@ -24,31 +24,83 @@ let inst: FaultlineInstrumentation;
 let undici: UndiciInstrumentation;
 let client: OpenAI;
 
-const DB_LOOKUP = { type: 'function', name: 'db_lookup', description: 'Look a customer up by id.', parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }, strict: true };
+const DB_LOOKUP = {
+  type: 'function',
+  name: 'db_lookup',
+  description: 'Look a customer up by id.',
+  parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+  strict: true,
+};
 const ENDPOINT = '/v1/responses';
-const json = (request: Record<string, unknown>, a: AnswerSpec) => exchange({ endpoint: ENDPOINT, request, response: response(a) });
-const sse = (request: Record<string, unknown>, a: AnswerSpec) => exchange({ endpoint: ENDPOINT, request: { ...request, stream: true }, sse: responseStream(a) });
+const json = (request: Record<string, unknown>, a: AnswerSpec) =>
+  exchange({ endpoint: ENDPOINT, request, response: response(a) });
+const sse = (request: Record<string, unknown>, a: AnswerSpec) =>
+  exchange({ endpoint: ENDPOINT, request: { ...request, stream: true }, sse: responseStream(a) });
 
 /** Reasoning, then two parallel function calls; reasoning tokens in the usage, nothing cached. */
 const TOOLS_JSON = json(
-  { model: 'gpt-5-mini', input: 'Look up customers c-17 and c-42.', tools: [DB_LOOKUP], reasoning: { effort: 'low', summary: 'auto' } },
-  { model: 'gpt-5-mini-2025-08-07', reasoning: 'Two ids were given: look both up at once.', toolCalls: [{ name: 'db_lookup', arguments: '{"id":"c-17"}' }, { name: 'db_lookup', arguments: '{"id":"c-42"}' }], inputTokens: 96, outputTokens: 180, reasoningTokens: 128 },
+  {
+    model: 'gpt-5-mini',
+    input: 'Look up customers c-17 and c-42.',
+    tools: [DB_LOOKUP],
+    reasoning: { effort: 'low', summary: 'auto' },
+  },
+  {
+    model: 'gpt-5-mini-2025-08-07',
+    reasoning: 'Two ids were given: look both up at once.',
+    toolCalls: [
+      { name: 'db_lookup', arguments: '{"id":"c-17"}' },
+      { name: 'db_lookup', arguments: '{"id":"c-42"}' },
+    ],
+    inputTokens: 96,
+    outputTokens: 180,
+    reasoningTokens: 128,
+  },
 );
 /** A text answer read partly from the prompt cache. */
 const TEXT_JSON = json(
   { model: 'gpt-4.1', instructions: 'Answer in one sentence.', input: 'What does a lighthouse do?' },
-  { model: 'gpt-4.1-2025-04-14', text: 'A lighthouse marks a coast or a hazard with a light that ships can see from far away at night.', inputTokens: 1320, cachedTokens: 1152 },
+  {
+    model: 'gpt-4.1-2025-04-14',
+    text: 'A lighthouse marks a coast or a hazard with a light that ships can see from far away at night.',
+    inputTokens: 1320,
+    cachedTokens: 1152,
+  },
 );
 /** Function-call argument deltas, cut at max_output_tokens: the stream ends with response.incomplete. */
 const TOOL_STREAM = sse(
   { model: 'gpt-4o-mini', input: 'Write the whole report into the db.', tools: [DB_LOOKUP], max_output_tokens: 1000 },
-  { model: 'gpt-4o-mini-2024-07-18', toolCalls: [{ name: 'db_lookup', arguments: '{"id":"c-17 quarterly report: revenue rose in every region, led by' }], finishReason: 'length', outputTokens: 1000 },
+  {
+    model: 'gpt-4o-mini-2024-07-18',
+    toolCalls: [{ name: 'db_lookup', arguments: '{"id":"c-17 quarterly report: revenue rose in every region, led by' }],
+    finishReason: 'length',
+    outputTokens: 1000,
+  },
 );
-const TEXT_STREAM = sse({ model: 'gpt-4o', input: 'What is 4200 + 42?' }, { model: 'gpt-4o-2024-08-06', text: '4200 + 42 equals 4242.' });
+const TEXT_STREAM = sse(
+  { model: 'gpt-4o', input: 'What is 4200 + 42?' },
+  { model: 'gpt-4o-2024-08-06', text: '4200 + 42 equals 4242.' },
+);
 /** An `error` event (the account ran out of quota), then response.failed. */
-const FAILED = responseFailedStream('gpt-5-nano-2025-08-07', 'insufficient_quota', 'You exceeded your current quota, please check your plan and billing details.');
-const PREVIOUS = json({ model: 'gpt-4.1', previous_response_id: 'resp_68a1f2c3d4e5f60718293a4b5c6d7e8f', input: 'And in Fahrenheit?' }, { model: 'gpt-4.1-2025-04-14', text: 'That is about 70°F.' });
-const BAD = exchange({ endpoint: ENDPOINT, status: 400, request: { model: 'gpt-4.1', input: 'hi', temperature: 7 }, response: openaiError(400, "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 7 instead.", 'temperature') });
+const FAILED = responseFailedStream(
+  'gpt-5-nano-2025-08-07',
+  'insufficient_quota',
+  'You exceeded your current quota, please check your plan and billing details.',
+);
+const PREVIOUS = json(
+  { model: 'gpt-4.1', previous_response_id: 'resp_68a1f2c3d4e5f60718293a4b5c6d7e8f', input: 'And in Fahrenheit?' },
+  { model: 'gpt-4.1-2025-04-14', text: 'That is about 70°F.' },
+);
+const BAD = exchange({
+  endpoint: ENDPOINT,
+  status: 400,
+  request: { model: 'gpt-4.1', input: 'hi', temperature: 7 },
+  response: openaiError(
+    400,
+    "Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got 7 instead.",
+    'temperature',
+  ),
+});
 
 beforeAll(async () => {
   otel = setupOtel();
@@ -91,7 +143,12 @@ describe('openai 6 responses.create', () => {
     server.respond(() => corpusReply(TOOLS_JSON));
     const res = await client.responses.create(TOOLS_JSON.request as never);
     const span = await one();
-    const response = TOOLS_JSON.response as { id: string; model: string; output: Array<{ type: string }>; usage: { input_tokens: number; output_tokens: number; output_tokens_details: { reasoning_tokens: number } } };
+    const response = TOOLS_JSON.response as {
+      id: string;
+      model: string;
+      output: Array<{ type: string }>;
+      usage: { input_tokens: number; output_tokens: number; output_tokens_details: { reasoning_tokens: number } };
+    };
     expect(res.id).toBe(response.id);
     expect(span.name).toBe(`chat ${TOOLS_JSON.request.model as string}`);
     expect(span.kind).toBe(SpanKind.CLIENT);
@@ -110,7 +167,9 @@ describe('openai 6 responses.create', () => {
       'faultline.response.tool_call_count': calls,
       'faultline.request.tool_names': ['db_lookup'],
     });
-    const out = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{ parts: Array<{ type: string; name?: string }> }>;
+    const out = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{
+      parts: Array<{ type: string; name?: string }>;
+    }>;
     expect(out[0].parts.filter((p) => p.type === 'tool_call')).toHaveLength(calls);
     // The HTTP client span of instrumentation-undici is the chat span's child.
     const http = otel.spans().find((s) => s.instrumentationScope.name.includes('undici'));
@@ -131,7 +190,8 @@ describe('openai 6 responses.create', () => {
     server.respond(() => corpusReply(TOOL_STREAM));
     const stream = await client.responses.create(TOOL_STREAM.request as never);
     let args = '';
-    for await (const e of stream as unknown as AsyncIterable<{ type: string; delta?: string }>) if (e.type === 'response.function_call_arguments.delta') args += e.delta ?? '';
+    for await (const e of stream as unknown as AsyncIterable<{ type: string; delta?: string }>)
+      if (e.type === 'response.function_call_arguments.delta') args += e.delta ?? '';
     const span = await one();
     expect(span.attributes).toMatchObject({
       'gen_ai.request.stream': true,
@@ -140,7 +200,10 @@ describe('openai 6 responses.create', () => {
       'faultline.response.tool_call_count': 1,
       'gen_ai.usage.output_tokens': 1000,
     });
-    const out = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{ parts: Array<{ arguments?: unknown }>; finish_reason: string }>;
+    const out = JSON.parse(span.attributes['gen_ai.output.messages'] as string) as Array<{
+      parts: Array<{ arguments?: unknown }>;
+      finish_reason: string;
+    }>;
     expect(out[0].finish_reason).toBe('length');
     expect(out[0].parts[0].arguments).toBe(args); // cut JSON stays the raw string
   });
@@ -151,7 +214,8 @@ describe('openai 6 responses.create', () => {
     server.respond(() => ({ ...full, chunks }));
     const stream = await client.responses.create(TEXT_STREAM.request as never);
     let text = '';
-    for await (const e of stream as unknown as AsyncIterable<{ type: string; delta?: string }>) if (e.type === 'response.output_text.delta') text += e.delta ?? '';
+    for await (const e of stream as unknown as AsyncIterable<{ type: string; delta?: string }>)
+      if (e.type === 'response.output_text.delta') text += e.delta ?? '';
     const span = await one();
     expect(span.attributes['faultline.response.done']).toBe(false);
     expect(span.attributes['gen_ai.response.finish_reasons']).toBeUndefined();
@@ -174,26 +238,46 @@ describe('openai 6 responses.create', () => {
 
   it('response.failed read to the end (raw fetch): finish reason error', async () => {
     server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: FAILED }));
-    const res = await fetch(`${server.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"gpt-5-nano","input":"hi","stream":true}' });
+    const res = await fetch(`${server.url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model":"gpt-5-nano","input":"hi","stream":true}',
+    });
     await res.text();
     const span = await one();
-    expect(span.attributes).toMatchObject({ 'gen_ai.response.finish_reasons': ['error'], 'error.type': 'insufficient_quota', 'faultline.response.done': true });
+    expect(span.attributes).toMatchObject({
+      'gen_ai.response.finish_reasons': ['error'],
+      'error.type': 'insufficient_quota',
+      'faultline.response.done': true,
+    });
   });
 
   it('previous_response_id and conversation are recorded', async () => {
     server.respond(() => corpusReply(PREVIOUS));
     await client.responses.create(PREVIOUS.request as never);
-    expect((await one()).attributes['faultline.request.previous_response_id']).toBe(PREVIOUS.request.previous_response_id);
+    expect((await one()).attributes['faultline.request.previous_response_id']).toBe(
+      PREVIOUS.request.previous_response_id,
+    );
     otel.exporter.reset();
     server.respond(() => corpusReply(TEXT_JSON));
-    await client.responses.create({ ...(TEXT_JSON.request as object), conversation: 'conv_689667905b048191b4740501625afd940c7533ace33a2dab' } as never);
-    expect((await one()).attributes['gen_ai.conversation.id']).toBe('conv_689667905b048191b4740501625afd940c7533ace33a2dab');
+    await client.responses.create({
+      ...(TEXT_JSON.request as object),
+      conversation: 'conv_689667905b048191b4740501625afd940c7533ace33a2dab',
+    } as never);
+    expect((await one()).attributes['gen_ai.conversation.id']).toBe(
+      'conv_689667905b048191b4740501625afd940c7533ace33a2dab',
+    );
   });
 
   it('HTTP errors: error.type is the status, the SDK error is unchanged', async () => {
     const bad = BAD;
     server.respond(() => corpusReply(bad));
-    const [a, b] = await both(() => client.responses.create(bad.request as never).then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>));
+    const [a, b] = await both(() =>
+      client.responses.create(bad.request as never).then(
+        () => undefined,
+        (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+      ),
+    );
     expect(a?.status).toBe(400);
     expect(JSON.stringify(a?.error)).toBe(JSON.stringify(b?.error));
     const span = ours(otel.spans())[0];
@@ -204,7 +288,12 @@ describe('openai 6 responses.create', () => {
     server.respond(() => corpusReply(TEXT_JSON));
     for (const baseURL of [`${server.url}/openai/v1`, `${server.url}/openai`]) {
       otel.exporter.reset();
-      const azure = new OpenAI({ apiKey: 'k', baseURL, defaultQuery: { 'api-version': '2025-04-01-preview' }, maxRetries: 0 });
+      const azure = new OpenAI({
+        apiKey: 'k',
+        baseURL,
+        defaultQuery: { 'api-version': '2025-04-01-preview' },
+        maxRetries: 0,
+      });
       await azure.responses.create(TEXT_JSON.request as never);
       expect((await one()).attributes['openai.api.type']).toBe('responses');
     }
@@ -212,7 +301,11 @@ describe('openai 6 responses.create', () => {
 
   it('other POST …/responses endpoints without Responses evidence are not ours', async () => {
     server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }));
-    const res = await fetch(`${server.url}/survey/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"answers":[1,2]}' });
+    const res = await fetch(`${server.url}/survey/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"answers":[1,2]}',
+    });
     expect(await res.text()).toBe('{"ok":true}');
     expect(ours(otel.spans())).toEqual([]);
   });
@@ -251,13 +344,23 @@ describe('the AI SDK (ai 6) with @ai-sdk/openai’s default openai(model): the R
     const [a, b] = await both(read);
     expect(a).toBe(b);
     const span = ours(otel.spans())[0];
-    expect(span.attributes).toMatchObject({ 'gen_ai.request.stream': true, 'faultline.response.done': true, 'faultline.response.output_chars': a.length });
+    expect(span.attributes).toMatchObject({
+      'gen_ai.request.stream': true,
+      'faultline.response.done': true,
+      'faultline.response.output_chars': a.length,
+    });
   });
 });
 
 describe('@langchain/openai ChatOpenAI with useResponsesApi', () => {
   it('invoke and stream each make one Responses chat span', async () => {
-    const model = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'sk-test', configuration: { baseURL: `${server.url}/v1` }, useResponsesApi: true, maxRetries: 0 });
+    const model = new ChatOpenAI({
+      model: 'gpt-4o',
+      apiKey: 'sk-test',
+      configuration: { baseURL: `${server.url}/v1` },
+      useResponsesApi: true,
+      maxRetries: 0,
+    });
     server.respond(() => corpusReply(TEXT_JSON));
     const [a, b] = await both(() => model.invoke('hello'));
     expect(a.content).toEqual(b.content);

@@ -15,8 +15,12 @@ import { ours } from '../support/otel';
 import { loadOpenAiV4, type OpenAiV4 } from '../support/openai-v4';
 
 const layer = useLayer();
-const chat = loadCorpus('openai-chat.jsonl').find((r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('tool_calls'))!;
-const stream = loadCorpus('openai-chat-stream.jsonl').find((r) => r.tags.includes('usage_chunk') && !r.tags.includes('tool_calls'))!;
+const chat = loadCorpus('openai-chat.jsonl').find(
+  (r) => r.status === 200 && r.tags.includes('text') && !r.tags.includes('tool_calls'),
+)!;
+const stream = loadCorpus('openai-chat-stream.jsonl').find(
+  (r) => r.tags.includes('usage_chunk') && !r.tags.includes('tool_calls'),
+)!;
 
 async function both<T>(fn: () => Promise<T>): Promise<[T, T]> {
   const instrumented = await fn();
@@ -45,7 +49,11 @@ describe('openai v4 (node-fetch 2: node:http)', () => {
     const spans = ours(layer.otel.spans());
     expect(spans).toHaveLength(1);
     expect(spans[0]!.name).toBe(`chat ${chat.request.model as string}`);
-    expect(spans[0]!.attributes).toMatchObject({ 'gen_ai.provider.name': 'openai_compatible', 'gen_ai.request.model': chat.request.model, 'http.response.status_code': 200 });
+    expect(spans[0]!.attributes).toMatchObject({
+      'gen_ai.provider.name': 'openai_compatible',
+      'gen_ai.request.model': chat.request.model,
+      'http.response.status_code': 200,
+    });
     expect(JSON.stringify(spans[0]!.attributes)).not.toContain('sk-openai-v4-secret');
   });
 

@@ -20,23 +20,55 @@ let inst: FaultlineInstrumentation;
 let undici: UndiciInstrumentation;
 let client: OpenAI;
 
-const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'The current weather in a city.', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const WEATHER = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'The current weather in a city.',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
 const request = (stream?: 'usage' | 'plain') => ({
   model: 'gpt-4o',
-  messages: [{ role: 'system', content: 'You are a concise travel assistant.' }, { role: 'user', content: 'What is the weather in Paris and in Rome?' }],
+  messages: [
+    { role: 'system', content: 'You are a concise travel assistant.' },
+    { role: 'user', content: 'What is the weather in Paris and in Rome?' },
+  ],
   tools: [WEATHER],
   ...(stream ? { stream: true, ...(stream === 'usage' ? { stream_options: { include_usage: true } } : {}) } : {}),
 });
-const PARALLEL: AnswerSpec = { model: 'gpt-4o-2024-08-06', toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }, { name: 'get_weather', arguments: '{"city":"Rome"}' }], inputTokens: 88, outputTokens: 46 };
-const TEXT: AnswerSpec = { model: 'gpt-4o-2024-08-06', text: 'Paris is sunny at 21°C and Rome is clear at 26°C.', inputTokens: 120 };
+const PARALLEL: AnswerSpec = {
+  model: 'gpt-4o-2024-08-06',
+  toolCalls: [
+    { name: 'get_weather', arguments: '{"city":"Paris"}' },
+    { name: 'get_weather', arguments: '{"city":"Rome"}' },
+  ],
+  inputTokens: 88,
+  outputTokens: 46,
+};
+const TEXT: AnswerSpec = {
+  model: 'gpt-4o-2024-08-06',
+  text: 'Paris is sunny at 21°C and Rome is clear at 26°C.',
+  inputTokens: 120,
+};
 /** A long answer (its stream is well over 2000 bytes), to stop reading in the middle of. */
 const LONG: AnswerSpec = {
   model: 'gpt-4o-mini-2024-07-18',
-  text: Array.from({ length: 6 }, (_, i) => `Day ${i + 1}: start at the market before it gets busy, walk the old town at noon, rest through the heat of the afternoon and book dinner for eight, when the terraces fill up again.`).join(' '),
+  text: Array.from(
+    { length: 6 },
+    (_, i) =>
+      `Day ${i + 1}: start at the market before it gets busy, walk the old town at noon, rest through the heat of the afternoon and book dinner for eight, when the terraces fill up again.`,
+  ).join(' '),
 };
 
-const json = (a: AnswerSpec) => exchange({ endpoint: '/v1/chat/completions', request: request(), response: chatCompletion(a) });
-const sse = (a: AnswerSpec, usage = true) => exchange({ endpoint: '/v1/chat/completions', request: request(usage ? 'usage' : 'plain'), sse: chatCompletionStream(a, { usage }) });
+const json = (a: AnswerSpec) =>
+  exchange({ endpoint: '/v1/chat/completions', request: request(), response: chatCompletion(a) });
+const sse = (a: AnswerSpec, usage = true) =>
+  exchange({
+    endpoint: '/v1/chat/completions',
+    request: request(usage ? 'usage' : 'plain'),
+    sse: chatCompletionStream(a, { usage }),
+  });
 
 beforeAll(async () => {
   otel = setupOtel();
@@ -72,7 +104,12 @@ describe('openai chat completions (JSON)', () => {
 
     const spans = await otel.waitForSpans((s) => ours(s).length === 1 && s.some((x) => x.name === 'POST'));
     const span = ours(spans)[0];
-    const resp = rec.response as { id: string; model: string; usage: { prompt_tokens: number; completion_tokens: number }; choices: Array<{ finish_reason: string; message: { tool_calls: unknown[] } }> };
+    const resp = rec.response as {
+      id: string;
+      model: string;
+      usage: { prompt_tokens: number; completion_tokens: number };
+      choices: Array<{ finish_reason: string; message: { tool_calls: unknown[] } }>;
+    };
     assertSpan(span, {
       name: `chat ${rec.request.model as string}`,
       kind: SpanKind.CLIENT,
@@ -92,7 +129,13 @@ describe('openai chat completions (JSON)', () => {
         'faultline.request.retry_count': 0,
         'http.response.status_code': 200,
       },
-      absent: ['gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions', 'gen_ai.request.stream', 'gen_ai.system'],
+      absent: [
+        'gen_ai.input.messages',
+        'gen_ai.output.messages',
+        'gen_ai.system_instructions',
+        'gen_ai.request.stream',
+        'gen_ai.system',
+      ],
     });
     expect(span?.attributes['faultline.response.content_hash']).toMatch(/^[0-9a-f]{16}$/);
     const http = spans.find((s) => s.name === 'POST');
@@ -123,7 +166,15 @@ describe('openai chat completions (JSON)', () => {
   });
 
   it('records HTTP errors with error.type and status ERROR', async () => {
-    const rec = exchange({ endpoint: '/v1/chat/completions', status: 401, request: request(), response: openaiError(401, 'Incorrect API key provided: sk-test-*****cret. You can find your API key at https://platform.openai.com/account/api-keys.') });
+    const rec = exchange({
+      endpoint: '/v1/chat/completions',
+      status: 401,
+      request: request(),
+      response: openaiError(
+        401,
+        'Incorrect API key provided: sk-test-*****cret. You can find your API key at https://platform.openai.com/account/api-keys.',
+      ),
+    });
     server.respond(() => corpusReply(rec));
     await expect(client.chat.completions.create(rec.request as never)).rejects.toThrow();
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
@@ -136,7 +187,15 @@ describe('openai chat completions (JSON)', () => {
   it('gives every SDK retry its own span numbered by x-stainless-retry-count', async () => {
     const rec = json(TEXT);
     let n = 0;
-    server.respond(() => (n++ === 0 ? { status: 503, headers: { 'content-type': 'application/json', 'retry-after-ms': '1' }, body: '{"error":{"message":"busy","type":"server_error"}}' } : corpusReply(rec)));
+    server.respond(() =>
+      n++ === 0
+        ? {
+            status: 503,
+            headers: { 'content-type': 'application/json', 'retry-after-ms': '1' },
+            body: '{"error":{"message":"busy","type":"server_error"}}',
+          }
+        : corpusReply(rec),
+    );
     const retrying = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 2 });
     await retrying.chat.completions.create(rec.request as never);
     const spans = ours(await otel.waitForSpans((s) => ours(s).length === 2));
@@ -148,9 +207,15 @@ describe('openai chat completions (JSON)', () => {
     const closed = await startLlmServer();
     await closed.close();
     const dead = new OpenAI({ apiKey: 'k', baseURL: `${closed.url}/v1`, maxRetries: 0 });
-    await expect(dead.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })).rejects.toThrow();
+    await expect(
+      dead.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toThrow();
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
-    assertSpan(ours(spans)[0], { name: 'chat gpt-4o', status: SpanStatusCode.ERROR, attributes: { 'error.type': 'ECONNREFUSED' } });
+    assertSpan(ours(spans)[0], {
+      name: 'chat gpt-4o',
+      status: SpanStatusCode.ERROR,
+      attributes: { 'error.type': 'ECONNREFUSED' },
+    });
   });
 });
 
@@ -161,7 +226,8 @@ describe('openai chat completions (SSE)', () => {
     const stream = await client.chat.completions.create(rec.request as never);
     const calls = new Map<number, string>();
     for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>) {
-      for (const tc of chunk.choices[0]?.delta.tool_calls ?? []) calls.set(tc.index, (calls.get(tc.index) ?? '') + (tc.function?.arguments ?? ''));
+      for (const tc of chunk.choices[0]?.delta.tool_calls ?? [])
+        calls.set(tc.index, (calls.get(tc.index) ?? '') + (tc.function?.arguments ?? ''));
     }
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
     const span = assertSpan(ours(spans)[0], {
@@ -182,10 +248,17 @@ describe('openai chat completions (SSE)', () => {
   it('streams without include_usage record no usage and still end', async () => {
     const rec = sse(TEXT, false);
     server.respond(() => corpusReply(rec));
-    const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rec.request) });
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(rec.request),
+    });
     expect(await res.text()).toBe(rec.sse);
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
-    assertSpan(ours(spans)[0], { attributes: { 'faultline.response.done': true }, absent: ['gen_ai.usage.input_tokens'] });
+    assertSpan(ours(spans)[0], {
+      attributes: { 'faultline.response.done': true },
+      absent: ['gen_ai.usage.input_tokens'],
+    });
   });
 
   it('ends the span with faultline.response.aborted when the consumer breaks out early', async () => {
@@ -211,6 +284,10 @@ describe('openai chat completions (SSE)', () => {
     await reader.read();
     await reader.cancel();
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
-    assertSpan(ours(spans)[0], { status: SpanStatusCode.UNSET, attributes: { 'faultline.response.aborted': true }, absent: ['error.type'] });
+    assertSpan(ours(spans)[0], {
+      status: SpanStatusCode.UNSET,
+      attributes: { 'faultline.response.aborted': true },
+      absent: ['error.type'],
+    });
   });
 });

@@ -48,12 +48,19 @@ describe('an LLM gateway on the OTLP endpoint host:port', () => {
       const r = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] });
       expect(r.choices[0]?.message.content).toBe('Hello.');
       // An OTLP/JSON export sent through fetch, shaped like a chat request so only the path tells them apart.
-      const otlp = await fetch(`${server.url}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], resourceSpans: [] }) });
+      const otlp = await fetch(`${server.url}/v1/traces`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], resourceSpans: [] }),
+      });
       expect(otlp.status).toBe(200);
       await otlp.text();
       await settleExchanges();
       await provider.forceFlush();
-      const names = exporter.getFinishedSpans().filter((s) => s.instrumentationScope.name === 'faultline').map((s) => s.name);
+      const names = exporter
+        .getFinishedSpans()
+        .filter((s) => s.instrumentationScope.name === 'faultline')
+        .map((s) => s.name);
       expect(names).toEqual([`chat ${MODEL}`]);
       expect(server.requests.map((q) => q.url)).toEqual(['/v1/chat/completions', '/v1/traces']);
     } finally {
@@ -65,12 +72,19 @@ describe('an LLM gateway on the OTLP endpoint host:port', () => {
   });
 
   it('otlpExports: the signal paths of a base endpoint, per-signal URLs as they are', () => {
-    expect(otlpExports({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://Collector:4318/base/' }, ['http://127.0.0.1:9/custom/traces'])).toEqual([
+    expect(
+      otlpExports({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://Collector:4318/base/' }, ['http://127.0.0.1:9/custom/traces']),
+    ).toEqual([
       'collector:4318/base/v1/traces',
       'collector:4318/base/v1/metrics',
       'collector:4318/base/v1/logs',
       '127.0.0.1:9/custom/traces',
     ]);
-    expect(otlpExports({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://h:4318/v1/traces', OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' })).toEqual(['h:4318/v1/traces']);
+    expect(
+      otlpExports({
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://h:4318/v1/traces',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url',
+      }),
+    ).toEqual(['h:4318/v1/traces']);
   });
 });

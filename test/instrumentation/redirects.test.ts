@@ -53,35 +53,46 @@ beforeEach(() => {
 function gateway(status: number, final: () => ReturnType<typeof corpusReply>): void {
   server.respond((req) =>
     req.url.startsWith('/v1/')
-      ? { status, headers: { location: req.url.replace('/v1/', '/v2/'), 'content-type': 'text/html' }, body: '<a href="/v2/">moved</a>' }
+      ? {
+          status,
+          headers: { location: req.url.replace('/v1/', '/v2/'), 'content-type': 'text/html' },
+          body: '<a href="/v2/">moved</a>',
+        }
       : final(),
   );
 }
 
 describe('a redirecting gateway', () => {
-  it.each([307, 308])('%i to /v2 through the openai SDK: one chat span with the answer, no empty_output, no fault diagnosed', async (status) => {
-    gateway(status, () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fresh() }));
-    const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
-    const answer = await deadline(client.chat.completions.create(rec.request as never), 5000, 'chat call');
-    expect(answer.id).toBe((rec.response as { id: string }).id);
-    expect(server.requests.map((r) => r.url)).toEqual(['/v1/chat/completions', '/v2/chat/completions']);
-    const spans = ours(await otel.waitForSpans((s) => ours(s).length >= 1));
-    // Any second span would end within the wait for a follow-up; give it the time to show.
-    await new Promise((r) => setTimeout(r, 300));
-    expect(ours(otel.spans())).toHaveLength(1);
-    const span = spans[0]!;
-    expect(span.attributes['http.response.status_code']).toBe(200);
-    expect(span.attributes['http.request.resend_count']).toBe(1);
-    expect(span.attributes['gen_ai.response.id']).toBe((rec.response as { id: string }).id);
-    expect(span.events.filter((e) => e.name === 'faultline.detection')).toEqual([]);
-    const [trace] = toTraces(otel.spans());
-    const diagnosis = await diagnoseTrace(createDiagnoser('rule'), trace!);
-    expect(diagnosis.faultType).toBe('none');
-  });
+  it.each([307, 308])(
+    '%i to /v2 through the openai SDK: one chat span with the answer, no empty_output, no fault diagnosed',
+    async (status) => {
+      gateway(status, () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fresh() }));
+      const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
+      const answer = await deadline(client.chat.completions.create(rec.request as never), 5000, 'chat call');
+      expect(answer.id).toBe((rec.response as { id: string }).id);
+      expect(server.requests.map((r) => r.url)).toEqual(['/v1/chat/completions', '/v2/chat/completions']);
+      const spans = ours(await otel.waitForSpans((s) => ours(s).length >= 1));
+      // Any second span would end within the wait for a follow-up; give it the time to show.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(ours(otel.spans())).toHaveLength(1);
+      const span = spans[0]!;
+      expect(span.attributes['http.response.status_code']).toBe(200);
+      expect(span.attributes['http.request.resend_count']).toBe(1);
+      expect(span.attributes['gen_ai.response.id']).toBe((rec.response as { id: string }).id);
+      expect(span.events.filter((e) => e.name === 'faultline.detection')).toEqual([]);
+      const [trace] = toTraces(otel.spans());
+      const diagnosis = await diagnoseTrace(createDiagnoser('rule'), trace!);
+      expect(diagnosis.faultType).toBe('none');
+    },
+  );
 
   it('a streamed answer behind a 307: one span, the stream read to [DONE]', async () => {
     gateway(307, () => corpusReply(streamRec));
-    const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(streamRec.request) });
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(streamRec.request),
+    });
     expect(await res.text()).toBe(recordBody(streamRec));
     const spans = ours(await otel.waitForSpans((s) => ours(s).length >= 1));
     await new Promise((r) => setTimeout(r, 300));
@@ -92,7 +103,12 @@ describe('a redirecting gateway', () => {
 
   it('a redirect the app does not follow ends its span, with nothing detected', async () => {
     gateway(307, () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fresh() }));
-    const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rec.request), redirect: 'manual' });
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(rec.request),
+      redirect: 'manual',
+    });
     expect(res.status).toBe(307);
     expect(await res.text()).toBe('<a href="/v2/">moved</a>');
     const spans = ours(await otel.waitForSpans((s) => ours(s).length === 1, 3000));
@@ -114,7 +130,11 @@ describe('a redirecting gateway', () => {
     const models = ['m-a', 'm-b', 'm-c', 'm-d'];
     await Promise.all(
       models.map((model) =>
-        fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...rec.request, model }) }).then((r) => r.text()),
+        fetch(`${server.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ ...rec.request, model }),
+        }).then((r) => r.text()),
       ),
     );
     const spans = ours(await otel.waitForSpans((s) => ours(s).length === models.length));

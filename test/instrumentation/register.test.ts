@@ -35,8 +35,11 @@ main();
 
 beforeAll(async () => {
   const { existsSync: exists } = await import('node:fs');
-  if (!exists(REGISTER_CJS) || !exists(REGISTER_MJS)) throw new Error('run `npm run build` first: dist/src/register.* missing');
-  server = await startLlmServer((req) => (JSON.parse(req.body.toString()).stream ? corpusReply(streamRec) : corpusReply(rec)));
+  if (!exists(REGISTER_CJS) || !exists(REGISTER_MJS))
+    throw new Error('run `npm run build` first: dist/src/register.* missing');
+  server = await startLlmServer((req) =>
+    JSON.parse(req.body.toString()).stream ? corpusReply(streamRec) : corpusReply(rec),
+  );
   dir = mkdtempSync(join(tmpdir(), 'faultline-register-'));
   writeFileSync(join(dir, 'app.cjs'), APP);
   writeFileSync(join(dir, 'app.mjs'), APP);
@@ -48,12 +51,20 @@ afterAll(async () => {
 
 function appEnv(extra: Record<string, string>): Record<string, string> {
   // instrumentation-undici's HTTP spans are off by default: turned on here to check they nest under the GenAI spans.
-  return { LLM_URL: server.url, REQ_JSON: JSON.stringify(rec.request), REQ_STREAM: JSON.stringify(streamRec.request), OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici', ...extra };
+  return {
+    LLM_URL: server.url,
+    REQ_JSON: JSON.stringify(rec.request),
+    REQ_STREAM: JSON.stringify(streamRec.request),
+    OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici',
+    ...extra,
+  };
 }
 
 function checkSpans(spans: ReturnType<typeof otlpJsonSpans>): void {
   const chats = spans.filter((s) => s.scope === 'faultline');
-  expect(chats.map((s) => s.name).sort()).toEqual([`chat ${rec.request.model as string}`, `chat ${streamRec.request.model as string}`].sort());
+  expect(chats.map((s) => s.name).sort()).toEqual(
+    [`chat ${rec.request.model as string}`, `chat ${streamRec.request.model as string}`].sort(),
+  );
   for (const chat of chats) {
     expect(chat.kind).toBe(3); // CLIENT
     const http = spans.find((s) => s.parentSpanId === chat.spanId);
@@ -92,7 +103,11 @@ describe.each([
     try {
       const res = await runNode(args, {
         cwd: dir,
-        env: appEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'register-test' }),
+        env: appEnv({
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+          OTEL_SERVICE_NAME: 'register-test',
+        }),
       });
       expect(res.code, res.stderr).toBe(0);
       checkOutput(res.stdout);
@@ -125,7 +140,10 @@ describe('register is harmless', () => {
   it('OTEL_SDK_DISABLED=true: app output unchanged, no trace file', async () => {
     const cwd = mkdtempSync(join(dir, 'off-'));
     writeFileSync(join(cwd, 'app.cjs'), APP);
-    const res = await runNode(['--require', REGISTER_CJS, 'app.cjs'], { cwd, env: appEnv({ OTEL_SDK_DISABLED: 'true' }) });
+    const res = await runNode(['--require', REGISTER_CJS, 'app.cjs'], {
+      cwd,
+      env: appEnv({ OTEL_SDK_DISABLED: 'true' }),
+    });
     expect(res.code, res.stderr).toBe(0);
     checkOutput(res.stdout);
     expect(existsSync(join(cwd, 'faultline-traces.jsonl'))).toBe(false);

@@ -39,7 +39,8 @@ const onlySpan = () => {
 };
 
 describe('AI SDK (ai 6) with @ai-sdk/anthropic', () => {
-  const model = () => createAnthropic({ apiKey: 'sk-ant-test', baseURL: `${layer.server.url}/v1` })('claude-sonnet-4-5');
+  const model = () =>
+    createAnthropic({ apiKey: 'sk-ant-test', baseURL: `${layer.server.url}/v1` })('claude-sonnet-4-5');
 
   it('generateText: one chat span with the usage and stop reason of the answer', async () => {
     layer.server.respond(() => corpusReply(A_JSON));
@@ -67,18 +68,31 @@ describe('AI SDK (ai 6) with @ai-sdk/anthropic', () => {
     };
     const [a, b] = await both(read);
     expect(a).toBe(b);
-    expect(onlySpan().attributes).toMatchObject({ 'gen_ai.request.stream': true, 'faultline.response.done': true, 'faultline.response.output_chars': a.length });
+    expect(onlySpan().attributes).toMatchObject({
+      'gen_ai.request.stream': true,
+      'faultline.response.done': true,
+      'faultline.response.output_chars': a.length,
+    });
   });
 });
 
 describe('@langchain/openai ChatOpenAI (chat completions, its default)', () => {
-  const model = () => new ChatOpenAI({ model: 'gpt-4o-mini', apiKey: 'sk-test', configuration: { baseURL: `${layer.server.url}/v1` }, maxRetries: 0 });
+  const model = () =>
+    new ChatOpenAI({
+      model: 'gpt-4o-mini',
+      apiKey: 'sk-test',
+      configuration: { baseURL: `${layer.server.url}/v1` },
+      maxRetries: 0,
+    });
 
   it('invoke and stream: one chat span each, the same answer as without faultline', async () => {
     layer.server.respond(() => corpusReply(chat));
     const [a, b] = await both(() => model().invoke('hello'));
     expect(a.content).toEqual(b.content);
-    expect(onlySpan().attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'faultline.response.output_chars': String(a.content).length });
+    expect(onlySpan().attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'faultline.response.output_chars': String(a.content).length,
+    });
     layer.otel.exporter.reset();
     layer.server.respond(() => corpusReply(chatStream));
     const read = async () => {
@@ -88,6 +102,10 @@ describe('@langchain/openai ChatOpenAI (chat completions, its default)', () => {
     };
     const [s1, s2] = await both(read);
     expect(s1).toBe(s2);
-    expect(onlySpan().attributes).toMatchObject({ 'gen_ai.request.stream': true, 'faultline.response.done': true, 'faultline.response.output_chars': s1.length });
+    expect(onlySpan().attributes).toMatchObject({
+      'gen_ai.request.stream': true,
+      'faultline.response.done': true,
+      'faultline.response.output_chars': s1.length,
+    });
   });
 });

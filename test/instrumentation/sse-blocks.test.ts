@@ -30,7 +30,10 @@ describe('SseParser blocks', () => {
       for (const size of bytes.length < 16_384 ? [1, 2, 3, 7, 64, 4096] : [3, 7, 4096]) {
         const { blocks: bs, events, rest } = blocks(bytes, size);
         expect(bs.map((b) => b.raw).join('') + rest, `${r.id} / ${size}`).toBe(r.sse);
-        expect(bs.filter((b) => b.event).map((b) => b.event), `${r.id} / ${size}`).toEqual(events);
+        expect(
+          bs.filter((b) => b.event).map((b) => b.event),
+          `${r.id} / ${size}`,
+        ).toEqual(events);
       }
     }
   });
@@ -63,7 +66,10 @@ describe('SseParser blocks', () => {
     p.push(Buffer.from('data: x\ndata: '));
     for (let i = 0; i < 33; i++) {
       p.push(Buffer.from(piece));
-      held = Math.max(held, 'data: x\ndata: '.length + (i + 1) * piece.length - out.reduce((n, b) => n + b.raw.length, 0));
+      held = Math.max(
+        held,
+        'data: x\ndata: '.length + (i + 1) * piece.length - out.reduce((n, b) => n + b.raw.length, 0),
+      );
     }
     p.push(Buffer.from('tail\n\ndata: next\n\n'));
     const text = `data: x\ndata: ${piece.repeat(33)}tail\n\ndata: next\n\n`;

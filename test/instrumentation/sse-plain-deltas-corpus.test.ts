@@ -18,11 +18,13 @@ describe('OpenAI chat stream deltas read without parsing their chunk (every reco
     expect(compact.length).toBeGreaterThan(5);
   });
 
-  it.each(streams.map((r) => [r.id, r] as const))('record %s: the same span and outcome as when every chunk is parsed', async (_id, rec) => {
-    const events = sseEvents(rec.sse as string);
-    const scanned = await read(rec, events);
-    const parsed = await read(rec, spaced(events));
-    expect(scanned).toEqual(parsed);
-  });
-
+  it.each(streams.map((r) => [r.id, r] as const))(
+    'record %s: the same span and outcome as when every chunk is parsed',
+    async (_id, rec) => {
+      const events = sseEvents(rec.sse as string);
+      const scanned = await read(rec, events);
+      const parsed = await read(rec, spaced(events));
+      expect(scanned).toEqual(parsed);
+    },
+  );
 });

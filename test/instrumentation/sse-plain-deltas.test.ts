@@ -15,12 +15,29 @@ import { useScanVsParse } from './support/scan-vs-parse';
 
 const { read, spaced } = useScanVsParse();
 
-const request = { model: 'gpt-4o', messages: [{ role: 'user', content: 'Plan a day in Lisbon, then look up the weather.' }], stream: true, stream_options: { include_usage: true } };
-const TEXT: AnswerSpec = { model: 'gpt-4o-2024-08-06', text: 'Start at the Alfama before the heat, take tram 28 to Estrela, have lunch in Príncipe Real, watch the sunset from the Miradouro da Senhora do Monte and end with dinner in Bairro Alto.' };
-const TOOLS: AnswerSpec = { model: 'gpt-4o-2024-08-06', toolCalls: [{ name: 'get_weather', arguments: '{"city":"Lisbon","unit":"celsius"}' }, { name: 'get_events', arguments: '{"city":"Lisbon","date":"2026-06-13"}' }] };
+const request = {
+  model: 'gpt-4o',
+  messages: [{ role: 'user', content: 'Plan a day in Lisbon, then look up the weather.' }],
+  stream: true,
+  stream_options: { include_usage: true },
+};
+const TEXT: AnswerSpec = {
+  model: 'gpt-4o-2024-08-06',
+  text: 'Start at the Alfama before the heat, take tram 28 to Estrela, have lunch in Príncipe Real, watch the sunset from the Miradouro da Senhora do Monte and end with dinner in Bairro Alto.',
+};
+const TOOLS: AnswerSpec = {
+  model: 'gpt-4o-2024-08-06',
+  toolCalls: [
+    { name: 'get_weather', arguments: '{"city":"Lisbon","unit":"celsius"}' },
+    { name: 'get_events', arguments: '{"city":"Lisbon","date":"2026-06-13"}' },
+  ],
+};
 const streams = [
   ['text, usage chunk', exchange({ endpoint: '/v1/chat/completions', request, sse: chatCompletionStream(TEXT) })],
-  ['text, no usage chunk', exchange({ endpoint: '/v1/chat/completions', request, sse: chatCompletionStream(TEXT, { usage: false }) })],
+  [
+    'text, no usage chunk',
+    exchange({ endpoint: '/v1/chat/completions', request, sse: chatCompletionStream(TEXT, { usage: false }) }),
+  ],
   ['parallel tool calls', exchange({ endpoint: '/v1/chat/completions', request, sse: chatCompletionStream(TOOLS) })],
 ] as const;
 
@@ -39,7 +56,9 @@ describe('OpenAI chat stream deltas read without parsing their chunk', () => {
   it('edited chunks the scan must leave to the parser, or read exactly as the parser would', async () => {
     const rec = streams[0][1];
     const events = sseEvents(rec.sse as string);
-    const texts = events.map((e, i) => ({ e, i })).filter(({ e }) => e.includes('"delta":{"content":"') && !e.includes('"role"'));
+    const texts = events
+      .map((e, i) => ({ e, i }))
+      .filter(({ e }) => e.includes('"delta":{"content":"') && !e.includes('"role"'));
     expect(texts.length).toBeGreaterThan(5);
     const edit = (i: number, f: (e: string) => string) => (events[i] = f(events[i] as string));
     const [a, b, c, d, e, f] = texts.map((t) => t.i) as [number, number, number, number, number, number];
@@ -47,7 +66,12 @@ describe('OpenAI chat stream deltas read without parsing their chunk', () => {
     edit(b, (s) => s.replace('"content":"', '"content":"raw\u0001control'));
     edit(c, (s) => s.replace('"index":0,', '"index":1,'));
     edit(d, (s) => s.replace('"finish_reason":null', '"finish_reason":"length"'));
-    edit(e, (s) => s.replace('"delta":{"content":"', '"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{}"}}],"content":"'));
+    edit(e, (s) =>
+      s.replace(
+        '"delta":{"content":"',
+        '"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{}"}}],"content":"',
+      ),
+    );
     edit(f, (s) => s.replace('"content":"', '"content":"\\"x\\\\\\"y\\\\'));
     const scanned = await read(rec, events);
     const parsed = await read(rec, spaced(events));

@@ -13,7 +13,9 @@ function parse(chunks: Array<string | Uint8Array>): SseEvent[] {
 
 describe('SseParser', () => {
   it('parses fields, comments, multi-line data and defaults the event name', () => {
-    expect(parse([': keep-alive\n\nevent: ping\ndata: {"a":1}\n\ndata: line1\ndata: line2\n\ndata:[DONE]\n\n'])).toEqual([
+    expect(
+      parse([': keep-alive\n\nevent: ping\ndata: {"a":1}\n\ndata: line1\ndata: line2\n\ndata:[DONE]\n\n']),
+    ).toEqual([
       { event: 'ping', data: '{"a":1}' },
       { event: 'message', data: 'line1\nline2' },
       { event: 'message', data: '[DONE]' },
@@ -32,7 +34,10 @@ describe('SseParser', () => {
   });
 
   it('gives the same events for every corpus stream split at every possible byte boundary class', () => {
-    const records = [...loadCorpus('openai-chat-stream.jsonl'), ...loadCorpus('anthropic-messages.jsonl').filter((r) => r.sse)];
+    const records = [
+      ...loadCorpus('openai-chat-stream.jsonl'),
+      ...loadCorpus('anthropic-messages.jsonl').filter((r) => r.sse),
+    ];
     for (const rec of records) {
       const bytes = Buffer.from(rec.sse as string);
       const whole = parse([bytes]);
@@ -49,7 +54,9 @@ describe('SseParser', () => {
   it('ignores a byte order mark at the start of the stream, also when split across chunks', () => {
     const bytes = Buffer.from('\ufeffdata: a\n\n');
     expect(parse([bytes])).toEqual([{ event: 'message', data: 'a' }]);
-    expect(parse([bytes.subarray(0, 1), bytes.subarray(1, 2), bytes.subarray(2)])).toEqual([{ event: 'message', data: 'a' }]);
+    expect(parse([bytes.subarray(0, 1), bytes.subarray(1, 2), bytes.subarray(2)])).toEqual([
+      { event: 'message', data: 'a' },
+    ]);
   });
 
   it('decodes UTF-8 split inside a multi-byte character', () => {

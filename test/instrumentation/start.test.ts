@@ -34,7 +34,9 @@ it('uses the already-registered provider, is idempotent, and restores the dispat
   await shutdown();
   expect(getGlobalDispatcher()).toBe(before);
   otel.exporter.reset();
-  await (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })).text();
+  await (
+    await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) })
+  ).text();
   // Our spans end before the app sees the body end (SimpleSpanProcessor exports at once): none may appear.
   expect(ours(otel.spans())).toHaveLength(0);
 });

@@ -8,7 +8,13 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import OpenAI from 'openai';
 import type { Dispatcher } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FaultlineInstrumentation, getExchange, type Exchange, type ExchangeOutcome, type Interceptor } from '../../instrumentation';
+import {
+  FaultlineInstrumentation,
+  getExchange,
+  type Exchange,
+  type ExchangeOutcome,
+  type Interceptor,
+} from '../../instrumentation';
 import { assertSpan } from '../support/assert-span';
 import { recordBody, type CorpusRecord } from '../support/wire-record';
 import { CHAT_TEXT } from '../support/chat-exchanges';
@@ -20,7 +26,14 @@ let mode: Mode = 'none';
 const seen: { exchange?: Exchange; activeIsOurs?: boolean; ends: Array<[Exchange, ExchangeOutcome]> } = { ends: [] };
 
 function controller(): Dispatcher.DispatchController {
-  return { aborted: false, paused: false, reason: null, abort() {}, pause() {}, resume() {} } as unknown as Dispatcher.DispatchController;
+  return {
+    aborted: false,
+    paused: false,
+    reason: null,
+    abort() {},
+    pause() {},
+    resume() {},
+  } as unknown as Dispatcher.DispatchController;
 }
 
 // One step defined here, switching on `mode`: the shape a fault or guard step has.
@@ -33,9 +46,16 @@ const testStep: Interceptor = (dispatch) =>
     const c = controller();
     switch (mode) {
       case 'synthetic': {
-        const body = Buffer.from(JSON.stringify({ error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } }));
+        const body = Buffer.from(
+          JSON.stringify({ error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } }),
+        );
         handler.onRequestStart?.(c, {});
-        handler.onResponseStart?.(c, 429, { 'content-type': 'application/json', 'x-should-retry': 'false' }, 'Too Many Requests');
+        handler.onResponseStart?.(
+          c,
+          429,
+          { 'content-type': 'application/json', 'x-should-retry': 'false' },
+          'Too Many Requests',
+        );
         handler.onResponseData?.(c, body);
         handler.onResponseEnd?.(c, {});
         return true;
@@ -48,7 +68,11 @@ const testStep: Interceptor = (dispatch) =>
           ...handler,
           onRequestStart: (ctl, ctx) => handler.onRequestStart?.(ctl, ctx),
           onResponseStart: (ctl, s, h, m) => handler.onResponseStart?.(ctl, s, h, m),
-          onResponseData: (ctl, chunk) => handler.onResponseData?.(ctl, Buffer.from(chunk.toString('latin1').split(WORD).join(WORD.toUpperCase()), 'latin1')),
+          onResponseData: (ctl, chunk) =>
+            handler.onResponseData?.(
+              ctl,
+              Buffer.from(chunk.toString('latin1').split(WORD).join(WORD.toUpperCase()), 'latin1'),
+            ),
           onResponseEnd: (ctl, t) => handler.onResponseEnd?.(ctl, t),
           onResponseError: (ctl, e) => handler.onResponseError?.(ctl, e),
         });
@@ -101,7 +125,10 @@ beforeAll(async () => {
     onExchangeEnd: (exchange, outcome) => {
       seen.ends.push([exchange, outcome]);
       // Online detectors record findings as events on the exchange's span: it must still be open here.
-      exchange.span.addEvent('faultline.detection', { 'faultline.detection.detector': 'test', 'faultline.detection.fault_type': outcome.errorType ?? 'none' });
+      exchange.span.addEvent('faultline.detection', {
+        'faultline.detection.detector': 'test',
+        'faultline.detection.fault_type': outcome.errorType ?? 'none',
+      });
       throw new Error('a throwing onExchangeEnd must not reach the app');
     },
   });
@@ -128,21 +155,32 @@ beforeEach(() => {
 describe('steps inside the GenAI span layer', () => {
   it('(a) answer with a synthetic response without calling downstream', async () => {
     mode = 'synthetic';
-    const err = await client.chat.completions.create(rec.request as never).then(() => undefined, (e: unknown) => e);
+    const err = await client.chat.completions.create(rec.request as never).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);
     expect(server.requests).toHaveLength(0);
     expect(seen.activeIsOurs).toBe(true);
     expect(seen.exchange?.llmRequest?.model).toBe(rec.request.model);
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
-    const span = assertSpan(ours(spans)[0], { status: SpanStatusCode.ERROR, attributes: { 'error.type': '429', 'http.response.status_code': 429 } });
-    expect(span.events.find((e) => e.name === 'faultline.detection')?.attributes?.['faultline.detection.fault_type']).toBe('429');
+    const span = assertSpan(ours(spans)[0], {
+      status: SpanStatusCode.ERROR,
+      attributes: { 'error.type': '429', 'http.response.status_code': 429 },
+    });
+    expect(
+      span.events.find((e) => e.name === 'faultline.detection')?.attributes?.['faultline.detection.fault_type'],
+    ).toBe('429');
     expect(spans.filter((s) => s.name === 'POST')).toHaveLength(0);
     expect(seen.ends[0]?.[1].response?.status).toBe(429);
   });
 
   it('(b) fail with an error', async () => {
     mode = 'fail';
-    const err = (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) }).then(
+    const err = (await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(rec.request),
+    }).then(
       () => undefined,
       (e: unknown) => e,
     )) as { cause?: { code?: string } };
@@ -159,8 +197,11 @@ describe('steps inside the GenAI span layer', () => {
     expect(text).toBe(recordBody(rec).split(WORD).join(WORD.toUpperCase()));
     expect(text).not.toBe(recordBody(rec));
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
-    const out = JSON.parse(ours(spans)[0]?.attributes['gen_ai.output.messages'] as string) as Array<{ parts: Array<{ content: string }> }>;
-    const appText = (JSON.parse(text) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content;
+    const out = JSON.parse(ours(spans)[0]?.attributes['gen_ai.output.messages'] as string) as Array<{
+      parts: Array<{ content: string }>;
+    }>;
+    const appText = (JSON.parse(text) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message
+      .content;
     expect(out[0]?.parts[0]?.content).toBe(appText);
     expect(seen.ends[0]?.[1].response?.text).toBe(appText);
   });
@@ -168,12 +209,19 @@ describe('steps inside the GenAI span layer', () => {
   it('(d) call downstream more than once (retry) within one span', async () => {
     mode = 'retry';
     let n = 0;
-    server.respond(() => (n++ === 0 ? { status: 503, headers: { 'content-type': 'text/plain' }, body: 'busy' } : corpusReply(rec)));
+    server.respond(() =>
+      n++ === 0 ? { status: 503, headers: { 'content-type': 'text/plain' }, body: 'busy' } : corpusReply(rec),
+    );
     const res = await client.chat.completions.create(rec.request as never);
     expect(res.id).toBe((rec.response as { id: string }).id);
     expect(server.requests).toHaveLength(2);
-    const spans = await otel.waitForSpans((s) => ours(s).length === 1 && s.filter((x) => x.name === 'POST').length === 2);
-    const chat = assertSpan(ours(spans)[0], { status: SpanStatusCode.UNSET, attributes: { 'http.response.status_code': 200 } });
+    const spans = await otel.waitForSpans(
+      (s) => ours(s).length === 1 && s.filter((x) => x.name === 'POST').length === 2,
+    );
+    const chat = assertSpan(ours(spans)[0], {
+      status: SpanStatusCode.UNSET,
+      attributes: { 'http.response.status_code': 200 },
+    });
     const https = spans.filter((s) => s.name === 'POST');
     expect(https.map((s) => parentId(s))).toEqual([chat.spanContext().spanId, chat.spanContext().spanId]);
     expect(seen.ends[0]?.[0].attempt).toBe(1);

@@ -48,7 +48,11 @@ beforeEach(() => {
 
 async function rawFetch(path: string, request: unknown): Promise<{ status: number; text: string; sent: string }> {
   const sent = JSON.stringify(request);
-  const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: sent });
+  const res = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: sent,
+  });
   return { status: res.status, text: await res.text(), sent };
 }
 
@@ -62,18 +66,28 @@ describe('unusual bodies pass unchanged', () => {
     ['br', brotliCompressSync(body)],
   ])('%s-encoded JSON: app gets the decoded body, span still has usage', async (encoding, encoded) => {
     otel.exporter.reset();
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body: encoded }));
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+      body: encoded,
+    }));
     const r = await rawFetch('/v1/chat/completions', rec.request);
     expect(r.text).toBe(body);
     const span = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0];
-    expect(span?.attributes['gen_ai.usage.output_tokens']).toBe((rec.response as { usage: { completion_tokens: number } }).usage.completion_tokens);
+    expect(span?.attributes['gen_ai.usage.output_tokens']).toBe(
+      (rec.response as { usage: { completion_tokens: number } }).usage.completion_tokens,
+    );
     expect(span?.attributes['faultline.response.body_bytes']).toBe(encoded.length);
     expect(problems).toEqual([]);
   });
 
   it('gzip-encoded SSE stream is parsed', async () => {
     otel.exporter.reset();
-    server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' }, body: gzipSync(streamRec.sse as string) }));
+    server.respond(() => ({
+      status: 200,
+      headers: { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' },
+      body: gzipSync(streamRec.sse as string),
+    }));
     const r = await rawFetch('/v1/chat/completions', streamRec.request);
     expect(r.text).toBe(streamRec.sse);
     const span = ours(await otel.waitForSpans((s) => ours(s).length === 1))[0];
@@ -98,8 +112,16 @@ describe('unusual bodies pass unchanged', () => {
     for (const instrumented of [false, true]) {
       if (!instrumented) inst.disable();
       otel.exporter.reset();
-      server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: [cut], destroyAfter: true }));
-      const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(streamRec.request) });
+      server.respond(() => ({
+        status: 200,
+        headers: { 'content-type': 'text/event-stream' },
+        chunks: [cut],
+        destroyAfter: true,
+      }));
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify(streamRec.request),
+      });
       let got = '';
       const err = await (async () => {
         const reader = res.body!.getReader();
@@ -132,7 +154,12 @@ describe('unusual bodies pass unchanged', () => {
 
   it('10 MB JSON body', async () => {
     otel.exporter.reset();
-    const big = JSON.stringify({ ...(rec.response as object), choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'x'.repeat(10 * 1024 * 1024) } }] });
+    const big = JSON.stringify({
+      ...(rec.response as object),
+      choices: [
+        { index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'x'.repeat(10 * 1024 * 1024) } },
+      ],
+    });
     server.respond(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: big }));
     const r = await rawFetch('/v1/chat/completions', rec.request);
     expect(r.text.length).toBe(big.length);
@@ -143,10 +170,22 @@ describe('unusual bodies pass unchanged', () => {
   });
 
   it('response headers reach the app as without faultline (repeated headers, cookies, case)', async () => {
-    const headers = { 'content-type': 'application/json', 'X-Request-Id': 'req_1', 'x-dup': ['a', 'b'], 'set-cookie': ['s=1; Path=/', 't=2'] };
-    server.respond(() => ({ status: 200, headers: headers as unknown as Record<string, string>, body: recordBody(rec) }));
+    const headers = {
+      'content-type': 'application/json',
+      'X-Request-Id': 'req_1',
+      'x-dup': ['a', 'b'],
+      'set-cookie': ['s=1; Path=/', 't=2'],
+    };
+    server.respond(() => ({
+      status: 200,
+      headers: headers as unknown as Record<string, string>,
+      body: recordBody(rec),
+    }));
     const seen = async () => {
-      const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(rec.request) });
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify(rec.request),
+      });
       await res.text();
       return { all: [...res.headers].filter(([k]) => k !== 'date'), cookies: res.headers.getSetCookie() };
     };

@@ -102,7 +102,12 @@ describe('a body that is not ours', () => {
         controller.close();
       },
     });
-    const sent = fetch(`${server.url}/upload`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body, duplex: 'half' } as RequestInit);
+    const sent = fetch(`${server.url}/upload`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
     const upload = await deadline(next, 5000, 'upload request');
     await deadline(upload.first, 5000, 'first chunk at the server');
     sawFirst();
@@ -114,7 +119,13 @@ describe('a body that is not ours', () => {
   });
 
   it('a 0.7 MB JSON POST to an API that is no agent protocol is never parsed', async () => {
-    const bulk = JSON.stringify({ rows: Array.from({ length: 7000 }, (_, i) => ({ id: i, name: `row ${i}`, text: 'lorem ipsum dolor sit amet '.repeat(3) })) });
+    const bulk = JSON.stringify({
+      rows: Array.from({ length: 7000 }, (_, i) => ({
+        id: i,
+        name: `row ${i}`,
+        text: 'lorem ipsum dolor sit amet '.repeat(3),
+      })),
+    });
     expect(bulk.length).toBeGreaterThan(700_000);
     // Counted: every JSON.parse of the body or a piece of it (a large body is parsed piecewise, in many small calls).
     const parse = JSON.parse;
@@ -125,7 +136,11 @@ describe('a body that is not ours', () => {
     }) as typeof JSON.parse;
     let answer: string;
     try {
-      const res = await fetch(`${server.url}/api/bulk`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bulk });
+      const res = await fetch(`${server.url}/api/bulk`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: bulk,
+      });
       answer = await res.text();
     } finally {
       JSON.parse = parse;
@@ -159,7 +174,12 @@ describe('a streamed body that is ours', () => {
         controller.close();
       },
     });
-    const sent = fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half' } as RequestInit);
+    const sent = fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+      duplex: 'half',
+    } as RequestInit);
     const upload = await deadline(next, 5000, 'chat request');
     await deadline(upload.first, 5000, 'first chunk at the server');
     sawFirst();
@@ -170,7 +190,9 @@ describe('a streamed body that is ours', () => {
     expect(span?.name).toBe(`chat ${MODEL}`);
     expect(span?.attributes['gen_ai.request.model']).toBe(MODEL);
     expect(span?.attributes['faultline.request.message_count']).toBe(1);
-    expect(span?.attributes['gen_ai.usage.output_tokens']).toBe((rec.response as { usage: { completion_tokens: number } }).usage.completion_tokens);
+    expect(span?.attributes['gen_ai.usage.output_tokens']).toBe(
+      (rec.response as { usage: { completion_tokens: number } }).usage.completion_tokens,
+    );
     expect(problems).toEqual([]);
   });
 
@@ -197,7 +219,12 @@ describe('a streamed body that is ours', () => {
           controller.close();
         },
       });
-      const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half' } as RequestInit;
+      const init = {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+        duplex: 'half',
+      } as RequestInit;
       const res = await deadline(fetch(`${server.url}${path}`, init), 5000, `response headers (${path})`);
       headersIn();
       expect(await deadline(res.text(), 5000, `response body (${path})`)).toBe(recordBody(rec));
@@ -224,10 +251,23 @@ describe('a streamed body and the response', () => {
     });
     const ac = new AbortController();
     const next = server.next();
-    const call = fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half', signal: ac.signal } as RequestInit);
+    const call = fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+      duplex: 'half',
+      signal: ac.signal,
+    } as RequestInit);
     await deadline((await deadline(next, 5000, 'request')).first, 5000, 'first chunk');
     ac.abort();
-    const err = await deadline(call.then(() => undefined, (e: unknown) => e), 3000, 'aborted call');
+    const err = await deadline(
+      call.then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+      3000,
+      'aborted call',
+    );
     expect((err as Error).name).toBe('AbortError');
     const [span] = ours(await otel.waitForSpans((s) => ours(s).length === 1, 3000));
     expect(span?.attributes['faultline.response.aborted']).toBe(true);
@@ -239,40 +279,58 @@ describe('byte identity of uploads', () => {
   // Pieces of 1 byte only for small bodies: fetch takes seconds to send 64 KB a byte at a time.
   const CHUNKS = [[1], [7, 4096], [4096, 7], [16_384], [65_536, 3]];
 
-  it.each(SIZES)('%i bytes of octet-stream, buffered and streamed in pieces of every size, arrive unchanged', async (size) => {
-    const body = bytesOf(size, size + 1);
-    const sends: Array<() => RequestInit> = [
-      () => ({ body }),
-      ...CHUNKS.filter((c) => size <= 1000 || c[0]! >= 4096).map((c) => () => ({ body: streamOf(body, c), duplex: 'half' }) as RequestInit),
-    ];
-    for (const init of sends) {
-      const res = await fetch(`${server.url}/upload`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, ...init() });
-      expect(await res.json()).toEqual({ bytes: size });
-      expect((await server.uploads.at(-1)!.done).equals(body)).toBe(true);
-    }
-    expect(ours(otel.spans())).toHaveLength(0);
-  });
+  it.each(SIZES)(
+    '%i bytes of octet-stream, buffered and streamed in pieces of every size, arrive unchanged',
+    async (size) => {
+      const body = bytesOf(size, size + 1);
+      const sends: Array<() => RequestInit> = [
+        () => ({ body }),
+        ...CHUNKS.filter((c) => size <= 1000 || c[0]! >= 4096).map(
+          (c) => () => ({ body: streamOf(body, c), duplex: 'half' }) as RequestInit,
+        ),
+      ];
+      for (const init of sends) {
+        const res = await fetch(`${server.url}/upload`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/octet-stream' },
+          ...init(),
+        });
+        expect(await res.json()).toEqual({ bytes: size });
+        expect((await server.uploads.at(-1)!.done).equals(body)).toBe(true);
+      }
+      expect(ours(otel.spans())).toHaveLength(0);
+    },
+  );
 
-  it.each(SIZES.filter((s) => s >= 1000))('a %i-byte chat request, buffered and streamed, arrives unchanged and makes one span', async (size) => {
-    server.respond(async (upload, res) => {
-      await upload.done;
-      chatReply(res);
-    });
-    const body = chatBody(size);
-    const sends: Array<() => RequestInit> = [
-      () => ({ body: body.toString() }),
-      () => ({ body }),
-      ...CHUNKS.filter((c) => size <= 1000 || c[0]! >= 4096).map((c) => () => ({ body: streamOf(body, c), duplex: 'half' }) as RequestInit),
-    ];
-    for (const init of sends) {
-      otel.exporter.reset();
-      const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, ...init() });
-      expect(await res.text()).toBe(recordBody(rec));
-      expect((await server.uploads.at(-1)!.done).equals(body)).toBe(true);
-      const spans = ours(await otel.waitForSpans((s) => ours(s).length === 1));
-      expect(spans).toHaveLength(1);
-      expect(spans[0]?.attributes['gen_ai.request.model']).toBe(MODEL);
-    }
-    expect(problems).toEqual([]);
-  });
+  it.each(SIZES.filter((s) => s >= 1000))(
+    'a %i-byte chat request, buffered and streamed, arrives unchanged and makes one span',
+    async (size) => {
+      server.respond(async (upload, res) => {
+        await upload.done;
+        chatReply(res);
+      });
+      const body = chatBody(size);
+      const sends: Array<() => RequestInit> = [
+        () => ({ body: body.toString() }),
+        () => ({ body }),
+        ...CHUNKS.filter((c) => size <= 1000 || c[0]! >= 4096).map(
+          (c) => () => ({ body: streamOf(body, c), duplex: 'half' }) as RequestInit,
+        ),
+      ];
+      for (const init of sends) {
+        otel.exporter.reset();
+        const res = await fetch(`${server.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          ...init(),
+        });
+        expect(await res.text()).toBe(recordBody(rec));
+        expect((await server.uploads.at(-1)!.done).equals(body)).toBe(true);
+        const spans = ours(await otel.waitForSpans((s) => ours(s).length === 1));
+        expect(spans).toHaveLength(1);
+        expect(spans[0]?.attributes['gen_ai.request.model']).toBe(MODEL);
+      }
+      expect(problems).toEqual([]);
+    },
+  );
 });

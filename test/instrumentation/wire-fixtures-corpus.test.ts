@@ -7,10 +7,23 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicError, message, messageStream } from '../support/anthropic-wire';
 import { loadCorpus, type CorpusFile, type CorpusRecord } from '../support/corpus';
-import { geminiBatchEmbed, geminiEmbedContent, ollamaEmbed, ollamaEmbeddings, openaiEmbeddings } from '../support/embeddings-wire';
+import {
+  geminiBatchEmbed,
+  geminiEmbedContent,
+  ollamaEmbed,
+  ollamaEmbeddings,
+  openaiEmbeddings,
+} from '../support/embeddings-wire';
 import { generateContent, generateContentArray, generateContentSse, geminiError } from '../support/gemini-wire';
 import { chat, chatStream, generate, generateStream, ollamaError } from '../support/ollama-wire';
-import { chatCompletion, chatCompletionStream, openaiError, response, responseFailedStream, responseStream } from '../support/openai-wire';
+import {
+  chatCompletion,
+  chatCompletionStream,
+  openaiError,
+  response,
+  responseFailedStream,
+  responseStream,
+} from '../support/openai-wire';
 
 /** The field paths of a JSON value: object keys joined with `.`, array elements as `[]`. */
 function paths(v: unknown, at = '', out = new Set<string>()): Set<string> {
@@ -29,7 +42,13 @@ function paths(v: unknown, at = '', out = new Set<string>()): Set<string> {
 function sseData(sse: string): unknown[] {
   return sse
     .split(/\r?\n\r?\n/)
-    .map((e) => e.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n'))
+    .map((e) =>
+      e
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trimStart())
+        .join('\n'),
+    )
     .filter((d) => d !== '' && d !== '[DONE]')
     .map((d) => JSON.parse(d) as unknown);
 }
@@ -39,7 +58,10 @@ function bodies(r: CorpusRecord): unknown[] {
   if (r.sse !== undefined) return sseData(r.sse);
   if (r.stream !== undefined) {
     if (r.framing === 'json-array') return JSON.parse(r.stream) as unknown[];
-    return r.stream.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as unknown);
+    return r.stream
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as unknown);
   }
   return r.response === undefined ? [] : [r.response];
 }
@@ -59,7 +81,11 @@ function recorded(files: CorpusFile[], keep: (r: CorpusRecord) => boolean): { pa
   return { paths: all, types };
 }
 
-function expectKnown(generated: unknown[], known: { paths: Set<string>; types: Set<string> }, checkTypes = false): void {
+function expectKnown(
+  generated: unknown[],
+  known: { paths: Set<string>; types: Set<string> },
+  checkTypes = false,
+): void {
   const mine = new Set<string>();
   for (const g of generated) paths(g, '', mine);
   expect([...mine].filter((p) => !known.paths.has(p))).toEqual([]);
@@ -76,29 +102,68 @@ const events = (list: string[]) => sseData(list.join(''));
 describe('the project-written bodies use only fields the providers send', () => {
   it('the check finds a field no provider sends, and an event type none sends', () => {
     const known = recorded(['openai-chat.jsonl'], ok);
-    expect(() => expectKnown([{ ...chatCompletion({ model: 'gpt-4o', text: 'x' }), invented: { deep: 1 } }], known)).toThrow(/invented/);
-    expect(() => expectKnown([{ type: 'response.invented' }], { paths: new Set(['type']), types: new Set(['response.completed']) }, true)).toThrow(/response\.invented/);
+    expect(() =>
+      expectKnown([{ ...chatCompletion({ model: 'gpt-4o', text: 'x' }), invented: { deep: 1 } }], known),
+    ).toThrow(/invented/);
+    expect(() =>
+      expectKnown(
+        [{ type: 'response.invented' }],
+        { paths: new Set(['type']), types: new Set(['response.completed']) },
+        true,
+      ),
+    ).toThrow(/response\.invented/);
   });
 
   it('OpenAI chat completions: JSON, SSE, the error envelope', () => {
     const text = { model: 'gpt-4o-2024-08-06', text: 'Hello there, how are you?', cachedTokens: 3, reasoningTokens: 0 };
-    const tools = { model: 'gpt-4o-2024-08-06', toolCalls: [{ name: 'f', arguments: '{"a":1}' }, { name: 'g', arguments: '{}' }] };
+    const tools = {
+      model: 'gpt-4o-2024-08-06',
+      toolCalls: [
+        { name: 'f', arguments: '{"a":1}' },
+        { name: 'g', arguments: '{}' },
+      ],
+    };
     expectKnown([chatCompletion(text), chatCompletion(tools)], recorded(['openai-chat.jsonl'], ok));
-    expectKnown([...events(chatCompletionStream(text)), ...events(chatCompletionStream(tools))], recorded(['openai-chat-stream.jsonl'], ok));
-    expectKnown([openaiError(401, 'bad key'), openaiError(400, 'bad', 'temperature')], recorded(['openai-chat.jsonl', 'openai-chat-stream.jsonl', 'openai-responses.jsonl'], failed));
+    expectKnown(
+      [...events(chatCompletionStream(text)), ...events(chatCompletionStream(tools))],
+      recorded(['openai-chat-stream.jsonl'], ok),
+    );
+    expectKnown(
+      [openaiError(401, 'bad key'), openaiError(400, 'bad', 'temperature')],
+      recorded(['openai-chat.jsonl', 'openai-chat-stream.jsonl', 'openai-responses.jsonl'], failed),
+    );
   });
 
   it('OpenAI Responses: JSON and typed SSE events, incomplete and failed streams', () => {
     const known = recorded(['openai-responses.jsonl'], (r) => r.status === 200 || r.status === null);
     const text = { model: 'gpt-4o-2024-08-06', text: 'Hi there.' };
-    const tools = { model: 'gpt-5-mini', reasoning: 'Think.', toolCalls: [{ name: 'f', arguments: '{"a":1}' }], finishReason: 'length' as const };
+    const tools = {
+      model: 'gpt-5-mini',
+      reasoning: 'Think.',
+      toolCalls: [{ name: 'f', arguments: '{"a":1}' }],
+      finishReason: 'length' as const,
+    };
     expectKnown([response(text), response(tools)], known);
-    expectKnown([...events(responseStream(text)), ...events(responseStream(tools)), ...events(responseFailedStream('gpt-5-nano', 'insufficient_quota', 'quota'))], known, true);
+    expectKnown(
+      [
+        ...events(responseStream(text)),
+        ...events(responseStream(tools)),
+        ...events(responseFailedStream('gpt-5-nano', 'insufficient_quota', 'quota')),
+      ],
+      known,
+      true,
+    );
   });
 
   it('Anthropic Messages: JSON, SSE, the error body', () => {
     const known = recorded(['anthropic-messages.jsonl'], ok);
-    const m = { model: 'claude-sonnet-5-5', thinking: 'Hmm.', text: 'Hello.', toolUses: [{ name: 'f', input: { a: 1 } }], cacheReadTokens: 4 };
+    const m = {
+      model: 'claude-sonnet-5-5',
+      thinking: 'Hmm.',
+      text: 'Hello.',
+      toolUses: [{ name: 'f', input: { a: 1 } }],
+      cacheReadTokens: 4,
+    };
     expectKnown([message(m)], known);
     expectKnown(events(messageStream(m)), known, true);
     expectKnown([anthropicError(529, 'Overloaded')], recorded(['anthropic-messages.jsonl'], failed));
@@ -106,7 +171,12 @@ describe('the project-written bodies use only fields the providers send', () => 
 
   it('Gemini generateContent: JSON, alt=sse, the JSON-array stream, the error body', () => {
     const known = recorded(['gemini.jsonl'], ok);
-    const a = { model: 'gemini-2.5-pro', text: 'One two three four five six seven.', functionCalls: [{ name: 'f', args: { a: 1 } }], thoughtsTokens: 9 };
+    const a = {
+      model: 'gemini-2.5-pro',
+      text: 'One two three four five six seven.',
+      functionCalls: [{ name: 'f', args: { a: 1 } }],
+      thoughtsTokens: 9,
+    };
     expectKnown([generateContent(a)], known);
     expectKnown(events(generateContentSse(a)), known);
     expectKnown(JSON.parse(generateContentArray(a).join('')) as unknown[], known);
@@ -115,7 +185,12 @@ describe('the project-written bodies use only fields the providers send', () => 
 
   it('Ollama /api/chat and /api/generate: JSON, NDJSON, the error body', () => {
     const known = recorded(['ollama.jsonl'], ok);
-    const a = { model: 'qwen3.6:latest', thinking: 'Hmm.', text: 'Hello there.', toolCalls: [{ name: 'f', arguments: { a: 1 } }] };
+    const a = {
+      model: 'qwen3.6:latest',
+      thinking: 'Hmm.',
+      text: 'Hello there.',
+      toolCalls: [{ name: 'f', arguments: { a: 1 } }],
+    };
     const lines = (l: string[]) => l.map((x) => JSON.parse(x) as unknown);
     expectKnown([chat(a), generate(a), ...lines(chatStream(a)), ...lines(generateStream(a))], known);
     expectKnown([ollamaError('model "x" not found, try pulling it first')], recorded(['ollama.jsonl'], failed));
@@ -123,12 +198,24 @@ describe('the project-written bodies use only fields the providers send', () => 
 
   it('embeddings: OpenAI (float and base64), Gemini, Ollama', () => {
     const known = recorded(['embeddings.jsonl'], ok);
-    expectKnown([openaiEmbeddings({ model: 'text-embedding-3-small', inputs: 2, dimension: 4 }), openaiEmbeddings({ model: 'text-embedding-3-small', inputs: 1, dimension: 4, encoding: 'base64' })], known);
+    expectKnown(
+      [
+        openaiEmbeddings({ model: 'text-embedding-3-small', inputs: 2, dimension: 4 }),
+        openaiEmbeddings({ model: 'text-embedding-3-small', inputs: 1, dimension: 4, encoding: 'base64' }),
+      ],
+      known,
+    );
     expectKnown([geminiBatchEmbed(2, 4), ollamaEmbeddings(4)], known);
     // Not recorded in the corpus, so checked against their documented shapes: Gemini's single embedContent answer
     // (the batch answer's element under `embedding`) and Ollama's /api/embed.
     expect([...paths(geminiEmbedContent(4))]).toEqual(['embedding', 'embedding.values']);
     expect(known.paths.has('embeddings[].values')).toBe(true);
-    expect(Object.keys(ollamaEmbed('all-minilm', 2, 3))).toEqual(['model', 'embeddings', 'total_duration', 'load_duration', 'prompt_eval_count']);
+    expect(Object.keys(ollamaEmbed('all-minilm', 2, 3))).toEqual([
+      'model',
+      'embeddings',
+      'total_duration',
+      'load_duration',
+      'prompt_eval_count',
+    ]);
   });
 });

@@ -65,15 +65,21 @@ const traces = new Map<string, TraceRecord>();
 
 async function pool<T>(items: readonly T[], n: number, fn: (x: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
 }
 
 beforeAll(async () => {
   otel = setupOtel();
   const online = createOnlineDetection();
-  inst = new FaultlineInstrumentation({ captureMessageContent: true, onExchangeEnd: online.onExchangeEnd, onDelivery: online.onDelivery });
+  inst = new FaultlineInstrumentation({
+    captureMessageContent: true,
+    onExchangeEnd: online.onExchangeEnd,
+    onDelivery: online.onDelivery,
+  });
   inst.enable();
   a2a = await startFactChecker();
   mcp = await startInventory();
@@ -81,13 +87,53 @@ beforeAll(async () => {
   const channelPool: Pool = new Map();
   const wirePool: WirePool = new Map();
   const specs: WorkflowSpec[] = [
-    { name: 'trip-booking', messages: 5, clean: 8, recovered: 4, perFault: 3, faults: FAULT_KINDS, run: (p) => travelRun(p, channelPool) },
-    { name: 'incident-triage', messages: 4, clean: 6, recovered: 0, perFault: 2, faults: FAULT_KINDS, run: (p) => triageRun(p, channelPool) },
+    {
+      name: 'trip-booking',
+      messages: 5,
+      clean: 8,
+      recovered: 4,
+      perFault: 3,
+      faults: FAULT_KINDS,
+      run: (p) => travelRun(p, channelPool),
+    },
+    {
+      name: 'incident-triage',
+      messages: 4,
+      clean: 6,
+      recovered: 0,
+      perFault: 2,
+      faults: FAULT_KINDS,
+      run: (p) => triageRun(p, channelPool),
+    },
     // Every message decided by a model call (the real openai client), the researcher's also by a tool it runs.
-    { name: 'equity-research', messages: 4, clean: 6, recovered: 2, perFault: 2, faults: FAULT_KINDS, run: (p) => researchRun(desk, p, channelPool) },
-    { name: 'fact-check', messages: 3, clean: 5, recovered: 3, perFault: 2, faults: FAULT_KINDS, run: (p) => factCheckRun(a2a, p, wirePool) },
+    {
+      name: 'equity-research',
+      messages: 4,
+      clean: 6,
+      recovered: 2,
+      perFault: 2,
+      faults: FAULT_KINDS,
+      run: (p) => researchRun(desk, p, channelPool),
+    },
+    {
+      name: 'fact-check',
+      messages: 3,
+      clean: 5,
+      recovered: 3,
+      perFault: 2,
+      faults: FAULT_KINDS,
+      run: (p) => factCheckRun(a2a, p, wirePool),
+    },
     // MCP calls carry no envelope to replay from another session: no stale replay there.
-    { name: 'inventory-reservation', messages: 3, clean: 4, recovered: 4, perFault: 2, faults: FAULT_KINDS.filter((f) => f !== 'stale'), run: (p) => inventoryRun(mcp, p, wirePool) },
+    {
+      name: 'inventory-reservation',
+      messages: 3,
+      clean: 4,
+      recovered: 4,
+      perFault: 2,
+      faults: FAULT_KINDS.filter((f) => f !== 'stale'),
+      run: (p) => inventoryRun(mcp, p, wirePool),
+    },
   ];
   // One unlabelled run per workflow first: the earlier runs stale replays and entity swaps draw on.
   let seed = 1000;
@@ -97,7 +143,9 @@ beforeAll(async () => {
   for (const s of specs) {
     for (let i = 0; i < s.clean * SCALE; i++) jobs.push({ spec: s, plan: { seed: seed++ } });
     for (let i = 0; i < s.recovered * SCALE; i++) jobs.push({ spec: s, plan: { seed: seed++, recovered: true } });
-    for (const f of s.faults) for (let i = 0; i < s.perFault * SCALE; i++) jobs.push({ spec: s, plan: { seed: seed++, fault: f, at: int(r, 1, s.messages) } });
+    for (const f of s.faults)
+      for (let i = 0; i < s.perFault * SCALE; i++)
+        jobs.push({ spec: s, plan: { seed: seed++, fault: f, at: int(r, 1, s.messages) } });
   }
   await pool(jobs, 4, async ({ spec, plan }) => {
     labels.push(await spec.run(plan));
@@ -111,7 +159,10 @@ beforeAll(async () => {
   for (const t of toTraces(otel.spans())) traces.set(t.traceId, t);
   if (OUT) {
     mkdirSync(OUT, { recursive: true });
-    writeFileSync(join(OUT, 'traces.jsonl'), labels.map((l) => JSON.stringify(traces.get(l.traceId))).join('\n') + '\n');
+    writeFileSync(
+      join(OUT, 'traces.jsonl'),
+      labels.map((l) => JSON.stringify(traces.get(l.traceId))).join('\n') + '\n',
+    );
     writeFileSync(join(OUT, 'labels.jsonl'), labels.map((l) => JSON.stringify(l)).join('\n') + '\n');
   }
 }, 240_000);
@@ -138,8 +189,17 @@ async function score(view: ViewName, content: boolean, only?: (l: Label) => bool
 }
 
 function table(title: string, s: Score): string {
-  const rows = [...s.perType].sort().map(([t, r]) => `  ${t.padEnd(13)} n=${String(r.n).padStart(3)}  type ${rate(r.type, r.n)}  step ${rate(r.step, r.n)}`);
-  return [`${title}: type ${rate(s.typeOk, s.faulty)}  step ${rate(s.stepOk, s.faulty)}  FP ${rate(s.falsePositives, s.clean)} (${s.faulty} faulty, ${s.clean} clean)`, ...rows, ...s.misses.slice(0, 40).map((m) => `    miss: ${m}`)].join('\n');
+  const rows = [...s.perType]
+    .sort()
+    .map(
+      ([t, r]) =>
+        `  ${t.padEnd(13)} n=${String(r.n).padStart(3)}  type ${rate(r.type, r.n)}  step ${rate(r.step, r.n)}`,
+    );
+  return [
+    `${title}: type ${rate(s.typeOk, s.faulty)}  step ${rate(s.stepOk, s.faulty)}  FP ${rate(s.falsePositives, s.clean)} (${s.faulty} faulty, ${s.clean} clean)`,
+    ...rows,
+    ...s.misses.slice(0, 40).map((m) => `    miss: ${m}`),
+  ].join('\n');
 }
 
 const channelOnly = (l: Label): boolean => l.protocol === 'channel';
@@ -152,8 +212,18 @@ describe('an independent labelled set of inter-agent communication runs', () => 
   });
 
   it.each([
-    { view: 'emitted' as const, content: true, only: channelOnly, what: 'MessageChannel spans as emitted (channel runs), with content' },
-    { view: 'emitted' as const, content: false, only: channelOnly, what: 'MessageChannel spans as emitted (channel runs), content-free' },
+    {
+      view: 'emitted' as const,
+      content: true,
+      only: channelOnly,
+      what: 'MessageChannel spans as emitted (channel runs), with content',
+    },
+    {
+      view: 'emitted' as const,
+      content: false,
+      only: channelOnly,
+      what: 'MessageChannel spans as emitted (channel runs), content-free',
+    },
     { view: 'both' as const, content: true, only: undefined, what: 'both ends, all runs, with content' },
     { view: 'both' as const, content: false, only: undefined, what: 'both ends, all runs, content-free' },
   ])('$what: type ≥ 0.90, step ≥ 0.90, false positives ≤ 0.05', async ({ view, content, only }) => {
@@ -171,7 +241,9 @@ describe('an independent labelled set of inter-agent communication runs', () => 
     const s = await score('receiver', true);
     const rest = await score('receiver', true, (l) => l.fault !== 'semantic');
     console.log(table('receiver', s));
-    console.log(`receiver, every fault type but semantic: type ${rate(rest.typeOk, rest.faulty)}  step ${rate(rest.stepOk, rest.faulty)}`);
+    console.log(
+      `receiver, every fault type but semantic: type ${rate(rest.typeOk, rest.faulty)}  step ${rate(rest.stepOk, rest.faulty)}`,
+    );
     expect(rest.typeOk / rest.faulty).toBeGreaterThanOrEqual(0.9);
     expect(rest.stepOk / rest.faulty).toBeGreaterThanOrEqual(0.9);
     expect(s.falsePositives / s.clean).toBeLessThanOrEqual(0.05);

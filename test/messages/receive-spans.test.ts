@@ -27,7 +27,14 @@ import { setupOtel, type TestOtel } from '../support/otel';
 import { toTraces } from '../support/to-traces';
 import { rng } from './support/operators';
 import { startProxy } from './support/proxy';
-import { factCheckRun, inventoryRun, startFactChecker, startInventory, type A2aAgent, type McpTools } from './support/workflows';
+import {
+  factCheckRun,
+  inventoryRun,
+  startFactChecker,
+  startInventory,
+  type A2aAgent,
+  type McpTools,
+} from './support/workflows';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -57,12 +64,15 @@ function traceOf(traceId: string): TraceRecord {
   return t;
 }
 
-const byKind = (spans: ReadableSpan[], kind: SpanKind): ReadableSpan[] => spans.filter((s) => s.kind === kind && s.attributes['faultline.message.side'] !== undefined);
+const byKind = (spans: ReadableSpan[], kind: SpanKind): ReadableSpan[] =>
+  spans.filter((s) => s.kind === kind && s.attributes['faultline.message.side'] !== undefined);
 
 describe('A2A: the agent records what it received, under the caller’s trace', () => {
   it('one SendMessage SERVER span per message, same trace as the client span, both ends agreeing on the payload', async () => {
     const label = await factCheckRun(a2a, { seed: 7 }, new Map());
-    await otel.waitForSpans((s) => s.filter((x) => x.spanContext().traceId === label.traceId && x.name === 'SendMessage').length >= 3);
+    await otel.waitForSpans(
+      (s) => s.filter((x) => x.spanContext().traceId === label.traceId && x.name === 'SendMessage').length >= 3,
+    );
     const spans = otel.spans().filter((s) => s.spanContext().traceId === label.traceId);
     const clients = byKind(spans, SpanKind.CLIENT);
     const servers = byKind(spans, SpanKind.SERVER);
@@ -90,13 +100,19 @@ describe('A2A: the agent records what it received, under the caller’s trace', 
 
   it('a value changed on the wire is named from the two ends, on the sender’s span', async () => {
     const label = await factCheckRun(a2a, { seed: 11, fault: 'semantic', at: 2 }, new Map());
-    await otel.waitForSpans((s) => s.filter((x) => x.spanContext().traceId === label.traceId && x.name === 'SendMessage').length >= 3);
+    await otel.waitForSpans(
+      (s) => s.filter((x) => x.spanContext().traceId === label.traceId && x.name === 'SendMessage').length >= 3,
+    );
     const t = traceOf(label.traceId);
     const d = await diagnoseTrace(createDiagnoser('rule'), t);
     const client = t.spans.filter((s) => s.kind === 'CLIENT' && s.attributes['a2a.method.name'] !== undefined)[1]!;
     expect({ type: d.faultType, span: d.spanId }).toEqual({ type: 'semantic', span: client.spanId });
-    const server = t.spans.find((s) => s.kind === 'SERVER' && s.attributes['faultline.message.id'] === client.attributes['faultline.message.id'])!;
-    expect(server.attributes['faultline.message.payload_hash']).not.toBe(client.attributes['faultline.message.payload_hash']);
+    const server = t.spans.find(
+      (s) => s.kind === 'SERVER' && s.attributes['faultline.message.id'] === client.attributes['faultline.message.id'],
+    )!;
+    expect(server.attributes['faultline.message.payload_hash']).not.toBe(
+      client.attributes['faultline.message.payload_hash'],
+    );
   });
 
   it('passes the handler’s result and errors through unchanged', async () => {
@@ -115,10 +131,18 @@ describe('A2A: the agent records what it received, under the caller’s trace', 
     expect(await wrapped.sendMessage({ message: { messageId: 'm', parts: [] } }, undefined)).toBe(result);
     await expect(wrapped.sendMessage('fail', undefined)).rejects.toBe(boom);
     const streamed: unknown[] = [];
-    for await (const x of wrapped.sendMessageStream({ message: { messageId: 's', parts: [] } }, undefined)) streamed.push(x);
+    for await (const x of wrapped.sendMessageStream({ message: { messageId: 's', parts: [] } }, undefined))
+      streamed.push(x);
     expect(streamed).toEqual([1, 2]);
     expect(await (wrapped as typeof handler).getTask()).toBe('task');
-    const failed = otel.spans().find((s) => s.kind === SpanKind.SERVER && s.status.code === SpanStatusCode.ERROR && s.status.message === 'executor exploded');
+    const failed = otel
+      .spans()
+      .find(
+        (s) =>
+          s.kind === SpanKind.SERVER &&
+          s.status.code === SpanStatusCode.ERROR &&
+          s.status.message === 'executor exploded',
+      );
     expect(failed?.attributes['error.type']).toBe('Error');
   });
 });
@@ -126,7 +150,9 @@ describe('A2A: the agent records what it received, under the caller’s trace', 
 describe('MCP: the server records each tools/call it received, as a child of the client’s call', () => {
   it('one tools/call SERVER span per call, parented by the client span through params._meta, hashes agreeing', async () => {
     const label = await inventoryRun(mcp, { seed: 5 }, new Map());
-    await otel.waitForSpans((s) => s.filter((x) => x.spanContext().traceId === label.traceId && x.kind === SpanKind.SERVER).length >= 3);
+    await otel.waitForSpans(
+      (s) => s.filter((x) => x.spanContext().traceId === label.traceId && x.kind === SpanKind.SERVER).length >= 3,
+    );
     const spans = otel.spans().filter((s) => s.spanContext().traceId === label.traceId);
     const clients = byKind(spans, SpanKind.CLIENT);
     const servers = byKind(spans, SpanKind.SERVER);
@@ -158,8 +184,13 @@ describe('MCP: the server records each tools/call it received, as a child of the
       });
       return span.spanContext().traceId;
     });
-    await otel.waitForSpans((s) => s.filter((x) => x.spanContext().traceId === traceId && x.kind === SpanKind.SERVER).length >= 2);
-    const servers = byKind(otel.spans().filter((s) => s.spanContext().traceId === traceId), SpanKind.SERVER);
+    await otel.waitForSpans(
+      (s) => s.filter((x) => x.spanContext().traceId === traceId && x.kind === SpanKind.SERVER).length >= 2,
+    );
+    const servers = byKind(
+      otel.spans().filter((s) => s.spanContext().traceId === traceId),
+      SpanKind.SERVER,
+    );
     expect(servers[0]!.attributes['error.type']).toBe('tool_error');
     expect(servers[1]!.attributes['faultline.message.contract']).toBe('invalid');
     expect(servers[1]!.attributes['faultline.message.contract_issues']).toEqual(['extra:extra']);
@@ -176,7 +207,11 @@ describe('across processes: the receiver’s spans come from its own process and
     const src = join(ROOT, 'instrumentation', 'agents', 'mcp-server.ts');
     if (!existsSync(built) || statSync(built).mtimeMs < statSync(src).mtimeMs) {
       try {
-        execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore' });
+        execFileSync(
+          process.execPath,
+          [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+          { cwd: ROOT, stdio: 'ignore' },
+        );
       } catch {
         /* type errors elsewhere in the tree still emit JavaScript */
       }
@@ -211,10 +246,17 @@ describe('across processes: the receiver’s spans come from its own process and
     // The proxy changes the SKU of the second reserve call to another valid SKU.
     let calls = 0;
     const proxy = await startProxy(url, (body) => {
-      if (typeof body !== 'object' || body === null || Array.isArray(body) || body.method !== 'tools/call') return undefined;
+      if (typeof body !== 'object' || body === null || Array.isArray(body) || body.method !== 'tools/call')
+        return undefined;
       if (++calls !== 2) return undefined;
       const params = body.params as { arguments: { sku: string } };
-      return { kind: 'rewrite', body: { ...body, params: { ...params, arguments: { ...params.arguments, sku: `CUP-${100 + Math.floor(r() * 800)}` } } } };
+      return {
+        kind: 'rewrite',
+        body: {
+          ...body,
+          params: { ...params, arguments: { ...params.arguments, sku: `CUP-${100 + Math.floor(r() * 800)}` } },
+        },
+      };
     });
     const client = new McpClient({ name: 'Planner', version: '1.0.0' });
     const order = `ORD-${randomUUID().slice(0, 6)}`;
@@ -238,7 +280,9 @@ describe('across processes: the receiver’s spans come from its own process and
     const ours = traceOf(traceId);
     const joined: TraceRecord = { traceId, spans: sortSpans([...ours.spans, ...theirs!.spans]) };
     const d = await diagnoseTrace(createDiagnoser('rule'), joined);
-    const second = ours.spans.filter((s) => s.kind === 'CLIENT' && s.attributes['mcp.method.name'] === 'tools/call')[1]!;
+    const second = ours.spans.filter(
+      (s) => s.kind === 'CLIENT' && s.attributes['mcp.method.name'] === 'tools/call',
+    )[1]!;
     expect({ type: d.faultType, span: d.spanId }).toEqual({ type: 'semantic', span: second.spanId });
     // Each end alone: the client's span shows nothing; the server's, as delivered, passes its contract.
     expect((await diagnoseTrace(createDiagnoser('rule'), ours)).faultType).toBe('none');

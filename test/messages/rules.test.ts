@@ -14,7 +14,13 @@ import { createDiagnoser, diagnoseTrace } from '../../src/diagnosers/index';
 import { isFaultableSpan } from '../../src/plan/processor';
 import { detectSpans } from '../../detectors/from-span';
 import { messageObservation, viewTrace } from '../../src/traces/view';
-import { classifyChanges, compareContent, compareShapes, contractVerdict, intrinsicVerdict } from '../../src/diagnosers/message-change';
+import {
+  classifyChanges,
+  compareContent,
+  compareShapes,
+  contractVerdict,
+  intrinsicVerdict,
+} from '../../src/diagnosers/message-change';
 import type { TraceRecord } from '../../src/traces/model';
 import { setupOtel } from '../support/otel';
 import { toTraces } from '../support/to-traces';
@@ -35,7 +41,10 @@ const SENT = {
   tracking_url: 'https://track.example.com/ORD-4711',
   notes: 'leave at the door',
   receipt: '{"order_id":"ORD-4711","quantity":3}',
-  lines: [{ sku: 'MUG-BLU-12', qty: 3 }, { sku: 'CUP-RED-02', qty: 1 }],
+  lines: [
+    { sku: 'MUG-BLU-12', qty: 3 },
+    { sku: 'CUP-RED-02', qty: 1 },
+  ],
 };
 const type = (got: unknown): string | undefined => compareContent(SENT, got)?.faultType;
 
@@ -89,17 +98,29 @@ describe('how a copy differs, from the value changes themselves', () => {
     expect(compareShapes(s, shape({ ...rest, item_code: sku })).faultType).toBe('schema');
     expect(compareShapes(s, shape(rest)).faultType).toBe('partial');
     // A list's later elements count too.
-    expect(compareShapes(s, shape({ ...SENT, lines: [SENT.lines[0], { sku: 'CUP-R\ufffdD-02', qty: 1 }] })).faultType).toBe('corrupt');
+    expect(
+      compareShapes(s, shape({ ...SENT, lines: [SENT.lines[0], { sku: 'CUP-R\ufffdD-02', qty: 1 }] })).faultType,
+    ).toBe('corrupt');
     expect(classifyChanges(['value:title'])?.faultType).toBe('semantic');
     expect(classifyChanges(['removed:sku', 'added:item_code'])?.faultType).toBe('schema');
   });
 
   it('formats: unusual but valid text is not garbled', () => {
-    for (const ok of ['Zoë Müller', '東京の人口は1400万人', 'Ngozi Okafor 🚀', '[INFO] done', '{draft} later', '⚠️ Warning: low stock', 'naïve café — 5 €']) {
+    for (const ok of [
+      'Zoë Müller',
+      '東京の人口は1400万人',
+      'Ngozi Okafor 🚀',
+      '[INFO] done',
+      '{draft} later',
+      '⚠️ Warning: low stock',
+      'naïve café — 5 €',
+    ]) {
       expect(stringFormat(ok), ok).not.toBe('garbled');
       expect(stringFormat(ok), ok).not.toBe('broken_json');
     }
-    expect(intrinsicVerdict({ ok: true, value: { name: 'Zoë', tags: [], note: null }, text: '' }, undefined)).toBeUndefined();
+    expect(
+      intrinsicVerdict({ ok: true, value: { name: 'Zoë', tags: [], note: null }, text: '' }, undefined),
+    ).toBeUndefined();
     expect(intrinsicVerdict({ ok: true, value: { name: 'ZoÃ«' }, text: '' }, undefined)?.faultType).toBe('corrupt');
     expect(contractVerdict(['missing:sku'])?.faultType).toBe('partial');
     expect(contractVerdict(['missing:sku', 'extra:item_code'])?.faultType).toBe('schema');
@@ -116,11 +137,28 @@ interface Run {
 }
 
 /** A three-step run over a channel with the given step: Picker → Packer → Shipper → Auditor. */
-async function run(step?: DeliverStep, options: { failOnce?: boolean; contract?: unknown; capture?: boolean; order?: object; shipperSets?: object } = {}): Promise<Run> {
-  const channel = new MessageChannel({ name: 'warehouse', captureMessageContent: options.capture === true, ...(step ? { steps: [step] } : {}) });
+async function run(
+  step?: DeliverStep,
+  options: { failOnce?: boolean; contract?: unknown; capture?: boolean; order?: object; shipperSets?: object } = {},
+): Promise<Run> {
+  const channel = new MessageChannel({
+    name: 'warehouse',
+    captureMessageContent: options.capture === true,
+    ...(step ? { steps: [step] } : {}),
+  });
   let failed = false;
   const order = options.order ?? { order_id: 'ORD-4711', sku: 'MUG-BLU-12', quantity: 3 };
-  channel.on('Packer', (m) => runAgent('Packer', () => channel.send({ source: 'Packer', target: 'Shipper', sessionId: 's-1', version: 1, payload: { ...(m.payload as object), box: 'B-12' } })));
+  channel.on('Packer', (m) =>
+    runAgent('Packer', () =>
+      channel.send({
+        source: 'Packer',
+        target: 'Shipper',
+        sessionId: 's-1',
+        version: 1,
+        payload: { ...(m.payload as object), box: 'B-12' },
+      }),
+    ),
+  );
   channel.on(
     'Shipper',
     (m) =>
@@ -129,7 +167,13 @@ async function run(step?: DeliverStep, options: { failOnce?: boolean; contract?:
           failed = true;
           throw new Error('label printer offline');
         }
-        await channel.send({ source: 'Shipper', target: 'Auditor', sessionId: 's-1', version: 1, payload: { ...(m.payload as object), tracking: 'TRK-889901', ...options.shipperSets } });
+        await channel.send({
+          source: 'Shipper',
+          target: 'Auditor',
+          sessionId: 's-1',
+          version: 1,
+          payload: { ...(m.payload as object), tracking: 'TRK-889901', ...options.shipperSets },
+        });
       }),
     options.contract !== undefined ? { contract: options.contract } : {},
   );
@@ -143,12 +187,16 @@ async function run(step?: DeliverStep, options: { failOnce?: boolean; contract?:
   });
   const trace = toTraces(otel.spans()).find((t) => t.traceId === traceId)!;
   // In causal order (nested sends can share a start millisecond, so not by start time).
-  const sends = ['handoff Packer', 'handoff Shipper', 'handoff Auditor'].map((n) => trace.spans.find((s) => s.name === n)?.spanId ?? '');
+  const sends = ['handoff Packer', 'handoff Shipper', 'handoff Auditor'].map(
+    (n) => trace.spans.find((s) => s.name === n)?.spanId ?? '',
+  );
   return { trace, sends };
 }
 
 const diagnose = (t: TraceRecord) => diagnoseTrace(createDiagnoser('rule'), t);
-const atSecond = (fn: (m: AgentMessage, next: (m: AgentMessage) => Promise<AgentMessage[]>) => Promise<AgentMessage[]>): DeliverStep => {
+const atSecond = (
+  fn: (m: AgentMessage, next: (m: AgentMessage) => Promise<AgentMessage[]>) => Promise<AgentMessage[]>,
+): DeliverStep => {
   let n = 0;
   return (m, _ctx, next) => (++n === 2 ? fn(m, next) : next(m));
 };
@@ -160,7 +208,8 @@ describe('message faults from either end', () => {
   });
 
   it('a value changed in transit: semantic from both ends and from the sender span as emitted; from the receiver’s end, only against what the run established', async () => {
-    const swap = (): DeliverStep => atSecond((m, next) => next({ ...m, payload: { ...(m.payload as object), sku: 'LMP-BRS-07' } }));
+    const swap = (): DeliverStep =>
+      atSecond((m, next) => next({ ...m, payload: { ...(m.payload as object), sku: 'LMP-BRS-07' } }));
     const { trace, sends } = await run(swap());
     expect(await diagnose(trace)).toMatchObject({ faultType: 'semantic', spanId: sends[1] });
     expect(await diagnose(emitted(trace))).toMatchObject({ faultType: 'semantic', spanId: sends[1] });
@@ -169,20 +218,30 @@ describe('message faults from either end', () => {
     // With the payload as delivered: the Packer received order ORD-4711 for MUG-BLU-12 and sent on another SKU for
     // the same order — an identity its sender never received.
     const captured = await run(swap(), { capture: true });
-    expect(await diagnose(receiverSide(captured.trace))).toMatchObject({ faultType: 'semantic', spanId: captured.sends[1] });
+    expect(await diagnose(receiverSide(captured.trace))).toMatchObject({
+      faultType: 'semantic',
+      spanId: captured.sends[1],
+    });
   });
 
   it('an agent’s own value under a key earlier messages carried (a new date, a figure it computed) is no change', async () => {
     // Amounts and dates are attributes an agent decides, not identities of what the run is about: from the
     // receiver's end the Shipper's earlier ship-by date and its own total contradict nothing.
     const order = { order_id: 'ORD-4711', sku: 'MUG-BLU-12', quantity: 3, price: 12.5, ship_by: '2027-03-14' };
-    const { trace } = await run(undefined, { capture: true, order, shipperSets: { price: 37.5, ship_by: '2027-03-12' } });
+    const { trace } = await run(undefined, {
+      capture: true,
+      order,
+      shipperSets: { price: 37.5, ship_by: '2027-03-12' },
+    });
     for (const t of [trace, emitted(trace), receiverSide(trace)]) expect((await diagnose(t)).faultType).toBe('none');
   });
 
   it('keys missing: the receiver’s own contract names it from its end alone', async () => {
     const contract = z.strictObject({ order_id: z.string(), sku: z.string(), quantity: z.number(), box: z.string() });
-    const { trace, sends } = await run(atSecond((m, next) => next({ ...m, payload: { order_id: 'ORD-4711', box: 'B-12' } })), { contract });
+    const { trace, sends } = await run(
+      atSecond((m, next) => next({ ...m, payload: { order_id: 'ORD-4711', box: 'B-12' } })),
+      { contract },
+    );
     const receive = trace.spans.find((s) => s.name === 'receive Shipper')!;
     expect(receive.attributes['faultline.message.contract_issues']).toEqual(['missing:sku', 'missing:quantity']);
     expect(await diagnose(receiverSide(trace))).toMatchObject({ faultType: 'partial', spanId: sends[1] });
@@ -193,19 +252,33 @@ describe('message faults from either end', () => {
     const dup = await run(atSecond(async (m, next) => [...(await next(m)), ...(await next(structuredClone(m)))]));
     const dd = await diagnose(receiverSide(dup.trace));
     expect(dd, JSON.stringify(dd)).toMatchObject({ faultType: 'duplicate', spanId: dup.sends[1] });
-    const old: AgentMessage = { id: 'msg-from-yesterday', source: 'Packer', target: 'Shipper', sessionId: 's-0', version: 1, sentAt: Date.now() - 86_400_000, payload: { order_id: 'ORD-4000', sku: 'PEN-BLK-01', quantity: 9, box: 'B-01' } };
+    const old: AgentMessage = {
+      id: 'msg-from-yesterday',
+      source: 'Packer',
+      target: 'Shipper',
+      sessionId: 's-0',
+      version: 1,
+      sentAt: Date.now() - 86_400_000,
+      payload: { order_id: 'ORD-4000', sku: 'PEN-BLK-01', quantity: 9, box: 'B-01' },
+    };
     const stale = await run(atSecond((_m, next) => next(old)));
     expect(await diagnose(receiverSide(stale.trace))).toMatchObject({ faultType: 'stale', spanId: stale.sends[1] });
     const lost = await run(atSecond(async () => []));
-    expect(await diagnose(receiverSide(lost.trace))).toMatchObject({ faultType: 'non_delivery', spanId: lost.sends[1] });
+    expect(await diagnose(receiverSide(lost.trace))).toMatchObject({
+      faultType: 'non_delivery',
+      spanId: lost.sends[1],
+    });
   });
 
   it('a late but delivered message is delay, judged against the trace’s own deliveries', async () => {
-    const { trace, sends } = await run(atSecond(async (m, next) => {
-      await new Promise((r) => setTimeout(r, 450));
-      return next(m);
-    }));
-    for (const t of [trace, emitted(trace), receiverSide(trace)]) expect(await diagnose(t)).toMatchObject({ faultType: 'delay', spanId: sends[1] });
+    const { trace, sends } = await run(
+      atSecond(async (m, next) => {
+        await new Promise((r) => setTimeout(r, 450));
+        return next(m);
+      }),
+    );
+    for (const t of [trace, emitted(trace), receiverSide(trace)])
+      expect(await diagnose(t)).toMatchObject({ faultType: 'delay', spanId: sends[1] });
   });
 
   it('a receiver that failed once and got the message again is recovered, not the run’s fault', async () => {
@@ -240,26 +313,47 @@ describe('message faults from either end', () => {
 
   it('the detectors read a receive span as a delivery: one observation per message, from whichever ends the trace holds', async () => {
     const { trace } = await run(undefined, { capture: true });
-    const receives = new Set(trace.spans.filter((s) => s.attributes['faultline.message.side'] === 'receive').map((s) => s.spanId));
+    const receives = new Set(
+      trace.spans.filter((s) => s.attributes['faultline.message.side'] === 'receive').map((s) => s.spanId),
+    );
     expect(receives.size).toBe(3);
-    const receiverOnly: TraceRecord = { traceId: trace.traceId, spans: trace.spans.filter((s) => !s.name.startsWith('handoff ')) };
+    const receiverOnly: TraceRecord = {
+      traceId: trace.traceId,
+      spans: trace.spans.filter((s) => !s.name.startsWith('handoff ')),
+    };
     for (const t of [trace, receiverSide(trace), receiverOnly]) {
-      const findings = [...detectSpans(t, { includeOnline: false })].flatMap(([id, fs]) => fs.map((f) => ({ id, ...f })));
+      const findings = [...detectSpans(t, { includeOnline: false })].flatMap(([id, fs]) =>
+        fs.map((f) => ({ id, ...f })),
+      );
       expect(findings.filter((f) => f.faultType !== 'none')).toEqual([]);
     }
     // With the sender's span in the trace the message is observed on it, with the receive span's copy.
     const x = viewTrace(receiverSide(trace)).exchanges[0]!;
     expect(x.receives).toHaveLength(1);
-    expect(messageObservation(x)).toMatchObject({ spanId: x.send!.span.spanId, hasContent: true, facts: { deliveredCount: 1 } });
+    expect(messageObservation(x)).toMatchObject({
+      spanId: x.send!.span.spanId,
+      hasContent: true,
+      facts: { deliveredCount: 1 },
+    });
     // Without it, the receive span is the message: one copy delivered.
     const alone = viewTrace(receiverOnly).exchanges[0]!;
-    expect(messageObservation(alone)).toMatchObject({ spanId: alone.receives[0]!.span.spanId, delivered: [{ payload: { order_id: 'ORD-4711' } }], facts: { deliveredCount: 1 } });
-    const lost = await run(atSecond(async () => []), { capture: true });
+    expect(messageObservation(alone)).toMatchObject({
+      spanId: alone.receives[0]!.span.spanId,
+      delivered: [{ payload: { order_id: 'ORD-4711' } }],
+      facts: { deliveredCount: 1 },
+    });
+    const lost = await run(
+      atSecond(async () => []),
+      { capture: true },
+    );
     const lostFindings = detectSpans(receiverSide(lost.trace), { includeOnline: false });
     // A plain send record says nothing about delivery, so no detector reads it as lost; the rules know the channel's
     // receiver records every delivery and none came.
     expect([...lostFindings.values()].flat().filter((f) => f.faultType === 'non_delivery')).toEqual([]);
-    expect(await diagnose(receiverSide(lost.trace))).toMatchObject({ faultType: 'non_delivery', spanId: lost.sends[1] });
+    expect(await diagnose(receiverSide(lost.trace))).toMatchObject({
+      faultType: 'non_delivery',
+      spanId: lost.sends[1],
+    });
   });
 
   it('a receive span is never where the fault plan applies faults', async () => {

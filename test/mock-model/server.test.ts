@@ -37,12 +37,19 @@ describe('embedded mock model (real openai SDK)', () => {
     const b = await client.chat.completions.create(req);
     expect(a.id).toBe(b.id);
     expect(a.choices[0].message.content).toBe(b.choices[0].message.content);
-    expect(JSON.parse(a.choices[0].message.content ?? '')).toMatchObject({ family: 'coding', function: 'sumEven', file: 'sumEven.js' });
+    expect(JSON.parse(a.choices[0].message.content ?? '')).toMatchObject({
+      family: 'coding',
+      function: 'sumEven',
+      file: 'sumEven.js',
+    });
   });
 
   it('streams SSE with tool-call deltas and a usage chunk that the SDK reassembles', async () => {
     const worker = { role: 'system' as const, content: 'You are the Worker agent. Use the tools.' };
-    const plan = { role: 'user' as const, content: formatSections({ Plan: JSON.stringify({ family: 'shopping', product: 'Desk Lamp', quantity: 2 }) }) };
+    const plan = {
+      role: 'user' as const,
+      content: formatSections({ Plan: JSON.stringify({ family: 'shopping', product: 'Desk Lamp', quantity: 2 }) }),
+    };
     const tools = ['search_product', 'add_to_cart', 'view_cart'].map((name) => ({
       type: 'function' as const,
       function: { name, parameters: { type: 'object', properties: {} } },

@@ -63,11 +63,16 @@ export function notObservableOf(traceJson) {
     if (typeof v === 'string') {
       if (MODES.includes(v)) out.add(v);
       else for (const m of modesOf(/^\d\.\d$/.test(v) ? { mast: v } : { failure: v, detector: v })) out.add(m);
-    }
-    else if (Array.isArray(v)) v.forEach(read);
+    } else if (Array.isArray(v)) v.forEach(read);
     else if (v && typeof v === 'object') {
       if ('mast' in v || 'failure' in v || 'mode' in v || 'detector' in v) {
-        for (const m of modesOf({ mast: v.mast ?? (/^\d\.\d$/.test(String(v.mode)) ? v.mode : undefined), failure: v.failure ?? v.mode, detector: v.detector, faultType: v.faultType })) out.add(m);
+        for (const m of modesOf({
+          mast: v.mast ?? (/^\d\.\d$/.test(String(v.mode)) ? v.mode : undefined),
+          failure: v.failure ?? v.mode,
+          detector: v.detector,
+          faultType: v.faultType,
+        }))
+          out.add(m);
       } else Object.values(v).forEach(read);
     }
   };
@@ -95,9 +100,16 @@ export function writeRuns(runs, dir = mkdtempSync(join(tmpdir(), 'faultline-moni
 /** Runs `faultline monitor --format jsonl` (dist/) over the files: one JSON object per trace. */
 export function runMonitor(files) {
   const cli = join(ROOT, 'bin', 'faultline.js');
-  const r = spawnSync(process.execPath, [cli, 'monitor', ...files, '--format', 'jsonl'], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } });
+  const r = spawnSync(process.execPath, [cli, 'monitor', ...files, '--format', 'jsonl'], {
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   if (r.error) throw r.error;
-  const traces = r.stdout.split('\n').filter((l) => l.trim().startsWith('{')).map((l) => JSON.parse(l));
+  const traces = r.stdout
+    .split('\n')
+    .filter((l) => l.trim().startsWith('{'))
+    .map((l) => JSON.parse(l));
   return { code: r.status, stderr: r.stderr, traces };
 }
 
@@ -112,7 +124,14 @@ export function score(runs, traces) {
     for (const f of t?.findings ?? []) for (const m of modesOf(f)) predicted.add(m);
     const notObservable = t ? notObservableOf(t) : new Set();
     const hit = r.label !== 'clean' && predicted.has(r.label);
-    return { run: r, read: t !== undefined, findings: t?.findings.length ?? 0, predicted, hit, notObservable: r.label !== 'clean' && !hit && notObservable.has(r.label) };
+    return {
+      run: r,
+      read: t !== undefined,
+      findings: t?.findings.length ?? 0,
+      predicted,
+      hit,
+      notObservable: r.label !== 'clean' && !hit && notObservable.has(r.label),
+    };
   });
   const cells = [];
   for (const content of [true, false]) {
@@ -165,20 +184,38 @@ const pct = (x) => (x === undefined ? '–' : x.toFixed(2));
 /** The tables, in Markdown, for docs/monitors.md. */
 export function renderTables(s, meta) {
   const out = [];
-  out.push(`${meta.runs} runs (${meta.producers.join(', ')}; content on and off), seed ${meta.seed}; ${s.unread} not read.`, '');
+  out.push(
+    `${meta.runs} runs (${meta.producers.join(', ')}; content on and off), seed ${meta.seed}; ${s.unread} not read.`,
+    '',
+  );
   out.push('| | content captured | content not captured |', '|---|--:|--:|');
   const [on, off] = s.totals;
-  out.push(`| mode accuracy on faulted runs | **${pct(on.accuracy)}** (${on.hits}/${on.faulted}) | **${pct(off.accuracy)}** (${off.hits}/${off.faulted}) |`);
-  out.push(`| of the runs whose fault shows without content | ${pct(on.observableAccuracy)} (${on.observable}) | ${pct(off.observableAccuracy)} (${off.observable}) |`);
-  out.push(`| faulted runs the monitor declared not observable | ${on.declaredNotObservable} | ${off.declaredNotObservable} |`);
-  out.push(`| accuracy on the rest | ${pct(on.accuracyOfDeclaredObservable)} | ${pct(off.accuracyOfDeclaredObservable)} |`);
-  out.push(`| false positives on clean runs | ${pct(on.fpRate)} (${on.falsePositives}/${on.clean}) | ${pct(off.fpRate)} (${off.falsePositives}/${off.clean}) |`);
+  out.push(
+    `| mode accuracy on faulted runs | **${pct(on.accuracy)}** (${on.hits}/${on.faulted}) | **${pct(off.accuracy)}** (${off.hits}/${off.faulted}) |`,
+  );
+  out.push(
+    `| of the runs whose fault shows without content | ${pct(on.observableAccuracy)} (${on.observable}) | ${pct(off.observableAccuracy)} (${off.observable}) |`,
+  );
+  out.push(
+    `| faulted runs the monitor declared not observable | ${on.declaredNotObservable} | ${off.declaredNotObservable} |`,
+  );
+  out.push(
+    `| accuracy on the rest | ${pct(on.accuracyOfDeclaredObservable)} | ${pct(off.accuracyOfDeclaredObservable)} |`,
+  );
+  out.push(
+    `| false positives on clean runs | ${pct(on.fpRate)} (${on.falsePositives}/${on.clean}) | ${pct(off.fpRate)} (${off.falsePositives}/${off.clean}) |`,
+  );
   out.push('');
-  out.push('| mode | recall (content) | precision (content) | recall (no content) | of observable (no content) | precision (no content) | not observable (declared, no content) |', '|---|--:|--:|--:|--:|--:|--:|');
+  out.push(
+    '| mode | recall (content) | precision (content) | recall (no content) | of observable (no content) | precision (no content) | not observable (declared, no content) |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+  );
   for (const mode of MODES) {
     const a = s.cells.find((c) => c.content && c.mode === mode);
     const b = s.cells.find((c) => !c.content && c.mode === mode);
-    out.push(`| ${MODE_TITLES[mode]} | ${pct(a.recall)} (${a.hits}/${a.n}) | ${pct(a.precision)} (${a.named}) | ${pct(b.recall)} (${b.hits}/${b.n}) | ${b.observableN ? `${pct(b.observableRecall)} (${b.observableN})` : '– (0)'} | ${pct(b.precision)} (${b.named}) | ${b.notObservable} |`);
+    out.push(
+      `| ${MODE_TITLES[mode]} | ${pct(a.recall)} (${a.hits}/${a.n}) | ${pct(a.precision)} (${a.named}) | ${pct(b.recall)} (${b.hits}/${b.n}) | ${b.observableN ? `${pct(b.observableRecall)} (${b.observableN})` : '– (0)'} | ${pct(b.precision)} (${b.named}) | ${b.notObservable} |`,
+    );
   }
   const fps = [...new Set([...on.fpVariants, ...off.fpVariants])];
   out.push('', `Clean-run variants with a finding: ${fps.length ? fps.join(', ') : 'none'}.`);
@@ -192,7 +229,14 @@ export function evaluate({ seed = 28, keep = false, clean } = {}) {
   try {
     const monitor = runMonitor(files);
     const s = score(runs, monitor.traces);
-    return { runs, files, monitor, score: s, tables: renderTables(s, { runs: runs.length, producers: [...new Set(runs.map((r) => r.producer))], seed }), dir };
+    return {
+      runs,
+      files,
+      monitor,
+      score: s,
+      tables: renderTables(s, { runs: runs.length, producers: [...new Set(runs.map((r) => r.producer))], seed }),
+      dir,
+    };
   } finally {
     if (!keep) rmSync(dir, { recursive: true, force: true });
   }

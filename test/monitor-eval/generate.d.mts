@@ -1,5 +1,14 @@
 /** Types of generate.mjs (the generator is plain JavaScript so that `node test/monitor-eval/run.mjs` runs it as is). */
-export type Mode = 'step_repetition' | 'premature_termination' | 'quality_degradation' | 'context_overflow' | 'history_loss' | 'role_violation' | 'output_conflict' | 'timeout_deadlock' | 'no_progress';
+export type Mode =
+  | 'step_repetition'
+  | 'premature_termination'
+  | 'quality_degradation'
+  | 'context_overflow'
+  | 'history_loss'
+  | 'role_violation'
+  | 'output_conflict'
+  | 'timeout_deadlock'
+  | 'no_progress';
 export interface OtlpSpan {
   traceId: string;
   spanId: string;
@@ -9,7 +18,11 @@ export interface OtlpSpan {
   startTimeUnixNano: string;
   endTimeUnixNano: string;
   attributes: Array<{ key: string; value: Record<string, unknown> }>;
-  events: Array<{ name: string; timeUnixNano: string; attributes: Array<{ key: string; value: Record<string, unknown> }> }>;
+  events: Array<{
+    name: string;
+    timeUnixNano: string;
+    attributes: Array<{ key: string; value: Record<string, unknown> }>;
+  }>;
   status: { code: number; message?: string };
 }
 export interface LabelledRun {
@@ -23,7 +36,12 @@ export interface LabelledRun {
   variant: string;
   evidence: 'spans' | 'content' | null;
   traceId: string;
-  otlp: { resourceSpans: Array<{ resource: unknown; scopeSpans: Array<{ scope: { name: string; version: string }; spans: OtlpSpan[] }> }> };
+  otlp: {
+    resourceSpans: Array<{
+      resource: unknown;
+      scopeSpans: Array<{ scope: { name: string; version: string }; spans: OtlpSpan[] }>;
+    }>;
+  };
 }
 export const MODES: Mode[];
 export const PRODUCERS: Array<'semconv' | 'openllmetry'>;

@@ -19,7 +19,12 @@ type Ev = typeof import('./evaluate.mjs', { with: { 'resolution-mode': 'import' 
 let gen: Gen;
 let ev: Ev;
 
-const FLOORS = { accuracyWithContent: 0.85, stepRepetitionWithContent: 0.7, accuracyWithoutContent: 0.45, accuracyOfDeclaredObservableWithoutContent: 0.85 };
+const FLOORS = {
+  accuracyWithContent: 0.85,
+  stepRepetitionWithContent: 0.7,
+  accuracyWithoutContent: 0.45,
+  accuracyOfDeclaredObservableWithoutContent: 0.85,
+};
 
 let runs: LabelledRun[];
 let MODES: Gen['MODES'];
@@ -29,7 +34,10 @@ let files: string[];
 let monitor: ReturnType<Ev['runMonitor']>;
 let s: Score;
 
-const attrs = (r: LabelledRun): string[] => r.otlp.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans.flatMap((sp) => sp.attributes.map((a) => a.key))));
+const attrs = (r: LabelledRun): string[] =>
+  r.otlp.resourceSpans.flatMap((rs) =>
+    rs.scopeSpans.flatMap((ss) => ss.spans.flatMap((sp) => sp.attributes.map((a) => a.key))),
+  );
 
 beforeAll(async () => {
   ensureBuilt();
@@ -65,14 +73,24 @@ describe('the labelled set', () => {
   it('varies workflows, models, fault variants and near-misses', () => {
     expect(new Set(runs.map((r) => r.workflow)).size).toBeGreaterThanOrEqual(4);
     expect(new Set(runs.map((r) => r.provider)).size).toBeGreaterThanOrEqual(5);
-    for (const m of MODES) expect(new Set(runs.filter((r) => r.label === m).map((r) => r.variant)).size, m).toBeGreaterThanOrEqual(2);
+    for (const m of MODES)
+      expect(new Set(runs.filter((r) => r.label === m).map((r) => r.variant)).size, m).toBeGreaterThanOrEqual(2);
     const nearMisses = new Set(runs.filter((r) => r.label === 'clean').map((r) => r.variant));
-    for (const v of ['retry_after_error', 'tool_retry', 'reread_after_change', 'long_context', 'done_early', 'short_final']) expect(nearMisses).toContain(v);
+    for (const v of [
+      'retry_after_error',
+      'tool_retry',
+      'reread_after_change',
+      'long_context',
+      'done_early',
+      'short_final',
+    ])
+      expect(nearMisses).toContain(v);
   });
 
   it('writes each producer in its own convention, content only when captured', () => {
     const has = (r: LabelledRun, re: RegExp) => attrs(r).some((k) => re.test(k));
-    const CONTENT = /^gen_ai\.(input|output)\.messages$|^gen_ai\.system_instructions$|^gen_ai\.(prompt|completion)\.\d+\.|^gen_ai\.tool\.call\.(arguments|result)$|^traceloop\.entity\.(input|output)$|^llm\.request\.functions\./;
+    const CONTENT =
+      /^gen_ai\.(input|output)\.messages$|^gen_ai\.system_instructions$|^gen_ai\.(prompt|completion)\.\d+\.|^gen_ai\.tool\.call\.(arguments|result)$|^traceloop\.entity\.(input|output)$|^llm\.request\.functions\./;
     for (const r of runs) {
       expect(has(r, CONTENT), r.id).toBe(r.content);
       if (r.producer === 'semconv') {
@@ -82,7 +100,13 @@ describe('the labelled set', () => {
       } else {
         expect(has(r, /^traceloop\.span\.kind$/), r.id).toBe(true);
         expect(has(r, /^gen_ai\.operation\.name$|^gen_ai\.(input|output)\.messages$/), r.id).toBe(false);
-        if (r.content && !r.variant.startsWith('model call timeout')) expect(has(r, /^gen_ai\.prompt\.0\.role$/) && has(r, /^gen_ai\.completion\.0\.finish_reason$/) && has(r, /^llm\.request\.functions\.0\.name$/), r.id).toBe(true);
+        if (r.content && !r.variant.startsWith('model call timeout'))
+          expect(
+            has(r, /^gen_ai\.prompt\.0\.role$/) &&
+              has(r, /^gen_ai\.completion\.0\.finish_reason$/) &&
+              has(r, /^llm\.request\.functions\.0\.name$/),
+            r.id,
+          ).toBe(true);
       }
     }
   });
@@ -96,22 +120,45 @@ describe('faultline monitor over the set', () => {
   });
 
   it('scores by MAST mode and ARCF type, and counts declared not-observable modes apart', () => {
-    expect([...ev.modesOf({ mast: '1.3', failure: 'infinite_loop', detector: 'x' })]).toEqual(expect.arrayContaining(['step_repetition']));
-    expect([...ev.modesOf({ mast: '2.1', failure: 'context_overflow', detector: 'history_loss' })]).toEqual(['history_loss']);
-    expect([...ev.modesOf({ mast: '1.4', failure: 'context_overflow', detector: 'context_overflow' })]).toEqual(['context_overflow']);
+    expect([...ev.modesOf({ mast: '1.3', failure: 'infinite_loop', detector: 'x' })]).toEqual(
+      expect.arrayContaining(['step_repetition']),
+    );
+    expect([...ev.modesOf({ mast: '2.1', failure: 'context_overflow', detector: 'history_loss' })]).toEqual([
+      'history_loss',
+    ]);
+    expect([...ev.modesOf({ mast: '1.4', failure: 'context_overflow', detector: 'context_overflow' })]).toEqual([
+      'context_overflow',
+    ]);
     // Agents waiting until a deadline are a deadlock; work that goes on and gets nowhere is no progress; a loop is 1.3.
-    expect([...ev.modesOf({ mast: '1.5', failure: 'workflow_deadlock', faultType: 'timeout', detector: 'x' })]).toEqual(['timeout_deadlock']);
-    expect([...ev.modesOf({ mast: '1.5', failure: 'workflow_deadlock', faultType: 'stale', detector: 'x' })]).toEqual(['no_progress']);
-    expect([...ev.modesOf({ mast: '1.3', failure: 'infinite_loop', faultType: 'duplicate', detector: 'x' })]).toEqual(['step_repetition']);
-    expect([...ev.notObservableOf({ traceId: 't', findings: [], notObservable: [{ mast: '2.5', failure: 'output_conflict', reason: 'no content' }] })]).toEqual(['output_conflict']);
+    expect([...ev.modesOf({ mast: '1.5', failure: 'workflow_deadlock', faultType: 'timeout', detector: 'x' })]).toEqual(
+      ['timeout_deadlock'],
+    );
+    expect([...ev.modesOf({ mast: '1.5', failure: 'workflow_deadlock', faultType: 'stale', detector: 'x' })]).toEqual([
+      'no_progress',
+    ]);
+    expect([...ev.modesOf({ mast: '1.3', failure: 'infinite_loop', faultType: 'duplicate', detector: 'x' })]).toEqual([
+      'step_repetition',
+    ]);
+    expect([
+      ...ev.notObservableOf({
+        traceId: 't',
+        findings: [],
+        notObservable: [{ mast: '2.5', failure: 'output_conflict', reason: 'no content' }],
+      }),
+    ]).toEqual(['output_conflict']);
     const run = runs.find((r) => r.label === 'output_conflict' && !r.content)!;
     const declared: TraceOutput[] = [{ traceId: run.traceId, findings: [], unobservable: ['output_conflict'] }];
     const one = ev.score([run], declared);
-    expect(one.cells.find((c) => !c.content && c.mode === 'output_conflict')).toMatchObject({ n: 1, hits: 0, notObservable: 1 });
+    expect(one.cells.find((c) => !c.content && c.mode === 'output_conflict')).toMatchObject({
+      n: 1,
+      hits: 0,
+      notObservable: 1,
+    });
   });
 
   it('no false positive rate above 0.05 on clean runs, content on and off', () => {
-    for (const t of s.totals) expect(t.fpRate!, `content ${t.content}: ${t.fpVariants.join(', ')}`).toBeLessThanOrEqual(0.05);
+    for (const t of s.totals)
+      expect(t.fpRate!, `content ${t.content}: ${t.fpVariants.join(', ')}`).toBeLessThanOrEqual(0.05);
   });
 
   it('holds the floors measured on this branch (minus a margin)', () => {
@@ -119,9 +166,12 @@ describe('faultline monitor over the set', () => {
     expect(on.accuracy!).toBeGreaterThanOrEqual(FLOORS.accuracyWithContent);
     expect(off.accuracy!).toBeGreaterThanOrEqual(FLOORS.accuracyWithoutContent);
     expect(off.accuracyOfDeclaredObservable!).toBeGreaterThanOrEqual(FLOORS.accuracyOfDeclaredObservableWithoutContent);
-    expect(s.cells.find((c) => c.content && c.mode === 'step_repetition')!.recall!).toBeGreaterThanOrEqual(FLOORS.stepRepetitionWithContent);
+    expect(s.cells.find((c) => c.content && c.mode === 'step_repetition')!.recall!).toBeGreaterThanOrEqual(
+      FLOORS.stepRepetitionWithContent,
+    );
     const tables = ev.renderTables(s, { runs: runs.length, producers: PRODUCERS, seed: 28 });
     expect(tables).toContain('mode accuracy on faulted runs');
-    for (const m of MODES) expect(tables.split('\n').some((l) => l.startsWith('| ') && l.includes(m.split('_')[0]!))).toBe(true);
+    for (const m of MODES)
+      expect(tables.split('\n').some((l) => l.startsWith('| ') && l.includes(m.split('_')[0]!))).toBe(true);
   });
 });

@@ -34,7 +34,9 @@ if (r.monitor.code !== 0) {
   process.stderr.write(`faultline monitor exited ${r.monitor.code}: ${r.monitor.stderr.slice(0, 2000)}\n`);
   process.exit(1);
 }
-process.stdout.write(`${r.tables}\n\n(${((Date.now() - t0) / 1000).toFixed(1)} s${args.includes('--keep') ? `; files in ${r.dir}` : ''})\n`);
+process.stdout.write(
+  `${r.tables}\n\n(${((Date.now() - t0) / 1000).toFixed(1)} s${args.includes('--keep') ? `; files in ${r.dir}` : ''})\n`,
+);
 if (args.includes('--write')) {
   const doc = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..', '..', 'docs', 'monitors.md');
   const text = readFileSync(doc, 'utf8');

@@ -8,8 +8,16 @@ import { summaryLine } from '../../src/announce';
 import { Ledger } from '../../src/inject/verify';
 import { parsePlan } from '../../src/plan/load';
 
-const gemini = { 'gen_ai.operation.name': 'generate_content', 'gen_ai.provider.name': 'gcp.gemini', 'gen_ai.request.model': 'gemini-2.5-flash' };
-const chat = (agent: string) => ({ 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o', 'gen_ai.agent.name': agent });
+const gemini = {
+  'gen_ai.operation.name': 'generate_content',
+  'gen_ai.provider.name': 'gcp.gemini',
+  'gen_ai.request.model': 'gemini-2.5-flash',
+};
+const chat = (agent: string) => ({
+  'gen_ai.operation.name': 'chat',
+  'gen_ai.request.model': 'gpt-4o',
+  'gen_ai.agent.name': agent,
+});
 
 function line(rules: unknown[], calls: Array<Record<string, string>>): string {
   const plan = parsePlan({ seed: 1, rules });
@@ -27,12 +35,19 @@ describe('a never-matched rule says why', () => {
   });
 
   it('fields that matched apart but never together', () => {
-    const l = line([{ fault: 'http_429', match: { agent: 'planner', model: 'gpt-4o-mini' } }], [chat('planner'), { ...chat('writer'), 'gen_ai.request.model': 'gpt-4o-mini' }]);
-    expect(l).toContain('never matched: http_429 (no call of the 2 calls seen had model=gpt-4o-mini and agent=planner together:');
+    const l = line(
+      [{ fault: 'http_429', match: { agent: 'planner', model: 'gpt-4o-mini' } }],
+      [chat('planner'), { ...chat('writer'), 'gen_ai.request.model': 'gpt-4o-mini' }],
+    );
+    expect(l).toContain(
+      'never matched: http_429 (no call of the 2 calls seen had model=gpt-4o-mini and agent=planner together:',
+    );
   });
 
   it('no call seen, and trace text escaped', () => {
-    expect(line([{ fault: 'http_429' }], [])).toContain('never matched: http_429 (no model, tool or agent call was seen)');
+    expect(line([{ fault: 'http_429' }], [])).toContain(
+      'never matched: http_429 (no model, tool or agent call was seen)',
+    );
     const l = line([{ fault: 'http_429', match: { agent: 'x' } }], [chat('evil\u001b]0;pwned\u0007')]);
     expect(l.includes('\u001b') || l.includes('\u0007')).toBe(false);
   });

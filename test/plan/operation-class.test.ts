@@ -6,8 +6,17 @@
 import { describe, expect, it } from 'vitest';
 import { compileSelector } from '../../src/plan/select';
 
-const gemini = { 'gen_ai.operation.name': 'generate_content', 'gen_ai.provider.name': 'gcp.gemini', 'gen_ai.request.model': 'gemini-2.0-flash' };
-const responses = { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'openai.api.type': 'responses', 'gen_ai.request.model': 'gpt-4o' };
+const gemini = {
+  'gen_ai.operation.name': 'generate_content',
+  'gen_ai.provider.name': 'gcp.gemini',
+  'gen_ai.request.model': 'gemini-2.0-flash',
+};
+const responses = {
+  'gen_ai.operation.name': 'chat',
+  'gen_ai.provider.name': 'openai',
+  'openai.api.type': 'responses',
+  'gen_ai.request.model': 'gpt-4o',
+};
 const completions = { 'gen_ai.operation.name': 'text_completion', 'gen_ai.provider.name': 'openai' };
 const embeddings = { 'gen_ai.operation.name': 'embeddings', 'gen_ai.provider.name': 'openai' };
 const tool = { 'gen_ai.operation.name': 'execute_tool' };

@@ -5,7 +5,9 @@ describe('PyRandom (CPython MT19937)', () => {
   it('reproduces random.Random(42).random() (catalog §1.12)', () => {
     const r = new PyRandom(42);
     const got = Array.from({ length: 10 }, () => Number(r.random().toFixed(6)));
-    expect(got).toEqual([0.639427, 0.025011, 0.275029, 0.223211, 0.736471, 0.676699, 0.89218, 0.086939, 0.421922, 0.029797]);
+    expect(got).toEqual([
+      0.639427, 0.025011, 0.275029, 0.223211, 0.736471, 0.676699, 0.89218, 0.086939, 0.421922, 0.029797,
+    ]);
   });
   // Expected values computed with CPython 3 `random.Random`.
   it('reproduces randint via _randbelow, and multi-word and zero seeds', () => {

@@ -35,7 +35,9 @@ describe('fault plan schema', () => {
   });
 
   it('rejects an unknown fault, naming the rule and suggesting the nearest name', () => {
-    const e = errorOf(() => parsePlan({ rules: [{ fault: 'llm_error_single' }, { fault: 'http_429' }, { fault: 'llm_truncte_burst' }] }));
+    const e = errorOf(() =>
+      parsePlan({ rules: [{ fault: 'llm_error_single' }, { fault: 'http_429' }, { fault: 'llm_truncte_burst' }] }),
+    );
     expect(e.code).toBe('FAULTLINE_PLAN_INVALID');
     expect(e.message).toMatchInlineSnapshot(`
       "invalid fault plan:
@@ -45,27 +47,67 @@ describe('fault plan schema', () => {
   });
 
   it('rejects bad selectors, misspelt keys, bad params, strategy on a named strategy, duplicate names', () => {
-    expect(errorOf(() => parsePlan({ rules: [{ fault: 'http_503', match: { operaton: 'chat' } }] })).message).toMatch(/Unrecognized key: "operaton"[\s\S]*rules\[0\]\.match/);
-    expect(errorOf(() => parsePlan({ rules: [{ fault: 'http_503', match: { position: 0 } }] })).message).toMatch(/rules\[0\]\.match\.position/);
-    expect(errorOf(() => parsePlan({ rules: [{ fault: 'http_503', match: { url: '/([a-/' } }] })).message).toMatch(/invalid regular expression[\s\S]*rules\[0\]\.match\.url/);
-    expect(errorOf(() => parsePlan({ rules: [{ fault: 'slow_first_byte', params: { delayMs: -1 } }] })).message).toMatch(/slow_first_byte: .*\n.*rules\[0\]\.params\.delayMs/);
-    expect(errorOf(() => parsePlan({ rules: [{ fault: 'stream_cut', params: { afterEvent: 2 } }] })).message).toMatch(/afterEvent[\s\S]*rules\[0\]\.params/);
-    expect(errorOf(() => parsePlan({ rules: [{ fault: 'llm_error_single', strategy: 'burst' }] })).message).toMatch(/carries its strategy[\s\S]*rules\[0\]\.strategy/);
-    expect(errorOf(() => parsePlan({ rules: [{ fault: 'http_500', probability: 0.5 }] })).message).toMatch(/intermittent/);
-    expect(errorOf(() => parsePlan({ rules: [{ name: 'a', fault: 'http_500' }, { name: 'a', fault: 'http_502' }] })).message).toMatch(/duplicate rule name "a" \(also rules\[0\]\)[\s\S]*rules\[1\]\.name/);
+    expect(errorOf(() => parsePlan({ rules: [{ fault: 'http_503', match: { operaton: 'chat' } }] })).message).toMatch(
+      /Unrecognized key: "operaton"[\s\S]*rules\[0\]\.match/,
+    );
+    expect(errorOf(() => parsePlan({ rules: [{ fault: 'http_503', match: { position: 0 } }] })).message).toMatch(
+      /rules\[0\]\.match\.position/,
+    );
+    expect(errorOf(() => parsePlan({ rules: [{ fault: 'http_503', match: { url: '/([a-/' } }] })).message).toMatch(
+      /invalid regular expression[\s\S]*rules\[0\]\.match\.url/,
+    );
+    expect(
+      errorOf(() => parsePlan({ rules: [{ fault: 'slow_first_byte', params: { delayMs: -1 } }] })).message,
+    ).toMatch(/slow_first_byte: .*\n.*rules\[0\]\.params\.delayMs/);
+    expect(errorOf(() => parsePlan({ rules: [{ fault: 'stream_cut', params: { afterEvent: 2 } }] })).message).toMatch(
+      /afterEvent[\s\S]*rules\[0\]\.params/,
+    );
+    expect(errorOf(() => parsePlan({ rules: [{ fault: 'llm_error_single', strategy: 'burst' }] })).message).toMatch(
+      /carries its strategy[\s\S]*rules\[0\]\.strategy/,
+    );
+    expect(errorOf(() => parsePlan({ rules: [{ fault: 'http_500', probability: 0.5 }] })).message).toMatch(
+      /intermittent/,
+    );
+    expect(
+      errorOf(() =>
+        parsePlan({
+          rules: [
+            { name: 'a', fault: 'http_500' },
+            { name: 'a', fault: 'http_502' },
+          ],
+        }),
+      ).message,
+    ).toMatch(/duplicate rule name "a" \(also rules\[0\]\)[\s\S]*rules\[1\]\.name/);
     expect(errorOf(() => parsePlan({ rules: [] })).message).toMatch(/rules/);
     expect(errorOf(() => parsePlan({ seed: 1.5, rules: [{ fault: 'http_500' }] })).message).toMatch(/seed/);
   });
 
   it('refuses a duration no timer can hold (above 2^31-1 ms), naming the field', () => {
-    for (const [fault, param] of [['slow_first_byte', 'delayMs'], ['conn_reset', 'afterMs'], ['timeout_hang', 'stallMs'], ['stream_stall', 'stallMs'], ['delay', 'delayMs'], ['deadline', 'deadlineMs']] as const) {
-      expect(errorOf(() => parsePlan({ rules: [{ fault, params: { [param]: 3e9 } }] })).message).toMatch(new RegExp(`${fault}: a duration above 2147483647 ms[\\s\\S]*rules\\[0\\]\\.params\\.${param}`));
+    for (const [fault, param] of [
+      ['slow_first_byte', 'delayMs'],
+      ['conn_reset', 'afterMs'],
+      ['timeout_hang', 'stallMs'],
+      ['stream_stall', 'stallMs'],
+      ['delay', 'delayMs'],
+      ['deadline', 'deadlineMs'],
+    ] as const) {
+      expect(errorOf(() => parsePlan({ rules: [{ fault, params: { [param]: 3e9 } }] })).message).toMatch(
+        new RegExp(`${fault}: a duration above 2147483647 ms[\\s\\S]*rules\\[0\\]\\.params\\.${param}`),
+      );
       expect(() => parsePlan({ rules: [{ fault, params: { [param]: 2 ** 31 - 1 } }] })).not.toThrow();
     }
   });
 
   it('names repeated faults apart and keeps strategies from the rule', () => {
-    const c = compilePlan(parsePlan({ rules: [{ fault: 'http_500' }, { fault: 'http_500', strategy: 'burst', count: 2 }, { fault: 'delay', strategy: 'intermittent', probability: 0.5 }] }));
+    const c = compilePlan(
+      parsePlan({
+        rules: [
+          { fault: 'http_500' },
+          { fault: 'http_500', strategy: 'burst', count: 2 },
+          { fault: 'delay', strategy: 'intermittent', probability: 0.5 },
+        ],
+      }),
+    );
     expect(c.rules.map((r) => r.name)).toEqual(['http_500_1', 'http_500_2', 'delay']);
     expect(c.rules[1].specs[0]).toMatchObject({ maxCount: 2, probability: 1 });
     expect(c.rules[2].specs[0]).toMatchObject({ probability: 0.5 });
@@ -81,7 +123,12 @@ describe('loading plans', () => {
   it('loads JSON and YAML files', () => {
     const j = loadPlan(file('p.json', JSON.stringify({ seed: 7, rules: [{ fault: 'llm_empty_single' }] })));
     expect(j.seed).toBe(7);
-    const y = loadPlan(file('p.yaml', 'seed: 9\nrules:\n  - fault: stream_cut\n    match: { operation: chat }\n    params: { afterEvents: 3 }\n'));
+    const y = loadPlan(
+      file(
+        'p.yaml',
+        'seed: 9\nrules:\n  - fault: stream_cut\n    match: { operation: chat }\n    params: { afterEvents: 3 }\n',
+      ),
+    );
     expect(y.rules[0].params).toEqual({ afterEvents: 3 });
   });
 
@@ -105,7 +152,9 @@ describe('loading plans', () => {
     expect(injectorFromEnv({})).toBeUndefined();
     expect(injectorFromEnv({ FAULTLINE_PLAN: p })?.enabled).toBe(true);
     expect(injectorFromEnv({ FAULTLINE_PLAN: p, FAULTLINE_DISABLE: 'true' })).toBeUndefined();
-    expect(() => injectorFromEnv({ FAULTLINE_PLAN: file('bad-env.json', '{"rules":[{"fault":"http_999"}]}') })).toThrow(/bad-env\.json[\s\S]*unknown fault "http_999"[\s\S]*rules\[0\]\.fault/);
+    expect(() => injectorFromEnv({ FAULTLINE_PLAN: file('bad-env.json', '{"rules":[{"fault":"http_999"}]}') })).toThrow(
+      /bad-env\.json[\s\S]*unknown fault "http_999"[\s\S]*rules\[0\]\.fault/,
+    );
   });
 });
 

@@ -90,25 +90,35 @@ describe('what is armed', () => {
 });
 
 describe('switches as users write them', () => {
-  it.each(['yes', ' On '])('FAULTLINE_DISABLE=%j: nothing injected, and start-up says the plan is not armed', async (v) => {
-    const r = await run({ FAULTLINE_PLAN: plan, FAULTLINE_DISABLE: v });
-    expect(r.code, r.stderr).toBe(0);
-    expect((JSON.parse(r.stdout) as { content: string }).content).toBe(original);
-    expect(lines(r.stderr)).toEqual([`faultline: FAULTLINE_DISABLE is set: fault plan ${plan} is not armed, no fault is injected`]);
-  });
+  it.each(['yes', ' On '])(
+    'FAULTLINE_DISABLE=%j: nothing injected, and start-up says the plan is not armed',
+    async (v) => {
+      const r = await run({ FAULTLINE_PLAN: plan, FAULTLINE_DISABLE: v });
+      expect(r.code, r.stderr).toBe(0);
+      expect((JSON.parse(r.stdout) as { content: string }).content).toBe(original);
+      expect(lines(r.stderr)).toEqual([
+        `faultline: FAULTLINE_DISABLE is set: fault plan ${plan} is not armed, no fault is injected`,
+      ]);
+    },
+  );
 
   it('FAULTLINE_DISABLE=maybe is refused before the app runs, with one line and exit 2', async () => {
     const r = await run({ FAULTLINE_PLAN: plan, FAULTLINE_DISABLE: 'maybe' });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
-    expect(r.stderr.trim()).toBe('faultline: ✖ FAULTLINE_DISABLE="maybe" is not a switch: use 1, true, yes or on (or 0, false, no, off)');
+    expect(r.stderr.trim()).toBe(
+      'faultline: ✖ FAULTLINE_DISABLE="maybe" is not a switch: use 1, true, yes or on (or 0, false, no, off)',
+    );
   });
 
-  it.each(['production ', 'Production', 'PRODUCTION'])('NODE_ENV=%j refuses a plan without allowProduction', async (v) => {
-    const r = await run({ FAULTLINE_PLAN: join(dir, 'strict.json'), NODE_ENV: v });
-    expect(r.code).toBe(2);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toContain('refusing to inject faults with NODE_ENV=production');
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-  });
+  it.each(['production ', 'Production', 'PRODUCTION'])(
+    'NODE_ENV=%j refuses a plan without allowProduction',
+    async (v) => {
+      const r = await run({ FAULTLINE_PLAN: join(dir, 'strict.json'), NODE_ENV: v });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('refusing to inject faults with NODE_ENV=production');
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    },
+  );
 });

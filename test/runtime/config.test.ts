@@ -75,12 +75,20 @@ describe('resolveConfig', () => {
     expect(c.httpSpans).toBe(false);
     expect(c.export.traces).toEqual(['otlp', 'file']);
     expect(c.export.file).toBe(join(cwd, 'out/t.jsonl'));
-    expect(c.export.otlp).toMatchObject({ protocol: 'http/json', tracesUrl: 'http://127.0.0.1:4318/v1/traces', headers: { 'x-tenant': 'a' } });
+    expect(c.export.otlp).toMatchObject({
+      protocol: 'http/json',
+      tracesUrl: 'http://127.0.0.1:4318/v1/traces',
+      headers: { 'x-tenant': 'a' },
+    });
   });
 
   it('the variables override the file, and start() options override both', () => {
     const cwd = folder({
-      'faultline.config.json': JSON.stringify({ plan, detect: true, export: { otlp: { endpoint: 'http://file-host:4318' } } }),
+      'faultline.config.json': JSON.stringify({
+        plan,
+        detect: true,
+        export: { otlp: { endpoint: 'http://file-host:4318' } },
+      }),
       'env-plan.json': JSON.stringify({ seed: 9, rules: [{ fault: 'http_429' }] }),
     });
     const env = {
@@ -96,7 +104,11 @@ describe('resolveConfig', () => {
     expect(c.export.otlp.tracesUrl).toBeUndefined();
     expect(c.export.otlp.protocol).toBe('http/json');
     expect(c.export.traces).toEqual(['otlp']);
-    const o = config.resolveConfig({ env, cwd, overrides: { plan: { seed: 11, rules: [{ fault: 'http_500' }] }, detect: true } });
+    const o = config.resolveConfig({
+      env,
+      cwd,
+      overrides: { plan: { seed: 11, rules: [{ fault: 'http_500' }] }, detect: true },
+    });
     expect(o.plan?.plan.seed).toBe(11);
     expect(o.plan?.where).toBe('start({ plan })');
     expect(o.detect).toBe(true);
@@ -115,23 +127,39 @@ describe('resolveConfig', () => {
 
   it('refuses a misspelt key, bad YAML and two configuration files, naming the file', () => {
     const typo = folder({ 'faultline.config.json': JSON.stringify({ detekt: false }) });
-    expect(errorOf(() => config.resolveConfig({ env: {}, cwd: typo })).message).toMatch(/faultline\.config\.json:\n✖ Unrecognized key: "detekt"/);
+    expect(errorOf(() => config.resolveConfig({ env: {}, cwd: typo })).message).toMatch(
+      /faultline\.config\.json:\n✖ Unrecognized key: "detekt"/,
+    );
     const bad = folder({ 'faultline.config.yaml': 'plan: [unclosed' });
-    expect(errorOf(() => config.resolveConfig({ env: {}, cwd: bad })).message).toMatch(/faultline\.config\.yaml is not valid YAML/);
+    expect(errorOf(() => config.resolveConfig({ env: {}, cwd: bad })).message).toMatch(
+      /faultline\.config\.yaml is not valid YAML/,
+    );
     const two = folder({ 'faultline.config.json': '{}', 'faultline.config.yaml': '' });
-    expect(errorOf(() => config.resolveConfig({ env: {}, cwd: two })).message).toMatch(/two configuration files .*faultline\.config\.json and faultline\.config\.yaml/);
+    expect(errorOf(() => config.resolveConfig({ env: {}, cwd: two })).message).toMatch(
+      /two configuration files .*faultline\.config\.json and faultline\.config\.yaml/,
+    );
   });
 
   it('OTEL_TRACES_EXPORTER, FAULTLINE_TRACES_FILE and an unsupported exporter name', () => {
     const cwd = folder({});
     expect(config.resolveConfig({ env: { OTEL_TRACES_EXPORTER: 'console' }, cwd }).export.traces).toEqual(['console']);
     expect(config.resolveConfig({ env: { OTEL_TRACES_EXPORTER: 'none' }, cwd }).export.traces).toEqual([]);
-    const named = config.resolveConfig({ env: { OTEL_TRACES_EXPORTER: 'otlp', FAULTLINE_TRACES_FILE: 't.jsonl' }, cwd }).export;
+    const named = config.resolveConfig({
+      env: { OTEL_TRACES_EXPORTER: 'otlp', FAULTLINE_TRACES_FILE: 't.jsonl' },
+      cwd,
+    }).export;
     expect(named.traces).toEqual(['otlp', 'file']);
     expect(named.file).toBe(join(cwd, 't.jsonl'));
-    expect(config.resolveConfig({ env: { OTEL_NODE_DISABLED_INSTRUMENTATIONS: '@opentelemetry/instrumentation-undici' }, cwd }).httpSpans).toBe(false);
+    expect(
+      config.resolveConfig({
+        env: { OTEL_NODE_DISABLED_INSTRUMENTATIONS: '@opentelemetry/instrumentation-undici' },
+        cwd,
+      }).httpSpans,
+    ).toBe(false);
     expect(config.resolveConfig({ env: { OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'http' }, cwd }).httpSpans).toBe(false);
-    expect(config.resolveConfig({ env: { OTEL_NODE_RESOURCE_DETECTORS: 'all' }, cwd }).export.resourceDetectors).toEqual(['env', 'host', 'os', 'process', 'serviceinstance']);
+    expect(
+      config.resolveConfig({ env: { OTEL_NODE_RESOURCE_DETECTORS: 'all' }, cwd }).export.resourceDetectors,
+    ).toEqual(['env', 'host', 'os', 'process', 'serviceinstance']);
     expect(config.resolveConfig({ env: { OTEL_PROPAGATORS: 'none' }, cwd }).export.propagators).toEqual([]);
   });
 });
@@ -145,21 +173,33 @@ describe('switches as users write them', () => {
       expect(c.plan, v).toBeUndefined();
     }
     for (const v of ['0', 'false', 'No', 'off', '']) {
-      expect(config.resolveConfig({ env: { FAULTLINE_PLAN: join(cwd, 'p.json'), FAULTLINE_DISABLE: v }, cwd }).plan, v).toBeDefined();
+      expect(
+        config.resolveConfig({ env: { FAULTLINE_PLAN: join(cwd, 'p.json'), FAULTLINE_DISABLE: v }, cwd }).plan,
+        v,
+      ).toBeDefined();
     }
-    const e = errorOf(() => config.resolveConfig({ env: { FAULTLINE_PLAN: join(cwd, 'p.json'), FAULTLINE_DISABLE: 'maybe' }, cwd }));
+    const e = errorOf(() =>
+      config.resolveConfig({ env: { FAULTLINE_PLAN: join(cwd, 'p.json'), FAULTLINE_DISABLE: 'maybe' }, cwd }),
+    );
     expect(e.code).toBe('FAULTLINE_CONFIG_INVALID');
     expect(e.message).toBe('FAULTLINE_DISABLE="maybe" is not a switch: use 1, true, yes or on (or 0, false, no, off)');
   });
 
   it('NODE_ENV is trimmed and case-folded for the production refusal', () => {
-    const cwd = folder({ 'p.json': JSON.stringify(plan), 'ok.json': JSON.stringify({ ...plan, allowProduction: true }) });
+    const cwd = folder({
+      'p.json': JSON.stringify(plan),
+      'ok.json': JSON.stringify({ ...plan, allowProduction: true }),
+    });
     for (const v of ['production', 'production ', 'Production', ' PRODUCTION\n']) {
       const e = errorOf(() => config.resolveConfig({ env: { FAULTLINE_PLAN: join(cwd, 'p.json'), NODE_ENV: v }, cwd }));
       expect(e.code, JSON.stringify(v)).toBe('FAULTLINE_PRODUCTION_REFUSED');
-      expect(config.resolveConfig({ env: { FAULTLINE_PLAN: join(cwd, 'ok.json'), NODE_ENV: v }, cwd }).plan).toBeDefined();
+      expect(
+        config.resolveConfig({ env: { FAULTLINE_PLAN: join(cwd, 'ok.json'), NODE_ENV: v }, cwd }).plan,
+      ).toBeDefined();
     }
-    expect(config.resolveConfig({ env: { FAULTLINE_PLAN: join(cwd, 'p.json'), NODE_ENV: 'productionish' }, cwd }).plan).toBeDefined();
+    expect(
+      config.resolveConfig({ env: { FAULTLINE_PLAN: join(cwd, 'p.json'), NODE_ENV: 'productionish' }, cwd }).plan,
+    ).toBeDefined();
   });
 });
 
@@ -169,7 +209,9 @@ describe('the published JSON Schema', () => {
   });
 
   it('accepts and refuses the same files as the zod schema (Ajv, draft 2020-12)', () => {
-    const validate = new Ajv2020({ strict: false, validateFormats: false }).compile(JSON.parse(readFileSync(join(ROOT, 'src/config.schema.json'), 'utf8')));
+    const validate = new Ajv2020({ strict: false, validateFormats: false }).compile(
+      JSON.parse(readFileSync(join(ROOT, 'src/config.schema.json'), 'utf8')),
+    );
     const docs = readFileSync(join(ROOT, 'docs/configuration.md'), 'utf8');
     const example = parseYaml(/```yaml\n# faultline\.config\.yaml\n([\s\S]*?)```/.exec(docs)![1]!) as unknown;
     const cases: unknown[] = [
@@ -214,10 +256,26 @@ describe('read once', () => {
     const r = await runNode(['-e', script], { cwd, env, timeoutMs: 60_000 });
     expect(r.code, r.stderr).toBe(0);
     const counts = JSON.parse(r.stdout) as Record<string, number>;
-    for (const k of ['FAULTLINE_PLAN', 'FAULTLINE_GUARDS', 'FAULTLINE_DISABLE', 'FAULTLINE_DETECT', 'FAULTLINE_TRACES_FILE', 'FAULTLINE_CONFIG', 'NODE_ENV']) {
+    for (const k of [
+      'FAULTLINE_PLAN',
+      'FAULTLINE_GUARDS',
+      'FAULTLINE_DISABLE',
+      'FAULTLINE_DETECT',
+      'FAULTLINE_TRACES_FILE',
+      'FAULTLINE_CONFIG',
+      'NODE_ENV',
+    ]) {
       expect(counts[k], k).toBe(1);
     }
-    for (const k of ['OTEL_TRACES_EXPORTER', 'OTEL_SDK_DISABLED', 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', 'OTEL_NODE_DISABLED_INSTRUMENTATIONS', 'OTEL_NODE_ENABLED_INSTRUMENTATIONS', 'OTEL_PROPAGATORS', 'OTEL_NODE_RESOURCE_DETECTORS']) {
+    for (const k of [
+      'OTEL_TRACES_EXPORTER',
+      'OTEL_SDK_DISABLED',
+      'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT',
+      'OTEL_NODE_DISABLED_INSTRUMENTATIONS',
+      'OTEL_NODE_ENABLED_INSTRUMENTATIONS',
+      'OTEL_PROPAGATORS',
+      'OTEL_NODE_RESOURCE_DETECTORS',
+    ]) {
       expect(counts[k] ?? 0, k).toBeLessThanOrEqual(1);
     }
   });

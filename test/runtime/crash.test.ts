@@ -67,7 +67,12 @@ interface Span {
 
 function env(extra: Record<string, string>): Record<string, string> {
   // instrumentation-undici's spans too (OTEL_NODE_ENABLED_INSTRUMENTATIONS): they must survive every exit path as well.
-  return { LLM_URL: server.url, REQ: JSON.stringify(rec.request), OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici', ...extra };
+  return {
+    LLM_URL: server.url,
+    REQ: JSON.stringify(rec.request),
+    OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici',
+    ...extra,
+  };
 }
 
 /** Run `fn` over `items`, `limit` at a time (child processes: the machine is shared). */
@@ -90,7 +95,9 @@ beforeAll(async () => {
   server = await startLlmServer((req) => (req.url.startsWith('/hold') ? new Promise(() => {}) : corpusReply(rec)));
   dir = mkdtempSync(join(tmpdir(), 'faultline-crash-'));
   writeFileSync(join(dir, 'app.cjs'), APP);
-  const runs = await pool(MODES, 4, (mode) => runNode([join(dir, 'app.cjs'), mode], { env: env({}), timeoutMs: 30_000 }));
+  const runs = await pool(MODES, 4, (mode) =>
+    runNode([join(dir, 'app.cjs'), mode], { env: env({}), timeoutMs: 30_000 }),
+  );
   MODES.forEach((m, i) => bare.set(m, runs[i]!));
 });
 
@@ -99,7 +106,12 @@ afterAll(async () => {
 });
 
 /** What the app shows of itself: exit code, signal, stdout, and its own error (the first line Node prints for it). */
-function appFace(r: ChildResult): { code: number | null; signal: string | null; stdout: string; error: string | undefined } {
+function appFace(r: ChildResult): {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  error: string | undefined;
+} {
   return { code: r.code, signal: r.signal, stdout: r.stdout, error: /^(Error: .*)$/m.exec(r.stderr)?.[1] };
 }
 
@@ -110,7 +122,10 @@ function checkSpans(mode: Mode, spans: Span[], r: ChildResult): void {
   expect(chats, `${mode}: chat spans\n${r.stderr}`).toHaveLength(1 + inFlight);
   expect(posts, `${mode}: HTTP spans`).toHaveLength(1 + inFlight);
   const interrupted = spans.filter((s) => s.attributes['faultline.interrupted'] !== undefined);
-  expect(interrupted.map((s) => s.attributes['faultline.interrupted']), mode).toEqual(interrupted.map(() => REASON[mode]));
+  expect(
+    interrupted.map((s) => s.attributes['faultline.interrupted']),
+    mode,
+  ).toEqual(interrupted.map(() => REASON[mode]));
   expect(interrupted.map((s) => s.name).sort(), mode).toEqual(inFlight ? ['POST', `chat ${MODEL}`] : []);
   expect(chats.filter((s) => s.attributes['faultline.interrupted'] === undefined)).toHaveLength(1);
 }
@@ -123,7 +138,10 @@ describe.each([
     const results = await pool(MODES, 4, async (mode) => {
       if (how === 'file') {
         const file = join(dir, `${mode}.jsonl`);
-        const r = await runNode(['--require', REGISTER, join(dir, 'app.cjs'), mode], { env: env({ FAULTLINE_TRACES_FILE: file }), timeoutMs: 30_000 });
+        const r = await runNode(['--require', REGISTER, join(dir, 'app.cjs'), mode], {
+          env: env({ FAULTLINE_TRACES_FILE: file }),
+          timeoutMs: 30_000,
+        });
         const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
         return { mode, r, spans: lines.flatMap((l) => otlpJsonSpans(JSON.parse(l))) };
       }
@@ -147,16 +165,26 @@ describe.each([
 });
 
 describe('export to OTLP http/protobuf (the default protocol)', () => {
-  it.each(['exit', 'throw', 'reject'] as const)('%s: the spans the process held reach the endpoint before it is gone', async (mode) => {
-    const receiver = await startOtlpReceiver();
-    try {
-      const r = await runNode(['--require', REGISTER, join(dir, 'app.cjs'), mode], { env: env({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }), timeoutMs: 30_000 });
-      expect(appFace(r)).toEqual(appFace(bare.get(mode)!));
-      const bodies = receiver.requests.filter((q) => q.path === '/v1/traces');
-      expect(bodies.every((b) => b.contentType === 'application/x-protobuf')).toBe(true);
-      checkSpans(mode, bodies.flatMap((b) => otlpJsonSpans(decodeExportTraceRequest(b.body))), r);
-    } finally {
-      await receiver.close();
-    }
-  });
+  it.each(['exit', 'throw', 'reject'] as const)(
+    '%s: the spans the process held reach the endpoint before it is gone',
+    async (mode) => {
+      const receiver = await startOtlpReceiver();
+      try {
+        const r = await runNode(['--require', REGISTER, join(dir, 'app.cjs'), mode], {
+          env: env({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }),
+          timeoutMs: 30_000,
+        });
+        expect(appFace(r)).toEqual(appFace(bare.get(mode)!));
+        const bodies = receiver.requests.filter((q) => q.path === '/v1/traces');
+        expect(bodies.every((b) => b.contentType === 'application/x-protobuf')).toBe(true);
+        checkSpans(
+          mode,
+          bodies.flatMap((b) => otlpJsonSpans(decodeExportTraceRequest(b.body))),
+          r,
+        );
+      } finally {
+        await receiver.close();
+      }
+    },
+  );
 });

@@ -18,9 +18,14 @@ function app(endpoint: string): Promise<{ code: number | null; stderr: string; m
     require(${JSON.stringify(join(ROOT, 'node_modules/@opentelemetry/api'))}).trace.getTracer('t').startSpan('work').end();`;
   const t0 = Date.now();
   return new Promise((resolve) => {
-    execFile(process.execPath, ['-e', script], { cwd: dir, env: { PATH: process.env.PATH, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }, timeout: 20_000 }, (err, _out, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr, ms: Date.now() - t0, dir });
-    });
+    execFile(
+      process.execPath,
+      ['-e', script],
+      { cwd: dir, env: { PATH: process.env.PATH, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }, timeout: 20_000 },
+      (err, _out, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr, ms: Date.now() - t0, dir });
+      },
+    );
   });
 }
 

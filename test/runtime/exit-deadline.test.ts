@@ -38,11 +38,15 @@ let unavailable: Server;
 let healthy: Server;
 let dir: string;
 
-const listen = (s: NetServer | Server): Promise<number> => new Promise((r) => s.listen(0, '127.0.0.1', () => r((s.address() as AddressInfo).port)));
+const listen = (s: NetServer | Server): Promise<number> =>
+  new Promise((r) => s.listen(0, '127.0.0.1', () => r((s.address() as AddressInfo).port)));
 const url = (port: number) => `http://127.0.0.1:${port}`;
 
 beforeAll(async () => {
-  model = await startLlmServer(() => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify(completion) }));
+  model = await startLlmServer(() => ({
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(completion),
+  }));
   blackHole = createServer((socket) => {
     held.push(socket); // accepts, reads, never answers
     socket.resume();
@@ -117,7 +121,10 @@ describe('an app that ends by itself, its OTLP endpoint failing, exits by the de
         expect(r.ms).toBeLessThan(EXIT_FLUSH_TIMEOUT_MS + MARGIN_MS);
         const lines = lostLines(r.stderr);
         expect(lines, r.stderr).toHaveLength(1);
-        const m = /^faultline: ([1-9]\d*) spans? (?:were|was) not delivered to the OTLP endpoint \(.+\); written to (.+) instead$/.exec(lines[0]!);
+        const m =
+          /^faultline: ([1-9]\d*) spans? (?:were|was) not delivered to the OTLP endpoint \(.+\); written to (.+) instead$/.exec(
+            lines[0]!,
+          );
         expect(m, lines[0]).not.toBeNull();
         expect(m![2]).toBe(r.file);
         // Read back by faultline's own trace reader (what `diagnose` reads): every span counted is there, once.
@@ -133,12 +140,16 @@ describe('an app that ends by itself, its OTLP endpoint failing, exits by the de
 describe('with the file exporter configured too, the trace file already has every span', () => {
   for (const how of ['natural', 'exit'] as const) {
     it(`black-holed, ${how === 'exit' ? 'process.exit()' : 'a natural end'}: written once, and the line says where`, async () => {
-      const r = await runApp(url((blackHole.address() as AddressInfo).port), how, { OTEL_TRACES_EXPORTER: 'otlp,file' });
+      const r = await runApp(url((blackHole.address() as AddressInfo).port), how, {
+        OTEL_TRACES_EXPORTER: 'otlp,file',
+      });
       expect(r.code, r.stderr).toBe(3);
       expect(r.ms).toBeLessThan(EXIT_FLUSH_TIMEOUT_MS + MARGIN_MS);
       const lines = lostLines(r.stderr);
       expect(lines, r.stderr).toHaveLength(1);
-      expect(lines[0]).toMatch(/^faultline: ([1-9]\d*) spans? (?:were|was) not delivered to the OTLP endpoint \(.+\); the trace file (.+) has them$/);
+      expect(lines[0]).toMatch(
+        /^faultline: ([1-9]\d*) spans? (?:were|was) not delivered to the OTLP endpoint \(.+\); the trace file (.+) has them$/,
+      );
       expect(lines[0]).toContain(r.file);
       const ids = await spanIds(r.file);
       expect(ids.length).toBeGreaterThan(0);

@@ -26,7 +26,14 @@ class TestReader extends MetricReader {
 
 let server: LlmServer;
 const rec = CHAT_TEXT;
-const call = async () => (await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rec.request) })).text();
+const call = async () =>
+  (
+    await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(rec.request),
+    })
+  ).text();
 
 beforeAll(async () => {
   server = await startLlmServer(() => corpusReply(rec));
@@ -56,7 +63,9 @@ describe('FaultlineInstrumentation', () => {
       const { resourceMetrics } = await reader.collect();
       const names = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => m.descriptor.name));
       expect(names).toContain('gen_ai.client.operation.duration');
-      const duration = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === 'gen_ai.client.operation.duration') as HistogramMetricData;
+      const duration = resourceMetrics.scopeMetrics
+        .flatMap((s) => s.metrics)
+        .find((m) => m.descriptor.name === 'gen_ai.client.operation.duration') as HistogramMetricData;
       expect(duration.dataPointType).toBe(DataPointType.HISTOGRAM);
       expect(duration.dataPoints[0]?.value.count).toBe(1);
     } finally {
@@ -100,7 +109,9 @@ describe('FaultlineInstrumentation', () => {
       expect(chat.name).toBe(`chat ${rec.request.model as string}`);
       expect(chat.attributes['gen_ai.provider.name']).toBeDefined();
       const { resourceMetrics } = await reader.collect();
-      expect(resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => m.descriptor.name))).toContain('gen_ai.client.operation.duration');
+      expect(resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => m.descriptor.name))).toContain(
+        'gen_ai.client.operation.duration',
+      );
     } finally {
       await sdk.shutdown();
       trace.disable();

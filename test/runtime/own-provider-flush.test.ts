@@ -40,7 +40,12 @@ beforeAll(async () => {
     if (!body.stream) return { headers: { 'content-type': 'application/json' }, body: JSON.stringify(completion) };
     return {
       headers: { 'content-type': 'text/event-stream' },
-      chunks: [chunk({ role: 'assistant', content: 'Hel' }, null), chunk({ content: 'lo.' }, null), chunk({}, 'stop'), 'data: [DONE]\n\n'],
+      chunks: [
+        chunk({ role: 'assistant', content: 'Hel' }, null),
+        chunk({ content: 'lo.' }, null),
+        chunk({}, 'stop'),
+        'data: [DONE]\n\n',
+      ],
     };
   });
 });
@@ -48,10 +53,16 @@ afterAll(async () => {
   await server.close();
 });
 
-async function withOwnProvider(run: (client: OpenAI) => Promise<void>, flush: (p: NodeTracerProvider) => Promise<void>): Promise<string[]> {
+async function withOwnProvider(
+  run: (client: OpenAI) => Promise<void>,
+  flush: (p: NodeTracerProvider) => Promise<void>,
+): Promise<string[]> {
   const exporter = new KeepingExporter();
   const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-  const unregister = registerInstrumentations({ instrumentations: [new FaultlineInstrumentation()], tracerProvider: provider });
+  const unregister = registerInstrumentations({
+    instrumentations: [new FaultlineInstrumentation()],
+    tracerProvider: provider,
+  });
   try {
     const client = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
     await run(client);
@@ -79,7 +90,12 @@ describe("the app's own provider, flushed right after a call", () => {
     const names = await withOwnProvider(
       async (client) => {
         let text = '';
-        for await (const c of await client.chat.completions.create({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'hi' }] })) text += c.choices[0]?.delta.content ?? '';
+        for await (const c of await client.chat.completions.create({
+          model: MODEL,
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+        }))
+          text += c.choices[0]?.delta.content ?? '';
         expect(text).toBe('Hello.');
       },
       (p) => p.forceFlush(),

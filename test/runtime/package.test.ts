@@ -29,16 +29,38 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 describe('npm pack contents', () => {
   let files: string[];
   beforeAll(() => {
-    const out = execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync(npm, ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     files = (JSON.parse(out) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path);
   });
 
   it('carries every doc, the schemas, the entry points and the exit sender; no tests, benches or sources', () => {
-    for (const doc of readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md'))) expect(files, doc).toContain(`docs/${doc}`);
-    for (const f of ['README.md', 'package.json', 'bin/faultline.js', 'src/plan/plan.schema.json', 'src/config.schema.json', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/register.js', 'dist/src/register.mjs', 'dist/src/exporters/otlp-exit-send.js']) {
+    for (const doc of readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')))
+      expect(files, doc).toContain(`docs/${doc}`);
+    for (const f of [
+      'README.md',
+      'package.json',
+      'bin/faultline.js',
+      'src/plan/plan.schema.json',
+      'src/config.schema.json',
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/src/register.js',
+      'dist/src/register.mjs',
+      'dist/src/exporters/otlp-exit-send.js',
+    ]) {
       expect(files, f).toContain(f);
     }
-    const stray = files.filter((f) => /(^|\/)(test|tests|bench|coverage|\.ci)\//.test(f) || /\.test\.|\.spec\./.test(f) || /^src\/.*\.ts$/.test(f) || f.startsWith('node_modules/'));
+    const stray = files.filter(
+      (f) =>
+        /(^|\/)(test|tests|bench|coverage|\.ci)\//.test(f) ||
+        /\.test\.|\.spec\./.test(f) ||
+        /^src\/.*\.ts$/.test(f) ||
+        f.startsWith('node_modules/'),
+    );
     expect(stray).toEqual([]);
   });
 
@@ -48,7 +70,8 @@ describe('npm pack contents', () => {
       for (const e of readdirSync(d, { withFileTypes: true })) {
         const p = join(d, e.name);
         if (e.isDirectory()) walk(p);
-        else if (e.name.endsWith('.js')) for (const m of readFileSync(p, 'utf8').matchAll(/docs\/[a-z-]+\.md/g)) pointed.add(m[0]);
+        else if (e.name.endsWith('.js'))
+          for (const m of readFileSync(p, 'utf8').matchAll(/docs\/[a-z-]+\.md/g)) pointed.add(m[0]);
       }
     };
     walk(join(ROOT, 'dist'));
@@ -95,7 +118,10 @@ client.chat.completions.create(JSON.parse(process.env.REQ)).then((r) => process.
     symlinkSync('../faultline/bin/faultline.js', join(app, 'node_modules/.bin/faultline'));
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'scratch-app', private: true }));
     writeFileSync(join(app, 'app.js'), PROGRAM);
-    writeFileSync(join(app, 'app.mjs'), `import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n${PROGRAM}`);
+    writeFileSync(
+      join(app, 'app.mjs'),
+      `import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n${PROGRAM}`,
+    );
     // The README's plan, as written.
     writeFileSync(join(app, 'plan.yaml'), /```yaml\n(# plan\.yaml\n[\s\S]*?)```/.exec(README)![1]!);
   });
@@ -109,7 +135,14 @@ client.chat.completions.create(JSON.parse(process.env.REQ)).then((r) => process.
     return new Promise((resolve, reject) => {
       const child = spawn('sh', ['-c', command], {
         cwd: app,
-        env: { PATH: process.env.PATH, HOME: app, npm_config_update_notifier: 'false', npm_config_offline: 'true', LLM_URL: server.url, REQ: JSON.stringify(rec.request) },
+        env: {
+          PATH: process.env.PATH,
+          HOME: app,
+          npm_config_update_notifier: 'false',
+          npm_config_offline: 'true',
+          LLM_URL: server.url,
+          REQ: JSON.stringify(rec.request),
+        },
       });
       let stdout = '';
       let stderr = '';
@@ -139,7 +172,9 @@ client.chat.completions.create(JSON.parse(process.env.REQ)).then((r) => process.
 
     const planned = await sh('FAULTLINE_PLAN=plan.yaml node --import faultline/register app.js');
     expect(planned.code, planned.stderr).toBe(0);
-    expect(planned.stderr).toMatch(/^faultline: fault plan plan\.yaml armed, seed 42, 4 rules: llm_truncate_single \[operation=model\]/m);
+    expect(planned.stderr).toMatch(
+      /^faultline: fault plan plan\.yaml armed, seed 42, 4 rules: llm_truncate_single \[operation=model\]/m,
+    );
     expect(planned.stdout).toBe(original.slice(0, Math.max(1, Math.floor(original.length * 0.3))));
 
     const verify = await sh('npx faultline verify faultline-traces.jsonl');
@@ -162,7 +197,10 @@ const got = await runWorkflow('shopping', () => runAgent('planner', () => channe
 process.stdout.write(JSON.stringify(got.map((m) => m.payload)));`,
     );
     const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['api.mjs'], { cwd: app, env: { PATH: process.env.PATH, OTEL_SDK_DISABLED: 'true' } });
+      const child = spawn(process.execPath, ['api.mjs'], {
+        cwd: app,
+        env: { PATH: process.env.PATH, OTEL_SDK_DISABLED: 'true' },
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -50,10 +50,29 @@ async function run(name: string, env: Record<string, string>): Promise<Run> {
     env: { LLM_URL: server.url, REQ: JSON.stringify(rec.request), FAULTLINE_TRACES_FILE: file, RUN: name, ...env },
     timeoutMs: 60_000,
   });
-  const docs = existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { resourceSpans: Array<{ resource: { attributes: Array<{ key: string; value: Record<string, unknown> }> } }> }) : [];
+  const docs = existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map(
+          (l) =>
+            JSON.parse(l) as {
+              resourceSpans: Array<{
+                resource: { attributes: Array<{ key: string; value: Record<string, unknown> }> };
+              }>;
+            },
+        )
+    : [];
   const resource: Record<string, unknown> = {};
   for (const kv of docs[0]?.resourceSpans[0]?.resource.attributes ?? []) resource[kv.key] = Object.values(kv.value)[0];
-  return { ...r, file, resource, spans: docs.flatMap((d) => otlpJsonSpans(d)), headers: server.requests.find((q) => q.headers['x-run'] === name)?.headers ?? {} };
+  return {
+    ...r,
+    file,
+    resource,
+    spans: docs.flatMap((d) => otlpJsonSpans(d)),
+    headers: server.requests.find((q) => q.headers['x-run'] === name)?.headers ?? {},
+  };
 }
 
 it('honours the sampler, span limits, resource, propagator and log-level variables; says what it cannot export', async () => {
@@ -86,12 +105,16 @@ it('honours the sampler, span limits, resource, propagator and log-level variabl
   expect(dflt.resource['host.name']).toBeUndefined();
   expect(dflt.resource['process.command_args']).toBeUndefined(); // the default keeps the command line off the resource
   // Propagators: W3C trace context by default, none when asked.
-  expect(String(dflt.headers.traceparent), String(dflt.headers.traceparent)).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+  expect(String(dflt.headers.traceparent), String(dflt.headers.traceparent)).toMatch(
+    /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/,
+  );
   expect(none.headers.traceparent).toBeUndefined();
   // OTEL_LOG_LEVEL: a console diag logger (as NodeSDK sets; debug goes to console.debug), faultline's messages in it.
   expect(debug.stdout).toContain('installed the GenAI span layer');
   expect(debug.stdout.endsWith('ok')).toBe(true);
   // An exporter we do not have: one line, and the trace file named by FAULTLINE_TRACES_FILE still gets the spans.
-  expect(zipkin.stderr).toContain('faultline: trace exporter "zipkin" is not supported (otlp, console, file, none): ignored');
+  expect(zipkin.stderr).toContain(
+    'faultline: trace exporter "zipkin" is not supported (otlp, console, file, none): ignored',
+  );
   expect(zipkin.spans.length).toBeGreaterThan(0);
 });

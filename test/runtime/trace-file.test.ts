@@ -43,14 +43,19 @@ const run = (file: string) =>
   });
 
 describe('an unwritable trace path', () => {
-  it.each(['/proc/faultline-missing-dir/traces.jsonl', '/proc/traces.jsonl'])('%s: one line on stderr, the app unchanged, no hang', async (file) => {
-    const r = await run(file);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toBe(JSON.stringify(rec.response));
-    const ours = r.stderr.split('\n').filter((l) => l.startsWith('faultline:'));
-    expect(ours).toEqual([`faultline: ✖ cannot write traces to ${file} (ENOENT: no such file or directory): spans are not recorded; set FAULTLINE_TRACES_FILE to a writable path`]);
-    expect(r.stderr).not.toContain('This is a bug');
-  });
+  it.each(['/proc/faultline-missing-dir/traces.jsonl', '/proc/traces.jsonl'])(
+    '%s: one line on stderr, the app unchanged, no hang',
+    async (file) => {
+      const r = await run(file);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toBe(JSON.stringify(rec.response));
+      const ours = r.stderr.split('\n').filter((l) => l.startsWith('faultline:'));
+      expect(ours).toEqual([
+        `faultline: ✖ cannot write traces to ${file} (ENOENT: no such file or directory): spans are not recorded; set FAULTLINE_TRACES_FILE to a writable path`,
+      ]);
+      expect(r.stderr).not.toContain('This is a bug');
+    },
+  );
 });
 
 describe('no torn line', () => {
@@ -82,7 +87,9 @@ describe('no torn line', () => {
       for (let i = 0; i < 3; i++) exporter.export([finished!], (r) => results.push(r.code));
       expect(results).toEqual([ExportResultCode.FAILED, ExportResultCode.FAILED, ExportResultCode.FAILED]);
       const said = write.mock.calls.map((c) => String(c[0]));
-      expect(said).toEqual(['faultline: ✖ cannot write traces to /dev/full (ENOSPC: no space left on device): spans are not recorded; set FAULTLINE_TRACES_FILE to a writable path\n']);
+      expect(said).toEqual([
+        'faultline: ✖ cannot write traces to /dev/full (ENOSPC: no space left on device): spans are not recorded; set FAULTLINE_TRACES_FILE to a writable path\n',
+      ]);
     } finally {
       write.mockRestore();
     }

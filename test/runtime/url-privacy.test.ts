@@ -24,15 +24,23 @@ describe('redactQuery', () => {
     expect(redactQuery('?api-version=2024-06-01&api-key=abc')).toBe('?api-version=2024-06-01&api-key=REDACTED');
     expect(redactQuery('?access_token=t&page=2&q=a%20b')).toBe('?access_token=REDACTED&page=2&q=a%20b');
     expect(redactQuery('?sv=2022&se=2030&sig=abc%2Bdef')).toBe('?sv=2022&se=2030&sig=REDACTED');
-    expect(redactQuery('?X-Amz-Credential=AK%2F1&X-Amz-Signature=ff&X-Amz-Date=1')).toBe('?X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED&X-Amz-Date=1');
-    expect(redactQuery('?AWSAccessKeyId=AK&Signature=s&Expires=1')).toBe('?AWSAccessKeyId=REDACTED&Signature=REDACTED&Expires=1');
-    expect(redactQuery('?X-Goog-Signature=s&X-Goog-Credential=c')).toBe('?X-Goog-Signature=REDACTED&X-Goog-Credential=REDACTED');
+    expect(redactQuery('?X-Amz-Credential=AK%2F1&X-Amz-Signature=ff&X-Amz-Date=1')).toBe(
+      '?X-Amz-Credential=REDACTED&X-Amz-Signature=REDACTED&X-Amz-Date=1',
+    );
+    expect(redactQuery('?AWSAccessKeyId=AK&Signature=s&Expires=1')).toBe(
+      '?AWSAccessKeyId=REDACTED&Signature=REDACTED&Expires=1',
+    );
+    expect(redactQuery('?X-Goog-Signature=s&X-Goog-Credential=c')).toBe(
+      '?X-Goog-Signature=REDACTED&X-Goog-Credential=REDACTED',
+    );
     expect(redactQuery('?client_secret=s&refresh_token=r&password=p&subscription-key=k&apiKey=k2&auth=a')).toBe(
       '?client_secret=REDACTED&refresh_token=REDACTED&password=REDACTED&subscription-key=REDACTED&apiKey=REDACTED&auth=REDACTED',
     );
     expect(redactQuery('?%61pi_key=x')).toBe('?%61pi_key=REDACTED'); // an encoded name is judged decoded
     expect(redactQuery('?key=&flag&model=gpt-4o')).toBe('?key=&flag&model=gpt-4o'); // nothing to hide
-    expect(redactQuery('?model=gpt-4o&stream=true&author=me&keyword=x')).toBe('?model=gpt-4o&stream=true&author=me&keyword=x');
+    expect(redactQuery('?model=gpt-4o&stream=true&author=me&keyword=x')).toBe(
+      '?model=gpt-4o&stream=true&author=me&keyword=x',
+    );
     expect(redactQuery('')).toBe('');
     expect(isCredentialParam('Ocp-Apim-Subscription-Key')).toBe(true);
   });
@@ -43,7 +51,17 @@ describe('redactQuery', () => {
   });
 });
 
-const SECRETS = ['SECRET_A1', 'SECRET_B2', 'SECRET_C3', 'SECRET_D4', 'SECRET_E5', 'SECRET_F6', 'SECRET_G7', 'SECRET_H8', 'SECRET_I9'];
+const SECRETS = [
+  'SECRET_A1',
+  'SECRET_B2',
+  'SECRET_C3',
+  'SECRET_D4',
+  'SECRET_E5',
+  'SECRET_F6',
+  'SECRET_G7',
+  'SECRET_H8',
+  'SECRET_I9',
+];
 
 // Every kind of call register sees: an Azure-style chat call, a Gemini-style call, a plain GET, signed URLs, a
 // streamed chat call, an MCP call, and one that fails to connect.
@@ -74,8 +92,13 @@ const streamRec = CHAT_STREAM;
 
 beforeAll(async () => {
   server = await startLlmServer((req) => {
-    if (req.url.includes('chat/completions')) return JSON.parse(req.body.toString()).stream ? corpusReply(streamRec) : corpusReply(rec);
-    if (req.url.startsWith('/mcp')) return { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'sunny' }] } }) };
+    if (req.url.includes('chat/completions'))
+      return JSON.parse(req.body.toString()).stream ? corpusReply(streamRec) : corpusReply(rec);
+    if (req.url.startsWith('/mcp'))
+      return {
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'sunny' }] } }),
+      };
     return { headers: { 'content-type': 'application/json' }, body: '{}' };
   });
   // A port nothing listens on (fetch refuses port 1 itself, before any span).
@@ -93,7 +116,15 @@ afterAll(async () => {
 it('under register with HTTP spans and detectors on, no query credential reaches any span', async () => {
   const file = join(dir, 'traces.jsonl');
   const r = await runNode(['--require', join(DIST, 'src/register.js'), join(dir, 'app.cjs')], {
-    env: { LLM_URL: server.url, DEAD_URL: deadUrl, REQ: JSON.stringify(rec.request), REQ_STREAM: JSON.stringify(streamRec.request), FAULTLINE_TRACES_FILE: file, OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici', FAULTLINE_DETECT: 'true' },
+    env: {
+      LLM_URL: server.url,
+      DEAD_URL: deadUrl,
+      REQ: JSON.stringify(rec.request),
+      REQ_STREAM: JSON.stringify(streamRec.request),
+      FAULTLINE_TRACES_FILE: file,
+      OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'undici',
+      FAULTLINE_DETECT: 'true',
+    },
     timeoutMs: 60_000,
   });
   expect(r.code, r.stderr).toBe(0);
@@ -102,7 +133,10 @@ it('under register with HTTP spans and detectors on, no query credential reaches
   expect(server.requests.some((q) => q.url.includes('SECRET_A1'))).toBe(true);
   const text = readFileSync(file, 'utf8');
   for (const s of SECRETS) expect(text, s).not.toContain(s);
-  const spans = text.trim().split('\n').flatMap((l) => otlpJsonSpans(JSON.parse(l)));
+  const spans = text
+    .trim()
+    .split('\n')
+    .flatMap((l) => otlpJsonSpans(JSON.parse(l)));
   const http = spans.filter((s) => s.scope === '@opentelemetry/instrumentation-undici');
   expect(http.map((s) => s.attributes['url.query'])).toHaveLength(8);
   const queries = http.map((s) => s.attributes['url.query']).sort();
@@ -119,7 +153,9 @@ it('under register with HTTP spans and detectors on, no query credential reaches
     ].sort(),
   );
   const azure = http.find((s) => String(s.attributes['url.full']).includes('/openai/deployments/'))!;
-  expect(azure.attributes['url.full']).toBe(`${server.url}/openai/deployments/d/chat/completions?api-version=2024-06-01&api-key=REDACTED`);
+  expect(azure.attributes['url.full']).toBe(
+    `${server.url}/openai/deployments/d/chat/completions?api-version=2024-06-01&api-key=REDACTED`,
+  );
   // The GenAI layer's own spans were made too (chat calls, the MCP call).
   expect(spans.filter((s) => s.scope === 'faultline').length).toBeGreaterThanOrEqual(3);
 });

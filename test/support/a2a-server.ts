@@ -20,7 +20,9 @@ interface ExpressApp {
 }
 interface Express {
   (): ExpressApp;
-  json(options: { verify: (req: { headers: Record<string, string | string[] | undefined> }, res: unknown, buf: Buffer) => void }): unknown;
+  json(options: {
+    verify: (req: { headers: Record<string, string | string[] | undefined> }, res: unknown, buf: Buffer) => void;
+  }): unknown;
 }
 const express = require('express') as Express;
 
@@ -58,7 +60,12 @@ function scorer({ Message, TaskState }: Sdk, { AgentEvent }: ServerSdk): AgentEx
       if (input.includes('quick')) {
         bus.publish(
           AgentEvent.message(
-            Message.fromJSON({ messageId: randomUUID(), contextId: ctx.contextId, role: 'ROLE_AGENT', parts: [{ text: reply }] }),
+            Message.fromJSON({
+              messageId: randomUUID(),
+              contextId: ctx.contextId,
+              role: 'ROLE_AGENT',
+              parts: [{ text: reply }],
+            }),
           ),
         );
         bus.finished();
@@ -89,7 +96,14 @@ function scorer({ Message, TaskState }: Sdk, { AgentEvent }: ServerSdk): AgentEx
         AgentEvent.artifactUpdate({
           taskId,
           contextId,
-          artifact: { artifactId: 'score', name: 'score', description: '', parts: [textPart(reply)], metadata: undefined, extensions: [] },
+          artifact: {
+            artifactId: 'score',
+            name: 'score',
+            description: '',
+            parts: [textPart(reply)],
+            metadata: undefined,
+            extensions: [],
+          },
           append: false,
           lastChunk: true,
           metadata: undefined,
@@ -155,7 +169,11 @@ export async function startA2aServer(): Promise<A2aTestServer> {
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }));
   app.use(
     '/a2a/jsonrpc',
-    jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }),
+    jsonRpcHandler({
+      requestHandler: handler,
+      userBuilder: UserBuilder.noAuthentication,
+      legacyCompat: { enabled: true },
+    }),
   );
   app.use('/a2a/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   return {

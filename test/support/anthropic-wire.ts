@@ -39,7 +39,8 @@ function blocks(m: MessageSpec): Block[] {
   const out: Block[] = [];
   if (m.thinking !== undefined) out.push({ type: 'thinking', thinking: m.thinking, signature: freshId('Ep', 40) });
   if (m.text !== undefined) out.push({ type: 'text', text: m.text });
-  for (const t of m.toolUses ?? []) out.push({ type: 'tool_use', id: freshId('toolu_01'), name: t.name, input: t.input });
+  for (const t of m.toolUses ?? [])
+    out.push({ type: 'tool_use', id: freshId('toolu_01'), name: t.name, input: t.input });
   return out;
 }
 
@@ -59,7 +60,16 @@ const outputOf = (m: MessageSpec) => m.outputTokens ?? roughTokens((m.text ?? ''
 
 /** A `message` object (the JSON body). */
 export function message(m: MessageSpec): Record<string, unknown> {
-  return { id: freshId('msg_01'), type: 'message', role: 'assistant', model: m.model, content: blocks(m), stop_reason: stopOf(m), stop_sequence: null, usage: usage(m, outputOf(m)) };
+  return {
+    id: freshId('msg_01'),
+    type: 'message',
+    role: 'assistant',
+    model: m.model,
+    content: blocks(m),
+    stop_reason: stopOf(m),
+    stop_sequence: null,
+    usage: usage(m, outputOf(m)),
+  };
 }
 
 const event = (data: { type: string }) => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -71,25 +81,43 @@ const event = (data: { type: string }) => `event: ${data.type}\ndata: ${JSON.str
  */
 export function messageStream(m: MessageSpec): string[] {
   const all = blocks(m);
-  const start = { id: freshId('msg_01'), type: 'message', role: 'assistant', model: m.model, content: [], stop_reason: null, stop_sequence: null, usage: usage(m, 1) };
+  const start = {
+    id: freshId('msg_01'),
+    type: 'message',
+    role: 'assistant',
+    model: m.model,
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: usage(m, 1),
+  };
   const events = [event({ type: 'message_start', message: start } as { type: string }), event({ type: 'ping' })];
   all.forEach((b, index) => {
     const ev = (data: Record<string, unknown>) => events.push(event({ ...data, index } as unknown as { type: string }));
     if (b.type === 'text') {
       ev({ type: 'content_block_start', content_block: { type: 'text', text: '' } });
-      for (const text of textPieces(b.text as string)) ev({ type: 'content_block_delta', delta: { type: 'text_delta', text } });
+      for (const text of textPieces(b.text as string))
+        ev({ type: 'content_block_delta', delta: { type: 'text_delta', text } });
     } else if (b.type === 'thinking') {
       ev({ type: 'content_block_start', content_block: { type: 'thinking', thinking: '', signature: '' } });
-      for (const thinking of textPieces(b.thinking as string)) ev({ type: 'content_block_delta', delta: { type: 'thinking_delta', thinking } });
+      for (const thinking of textPieces(b.thinking as string))
+        ev({ type: 'content_block_delta', delta: { type: 'thinking_delta', thinking } });
       ev({ type: 'content_block_delta', delta: { type: 'signature_delta', signature: b.signature } });
     } else {
       ev({ type: 'content_block_start', content_block: { type: 'tool_use', id: b.id, name: b.name, input: {} } });
-      for (const partial_json of jsonPieces(JSON.stringify(b.input))) ev({ type: 'content_block_delta', delta: { type: 'input_json_delta', partial_json } });
+      for (const partial_json of jsonPieces(JSON.stringify(b.input)))
+        ev({ type: 'content_block_delta', delta: { type: 'input_json_delta', partial_json } });
     }
     ev({ type: 'content_block_stop' });
   });
   const u = usage(m, outputOf(m));
-  events.push(event({ type: 'message_delta', delta: { stop_reason: stopOf(m), stop_sequence: null }, usage: { output_tokens: u.output_tokens } } as { type: string }));
+  events.push(
+    event({
+      type: 'message_delta',
+      delta: { stop_reason: stopOf(m), stop_sequence: null },
+      usage: { output_tokens: u.output_tokens },
+    } as { type: string }),
+  );
   events.push(event({ type: 'message_stop' }));
   return events;
 }
@@ -108,7 +136,11 @@ const ERROR_TYPES: Record<number, string> = {
 
 /** Anthropic's error body: `{"type":"error","error":{"type","message"},"request_id"}`. */
 export function anthropicError(status: number, message: string): Record<string, unknown> {
-  return { type: 'error', error: { type: ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'), message }, request_id: freshId('req_011') };
+  return {
+    type: 'error',
+    error: { type: ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'), message },
+    request_id: freshId('req_011'),
+  };
 }
 
 /** The same error sent mid-stream, as an SSE `error` event (an overload after the stream has begun). */

@@ -20,7 +20,13 @@ export const FAKE_CREDENTIALS = {
 };
 
 export function bedrockClient(url: string, handler: NodeHttpHandler = new NodeHttpHandler()): BedrockRuntimeClient {
-  return new BedrockRuntimeClient({ region: 'us-east-1', endpoint: url, credentials: FAKE_CREDENTIALS, requestHandler: handler, maxAttempts: 1 });
+  return new BedrockRuntimeClient({
+    region: 'us-east-1',
+    endpoint: url,
+    credentials: FAKE_CREDENTIALS,
+    requestHandler: handler,
+    maxAttempts: 1,
+  });
 }
 
 export const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
@@ -38,23 +44,40 @@ export const CONVERSE_TOOL = {
   output: {
     message: {
       role: 'assistant',
-      content: [{ text: "I'll look up the weather." }, { toolUse: { toolUseId: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q', name: 'get_weather', input: { city: 'Paris' } } }],
+      content: [
+        { text: "I'll look up the weather." },
+        { toolUse: { toolUseId: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q', name: 'get_weather', input: { city: 'Paris' } } },
+      ],
     },
   },
   stopReason: 'tool_use',
-  usage: { inputTokens: 120, outputTokens: 54, totalTokens: 1374, cacheReadInputTokens: 1200, cacheWriteInputTokens: 0 },
+  usage: {
+    inputTokens: 120,
+    outputTokens: 54,
+    totalTokens: 1374,
+    cacheReadInputTokens: 1200,
+    cacheWriteInputTokens: 0,
+  },
   metrics: { latencyMs: 903 },
 };
 
 export function jsonReply(body: unknown, status = 200): Reply {
-  return { status, headers: { 'content-type': 'application/json', 'x-amzn-requestid': '7c3b1a52-6f0e-4a7e-9a3e-0d2f5b1e9c11' }, body: JSON.stringify(body) };
+  return {
+    status,
+    headers: { 'content-type': 'application/json', 'x-amzn-requestid': '7c3b1a52-6f0e-4a7e-9a3e-0d2f5b1e9c11' },
+    body: JSON.stringify(body),
+  };
 }
 
 /** An error answer as Bedrock sends it: the type in `x-amzn-errortype`, `{"message"}` as the body. */
 export function errorReply(status: number, type: string, message: string): Reply {
   return {
     status,
-    headers: { 'content-type': 'application/json', 'x-amzn-errortype': `${type}:http://internal.amazon.com/coral/com.amazon.bedrock/`, 'x-amzn-requestid': '0b7e4f0e-2d6c-4b43-8c1e-6f1d8e2a7b55' },
+    headers: {
+      'content-type': 'application/json',
+      'x-amzn-errortype': `${type}:http://internal.amazon.com/coral/com.amazon.bedrock/`,
+      'x-amzn-requestid': '0b7e4f0e-2d6c-4b43-8c1e-6f1d8e2a7b55',
+    },
     body: JSON.stringify({ message }),
   };
 }
@@ -106,7 +129,10 @@ export function textStream(deltas: string[], stopReason = 'end_turn'): Buffer[] 
     ...deltas.map((text) => eventFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { text } })),
     eventFrame('contentBlockStop', { contentBlockIndex: 0 }),
     eventFrame('messageStop', { stopReason }),
-    eventFrame('metadata', { usage: { inputTokens: 17, outputTokens: deltas.length * 2, totalTokens: 17 + deltas.length * 2 }, metrics: { latencyMs: 388 } }),
+    eventFrame('metadata', {
+      usage: { inputTokens: 17, outputTokens: deltas.length * 2, totalTokens: 17 + deltas.length * 2 },
+      metrics: { latencyMs: 388 },
+    }),
   ];
 }
 
@@ -116,17 +142,30 @@ export function toolStream(): Buffer[] {
     eventFrame('messageStart', { role: 'assistant' }),
     eventFrame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Checking the weather.' } }),
     eventFrame('contentBlockStop', { contentBlockIndex: 0 }),
-    eventFrame('contentBlockStart', { contentBlockIndex: 1, start: { toolUse: { toolUseId: 'tooluse_3fQqvH0aRkq1', name: 'get_weather' } } }),
+    eventFrame('contentBlockStart', {
+      contentBlockIndex: 1,
+      start: { toolUse: { toolUseId: 'tooluse_3fQqvH0aRkq1', name: 'get_weather' } },
+    }),
     eventFrame('contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: '{"city":' } } }),
     eventFrame('contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: '"Paris"}' } } }),
     eventFrame('contentBlockStop', { contentBlockIndex: 1 }),
     eventFrame('messageStop', { stopReason: 'tool_use' }),
-    eventFrame('metadata', { usage: { inputTokens: 88, outputTokens: 40, totalTokens: 128 }, metrics: { latencyMs: 610 } }),
+    eventFrame('metadata', {
+      usage: { inputTokens: 88, outputTokens: 40, totalTokens: 128 },
+      metrics: { latencyMs: 610 },
+    }),
   ];
 }
 
 export function streamReply(frames: Buffer[]): Reply {
-  return { status: 200, headers: { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': '3d0c6a9e-5b1f-4f7a-8e2d-9c4b7a1e6f20' }, chunks: frames };
+  return {
+    status: 200,
+    headers: {
+      'content-type': 'application/vnd.amazon.eventstream',
+      'x-amzn-requestid': '3d0c6a9e-5b1f-4f7a-8e2d-9c4b7a1e6f20',
+    },
+    chunks: frames,
+  };
 }
 
 /** A loopback HTTP/2 (h2c) server answering each request with `reply(path)`, chunk by chunk, once its body has arrived. */
@@ -189,18 +228,42 @@ export interface InvokeFixture {
   operation: 'chat' | 'text_completion';
 }
 
-const metrics = (input: number, output: number) => ({ 'amazon-bedrock-invocationMetrics': { inputTokenCount: input, outputTokenCount: output, invocationLatency: 412, firstByteLatency: 130 } });
+const metrics = (input: number, output: number) => ({
+  'amazon-bedrock-invocationMetrics': {
+    inputTokenCount: input,
+    outputTokenCount: output,
+    invocationLatency: 412,
+    firstByteLatency: 130,
+  },
+});
 
 export const INVOKE_FIXTURES: InvokeFixture[] = [
   {
     family: 'Meta Llama',
     model: 'meta.llama3-1-70b-instruct-v1:0',
-    request: { prompt: '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\nName the capital of France.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n', max_gen_len: 128, temperature: 0.5, top_p: 0.9 },
-    answer: { generation: 'The capital of France is Paris.', prompt_token_count: 24, generation_token_count: 8, stop_reason: 'stop' },
+    request: {
+      prompt:
+        '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\nName the capital of France.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n',
+      max_gen_len: 128,
+      temperature: 0.5,
+      top_p: 0.9,
+    },
+    answer: {
+      generation: 'The capital of France is Paris.',
+      prompt_token_count: 24,
+      generation_token_count: 8,
+      stop_reason: 'stop',
+    },
     events: [
       { generation: 'The capital', prompt_token_count: 24, generation_token_count: 2, stop_reason: null },
       { generation: ' of France is', prompt_token_count: null, generation_token_count: 5, stop_reason: null },
-      { generation: ' Paris.', prompt_token_count: null, generation_token_count: 8, stop_reason: 'stop', ...metrics(24, 8) },
+      {
+        generation: ' Paris.',
+        prompt_token_count: null,
+        generation_token_count: 8,
+        stop_reason: 'stop',
+        ...metrics(24, 8),
+      },
     ],
     text: 'The capital of France is Paris.',
     finish: 'stop',
@@ -210,9 +273,18 @@ export const INVOKE_FIXTURES: InvokeFixture[] = [
   {
     family: 'Mistral',
     model: 'mistral.mistral-7b-instruct-v0:2',
-    request: { prompt: '<s>[INST] Name the capital of France. [/INST]', max_tokens: 200, temperature: 0.5, top_p: 0.9, top_k: 50 },
+    request: {
+      prompt: '<s>[INST] Name the capital of France. [/INST]',
+      max_tokens: 200,
+      temperature: 0.5,
+      top_p: 0.9,
+      top_k: 50,
+    },
     answer: { outputs: [{ text: ' The capital of France is Paris.', stop_reason: 'stop' }] },
-    events: [{ outputs: [{ text: ' The capital', stop_reason: null }] }, { outputs: [{ text: ' of France is Paris.', stop_reason: 'stop' }], ...metrics(19, 9) }],
+    events: [
+      { outputs: [{ text: ' The capital', stop_reason: null }] },
+      { outputs: [{ text: ' of France is Paris.', stop_reason: 'stop' }], ...metrics(19, 9) },
+    ],
     text: ' The capital of France is Paris.',
     finish: 'stop',
     usage: { input: 19, output: 9 },
@@ -221,11 +293,30 @@ export const INVOKE_FIXTURES: InvokeFixture[] = [
   {
     family: 'Amazon Titan Text',
     model: 'amazon.titan-text-express-v1',
-    request: { inputText: 'Name the capital of France.', textGenerationConfig: { maxTokenCount: 512, temperature: 0, topP: 0.9, stopSequences: [] } },
-    answer: { inputTextTokenCount: 7, results: [{ tokenCount: 8, outputText: '\nThe capital of France is Paris.', completionReason: 'FINISH' }] },
+    request: {
+      inputText: 'Name the capital of France.',
+      textGenerationConfig: { maxTokenCount: 512, temperature: 0, topP: 0.9, stopSequences: [] },
+    },
+    answer: {
+      inputTextTokenCount: 7,
+      results: [{ tokenCount: 8, outputText: '\nThe capital of France is Paris.', completionReason: 'FINISH' }],
+    },
     events: [
-      { outputText: '\nThe capital of France', index: 0, totalOutputTextTokenCount: 5, completionReason: null, inputTextTokenCount: 7 },
-      { outputText: ' is Paris.', index: 0, totalOutputTextTokenCount: 8, completionReason: 'FINISH', inputTextTokenCount: null, ...metrics(7, 8) },
+      {
+        outputText: '\nThe capital of France',
+        index: 0,
+        totalOutputTextTokenCount: 5,
+        completionReason: null,
+        inputTextTokenCount: 7,
+      },
+      {
+        outputText: ' is Paris.',
+        index: 0,
+        totalOutputTextTokenCount: 8,
+        completionReason: 'FINISH',
+        inputTextTokenCount: null,
+        ...metrics(7, 8),
+      },
     ],
     text: '\nThe capital of France is Paris.',
     finish: 'stop',
@@ -235,8 +326,17 @@ export const INVOKE_FIXTURES: InvokeFixture[] = [
   {
     family: 'Amazon Nova',
     model: 'us.amazon.nova-lite-v1:0',
-    request: { schemaVersion: 'messages-v1', system: [{ text: 'Answer briefly.' }], messages: [{ role: 'user', content: [{ text: 'Name the capital of France.' }] }], inferenceConfig: { maxTokens: 300, temperature: 0.3, topP: 0.9 } },
-    answer: { output: { message: { role: 'assistant', content: [{ text: 'The capital of France is Paris.' }] } }, stopReason: 'end_turn', usage: { inputTokens: 12, outputTokens: 8, totalTokens: 20 } },
+    request: {
+      schemaVersion: 'messages-v1',
+      system: [{ text: 'Answer briefly.' }],
+      messages: [{ role: 'user', content: [{ text: 'Name the capital of France.' }] }],
+      inferenceConfig: { maxTokens: 300, temperature: 0.3, topP: 0.9 },
+    },
+    answer: {
+      output: { message: { role: 'assistant', content: [{ text: 'The capital of France is Paris.' }] } },
+      stopReason: 'end_turn',
+      usage: { inputTokens: 12, outputTokens: 8, totalTokens: 20 },
+    },
     events: [
       { messageStart: { role: 'assistant' } },
       { contentBlockDelta: { delta: { text: 'The capital of France' }, contentBlockIndex: 0 } },
@@ -253,7 +353,16 @@ export const INVOKE_FIXTURES: InvokeFixture[] = [
   {
     family: 'Cohere Command R',
     model: 'cohere.command-r-plus-v1:0',
-    request: { message: 'Name the capital of France.', chat_history: [{ role: 'USER', message: 'Hello' }, { role: 'CHATBOT', message: 'Hi! How can I help?' }], max_tokens: 200, temperature: 0.3, p: 0.75 },
+    request: {
+      message: 'Name the capital of France.',
+      chat_history: [
+        { role: 'USER', message: 'Hello' },
+        { role: 'CHATBOT', message: 'Hi! How can I help?' },
+      ],
+      max_tokens: 200,
+      temperature: 0.3,
+      p: 0.75,
+    },
     answer: {
       response_id: '5f3b1c0e-9c43-4a8e-8d1e-2b9f0c6a7d21',
       text: 'The capital of France is Paris.',
@@ -266,7 +375,13 @@ export const INVOKE_FIXTURES: InvokeFixture[] = [
       { is_finished: false, event_type: 'stream-start', generation_id: 'c2a6e5f0-1b7d-4f4e-9a3c-7e8d9f0a1b2c' },
       { is_finished: false, event_type: 'text-generation', text: 'The capital of France' },
       { is_finished: false, event_type: 'text-generation', text: ' is Paris.' },
-      { is_finished: true, event_type: 'stream-end', response: { text: 'The capital of France is Paris.', finish_reason: 'COMPLETE' }, finish_reason: 'COMPLETE', ...metrics(14, 8) },
+      {
+        is_finished: true,
+        event_type: 'stream-end',
+        response: { text: 'The capital of France is Paris.', finish_reason: 'COMPLETE' },
+        finish_reason: 'COMPLETE',
+        ...metrics(14, 8),
+      },
     ],
     text: 'The capital of France is Paris.',
     finish: 'stop',

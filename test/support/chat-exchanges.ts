@@ -20,7 +20,11 @@ const DELEGATE = {
   function: {
     name: 'delegate_work_to_coworker',
     description: 'Delegate a task to a coworker, with everything they need to know to do it.',
-    parameters: { type: 'object', properties: { task: { type: 'string' }, context: { type: 'string' }, coworker: { type: 'string' } }, required: ['task', 'context', 'coworker'] },
+    parameters: {
+      type: 'object',
+      properties: { task: { type: 'string' }, context: { type: 'string' }, coworker: { type: 'string' } },
+      required: ['task', 'context', 'coworker'],
+    },
   },
 };
 
@@ -44,14 +48,44 @@ export const CHAT_TEXT = exchange({
     tool_choice: 'auto',
     tools: [DELEGATE],
     messages: [
-      { role: 'system', content: 'You are the editor of a content agency. Make sure every article the writers deliver is excellent.' },
-      { role: 'user', content: 'Current task: write a four-paragraph article about AI agents at the help desk. Return the complete article.' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_delegatedraft01', type: 'function', function: { name: 'delegate_work_to_coworker', arguments: '{"task":"Draft the article","context":"Four paragraphs on AI agents at the help desk","coworker":"Senior Writer"}' } }] },
-      { role: 'tool', tool_call_id: 'call_delegatedraft01', content: 'Draft delivered: four paragraphs on speed, quality, limits and hand-over, ready for review.' },
+      {
+        role: 'system',
+        content: 'You are the editor of a content agency. Make sure every article the writers deliver is excellent.',
+      },
+      {
+        role: 'user',
+        content:
+          'Current task: write a four-paragraph article about AI agents at the help desk. Return the complete article.',
+      },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_delegatedraft01',
+            type: 'function',
+            function: {
+              name: 'delegate_work_to_coworker',
+              arguments:
+                '{"task":"Draft the article","context":"Four paragraphs on AI agents at the help desk","coworker":"Senior Writer"}',
+            },
+          },
+        ],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'call_delegatedraft01',
+        content: 'Draft delivered: four paragraphs on speed, quality, limits and hand-over, ready for review.',
+      },
       { role: 'user', content: 'Now give the final article.' },
     ],
   },
-  response: chatCompletion({ model: 'gpt-4.1-mini-2025-04-14', text: CHAT_TEXT_ANSWER, inputTokens: 412, outputTokens: 236 }),
+  response: chatCompletion({
+    model: 'gpt-4.1-mini-2025-04-14',
+    text: CHAT_TEXT_ANSWER,
+    inputTokens: 412,
+    outputTokens: 236,
+  }),
 });
 
 /** The text answer of CHAT_PLAIN. */
@@ -63,20 +97,54 @@ export const CHAT_PLAIN_ANSWER =
 export const CHAT_PLAIN = exchange({
   endpoint: '/v1/chat/completions',
   tags: ['text', 'system_prompt'],
-  request: { model: 'gpt-4o', messages: [{ role: 'system', content: 'You are an expert researcher in customer support technology. Give your complete final answer.' }, { role: 'user', content: 'In one paragraph: what changes when a support team adopts an AI agent?' }] },
+  request: {
+    model: 'gpt-4o',
+    messages: [
+      {
+        role: 'system',
+        content: 'You are an expert researcher in customer support technology. Give your complete final answer.',
+      },
+      { role: 'user', content: 'In one paragraph: what changes when a support team adopts an AI agent?' },
+    ],
+  },
   response: chatCompletion({ model: 'gpt-4o-2024-05-13', text: CHAT_PLAIN_ANSWER, inputTokens: 52 }),
 });
 
 export const CHAT_TOOL_CALL = exchange({
   endpoint: '/v1/chat/completions',
   tags: ['tool_calls', 'has_tools'],
-  request: { model: 'gpt-4o', tool_choice: 'auto', tools: [DELEGATE], messages: [{ role: 'system', content: 'You are the editor of a content agency.' }, { role: 'user', content: 'Have the senior writer draft the article on AI agents.' }] },
-  response: chatCompletion({ model: 'gpt-4o-2024-08-06', toolCalls: [{ name: 'delegate_work_to_coworker', arguments: '{"task":"Draft a four-paragraph article on AI agents at the help desk","context":"For support leaders; practical, with examples","coworker":"Senior Writer"}' }], inputTokens: 180, outputTokens: 52 }),
+  request: {
+    model: 'gpt-4o',
+    tool_choice: 'auto',
+    tools: [DELEGATE],
+    messages: [
+      { role: 'system', content: 'You are the editor of a content agency.' },
+      { role: 'user', content: 'Have the senior writer draft the article on AI agents.' },
+    ],
+  },
+  response: chatCompletion({
+    model: 'gpt-4o-2024-08-06',
+    toolCalls: [
+      {
+        name: 'delegate_work_to_coworker',
+        arguments:
+          '{"task":"Draft a four-paragraph article on AI agents at the help desk","context":"For support leaders; practical, with examples","coworker":"Senior Writer"}',
+      },
+    ],
+    inputTokens: 180,
+    outputTokens: 52,
+  }),
 });
 
 /** The text of CHAT_STREAM and CHAT_STREAM_PLAIN. */
-export const CHAT_STREAM_ANSWER = 'The winner of the World Cup in 2022 was Argentina, after a final against France decided on penalties.';
-const streamRequest = { model: 'gpt-4o', messages: [{ role: 'user', content: 'Who won the World Cup in 2022? Answer in one sentence.' }], stream: true, temperature: 0.5 };
+export const CHAT_STREAM_ANSWER =
+  'The winner of the World Cup in 2022 was Argentina, after a final against France decided on penalties.';
+const streamRequest = {
+  model: 'gpt-4o',
+  messages: [{ role: 'user', content: 'Who won the World Cup in 2022? Answer in one sentence.' }],
+  stream: true,
+  temperature: 0.5,
+};
 
 export const CHAT_STREAM = exchange({
   endpoint: '/v1/chat/completions',
@@ -93,12 +161,28 @@ export const CHAT_STREAM_PLAIN = exchange({
 });
 
 /** The text of ANTHROPIC_TEXT and ANTHROPIC_TEXT_SSE. */
-export const ANTHROPIC_TEXT_ANSWER = 'Tides come from the Moon’s pull on the oceans: the water bulges toward it and on the far side of the Earth, and the Earth turns through both bulges each day.';
-const anthropicRequest = { model: 'claude-sonnet-5-5', max_tokens: 512, messages: [{ role: 'user', content: 'Why are there two tides a day? Two sentences.' }] };
+export const ANTHROPIC_TEXT_ANSWER =
+  'Tides come from the Moon’s pull on the oceans: the water bulges toward it and on the far side of the Earth, and the Earth turns through both bulges each day.';
+const anthropicRequest = {
+  model: 'claude-sonnet-5-5',
+  max_tokens: 512,
+  messages: [{ role: 'user', content: 'Why are there two tides a day? Two sentences.' }],
+};
 
-export const ANTHROPIC_TEXT = exchange({ endpoint: '/v1/messages', tags: ['text'], request: anthropicRequest, response: message({ model: 'claude-sonnet-5-5', text: ANTHROPIC_TEXT_ANSWER, inputTokens: 21, outputTokens: 44 }) });
+export const ANTHROPIC_TEXT = exchange({
+  endpoint: '/v1/messages',
+  tags: ['text'],
+  request: anthropicRequest,
+  response: message({ model: 'claude-sonnet-5-5', text: ANTHROPIC_TEXT_ANSWER, inputTokens: 21, outputTokens: 44 }),
+});
 
 /** The text of ANTHROPIC_TEXT_SSE (another answer to the same question, so the two calls' usage differs). */
-export const ANTHROPIC_STREAM_ANSWER = 'The Moon pulls the oceans into two bulges, one facing it and one on the opposite side. As the Earth turns, each coast passes through both bulges, so it sees two high tides a day.';
+export const ANTHROPIC_STREAM_ANSWER =
+  'The Moon pulls the oceans into two bulges, one facing it and one on the opposite side. As the Earth turns, each coast passes through both bulges, so it sees two high tides a day.';
 
-export const ANTHROPIC_TEXT_SSE = exchange({ endpoint: '/v1/messages', tags: ['text'], request: { ...anthropicRequest, stream: true }, sse: messageStream({ model: 'claude-sonnet-5-5', text: ANTHROPIC_STREAM_ANSWER, inputTokens: 21, outputTokens: 49 }) });
+export const ANTHROPIC_TEXT_SSE = exchange({
+  endpoint: '/v1/messages',
+  tags: ['text'],
+  request: { ...anthropicRequest, stream: true },
+  sse: messageStream({ model: 'claude-sonnet-5-5', text: ANTHROPIC_STREAM_ANSWER, inputTokens: 21, outputTokens: 49 }),
+});

@@ -9,13 +9,18 @@ export interface ChildResult {
   stderr: string;
 }
 
-export function runNode(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<ChildResult> {
+export function runNode(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = reaped(spawn(process.execPath, args, {
-      cwd: options.cwd,
-      env: { PATH: process.env.PATH, ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }));
+    const child = reaped(
+      spawn(process.execPath, args, {
+        cwd: options.cwd,
+        env: { PATH: process.env.PATH, ...options.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -35,7 +35,11 @@ export function openaiEmbeddings(s: OpenAiEmbeddingsSpec): Json {
   const tokens = s.promptTokens ?? 5 * s.inputs;
   return {
     object: 'list',
-    data: Array.from({ length: s.inputs }, (_, index) => ({ object: 'embedding', index, embedding: s.encoding === 'base64' ? base64(vector(index, s.dimension)) : vector(index, s.dimension) })),
+    data: Array.from({ length: s.inputs }, (_, index) => ({
+      object: 'embedding',
+      index,
+      embedding: s.encoding === 'base64' ? base64(vector(index, s.dimension)) : vector(index, s.dimension),
+    })),
     model: s.model,
     usage: { prompt_tokens: tokens, total_tokens: tokens },
   };
@@ -53,7 +57,13 @@ export function geminiBatchEmbed(inputs: number, dimension: number): Json {
 
 /** Ollama's `/api/embed` answer: `{"model","embeddings":[[…]],"total_duration","load_duration","prompt_eval_count"}`. */
 export function ollamaEmbed(model: string, inputs: number, dimension: number, promptEvalCount = 4 * inputs): Json {
-  return { model, embeddings: Array.from({ length: inputs }, (_, n) => vector(n, dimension)), total_duration: 98_000_000, load_duration: 12_000_000, prompt_eval_count: promptEvalCount };
+  return {
+    model,
+    embeddings: Array.from({ length: inputs }, (_, n) => vector(n, dimension)),
+    total_duration: 98_000_000,
+    load_duration: 12_000_000,
+    prompt_eval_count: promptEvalCount,
+  };
 }
 
 /** Ollama's older `/api/embeddings` answer: `{"embedding":[…]}` (one prompt, no counts). */

@@ -34,7 +34,12 @@ function usage(a: GeminiAnswerSpec, final: boolean): Json {
   const prompt = a.promptTokens ?? 12;
   const candidates = a.candidatesTokens ?? roughTokens(a.text ?? JSON.stringify(a.functionCalls ?? ''));
   const thoughts = a.thoughtsTokens;
-  if (!final) return { promptTokenCount: prompt, totalTokenCount: prompt, promptTokensDetails: [{ modality: 'TEXT', tokenCount: prompt }] };
+  if (!final)
+    return {
+      promptTokenCount: prompt,
+      totalTokenCount: prompt,
+      promptTokensDetails: [{ modality: 'TEXT', tokenCount: prompt }],
+    };
   return {
     promptTokenCount: prompt,
     candidatesTokenCount: candidates,
@@ -46,14 +51,17 @@ function usage(a: GeminiAnswerSpec, final: boolean): Json {
 
 function chunk(a: GeminiAnswerSpec, responseId: string, parts: Json[], final: boolean): Json {
   return {
-    candidates: [{ content: { parts, role: 'model' }, ...(final ? { finishReason: a.finishReason ?? 'STOP' } : {}), index: 0 }],
+    candidates: [
+      { content: { parts, role: 'model' }, ...(final ? { finishReason: a.finishReason ?? 'STOP' } : {}), index: 0 },
+    ],
     usageMetadata: usage(a, final),
     modelVersion: a.model,
     responseId,
   };
 }
 
-const callParts = (a: GeminiAnswerSpec): Json[] => (a.functionCalls ?? []).map((c) => ({ functionCall: { name: c.name, args: c.args } }));
+const callParts = (a: GeminiAnswerSpec): Json[] =>
+  (a.functionCalls ?? []).map((c) => ({ functionCall: { name: c.name, args: c.args } }));
 
 /** A GenerateContentResponse (the JSON body of `generateContent`). */
 export function generateContent(a: GeminiAnswerSpec): Json {
@@ -72,7 +80,9 @@ export function streamChunks(a: GeminiAnswerSpec): Json[] {
   for (let i = 0; i < pieces.length; i += 3) groups.push(pieces.slice(i, i + 3).join(''));
   const calls = callParts(a);
   if (groups.length === 0) return [chunk(a, id, calls, true)];
-  return groups.map((text, i) => chunk(a, id, i === groups.length - 1 ? [{ text }, ...calls] : [{ text }], i === groups.length - 1));
+  return groups.map((text, i) =>
+    chunk(a, id, i === groups.length - 1 ? [{ text }, ...calls] : [{ text }], i === groups.length - 1),
+  );
 }
 
 /** `streamGenerateContent?alt=sse`: one `data:` event per partial response (Gemini ends each with CRLF CRLF). */

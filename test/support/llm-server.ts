@@ -44,7 +44,12 @@ export async function startLlmServer(initial?: Responder): Promise<LlmServer> {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
-      const seen: SeenRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body: Buffer.concat(parts) };
+      const seen: SeenRequest = {
+        method: req.method ?? 'GET',
+        url: req.url ?? '/',
+        headers: req.headers,
+        body: Buffer.concat(parts),
+      };
       requests.push(seen);
       void Promise.resolve(responder(seen)).then((reply) => write(res, reply));
     });
@@ -93,7 +98,11 @@ async function write(res: ServerResponse, reply: Reply): Promise<void> {
 export function corpusReply(r: CorpusRecord): Reply {
   const status = r.status ?? 200;
   if (r.sse !== undefined) {
-    return { status, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }, chunks: sseEvents(r.sse) };
+    return {
+      status,
+      headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' },
+      chunks: sseEvents(r.sse),
+    };
   }
   if (r.stream !== undefined) {
     const type = r.framing === 'ndjson' ? 'application/x-ndjson' : 'application/json; charset=UTF-8';

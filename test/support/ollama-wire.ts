@@ -45,11 +45,24 @@ function counts(a: OllamaAnswerSpec): Json {
   };
 }
 
-const calls = (a: OllamaAnswerSpec) => (a.toolCalls?.length ? { tool_calls: a.toolCalls.map((c) => ({ function: { name: c.name, arguments: c.arguments } })) } : {});
+const calls = (a: OllamaAnswerSpec) =>
+  a.toolCalls?.length
+    ? { tool_calls: a.toolCalls.map((c) => ({ function: { name: c.name, arguments: c.arguments } })) }
+    : {};
 
 /** The `/api/chat` answer (`stream: false`). */
 export function chat(a: OllamaAnswerSpec): Json {
-  return { model: a.model, created_at: createdAt(), message: { role: 'assistant', content: a.text ?? '', ...(a.thinking !== undefined ? { thinking: a.thinking } : {}), ...calls(a) }, ...counts(a) };
+  return {
+    model: a.model,
+    created_at: createdAt(),
+    message: {
+      role: 'assistant',
+      content: a.text ?? '',
+      ...(a.thinking !== undefined ? { thinking: a.thinking } : {}),
+      ...calls(a),
+    },
+    ...counts(a),
+  };
 }
 
 const ndjson = (o: Json) => `${JSON.stringify(o)}\n`;
@@ -57,11 +70,32 @@ const ndjson = (o: Json) => `${JSON.stringify(o)}\n`;
 /** The NDJSON lines of a streamed `/api/chat`: a line per text piece (tool calls whole), then the `done` line. */
 export function chatStream(a: OllamaAnswerSpec): string[] {
   const lines = [
-    ...(a.thinking !== undefined ? textPieces(a.thinking) : []).map((thinking) => ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content: '', thinking }, done: false })),
-    ...textPieces(a.text ?? '').filter((p) => p !== '').map((content) => ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content }, done: false })),
+    ...(a.thinking !== undefined ? textPieces(a.thinking) : []).map((thinking) =>
+      ndjson({
+        model: a.model,
+        created_at: createdAt(),
+        message: { role: 'assistant', content: '', thinking },
+        done: false,
+      }),
+    ),
+    ...textPieces(a.text ?? '')
+      .filter((p) => p !== '')
+      .map((content) =>
+        ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content }, done: false }),
+      ),
   ];
-  if (a.toolCalls?.length) lines.push(ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content: '', ...calls(a) }, done: false }));
-  lines.push(ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content: '' }, ...counts(a) }));
+  if (a.toolCalls?.length)
+    lines.push(
+      ndjson({
+        model: a.model,
+        created_at: createdAt(),
+        message: { role: 'assistant', content: '', ...calls(a) },
+        done: false,
+      }),
+    );
+  lines.push(
+    ndjson({ model: a.model, created_at: createdAt(), message: { role: 'assistant', content: '' }, ...counts(a) }),
+  );
   return lines;
 }
 
@@ -72,7 +106,9 @@ export function generate(a: OllamaAnswerSpec): Json {
 
 /** The NDJSON lines of a streamed `/api/generate`. */
 export function generateStream(a: OllamaAnswerSpec): string[] {
-  const lines = textPieces(a.text ?? '').filter((p) => p !== '').map((response) => ndjson({ model: a.model, created_at: createdAt(), response, done: false }));
+  const lines = textPieces(a.text ?? '')
+    .filter((p) => p !== '')
+    .map((response) => ndjson({ model: a.model, created_at: createdAt(), response, done: false }));
   lines.push(ndjson({ model: a.model, created_at: createdAt(), response: '', ...counts(a) }));
   return lines;
 }

@@ -4,7 +4,9 @@
  * project's — with the little of its API the tests use typed here.
  */
 export interface OpenAiV4 {
-  chat: { completions: { create(body: Record<string, unknown>): Promise<AsyncIterable<unknown> & Record<string, unknown>> } };
+  chat: {
+    completions: { create(body: Record<string, unknown>): Promise<AsyncIterable<unknown> & Record<string, unknown>> };
+  };
 }
 
 export interface OpenAiV4Module {
@@ -18,8 +20,15 @@ export interface OpenAiV4Module {
 const NAME = 'openai-v4';
 
 export async function loadOpenAiV4(): Promise<OpenAiV4Module> {
-  const sdk = (await import(NAME)) as { default: OpenAiV4Module['OpenAI'] & { RateLimitError: OpenAiV4Module['RateLimitError'] } };
+  const sdk = (await import(NAME)) as {
+    default: OpenAiV4Module['OpenAI'] & { RateLimitError: OpenAiV4Module['RateLimitError'] };
+  };
   const version = (await import(`${NAME}/version`)) as { VERSION: string };
   const shims = (await import(`${NAME}/_shims/index`)) as { kind?: string };
-  return { OpenAI: sdk.default, VERSION: version.VERSION, shimKind: () => shims.kind, RateLimitError: sdk.default.RateLimitError };
+  return {
+    OpenAI: sdk.default,
+    VERSION: version.VERSION,
+    shimKind: () => shims.kind,
+    RateLimitError: sdk.default.RateLimitError,
+  };
 }

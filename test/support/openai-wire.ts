@@ -52,7 +52,11 @@ const typedSse = (data: { type: string }) => `event: ${data.type}\ndata: ${JSON.
 /** A `chat.completion` object (the JSON body). */
 export function chatCompletion(a: AnswerSpec): Record<string, unknown> {
   const u = usageOf(a);
-  const toolCalls = a.toolCalls?.map((c) => ({ id: freshId('call_'), type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  const toolCalls = a.toolCalls?.map((c) => ({
+    id: freshId('call_'),
+    type: 'function',
+    function: { name: c.name, arguments: c.arguments },
+  }));
   return {
     id: freshId('chatcmpl-'),
     object: 'chat.completion',
@@ -61,7 +65,13 @@ export function chatCompletion(a: AnswerSpec): Record<string, unknown> {
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: a.text ?? null, ...(toolCalls ? { tool_calls: toolCalls } : {}), refusal: null, annotations: [] },
+        message: {
+          role: 'assistant',
+          content: a.text ?? null,
+          ...(toolCalls ? { tool_calls: toolCalls } : {}),
+          refusal: null,
+          annotations: [],
+        },
         logprobs: null,
         finish_reason: finishOf(a),
       },
@@ -71,7 +81,12 @@ export function chatCompletion(a: AnswerSpec): Record<string, unknown> {
       completion_tokens: u.output,
       total_tokens: u.input + u.output,
       prompt_tokens_details: { cached_tokens: a.cachedTokens ?? 0, audio_tokens: 0 },
-      completion_tokens_details: { reasoning_tokens: a.reasoningTokens ?? 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+      completion_tokens_details: {
+        reasoning_tokens: a.reasoningTokens ?? 0,
+        audio_tokens: 0,
+        accepted_prediction_tokens: 0,
+        rejected_prediction_tokens: 0,
+      },
     },
     service_tier: 'default',
     system_fingerprint: 'fp_project01',
@@ -83,14 +98,27 @@ export function chatCompletion(a: AnswerSpec): Record<string, unknown> {
  * name then its arguments in pieces, a finish chunk, the usage chunk (`stream_options.include_usage`), `[DONE]`.
  */
 export function chatCompletionStream(a: AnswerSpec, options: { usage?: boolean } = {}): string[] {
-  const base = { id: freshId('chatcmpl-'), object: 'chat.completion.chunk', created: a.created ?? now(), model: a.model, service_tier: 'default', system_fingerprint: 'fp_project01' };
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => sse({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], usage: null });
+  const base = {
+    id: freshId('chatcmpl-'),
+    object: 'chat.completion.chunk',
+    created: a.created ?? now(),
+    model: a.model,
+    service_tier: 'default',
+    system_fingerprint: 'fp_project01',
+  };
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    sse({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], usage: null });
   const events: string[] = [];
   if (a.toolCalls?.length) {
     events.push(chunk({ role: 'assistant', content: null, refusal: null }));
     a.toolCalls.forEach((c, index) => {
-      events.push(chunk({ tool_calls: [{ index, id: freshId('call_'), type: 'function', function: { name: c.name, arguments: '' } }] }));
-      for (const piece of jsonPieces(c.arguments)) events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+      events.push(
+        chunk({
+          tool_calls: [{ index, id: freshId('call_'), type: 'function', function: { name: c.name, arguments: '' } }],
+        }),
+      );
+      for (const piece of jsonPieces(c.arguments))
+        events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
     });
     events.push(chunk({}, finishOf(a)));
   } else {
@@ -100,7 +128,24 @@ export function chatCompletionStream(a: AnswerSpec, options: { usage?: boolean }
   }
   if (options.usage !== false) {
     const u = usageOf(a);
-    events.push(sse({ ...base, choices: [], usage: { prompt_tokens: u.input, completion_tokens: u.output, total_tokens: u.input + u.output, prompt_tokens_details: { cached_tokens: a.cachedTokens ?? 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: a.reasoningTokens ?? 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 } } }));
+    events.push(
+      sse({
+        ...base,
+        choices: [],
+        usage: {
+          prompt_tokens: u.input,
+          completion_tokens: u.output,
+          total_tokens: u.input + u.output,
+          prompt_tokens_details: { cached_tokens: a.cachedTokens ?? 0, audio_tokens: 0 },
+          completion_tokens_details: {
+            reasoning_tokens: a.reasoningTokens ?? 0,
+            audio_tokens: 0,
+            accepted_prediction_tokens: 0,
+            rejected_prediction_tokens: 0,
+          },
+        },
+      }),
+    );
   }
   events.push('data: [DONE]\n\n');
   return events;
@@ -111,15 +156,33 @@ export function chatCompletionStream(a: AnswerSpec, options: { usage?: boolean }
 type OutputItem = Record<string, unknown> & { id: string; type: string };
 
 function outputItems(a: AnswerSpec): OutputItem[] {
-  const reasoning: OutputItem[] = a.reasoning !== undefined ? [{ id: freshId('rs_'), type: 'reasoning', summary: [{ type: 'summary_text', text: a.reasoning }] }] : [];
+  const reasoning: OutputItem[] =
+    a.reasoning !== undefined
+      ? [{ id: freshId('rs_'), type: 'reasoning', summary: [{ type: 'summary_text', text: a.reasoning }] }]
+      : [];
   return [...reasoning, ...answerItems(a)];
 }
 
 function answerItems(a: AnswerSpec): OutputItem[] {
   if (a.toolCalls?.length) {
-    return a.toolCalls.map((c) => ({ id: freshId('fc_'), type: 'function_call', status: 'completed', arguments: c.arguments, call_id: freshId('call_'), name: c.name }));
+    return a.toolCalls.map((c) => ({
+      id: freshId('fc_'),
+      type: 'function_call',
+      status: 'completed',
+      arguments: c.arguments,
+      call_id: freshId('call_'),
+      name: c.name,
+    }));
   }
-  return [{ id: freshId('msg_'), type: 'message', status: 'completed', content: [{ type: 'output_text', annotations: [], logprobs: [], text: a.text ?? '' }], role: 'assistant' }];
+  return [
+    {
+      id: freshId('msg_'),
+      type: 'message',
+      status: 'completed',
+      content: [{ type: 'output_text', annotations: [], logprobs: [], text: a.text ?? '' }],
+      role: 'assistant',
+    },
+  ];
 }
 
 type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
@@ -127,7 +190,14 @@ type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
 /** How a finished response ends: `incomplete` (max_output_tokens) when the answer was cut at its length. */
 const finalStatus = (a: AnswerSpec): ResponseStatus => (a.finishReason === 'length' ? 'incomplete' : 'completed');
 
-function responseObject(a: AnswerSpec, id: string, created: number, status: ResponseStatus, output: OutputItem[], error: { code: string; message: string } | null = null): Record<string, unknown> {
+function responseObject(
+  a: AnswerSpec,
+  id: string,
+  created: number,
+  status: ResponseStatus,
+  output: OutputItem[],
+  error: { code: string; message: string } | null = null,
+): Record<string, unknown> {
   const u = usageOf(a);
   const done = status !== 'in_progress';
   return {
@@ -156,7 +226,13 @@ function responseObject(a: AnswerSpec, id: string, created: number, status: Resp
     truncation: 'disabled',
     usage:
       done && status !== 'failed'
-        ? { input_tokens: u.input, input_tokens_details: { cached_tokens: a.cachedTokens ?? 0 }, output_tokens: u.output, output_tokens_details: { reasoning_tokens: a.reasoningTokens ?? 0 }, total_tokens: u.input + u.output }
+        ? {
+            input_tokens: u.input,
+            input_tokens_details: { cached_tokens: a.cachedTokens ?? 0 },
+            output_tokens: u.output,
+            output_tokens_details: { reasoning_tokens: a.reasoningTokens ?? 0 },
+            total_tokens: u.input + u.output,
+          }
         : null,
     user: null,
     metadata: {},
@@ -181,27 +257,80 @@ export function responseStream(a: AnswerSpec): string[] {
   const id = freshId('resp_');
   const items = outputItems(a);
   let seq = 0;
-  const ev = (data: Record<string, unknown> & { type: string }) => typedSse({ ...data, sequence_number: seq++ } as { type: string });
-  const events = [ev({ type: 'response.created', response: responseObject(a, id, created, 'in_progress', []) }), ev({ type: 'response.in_progress', response: responseObject(a, id, created, 'in_progress', []) })];
+  const ev = (data: Record<string, unknown> & { type: string }) =>
+    typedSse({ ...data, sequence_number: seq++ } as { type: string });
+  const events = [
+    ev({ type: 'response.created', response: responseObject(a, id, created, 'in_progress', []) }),
+    ev({ type: 'response.in_progress', response: responseObject(a, id, created, 'in_progress', []) }),
+  ];
   items.forEach((item, output_index) => {
     if (item.type === 'reasoning') {
       events.push(ev({ type: 'response.output_item.added', output_index, item: { ...item, summary: [] } }));
     } else if (item.type === 'function_call') {
-      events.push(ev({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress', arguments: '' } }));
-      for (const delta of jsonPieces(item.arguments as string)) events.push(ev({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index, delta }));
-      events.push(ev({ type: 'response.function_call_arguments.done', item_id: item.id, output_index, arguments: item.arguments }));
+      events.push(
+        ev({
+          type: 'response.output_item.added',
+          output_index,
+          item: { ...item, status: 'in_progress', arguments: '' },
+        }),
+      );
+      for (const delta of jsonPieces(item.arguments as string))
+        events.push(ev({ type: 'response.function_call_arguments.delta', item_id: item.id, output_index, delta }));
+      events.push(
+        ev({
+          type: 'response.function_call_arguments.done',
+          item_id: item.id,
+          output_index,
+          arguments: item.arguments,
+        }),
+      );
     } else {
       const text = (item.content as Array<{ text: string }>)[0].text;
-      events.push(ev({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress', content: [] } }));
-      events.push(ev({ type: 'response.content_part.added', item_id: item.id, output_index, content_index: 0, part: { type: 'output_text', annotations: [], logprobs: [], text: '' } }));
-      for (const delta of textPieces(text)) events.push(ev({ type: 'response.output_text.delta', item_id: item.id, output_index, content_index: 0, delta, logprobs: [] }));
-      events.push(ev({ type: 'response.output_text.done', item_id: item.id, output_index, content_index: 0, text, logprobs: [] }));
-      events.push(ev({ type: 'response.content_part.done', item_id: item.id, output_index, content_index: 0, part: { type: 'output_text', annotations: [], logprobs: [], text } }));
+      events.push(
+        ev({ type: 'response.output_item.added', output_index, item: { ...item, status: 'in_progress', content: [] } }),
+      );
+      events.push(
+        ev({
+          type: 'response.content_part.added',
+          item_id: item.id,
+          output_index,
+          content_index: 0,
+          part: { type: 'output_text', annotations: [], logprobs: [], text: '' },
+        }),
+      );
+      for (const delta of textPieces(text))
+        events.push(
+          ev({
+            type: 'response.output_text.delta',
+            item_id: item.id,
+            output_index,
+            content_index: 0,
+            delta,
+            logprobs: [],
+          }),
+        );
+      events.push(
+        ev({ type: 'response.output_text.done', item_id: item.id, output_index, content_index: 0, text, logprobs: [] }),
+      );
+      events.push(
+        ev({
+          type: 'response.content_part.done',
+          item_id: item.id,
+          output_index,
+          content_index: 0,
+          part: { type: 'output_text', annotations: [], logprobs: [], text },
+        }),
+      );
     }
     events.push(ev({ type: 'response.output_item.done', output_index, item }));
   });
   const status = finalStatus(a);
-  events.push(ev({ type: status === 'incomplete' ? 'response.incomplete' : 'response.completed', response: responseObject(a, id, created, status, items) }));
+  events.push(
+    ev({
+      type: status === 'incomplete' ? 'response.incomplete' : 'response.completed',
+      response: responseObject(a, id, created, status, items),
+    }),
+  );
   return events;
 }
 
@@ -214,7 +343,8 @@ export function responseFailedStream(model: string, code: string, message: strin
   const created = a.created ?? now();
   const id = freshId('resp_');
   let seq = 0;
-  const ev = (data: Record<string, unknown> & { type: string }) => typedSse({ ...data, sequence_number: seq++ } as { type: string });
+  const ev = (data: Record<string, unknown> & { type: string }) =>
+    typedSse({ ...data, sequence_number: seq++ } as { type: string });
   return [
     ev({ type: 'response.created', response: responseObject(a, id, created, 'in_progress', []) }),
     ev({ type: 'response.in_progress', response: responseObject(a, id, created, 'in_progress', []) }),

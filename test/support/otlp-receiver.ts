@@ -16,7 +16,9 @@ export async function startOtlpReceiver(): Promise<{ url: string; requests: Otlp
     req.on('end', () => {
       requests.push({ path: req.url ?? '', contentType: req.headers['content-type'], body: Buffer.concat(parts) });
       const json = req.headers['content-type']?.includes('json');
-      res.writeHead(req.method === 'POST' && req.url === '/v1/traces' ? 200 : 404, { 'content-type': json ? 'application/json' : 'application/x-protobuf' });
+      res.writeHead(req.method === 'POST' && req.url === '/v1/traces' ? 200 : 404, {
+        'content-type': json ? 'application/json' : 'application/x-protobuf',
+      });
       res.end(json ? '{}' : undefined);
     });
   });
@@ -33,9 +35,27 @@ export async function startOtlpReceiver(): Promise<{ url: string; requests: Otlp
 }
 
 /** Spans of an OTLP/JSON ExportTraceServiceRequest, flattened. */
-export function otlpJsonSpans(doc: unknown): Array<{ name: string; kind: number; spanId: string; parentSpanId?: string; attributes: Record<string, unknown>; scope: string }> {
-  const out: Array<{ name: string; kind: number; spanId: string; parentSpanId?: string; attributes: Record<string, unknown>; scope: string }> = [];
-  const d = doc as { resourceSpans?: Array<{ scopeSpans?: Array<{ scope?: { name?: string }; spans?: Array<Record<string, unknown>> }> }> };
+export function otlpJsonSpans(doc: unknown): Array<{
+  name: string;
+  kind: number;
+  spanId: string;
+  parentSpanId?: string;
+  attributes: Record<string, unknown>;
+  scope: string;
+}> {
+  const out: Array<{
+    name: string;
+    kind: number;
+    spanId: string;
+    parentSpanId?: string;
+    attributes: Record<string, unknown>;
+    scope: string;
+  }> = [];
+  const d = doc as {
+    resourceSpans?: Array<{
+      scopeSpans?: Array<{ scope?: { name?: string }; spans?: Array<Record<string, unknown>> }>;
+    }>;
+  };
   for (const rs of d.resourceSpans ?? []) {
     for (const ss of rs.scopeSpans ?? []) {
       for (const s of ss.spans ?? []) {

@@ -27,7 +27,11 @@ it('a failed test’s child and grandchild are killed when its file’s worker e
     config,
     `export default { test: { root: ${JSON.stringify(ROOT)}, include: ['test/support/fixtures-reap/*.fixture.ts'], pool: 'forks', setupFiles: ['test/support/reap.ts'], reporters: ['dot'] } };\n`,
   );
-  const r = await runNode([join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--config', config], { cwd: ROOT, env: { REAP_PIDS: pids }, timeoutMs: 60_000 });
+  const r = await runNode([join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--config', config], {
+    cwd: ROOT,
+    env: { REAP_PIDS: pids },
+    timeoutMs: 60_000,
+  });
   expect(r.code, r.stdout + r.stderr).not.toBe(0); // the fixture failed, as it should
   expect(existsSync(pids)).toBe(true);
   const [child, grandchild] = JSON.parse(readFileSync(pids, 'utf8')) as [number, number];

@@ -1,7 +1,14 @@
 /** ReadableSpans of the real OTel SDK → the normalised TraceRecords every offline consumer reads. */
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { HrTime } from '@opentelemetry/api';
-import { sortSpans, type AttrValue, type Attributes, type SpanKindName, type SpanRecord, type TraceRecord } from '../../src/traces/model';
+import {
+  sortSpans,
+  type AttrValue,
+  type Attributes,
+  type SpanKindName,
+  type SpanRecord,
+  type TraceRecord,
+} from '../../src/traces/model';
 
 const KINDS: SpanKindName[] = ['INTERNAL', 'SERVER', 'CLIENT', 'PRODUCER', 'CONSUMER'];
 
@@ -27,10 +34,20 @@ export function spanRecord(s: ReadableSpan): SpanRecord {
     end: ms(s.endTime),
     attributes: attrs(s.attributes),
     events: s.events.map((e) => ({ name: e.name, time: ms(e.time), attributes: attrs(e.attributes) })),
-    links: s.links.map((l) => ({ traceId: l.context.traceId, spanId: l.context.spanId, attributes: attrs(l.attributes) })),
-    status: { code: s.status.code === 2 ? 'ERROR' : s.status.code === 1 ? 'OK' : 'UNSET', ...(s.status.message ? { message: s.status.message } : {}) },
+    links: s.links.map((l) => ({
+      traceId: l.context.traceId,
+      spanId: l.context.spanId,
+      attributes: attrs(l.attributes),
+    })),
+    status: {
+      code: s.status.code === 2 ? 'ERROR' : s.status.code === 1 ? 'OK' : 'UNSET',
+      ...(s.status.message ? { message: s.status.message } : {}),
+    },
     resource: attrs(s.resource.attributes),
-    scope: { name: s.instrumentationScope.name, ...(s.instrumentationScope.version ? { version: s.instrumentationScope.version } : {}) },
+    scope: {
+      name: s.instrumentationScope.name,
+      ...(s.instrumentationScope.version ? { version: s.instrumentationScope.version } : {}),
+    },
   };
   const parent = s.parentSpanContext?.spanId;
   if (parent) rec.parentSpanId = parent;

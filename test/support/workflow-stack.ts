@@ -32,9 +32,14 @@ export function setupWorkflowStack(options: { capture?: boolean; guardOptions?: 
   const exporter = new InMemorySpanExporter();
   const stack = { plan: undefined, guards: undefined } as unknown as WorkflowStack;
   const injector = createInjector(() => stack.plan, { captureMessageContent: options.capture ?? true });
-  const provider = new NodeTracerProvider({ spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)] });
+  const provider = new NodeTracerProvider({
+    spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)],
+  });
   provider.register({ contextManager: new AsyncLocalStorageContextManager() });
-  const guards = createGuards((taskId) => (typeof stack.guards === 'function' ? stack.guards(taskId) : stack.guards), { exportHealth: false, ...options.guardOptions });
+  const guards = createGuards((taskId) => (typeof stack.guards === 'function' ? stack.guards(taskId) : stack.guards), {
+    exportHealth: false,
+    ...options.guardOptions,
+  });
   const online = createOnlineDetection();
   const inst = new FaultlineInstrumentation({
     steps: [guards.httpStep, injector.httpStep],
@@ -47,8 +52,13 @@ export function setupWorkflowStack(options: { capture?: boolean; guardOptions?: 
   inst.enable();
   Object.assign(stack, {
     exporter,
-    waitFor: (pred: (s: ReadableSpan) => boolean, timeoutMs?: number) => pollSpans(exporter, (spans) => spans.some(pred), timeoutMs),
-    trace: (traceId: string) => toTraces(exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId))[0] ?? { traceId, spans: [] },
+    waitFor: (pred: (s: ReadableSpan) => boolean, timeoutMs?: number) =>
+      pollSpans(exporter, (spans) => spans.some(pred), timeoutMs),
+    trace: (traceId: string) =>
+      toTraces(exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId))[0] ?? {
+        traceId,
+        spans: [],
+      },
     reset: () => exporter.reset(),
     async shutdown() {
       inst.disable();
@@ -66,5 +76,10 @@ export function detections(span: ReadableSpan): Array<Record<string, unknown>> {
 }
 
 export function checkpointActions(span: ReadableSpan): string[] {
-  return span.events.filter((e) => e.name === 'faultline.checkpoint').map((e) => `${String(e.attributes?.['faultline.checkpoint.action'])}:${String(e.attributes?.['faultline.checkpoint.name'])}`);
+  return span.events
+    .filter((e) => e.name === 'faultline.checkpoint')
+    .map(
+      (e) =>
+        `${String(e.attributes?.['faultline.checkpoint.action'])}:${String(e.attributes?.['faultline.checkpoint.name'])}`,
+    );
 }

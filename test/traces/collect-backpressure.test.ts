@@ -31,7 +31,19 @@ function request(first: number, traces: number): string {
     const traceId = hex(t + 1, 32);
     const root = hex(t * 4 + 1, 16);
     const at = 1_793_491_200_000_000_000n + BigInt(t) * 10_000_000_000n;
-    spans.push({ traceId, spanId: root, name: 'invoke_agent planner', kind: 1, startTimeUnixNano: String(at), endTimeUnixNano: String(at + 3_000_000_000n), attributes: [{ key: 'gen_ai.operation.name', value: { stringValue: 'invoke_agent' } }, { key: 'gen_ai.agent.name', value: { stringValue: 'planner' } }], status: {} });
+    spans.push({
+      traceId,
+      spanId: root,
+      name: 'invoke_agent planner',
+      kind: 1,
+      startTimeUnixNano: String(at),
+      endTimeUnixNano: String(at + 3_000_000_000n),
+      attributes: [
+        { key: 'gen_ai.operation.name', value: { stringValue: 'invoke_agent' } },
+        { key: 'gen_ai.agent.name', value: { stringValue: 'planner' } },
+      ],
+      status: {},
+    });
     for (let c = 0; c < 2; c++) {
       const start = at + BigInt(c + 1) * 1_000_000_000n;
       spans.push({
@@ -51,7 +63,14 @@ function request(first: number, traces: number): string {
       });
     }
   }
-  return JSON.stringify({ resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'behind' } }] }, scopeSpans: [{ scope: { name: 'app' }, spans }] }] });
+  return JSON.stringify({
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'behind' } }] },
+        scopeSpans: [{ scope: { name: 'app' }, spans }],
+      },
+    ],
+  });
 }
 
 async function post(url: string, body: string): Promise<{ status: number; retryAfter: string | null; text: string }> {
@@ -66,7 +85,19 @@ describe('faultline collect --diagnose, diagnosis behind', () => {
     const out = join(dir, 'traces.jsonl');
     // The reader is opened first (the collector's open of the pipe waits for one) and reads nothing for now.
     const reader = open(fifo, 'r');
-    collect = await startCollect(['--port', '0', '--out', out, '--diagnose', '--diagnoses', fifo, '--trace-idle', '60s', '--max-open-spans', '30']);
+    collect = await startCollect([
+      '--port',
+      '0',
+      '--out',
+      out,
+      '--diagnose',
+      '--diagnoses',
+      fifo,
+      '--trace-idle',
+      '60s',
+      '--max-open-spans',
+      '30',
+    ]);
     const fh = await reader;
     const PER = 10;
     const sent: { first: number; status: number }[] = [];
@@ -105,7 +136,10 @@ describe('faultline collect --diagnose, diagnosis behind', () => {
     const stored = readFileSync(out, 'utf8').trim().split('\n');
     // Every request answered 200 is stored once; the refused ones not at all.
     expect(stored).toHaveLength(sent.filter((s) => s.status === 200).length + 1);
-    const diagnosed = diagnosesText.trim().split('\n').map((l) => (JSON.parse(l) as { traceId: string }).traceId);
+    const diagnosed = diagnosesText
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { traceId: string }).traceId);
     expect(diagnosed.sort()).toEqual(Array.from({ length: traces }, (_, t) => hex(t + 1, 32)).sort());
   }, 60_000);
 });

@@ -22,7 +22,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** `mb` MiB of spaces compressed as a stream by `coding` (gzip about 1/230 of that, br far less). */
 async function bomb(mb: number, coding: 'gzip' | 'br' = 'gzip'): Promise<Buffer> {
-  const z = coding === 'gzip' ? createGzip({ level: 1 }) : createBrotliCompress({ params: { [constants.BROTLI_PARAM_QUALITY]: 1 } });
+  const z =
+    coding === 'gzip'
+      ? createGzip({ level: 1 })
+      : createBrotliCompress({ params: { [constants.BROTLI_PARAM_QUALITY]: 1 } });
   const parts: Buffer[] = [];
   z.on('data', (c: Buffer) => parts.push(c));
   const spaces = Buffer.alloc(1024 * 1024, 0x20);
@@ -43,7 +46,9 @@ function idleClient(url: string): { closed: Promise<number>; socket: ReturnType<
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
   const t0 = Date.now();
-  socket.write(`POST /v1/traces HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"resourceSpans":[`);
+  socket.write(
+    `POST /v1/traces HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"resourceSpans":[`,
+  );
   socket.on('error', () => undefined);
   return { socket, closed: new Promise((resolve) => socket.on('close', () => resolve(Date.now() - t0))) };
 }
@@ -57,21 +62,27 @@ describe('faultline collect, bounded', () => {
   it.each([
     { coding: 'gzip' as const, refused: [413], peakMb: 250 },
     { coding: 'br' as const, refused: [413, 503], peakMb: 600 },
-  ])('40 concurrent $coding bombs: refused ($refused), memory bounded, still serving', async ({ coding, refused, peakMb }) => {
-    const c = await startCollect(['--port', '0', '--out', join(dir, `${coding}-bombs.jsonl`)]);
-    try {
-      const b = await bomb(128, coding);
-      const statuses = await Promise.all(Array.from({ length: 40 }, () => post(c.tracesUrl, b, { 'content-encoding': coding })));
-      expect(statuses.every((s) => refused.includes(s) || s === 0)).toBe(true);
-      expect(statuses.filter((s) => s === 413).length).toBeGreaterThan(0);
-      const peak = c.peakRssMb();
-      if (peak !== undefined) expect(peak).toBeLessThan(peakMb);
-      expect(await post(c.tracesUrl, good())).toBe(200);
-    } finally {
-      expect((await c.stop()).code).toBe(0);
-    }
-    expect(c.stdout()).toMatch(/SIGTERM: stopped after \d+ requests, 2 spans written/);
-  }, 60_000);
+  ])(
+    '40 concurrent $coding bombs: refused ($refused), memory bounded, still serving',
+    async ({ coding, refused, peakMb }) => {
+      const c = await startCollect(['--port', '0', '--out', join(dir, `${coding}-bombs.jsonl`)]);
+      try {
+        const b = await bomb(128, coding);
+        const statuses = await Promise.all(
+          Array.from({ length: 40 }, () => post(c.tracesUrl, b, { 'content-encoding': coding })),
+        );
+        expect(statuses.every((s) => refused.includes(s) || s === 0)).toBe(true);
+        expect(statuses.filter((s) => s === 413).length).toBeGreaterThan(0);
+        const peak = c.peakRssMb();
+        if (peak !== undefined) expect(peak).toBeLessThan(peakMb);
+        expect(await post(c.tracesUrl, good())).toBe(200);
+      } finally {
+        expect((await c.stop()).code).toBe(0);
+      }
+      expect(c.stdout()).toMatch(/SIGTERM: stopped after \d+ requests, 2 spans written/);
+    },
+    60_000,
+  );
 
   it('a client idling mid-request is cut after the read timeout', async () => {
     const c = await startCollect(['--port', '0', '--out', join(dir, 'idle.jsonl'), '--read-timeout', '500ms']);
@@ -91,7 +102,10 @@ describe('faultline collect, bounded', () => {
     expect(await post(c.tracesUrl, good())).toBe(200);
     const idle = idleClient(c.tracesUrl);
     await new Promise((r) => setTimeout(r, 200));
-    const { code, ms } = await Promise.race([c.stop(), new Promise<never>((_, rej) => setTimeout(() => rej(new Error('collect still alive 8 s after SIGTERM')), 8000))]);
+    const { code, ms } = await Promise.race([
+      c.stop(),
+      new Promise<never>((_, rej) => setTimeout(() => rej(new Error('collect still alive 8 s after SIGTERM')), 8000)),
+    ]);
     expect(code).toBe(0);
     expect(ms).toBeGreaterThanOrEqual(900);
     expect(ms).toBeLessThan(4000);

@@ -68,7 +68,9 @@ describe('faultline collect', () => {
     const dir = mkdtempSync(join(tmpdir(), 'faultline-collect-cmd-'));
     dirs.push(dir);
     try {
-      await expect(command.run({ options: { port: String(port), out: join(dir, 'x.jsonl') }, positionals: [] })).rejects.toMatchObject({
+      await expect(
+        command.run({ options: { port: String(port), out: join(dir, 'x.jsonl') }, positionals: [] }),
+      ).rejects.toMatchObject({
         code: 'FAULTLINE_USAGE',
         message: `port ${port} on 127.0.0.1 is already in use (pass another --port)`,
       });

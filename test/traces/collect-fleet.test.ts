@@ -65,7 +65,12 @@ interface MetricPoint {
 /** The last cumulative `faultline.diagnoses` of every process, summed by fault type. */
 function counted(): Record<string, number> {
   const last = new Map<string, Record<string, number>>();
-  for (const body of metricBodies as { resourceMetrics: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeMetrics: { metrics: { name: string; sum?: { dataPoints: MetricPoint[] } }[] }[] }[] }[]) {
+  for (const body of metricBodies as {
+    resourceMetrics: {
+      resource: { attributes: { key: string; value: { stringValue?: string } }[] };
+      scopeMetrics: { metrics: { name: string; sum?: { dataPoints: MetricPoint[] } }[] }[];
+    }[];
+  }[]) {
     for (const rm of body.resourceMetrics) {
       const instance = rm.resource.attributes.find((a) => a.key === 'service.instance.id')?.value.stringValue ?? '?';
       const byFault: Record<string, number> = {};
@@ -73,7 +78,8 @@ function counted(): Record<string, number> {
         for (const m of sm.metrics) {
           if (m.name !== 'faultline.diagnoses') continue;
           for (const p of m.sum?.dataPoints ?? []) {
-            const fault = p.attributes.find((a) => a.key === 'faultline.diagnosis.fault_type')?.value.stringValue ?? '?';
+            const fault =
+              p.attributes.find((a) => a.key === 'faultline.diagnosis.fault_type')?.value.stringValue ?? '?';
             byFault[fault] = (byFault[fault] ?? 0) + Number(p.asDouble ?? p.asInt ?? 0);
           }
         }
@@ -93,23 +99,53 @@ describe('faultline collect --diagnose behind a trace-id load balancer', () => {
     const traceIds = [...new Set(spans.map((s) => s.spanContext().traceId))];
     const batches = scatter(spans, 12);
     const N = 3;
-    const ports = await Promise.all(Array.from({ length: N }, async () => ({ http: await freePort(), grpc: await freePort() })));
+    const ports = await Promise.all(
+      Array.from({ length: N }, async () => ({ http: await freePort(), grpc: await freePort() })),
+    );
     const file = (i: number, what: string): string => join(dir, `${what}-${i}.jsonl`);
     const start = (i: number): Promise<CollectProcess> =>
       startCollect(
-        ['--port', String(ports[i]!.http), '--grpc-port', String(ports[i]!.grpc), '--diagnose', '--trace-idle', '3s', '--out', file(i, 'traces'), '--diagnoses', file(i, 'diagnoses'), '--state', file(i, 'state'), '--drain-timeout', '2s', '--metrics'],
+        [
+          '--port',
+          String(ports[i]!.http),
+          '--grpc-port',
+          String(ports[i]!.grpc),
+          '--diagnose',
+          '--trace-idle',
+          '3s',
+          '--out',
+          file(i, 'traces'),
+          '--diagnoses',
+          file(i, 'diagnoses'),
+          '--state',
+          file(i, 'state'),
+          '--drain-timeout',
+          '2s',
+          '--metrics',
+        ],
         { OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${metricsUrl}/v1/metrics`, OTEL_METRIC_EXPORT_INTERVAL: '600000' },
       );
     const instances = await Promise.all(Array.from({ length: N }, (_, i) => start(i)));
 
     // The router: trace id → backend, a queue per backend, retried until the backend takes the batch.
-    const exporters = ports.map((p) => new GrpcExporter({ url: `http://127.0.0.1:${p.grpc}`, compression: CompressionAlgorithm.GZIP, timeoutMillis: 2000 }));
+    const exporters = ports.map(
+      (p) =>
+        new GrpcExporter({
+          url: `http://127.0.0.1:${p.grpc}`,
+          compression: CompressionAlgorithm.GZIP,
+          timeoutMillis: 2000,
+        }),
+    );
     const route = (traceId: string): number => parseInt(traceId.slice(0, 8), 16) % N;
     const queues: Promise<void>[] = exporters.map(() => Promise.resolve());
     let retries = 0;
     const send = (i: number, batch: ReadableSpan[]): Promise<void> => {
       const attempt = (): Promise<void> =>
-        new Promise<void>((resolve) => exporters[i]!.export(batch, (r) => resolve(r.code === ExportResultCode.SUCCESS ? undefined : Promise.reject(r.error)))).catch(async () => {
+        new Promise<void>((resolve) =>
+          exporters[i]!.export(batch, (r) =>
+            resolve(r.code === ExportResultCode.SUCCESS ? undefined : Promise.reject(r.error)),
+          ),
+        ).catch(async () => {
           retries++;
           await new Promise((r) => setTimeout(r, 200));
           return attempt();

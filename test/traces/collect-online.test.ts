@@ -34,9 +34,14 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-function exportTo(exporter: { export(spans: ReadableSpan[], cb: (r: { code: number; error?: Error }) => void): void }, spans: ReadableSpan[]): Promise<void> {
+function exportTo(
+  exporter: { export(spans: ReadableSpan[], cb: (r: { code: number; error?: Error }) => void): void },
+  spans: ReadableSpan[],
+): Promise<void> {
   return new Promise((resolve, reject) =>
-    exporter.export(spans, (r) => (r.code === ExportResultCode.SUCCESS ? resolve() : reject(r.error ?? new Error('export failed')))),
+    exporter.export(spans, (r) =>
+      r.code === ExportResultCode.SUCCESS ? resolve() : reject(r.error ?? new Error('export failed')),
+    ),
   );
 }
 
@@ -61,7 +66,8 @@ const lines = (file: string): Diagnosis[] =>
 async function offline(file: string): Promise<Map<string, Record<string, unknown>>> {
   const rule = createDiagnoser('rule');
   const out = new Map<string, Record<string, unknown>>();
-  for await (const t of readTraces([file], { idleSpans: 1e9 })) out.set(t.traceId, diagnosisJson(await diagnoseTrace(rule, t)));
+  for await (const t of readTraces([file], { idleSpans: 1e9 }))
+    out.set(t.traceId, diagnosisJson(await diagnoseTrace(rule, t)));
   return out;
 }
 
@@ -135,13 +141,32 @@ describe('collect --diagnose in one process', () => {
     const all = new Set(builder.finished.map((s) => s.spanContext().traceId));
     expect(got.map((d) => d.traceId).sort()).toEqual([...all].sort());
     expect(second.stats.completed).toBe(all.size);
-    await expect(new TraceAssembler({ onTrace: () => undefined }).load(join(FORMATS, 'node-exporter-otlp-http.json.request.json'))).rejects.toThrow(/not a faultline collect state file/);
+    await expect(
+      new TraceAssembler({ onTrace: () => undefined }).load(join(FORMATS, 'node-exporter-otlp-http.json.request.json')),
+    ).rejects.toThrow(/not a faultline collect state file/);
   }, 30_000);
 
   it('bounded: past maxSpans the traces idle longest are completed early', () => {
     const done: string[] = [];
-    const a = new TraceAssembler({ idleMs: 60_000, maxSpans: 4, onTrace: (t) => done.push(`${t.traceId}:${t.spans.length}`) });
-    const span = (traceId: string, spanId: string) => ({ traceId, spanId, name: 'x', kind: 'INTERNAL' as const, start: 1, end: 2, attributes: {}, events: [], links: [], status: { code: 'UNSET' as const }, resource: {}, scope: { name: 's' } });
+    const a = new TraceAssembler({
+      idleMs: 60_000,
+      maxSpans: 4,
+      onTrace: (t) => done.push(`${t.traceId}:${t.spans.length}`),
+    });
+    const span = (traceId: string, spanId: string) => ({
+      traceId,
+      spanId,
+      name: 'x',
+      kind: 'INTERNAL' as const,
+      start: 1,
+      end: 2,
+      attributes: {},
+      events: [],
+      links: [],
+      status: { code: 'UNSET' as const },
+      resource: {},
+      scope: { name: 's' },
+    });
     a.add([span('a', '1'), span('a', '2'), span('b', '1')]);
     a.add([span('c', '1'), span('c', '2')]);
     expect(done).toEqual(['a:2']);
@@ -156,16 +181,27 @@ describe('the OTLP/gRPC transport', () => {
   });
   afterEach(() => collector.close());
 
-  async function call(path: string, body: Buffer, headers: Record<string, string> = {}): Promise<{ status?: string; message?: string; data: Buffer }> {
+  async function call(
+    path: string,
+    body: Buffer,
+    headers: Record<string, string> = {},
+  ): Promise<{ status?: string; message?: string; data: Buffer }> {
     const client = http2.connect(collector.grpcUrl!);
     try {
       return await new Promise((resolve, reject) => {
-        const req = client.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...headers });
+        const req = client.request({
+          ':method': 'POST',
+          ':path': path,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+          ...headers,
+        });
         const chunks: Buffer[] = [];
         let status: string | undefined;
         let message: string | undefined;
         req.on('response', (h) => {
-          if (h['grpc-status'] !== undefined) [status, message] = [String(h['grpc-status']), decodeURIComponent(String(h['grpc-message'] ?? ''))];
+          if (h['grpc-status'] !== undefined)
+            [status, message] = [String(h['grpc-status']), decodeURIComponent(String(h['grpc-message'] ?? ''))];
         });
         req.on('trailers', (h) => {
           [status, message] = [String(h['grpc-status']), decodeURIComponent(String(h['grpc-message'] ?? ''))];
@@ -195,11 +231,18 @@ describe('the OTLP/gRPC transport', () => {
     const bad = await call(EXPORT, frame(Buffer.from([0x0a, 0xff, 0xff, 0x01])));
     expect(bad.status).toBe('3');
     expect(bad.message).toContain('invalid');
-    expect((await call(EXPORT, frame(gzipSync(Buffer.alloc(1024 * 1024))), { 'grpc-encoding': 'gzip' })).status).toBe('3'); // flag says plain
+    expect((await call(EXPORT, frame(gzipSync(Buffer.alloc(1024 * 1024))), { 'grpc-encoding': 'gzip' })).status).toBe(
+      '3',
+    ); // flag says plain
     const bomb = await call(EXPORT, frame(gzipSync(Buffer.alloc(1024 * 1024)), true), { 'grpc-encoding': 'gzip' });
-    expect(bomb).toMatchObject({ status: '8', message: expect.stringContaining('decompressed message larger than 65536 bytes') });
+    expect(bomb).toMatchObject({
+      status: '8',
+      message: expect.stringContaining('decompressed message larger than 65536 bytes'),
+    });
     expect((await call(EXPORT, frame(bin, true), { 'grpc-encoding': 'snappy' })).status).toBe('12');
-    expect((await call('/opentelemetry.proto.collector.metrics.v1.MetricsService/Export', frame(bin))).status).toBe('12');
+    expect((await call('/opentelemetry.proto.collector.metrics.v1.MetricsService/Export', frame(bin))).status).toBe(
+      '12',
+    );
     expect(await readTraces([join(dir, 'g.jsonl')]).next()).toMatchObject({ value: { spans: expect.any(Array) } });
   });
 });

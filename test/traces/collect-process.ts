@@ -19,13 +19,19 @@ export interface CollectProcess {
   peakRssMb(): number | undefined;
 }
 
-export async function startCollect(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<CollectProcess> {
+export async function startCollect(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 20_000,
+): Promise<CollectProcess> {
   built('src/cli/index');
-  const child = reaped(spawn(process.execPath, [join(ROOT, 'bin', 'faultline.js'), 'collect', ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  }));
+  const child = reaped(
+    spawn(process.execPath, [join(ROOT, 'bin', 'faultline.js'), 'collect', ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let out = '';
   let err = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));

@@ -78,9 +78,15 @@ function emitAgentRun(tracer: Tracer): { traceId: string; rootId: string; chatId
 
 const EXPORTERS = [
   { name: 'otlp-http JSON', make: (url: string) => new JsonExporter({ url }) },
-  { name: 'otlp-http JSON + gzip', make: (url: string) => new JsonExporter({ url, compression: 'gzip' as CompressionAlgorithm }) },
+  {
+    name: 'otlp-http JSON + gzip',
+    make: (url: string) => new JsonExporter({ url, compression: 'gzip' as CompressionAlgorithm }),
+  },
   { name: 'otlp-proto', make: (url: string) => new ProtoExporter({ url }) },
-  { name: 'otlp-proto + gzip', make: (url: string) => new ProtoExporter({ url, compression: 'gzip' as CompressionAlgorithm }) },
+  {
+    name: 'otlp-proto + gzip',
+    make: (url: string) => new ProtoExporter({ url, compression: 'gzip' as CompressionAlgorithm }),
+  },
 ];
 
 describe.each(EXPORTERS)('collector receiving from $name', ({ make }) => {
@@ -135,7 +141,9 @@ describe.each(EXPORTERS)('collector receiving from $name', ({ make }) => {
     expect(chat.events).toHaveLength(1);
     expect(chat.events[0]).toMatchObject({ name: 'gen_ai.content.chunk', attributes: { index: 3 } });
     expect(chat.events[0]!.time).toBeGreaterThanOrEqual(chat.start);
-    expect(chat.links).toEqual([{ traceId: ids.traceId, spanId: ids.rootId, attributes: { 'link.kind': 'caused-by' } }]);
+    expect(chat.links).toEqual([
+      { traceId: ids.traceId, spanId: ids.rootId, attributes: { 'link.kind': 'caused-by' } },
+    ]);
     expect(chat.start).toBeGreaterThan(Date.now() - 60_000);
     expect(chat.end).toBeGreaterThanOrEqual(chat.start);
   });
@@ -166,20 +174,30 @@ describe('collector protocol answers', () => {
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ code: 3, message: expect.stringContaining('invalid JSON body') });
 
-    const badId = await post('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","spanId":"eee19b7ec3c1b174"}]}]}]}', {
-      'content-type': 'application/json',
-    });
+    const badId = await post(
+      '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","spanId":"eee19b7ec3c1b174"}]}]}]}',
+      {
+        'content-type': 'application/json',
+      },
+    );
     expect(badId.status).toBe(400);
-    expect(((await badId.json()) as { message: string }).message).toContain('resourceSpans[0].scopeSpans[0].spans[0].traceId');
+    expect(((await badId.json()) as { message: string }).message).toContain(
+      'resourceSpans[0].scopeSpans[0].spans[0].traceId',
+    );
 
-    const garbage = await post(Buffer.from([0x0a, 0xff, 0xff, 0x01, 0x02]), { 'content-type': 'application/x-protobuf' });
+    const garbage = await post(Buffer.from([0x0a, 0xff, 0xff, 0x01, 0x02]), {
+      'content-type': 'application/x-protobuf',
+    });
     expect(garbage.status).toBe(400);
     const status = Buffer.from(await garbage.arrayBuffer());
     expect(status[0]).toBe(0x08); // google.rpc.Status.code
     expect(status[1]).toBe(3);
     expect(status.toString('utf8')).toContain('runs past the end');
 
-    const badGzip = await post(Buffer.from('not gzip'), { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    const badGzip = await post(Buffer.from('not gzip'), {
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+    });
     expect(badGzip.status).toBe(400);
     expect(existsSync(out) ? readFileSync(out, 'utf8') : '').toBe('');
     expect(collector.stats.rejected).toBe(4);
@@ -192,10 +210,15 @@ describe('collector protocol answers', () => {
     const get = await fetch(collector.tracesUrl);
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');
-    const big = await post(Buffer.alloc(300 * 1024, 0x20), { 'content-type': 'application/json' }).catch((e: unknown) => e);
+    const big = await post(Buffer.alloc(300 * 1024, 0x20), { 'content-type': 'application/json' }).catch(
+      (e: unknown) => e,
+    );
     if (big instanceof Response) expect(big.status).toBe(413);
     // A gzip bomb is stopped at the decompressed limit too.
-    const bomb = await post(gzipSync(Buffer.alloc(1024 * 1024, 0x20)), { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    const bomb = await post(gzipSync(Buffer.alloc(1024 * 1024, 0x20)), {
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+    });
     expect(bomb.status).toBe(413);
   });
 
@@ -209,15 +232,29 @@ describe('collector protocol answers', () => {
 describe('collector with other OTLP/JSON flavours', () => {
   it('Tempo-style enum names and base64 ids are stored canonically; an empty resourceSpans writes nothing', async () => {
     const tempo = readFileSync(FORMATS + '/tempo.api-traces-id.v1.generated.json');
-    const r = await fetch(collector.tracesUrl, { method: 'POST', body: tempo, headers: { 'content-type': 'application/json; charset=utf-8' } });
+    const r = await fetch(collector.tracesUrl, {
+      method: 'POST',
+      body: tempo,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
     expect(r.status).toBe(200);
-    const empty = await fetch(collector.tracesUrl, { method: 'POST', body: '{"resourceSpans":[]}', headers: { 'content-type': 'application/json' } });
+    const empty = await fetch(collector.tracesUrl, {
+      method: 'POST',
+      body: '{"resourceSpans":[]}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(empty.status).toBe(200);
     const lines = await linesEventually(out, 1);
     expect(lines).toHaveLength(1);
-    const span = (JSON.parse(lines[0]!) as { resourceSpans: { scopeSpans: { spans: Record<string, unknown>[] }[] }[] }).resourceSpans[0]!.scopeSpans[0]!
-      .spans[1]!;
-    expect(span).toMatchObject({ traceId: '5b8efff798038103d269b633813fc60c', spanId: 'eee19b7ec3c1b174', parentSpanId: 'eee19b7ec3c1b173', kind: 3, status: { code: 2, message: 'truncated' } });
+    const span = (JSON.parse(lines[0]!) as { resourceSpans: { scopeSpans: { spans: Record<string, unknown>[] }[] }[] })
+      .resourceSpans[0]!.scopeSpans[0]!.spans[1]!;
+    expect(span).toMatchObject({
+      traceId: '5b8efff798038103d269b633813fc60c',
+      spanId: 'eee19b7ec3c1b174',
+      parentSpanId: 'eee19b7ec3c1b173',
+      kind: 3,
+      status: { code: 2, message: 'truncated' },
+    });
     const traces = await tracesOf(out);
     expect(traces[0]!.spans).toHaveLength(2);
   });

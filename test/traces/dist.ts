@@ -20,7 +20,11 @@ export function built(module: string): string {
   const newest = Math.max(...['src', 'instrumentation', 'detectors'].map((d) => newestMtime(join(ROOT, d))));
   if (!existsSync(out) || statSync(out).mtimeMs < newest) {
     try {
-      execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore' });
+      execFileSync(
+        process.execPath,
+        [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+        { cwd: ROOT, stdio: 'ignore' },
+      );
     } catch {
       /* type errors elsewhere in the tree still emit JavaScript */
     }

@@ -64,11 +64,18 @@ describe.each(MODES)('sample trace files ($name)', ({ opts }) => {
       'chaos.fault.injected': true,
       'chaos.fault.delay_ms': 1500.5,
     });
-    expect(chat.events).toEqual([{ name: 'chaos.fault', time: 1795978010254.374, attributes: { 'chaos.fault.type': 'latency' } }]);
+    expect(chat.events).toEqual([
+      { name: 'chaos.fault', time: 1795978010254.374, attributes: { 'chaos.fault.type': 'latency' } },
+    ]);
     expect(chat.status).toEqual({ code: 'ERROR', message: 'timeout after fault' });
     expect(chat.resource).toEqual({ 'service.name': 'capture-demo', 'deployment.environment.name': 'test' });
     expect(chat.scope).toEqual({ name: 'capture-scope', version: '0.1.0' });
-    expect(root).toMatchObject({ spanId: 'd1270281e5535b23', name: 'agent.run', kind: 'SERVER', status: { code: 'UNSET' } });
+    expect(root).toMatchObject({
+      spanId: 'd1270281e5535b23',
+      name: 'agent.run',
+      kind: 'SERVER',
+      status: { code: 'UNSET' },
+    });
     expect(root.parentSpanId).toBeUndefined();
   });
 
@@ -131,8 +138,16 @@ describe.each(MODES)('sample trace files ($name)', ({ opts }) => {
     // The first CHILD_OF into the same trace is the parent; the others are links.
     expect(refs.parentSpanId).toBe('0000000000000002');
     expect(refs.links).toEqual([
-      { traceId: '000000000000000000000000000000ff', spanId: '00000000000000ff', attributes: { 'opentracing.ref_type': 'child_of' } },
-      { traceId: '00000000000000000000000000000001', spanId: '0000000000000002', attributes: { 'opentracing.ref_type': 'follows_from' } },
+      {
+        traceId: '000000000000000000000000000000ff',
+        spanId: '00000000000000ff',
+        attributes: { 'opentracing.ref_type': 'child_of' },
+      },
+      {
+        traceId: '00000000000000000000000000000001',
+        spanId: '0000000000000002',
+        attributes: { 'opentracing.ref_type': 'follows_from' },
+      },
     ]);
     expect(last.parentSpanId).toBe('0000000000000004');
     expect(last.end - last.start).toBeCloseTo(0.004, 3);

@@ -26,15 +26,38 @@ beforeAll(() => {
   const spans = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
   const logs = new InMemoryLogRecordExporter();
-  const logger = new LoggerProvider({ processors: [new SimpleLogRecordProcessor({ exporter: logs })] }).getLogger('@opentelemetry/instrumentation-openai');
+  const logger = new LoggerProvider({ processors: [new SimpleLogRecordProcessor({ exporter: logs })] }).getLogger(
+    '@opentelemetry/instrumentation-openai',
+  );
   const tracer = provider.getTracer('app');
   for (const answer of ['The forecast is sunny.', '']) {
-    const root = tracer.startSpan('invoke_agent weather', { attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'weather' } });
+    const root = tracer.startSpan('invoke_agent weather', {
+      attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'weather' },
+    });
     const ctx = trace.setSpan(context.active(), root);
-    const chat = tracer.startSpan('chat gpt-4o-mini', { attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.system': 'openai', 'gen_ai.request.model': 'gpt-4o-mini', 'gen_ai.response.finish_reasons': ['stop'] } }, ctx);
+    const chat = tracer.startSpan(
+      'chat gpt-4o-mini',
+      {
+        attributes: {
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.system': 'openai',
+          'gen_ai.request.model': 'gpt-4o-mini',
+          'gen_ai.response.finish_reasons': ['stop'],
+        },
+      },
+      ctx,
+    );
     const at = trace.setSpan(ctx, chat);
-    logger.emit({ context: at, attributes: { 'event.name': 'gen_ai.user.message', 'gen_ai.system': 'openai' }, body: { content: 'Weather in Lisbon?' } });
-    logger.emit({ context: at, attributes: { 'event.name': 'gen_ai.choice', 'gen_ai.system': 'openai' }, body: { finish_reason: 'stop', index: 0, message: answer ? { content: answer } : {} } });
+    logger.emit({
+      context: at,
+      attributes: { 'event.name': 'gen_ai.user.message', 'gen_ai.system': 'openai' },
+      body: { content: 'Weather in Lisbon?' },
+    });
+    logger.emit({
+      context: at,
+      attributes: { 'event.name': 'gen_ai.choice', 'gen_ai.system': 'openai' },
+      body: { finish_reason: 'stop', index: 0, message: answer ? { content: answer } : {} },
+    });
     chat.end();
     root.end();
   }
@@ -42,7 +65,8 @@ beforeAll(() => {
   writeFileSync(traceFile, Buffer.from(JsonTraceSerializer.serializeRequest(spans.getFinishedSpans())!));
   const records = logs.getFinishedLogRecords();
   logsDoc = Buffer.from(JsonLogsSerializer.serializeRequest(records)!).toString('utf8');
-  logsLines = records.map((r) => Buffer.from(JsonLogsSerializer.serializeRequest([r])!).toString('utf8')).join('\n') + '\n';
+  logsLines =
+    records.map((r) => Buffer.from(JsonLogsSerializer.serializeRequest([r])!).toString('utf8')).join('\n') + '\n';
 });
 
 async function read(files: string[]): Promise<TraceRecord[]> {
@@ -67,7 +91,10 @@ describe('OTLP log records joined to their spans', () => {
   ])('%s, before or after the trace file', async (_name, body, name) => {
     const logsFile = join(dir, name);
     writeFileSync(logsFile, body());
-    for (const files of [[logsFile, traceFile], [traceFile, logsFile]]) {
+    for (const files of [
+      [logsFile, traceFile],
+      [traceFile, logsFile],
+    ]) {
       const got = contentOf(await read(files)).sort((a, b) => a.text.length - b.text.length);
       expect(got).toEqual([
         { input: 'Weather in Lisbon?', text: '', hasContent: true },
@@ -93,7 +120,10 @@ describe('OTLP log records joined to their spans', () => {
     expect(errors).toHaveLength(1);
     expect(errors[0]).toContain('bad-logs.jsonl');
     expect(errors[0]).toContain('line 2');
-    const err = await read([bad, traceFile]).then(() => undefined, (e: unknown) => e);
+    const err = await read([bad, traceFile]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(isFaultlineError(err) && err.code).toBe('FAULTLINE_TRACE_MALFORMED');
   });
 });

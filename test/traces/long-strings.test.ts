@@ -70,16 +70,33 @@ describe('the streaming tokenizer bounds long strings', () => {
 /** A one-line OTLP/JSON trace file whose one span has an attribute value of `mb` MiB. */
 async function bigTrace(file: string, mb: number): Promise<void> {
   const head = JSON.stringify({
-    resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'app' } }] }, scopeSpans: [{ scope: { name: 't' }, spans: [{
-      traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', name: 'chat gpt-4o-mini', kind: 3,
-      startTimeUnixNano: '1700000000000000000', endTimeUnixNano: '1700000001000000000', status: { code: 2, message: 'upstream failed' },
-      attributes: [
-        { key: 'gen_ai.operation.name', value: { stringValue: 'chat' } },
-        { key: 'gen_ai.request.model', value: { stringValue: 'gpt-4o-mini' } },
-        { key: 'error.type', value: { stringValue: '500' } },
-        { key: 'gen_ai.input.messages', value: { stringValue: '@@BIG@@' } },
-      ],
-    }] }] }],
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'app' } }] },
+        scopeSpans: [
+          {
+            scope: { name: 't' },
+            spans: [
+              {
+                traceId: '0af7651916cd43dd8448eb211c80319c',
+                spanId: 'b7ad6b7169203331',
+                name: 'chat gpt-4o-mini',
+                kind: 3,
+                startTimeUnixNano: '1700000000000000000',
+                endTimeUnixNano: '1700000001000000000',
+                status: { code: 2, message: 'upstream failed' },
+                attributes: [
+                  { key: 'gen_ai.operation.name', value: { stringValue: 'chat' } },
+                  { key: 'gen_ai.request.model', value: { stringValue: 'gpt-4o-mini' } },
+                  { key: 'error.type', value: { stringValue: '500' } },
+                  { key: 'gen_ai.input.messages', value: { stringValue: '@@BIG@@' } },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+    ],
   });
   const [before, after] = head.split('@@BIG@@') as [string, string];
   const out = createWriteStream(file);
@@ -112,7 +129,10 @@ describe('a 100 MB attribute value', () => {
     const file = join(dir, 'big.jsonl');
     await bigTrace(file, 100);
     const rss = join(dir, 'rss.cjs');
-    writeFileSync(rss, "process.on('exit', () => process.stderr.write(`maxrss ${process.resourceUsage().maxRSS}\\n`));\n");
+    writeFileSync(
+      rss,
+      "process.on('exit', () => process.stderr.write(`maxrss ${process.resourceUsage().maxRSS}\\n`));\n",
+    );
     const r = await cli(['diagnose', file, '--format', 'json'], { NODE_OPTIONS: `--require ${rss}` }, 50_000);
     expect(r.code, r.stderr).toBe(0);
     const kb = Math.max(...[...r.stderr.matchAll(/maxrss (\d+)/g)].map((m) => Number(m[1])));

@@ -59,7 +59,8 @@ const span = (trace: number, id: number, start: number): Record<string, unknown>
   endTimeUnixNano: `${1_700_000_000_000 + start + 5}000000`,
   attributes: [{ key: 'gen_ai.output', value: { stringValue: `text ✓ ${'y'.repeat(40 + (id % 7) * 30)}` } }],
 });
-const line = (spans: unknown[]): string => JSON.stringify({ resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ scope: { name: 't' }, spans }] }] });
+const line = (spans: unknown[]): string =>
+  JSON.stringify({ resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ scope: { name: 't' }, spans }] }] });
 
 /**
  * Interleaved traces as an exporter fleet writes them: a trace's spans over several lines near each other, out of
@@ -79,9 +80,18 @@ function fleetLines(seed: number, traces: number, firstTrace = 0): string[] {
     }
     const take = 1 + Math.floor(r() * 9);
     const batch: unknown[] = [];
-    for (let k = 0; k < take && pending.length > 0; k++) batch.push(pending.splice(Math.floor(r() * pending.length), 1)[0]);
+    for (let k = 0; k < take && pending.length > 0; k++)
+      batch.push(pending.splice(Math.floor(r() * pending.length), 1)[0]);
     lines.push(line(batch));
-    if (r() < 0.01) lines.push(['{"resourceSpans": [ nope', '{"hello":"world"}', line([{ ...span(next, 0, 0), startTimeUnixNano: 'soon' }]), ''][Math.floor(r() * 4)]!);
+    if (r() < 0.01)
+      lines.push(
+        [
+          '{"resourceSpans": [ nope',
+          '{"hello":"world"}',
+          line([{ ...span(next, 0, 0), startTimeUnixNano: 'soon' }]),
+          '',
+        ][Math.floor(r() * 4)]!,
+      );
   }
   for (let i = 0; i < late.length; i += 3) lines.push(line(late.slice(i, i + 3)));
   return lines;
@@ -112,7 +122,9 @@ describe('mapTraces on worker threads', () => {
     expect(one.out.length).toBeGreaterThan(1200);
     // What readTraces itself yields, trace for trace.
     const direct = await collect(readTraces([a, b], { idleSpans: 60 }));
-    expect(strip(two.out)).toEqual(direct.out.map((t) => ({ traceId: t.traceId, spans: t.spans.map((s) => s.spanId) })));
+    expect(strip(two.out)).toEqual(
+      direct.out.map((t) => ({ traceId: t.traceId, spans: t.spans.map((s) => s.spanId) })),
+    );
     // Both the workers and this thread (traces whose pieces lie in several blocks) did work.
     expect(two.out.filter((s) => s.threadId !== 0).length).toBeGreaterThan(100);
     // The input was cut into many blocks, shared by both workers: their traces alternate in the output.
@@ -163,7 +175,17 @@ describe('mapTraces on worker threads', () => {
     const two = await collect(mapTraces<Summary>([p], TASK, { ...opts, workers: 2 }));
     const one = await collect(mapTraces<Summary>([p], TASK, { ...opts, workers: 0 }));
     const ids = (xs: Summary[]): [string, number][] => xs.map((s) => [s.traceId.slice(-1), s.spans.length]);
-    expect(ids(one.out)).toEqual([['2', 1], ['3', 1], ['1', 2], ['4', 1], ['5', 1], ['6', 1], ['7', 1], ['1', 1], ['8', 1]]);
+    expect(ids(one.out)).toEqual([
+      ['2', 1],
+      ['3', 1],
+      ['1', 2],
+      ['4', 1],
+      ['5', 1],
+      ['6', 1],
+      ['7', 1],
+      ['1', 1],
+      ['8', 1],
+    ]);
     expect(ids(two.out)).toEqual(ids(one.out));
   }, 30_000);
 
@@ -178,7 +200,8 @@ describe('mapTraces on worker threads', () => {
       [spans[i], spans[j]] = [spans[j]!, spans[i]!];
     }
     const lines: string[] = [];
-    for (let i = 0; i < spans.length; i += 3) lines.push(Buffer.from(JsonTraceSerializer.serializeRequest(spans.slice(i, i + 3))!).toString('utf8'));
+    for (let i = 0; i < spans.length; i += 3)
+      lines.push(Buffer.from(JsonTraceSerializer.serializeRequest(spans.slice(i, i + 3))!).toString('utf8'));
     const p = join(dir, 'labelled.jsonl');
     writeFileSync(p, lines.join('\n') + '\n');
     const task = { module: built('src/diagnosers/task'), name: 'diagnosisTask', options: { diagnoser: 'rule' } };
@@ -194,8 +217,21 @@ describe('mapTraces on worker threads', () => {
     writeFileSync(p, fleetLines(7, 200).join('\n') + '\n');
     const target = span(10, 0, 0);
     const logs = join(dir, 'with-logs.logs.jsonl');
-    const record = { traceId: target.traceId, spanId: target.spanId, timeUnixNano: '1700000000000000000', attributes: [{ key: 'event.name', value: { stringValue: 'gen_ai.choice' } }], body: { kvlistValue: { values: [] } } };
-    writeFileSync(logs, [record, record].map((r) => JSON.stringify({ resourceLogs: [{ resource: {}, scopeLogs: [{ scope: { name: 'l' }, logRecords: [r] }] }] })).join('\n') + '\n');
+    const record = {
+      traceId: target.traceId,
+      spanId: target.spanId,
+      timeUnixNano: '1700000000000000000',
+      attributes: [{ key: 'event.name', value: { stringValue: 'gen_ai.choice' } }],
+      body: { kvlistValue: { values: [] } },
+    };
+    writeFileSync(
+      logs,
+      [record, record]
+        .map((r) =>
+          JSON.stringify({ resourceLogs: [{ resource: {}, scopeLogs: [{ scope: { name: 'l' }, logRecords: [r] }] }] }),
+        )
+        .join('\n') + '\n',
+    );
     const EVENTS = { ...TASK, name: 'events' };
     type Events = { traceId: string; events: string[][] };
     const one = await collect(mapTraces<Events>([logs, p], EVENTS, { workers: 0, blockBytes: 4 * 1024 }));
@@ -209,7 +245,9 @@ describe('mapTraces on worker threads', () => {
     const p = join(dir, 'small.jsonl');
     writeFileSync(p, fleetLines(5, 300).join('\n') + '\n');
     const failOn = hex(150, 32);
-    const failing = await collect(mapTraces<Summary>([p], { ...TASK, options: { failOn } }, { workers: 2, blockBytes: 4 * 1024 }));
+    const failing = await collect(
+      mapTraces<Summary>([p], { ...TASK, options: { failOn } }, { workers: 2, blockBytes: 4 * 1024 }),
+    );
     expect(String(failing.error)).toContain(`task failed on ${failOn}`);
     let n = 0;
     for await (const _ of mapTraces<Summary>([p], TASK, { workers: 2, blockBytes: 4 * 1024 })) if (++n === 5) break;

@@ -27,9 +27,11 @@ function span(i: number, attrs = `[{"key":"gen_ai.request.model","value":{"strin
   const start = 1_700_000_000_000_000_000n + BigInt(i) * 1_000_000_000n;
   return `{"traceId":"${TRACE}","spanId":"${i.toString(16).padStart(16, '0')}","name":"chat gpt-4o","kind":3,"startTimeUnixNano":"${start}","endTimeUnixNano":"${start + 500_000_000n}","attributes":${attrs}}`;
 }
-const exportLine = (s: string): string => `{"resourceSpans":[{"resource":{"attributes":[]},"scopeSpans":[{"scope":{"name":"p"},"spans":[${s}]}]}]}`;
+const exportLine = (s: string): string =>
+  `{"resourceSpans":[{"resource":{"attributes":[]},"scopeSpans":[{"scope":{"name":"p"},"spans":[${s}]}]}]}`;
 /** An AnyValue nested `depth` arrays deep, built as text (JSON.stringify itself would overflow). */
-const deepValue = (depth: number): string => '{"arrayValue":{"values":['.repeat(depth) + '{"stringValue":"leaf"}' + ']}}'.repeat(depth);
+const deepValue = (depth: number): string =>
+  '{"arrayValue":{"values":['.repeat(depth) + '{"stringValue":"leaf"}' + ']}}'.repeat(depth);
 const bigAttr = `[{"key":"gen_ai.prompt.0.content","value":{"stringValue":"${'x'.repeat(100 * 1024)}"}}]`;
 
 function file(name: string, content: string | Buffer): string {
@@ -41,7 +43,8 @@ function file(name: string, content: string | Buffer): string {
 async function read(path: string): Promise<{ spans: string[]; errors: string[] }> {
   const spans: string[] = [];
   const errors: string[] = [];
-  for await (const t of readTraces([path], { onError: (e: FaultlineInputError) => errors.push(e.message) })) spans.push(...t.spans.map((s) => s.spanId));
+  for await (const t of readTraces([path], { onError: (e: FaultlineInputError) => errors.push(e.message) }))
+    spans.push(...t.spans.map((s) => s.spanId));
   return { spans: spans.sort(), errors };
 }
 
@@ -57,7 +60,14 @@ describe('JSON lines by content, not by the first line’s size', () => {
   });
 
   it('a first line nested 50,000 deep: that line is named with a short reason, the rest are read', async () => {
-    const p = file('deep.jsonl', [exportLine(span(1, `[{"key":"deep","value":${deepValue(50_000)}}]`)), exportLine(span(2)), exportLine(span(3))].join('\n') + '\n');
+    const p = file(
+      'deep.jsonl',
+      [
+        exportLine(span(1, `[{"key":"deep","value":${deepValue(50_000)}}]`)),
+        exportLine(span(2)),
+        exportLine(span(3)),
+      ].join('\n') + '\n',
+    );
     const { spans, errors } = await read(p);
     expect(spans).toEqual(ids(2, 3));
     expect(errors).toHaveLength(1);
@@ -91,11 +101,17 @@ describe('OTLP logs one export per line (instrumentation-openai’s batch export
     `{"resourceLogs":[{"resource":{"attributes":[]},"scopeLogs":[{"scope":{"name":"openai"},"logRecords":[{"timeUnixNano":"1","traceId":"${TRACE}","spanId":"${ids(i)[0]}","eventName":"gen_ai.choice","body":${body}}]}]}]}`;
 
   it('a first line over 64 KiB and a first line nested 50,000 deep: the other lines are read, the bad one named', async () => {
-    const big = file('logs-big.jsonl', [logLine(1, `{"stringValue":"${'y'.repeat(73_000)}"}`), logLine(2, '{"stringValue":"ok"}')].join('\n') + '\n');
+    const big = file(
+      'logs-big.jsonl',
+      [logLine(1, `{"stringValue":"${'y'.repeat(73_000)}"}`), logLine(2, '{"stringValue":"ok"}')].join('\n') + '\n',
+    );
     const join1 = new LogJoin();
     await join1.readFile(big);
     expect(join1.size).toBe(2);
-    const deep = file('logs-deep.jsonl', [logLine(1, deepValue(50_000)), logLine(2, '{"stringValue":"ok"}')].join('\n') + '\n');
+    const deep = file(
+      'logs-deep.jsonl',
+      [logLine(1, deepValue(50_000)), logLine(2, '{"stringValue":"ok"}')].join('\n') + '\n',
+    );
     const join2 = new LogJoin();
     const problems: string[] = [];
     await join2.readFile(deep, (e) => problems.push(`${e.path}: ${e.problem}`));
@@ -108,15 +124,25 @@ describe('OTLP logs one export per line (instrumentation-openai’s batch export
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   built('src/cli/index');
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(ROOT, 'bin', 'faultline.js'), ...args], { timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [join(ROOT, 'bin', 'faultline.js'), ...args],
+      { timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
 
 describe('the CLI', () => {
   it('diagnose reads the lines after a first line nested 50,000 deep and names that line', async () => {
-    const p = file('cli-deep.jsonl', [exportLine(span(1, `[{"key":"deep","value":${deepValue(50_000)}}]`)), exportLine(span(2)), exportLine(span(3))].join('\n') + '\n');
+    const p = file(
+      'cli-deep.jsonl',
+      [
+        exportLine(span(1, `[{"key":"deep","value":${deepValue(50_000)}}]`)),
+        exportLine(span(2)),
+        exportLine(span(3)),
+      ].join('\n') + '\n',
+    );
     const r = await cli(['diagnose', p]);
     expect(r.stderr).toMatch(/line 1: .*nested deeper than 128 levels/);
     expect(r.stderr).not.toMatch(/call stack|\n\s+at /);

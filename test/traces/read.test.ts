@@ -58,7 +58,12 @@ const otlpSpan = (spanId: string, extra: Record<string, unknown> = {}, traceId =
   ...extra,
 });
 const otlpDoc = (spans: unknown[], resource = 'svc'): Record<string, unknown> => ({
-  resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: resource } }] }, scopeSpans: [{ scope: { name: 's' }, spans }] }],
+  resourceSpans: [
+    {
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: resource } }] },
+      scopeSpans: [{ scope: { name: 's' }, spans }],
+    },
+  ],
 });
 
 describe('value variants', () => {
@@ -87,7 +92,10 @@ describe('value variants', () => {
                     { key: 'huge', value: { intValue: '9223372036854775807' } },
                     { key: 'd', value: { doubleValue: '1.5' } },
                     { key: 'kv', value: { kvlistValue: { values: [{ key: 'a', value: { intValue: '1' } }] } } },
-                    { key: 'nested', value: { arrayValue: { values: [{ arrayValue: { values: [{ boolValue: true }] } }] } } },
+                    {
+                      key: 'nested',
+                      value: { arrayValue: { values: [{ arrayValue: { values: [{ boolValue: true }] } }] } },
+                    },
                     { key: 'bytes', value: { bytesValue: 'AAAwOQ==' } },
                     { key: 'empty', value: {} },
                   ],
@@ -108,11 +116,25 @@ describe('value variants', () => {
       end: 1700000000002,
       status: { code: 'OK' },
       scope: { name: 'old-lib', version: '0.9' },
-      attributes: { n: 7, s: -42, huge: '9223372036854775807', d: 1.5, kv: '{"a":1}', nested: '[[true]]', bytes: 'AAAwOQ==' },
+      attributes: {
+        n: 7,
+        s: -42,
+        huge: '9223372036854775807',
+        d: 1.5,
+        kv: '{"a":1}',
+        nested: '[[true]]',
+        bytes: 'AAAwOQ==',
+      },
     });
     expect(spans[0]!.parentSpanId).toBeUndefined(); // all-zero parent = none
     expect('empty' in spans[0]!.attributes).toBe(false);
-    expect(spans[1]).toMatchObject({ traceId: T, spanId: 'eee19b7ec3c1b173', kind: 'PRODUCER', status: { code: 'ERROR' }, start: 0 });
+    expect(spans[1]).toMatchObject({
+      traceId: T,
+      spanId: 'eee19b7ec3c1b173',
+      kind: 'PRODUCER',
+      status: { code: 'ERROR' },
+      start: 0,
+    });
   });
 
   it('a bad id names the field path', async () => {
@@ -131,25 +153,39 @@ describe('damaged and foreign files', () => {
   it.each([
     ['JSON.parse', {}],
     ['streaming', { streamThresholdBytes: 0 }],
-  ])('truncated JSON (%s): names the line, the column and the JSON path; the spans before the cut are kept', async (_m, opts) => {
-    const cut = sample.slice(0, sample.indexOf('"oteldemo.PaymentService/Charge"', sample.indexOf('"payment"')) + 10);
-    const p = file('truncated.json', cut);
-    const e = await failure(spansOf(p, opts));
-    expect(e.code).toBe('FAULTLINE_TRACE_MALFORMED');
-    const lines = cut.split('\n');
-    expect(e.message).toMatch(new RegExp(`^${p}: line ${lines.length} column \\d+ \\(in resourceSpans\\[1\\]\\.scopeSpans\\[0\\]\\.spans\\[0\\]\\.name\\): invalid JSON: unterminated string$`));
-    const seen: FaultlineInputError[] = [];
-    const spans = await spansOf(p, { ...opts, onError: (err) => seen.push(err) });
-    expect(seen).toHaveLength(1);
-    // Streaming delivers the 4 complete spans of the first resource before the damage; JSON.parse re-parses to locate it.
-    expect(spans.map((s) => s.spanId)).toEqual(['a1b2c3d4e5f60718', 'b2c3d4e5f6071829', 'c3d4e5f60718293a', 'e5f60718293a4b5c']);
-  });
+  ])(
+    'truncated JSON (%s): names the line, the column and the JSON path; the spans before the cut are kept',
+    async (_m, opts) => {
+      const cut = sample.slice(0, sample.indexOf('"oteldemo.PaymentService/Charge"', sample.indexOf('"payment"')) + 10);
+      const p = file('truncated.json', cut);
+      const e = await failure(spansOf(p, opts));
+      expect(e.code).toBe('FAULTLINE_TRACE_MALFORMED');
+      const lines = cut.split('\n');
+      expect(e.message).toMatch(
+        new RegExp(
+          `^${p}: line ${lines.length} column \\d+ \\(in resourceSpans\\[1\\]\\.scopeSpans\\[0\\]\\.spans\\[0\\]\\.name\\): invalid JSON: unterminated string$`,
+        ),
+      );
+      const seen: FaultlineInputError[] = [];
+      const spans = await spansOf(p, { ...opts, onError: (err) => seen.push(err) });
+      expect(seen).toHaveLength(1);
+      // Streaming delivers the 4 complete spans of the first resource before the damage; JSON.parse re-parses to locate it.
+      expect(spans.map((s) => s.spanId)).toEqual([
+        'a1b2c3d4e5f60718',
+        'b2c3d4e5f6071829',
+        'c3d4e5f60718293a',
+        'e5f60718293a4b5c',
+      ]);
+    },
+  );
 
   it('binary garbage, plain text, an empty file: unknown format, saying what was seen', async () => {
     const bin = file('garbage.bin', Buffer.from([0x00, 0x01, 0xfe, 0xff, 0x13, 0x37, 0x00, 0x42, 0x99]));
     const e1 = await failure(spansOf(bin));
     expect(e1.code).toBe('FAULTLINE_TRACE_UNKNOWN_FORMAT');
-    expect(e1.message).toBe(`${bin}: not a trace file this reader knows (OTLP/JSON, JSON lines, Jaeger JSON, Tempo JSON, OTLP protobuf): it starts with bytes 00 01 fe ff 13 37 00 42`);
+    expect(e1.message).toBe(
+      `${bin}: not a trace file this reader knows (OTLP/JSON, JSON lines, Jaeger JSON, Tempo JSON, OTLP protobuf): it starts with bytes 00 01 fe ff 13 37 00 42`,
+    );
     const csv = file('spans.csv', 'traceId,spanId\n1,2\n');
     expect((await failure(spansOf(csv))).message).toContain('it starts with "traceId,spanId 1,2"');
     const empty = file('empty.json', '');
@@ -180,7 +216,9 @@ describe('damaged and foreign files', () => {
     const p = file('cut.bin', bin.subarray(0, 300));
     const e = await failure(spansOf(p));
     expect(e.code).toBe('FAULTLINE_TRACE_MALFORMED');
-    expect(e.message).toMatch(/cut\.bin: ExportTraceServiceRequest \(byte 1\): length 587 runs past the end of the message$/);
+    expect(e.message).toMatch(
+      /cut\.bin: ExportTraceServiceRequest \(byte 1\): length 587 runs past the end of the message$/,
+    );
   });
 });
 
@@ -190,11 +228,18 @@ describe('JSON lines', () => {
   it('a bad line is reported by number; with onError the other lines are still read', async () => {
     const p = file(
       'one-bad.jsonl',
-      [line([otlpSpan('0000000000000001')]), line([otlpSpan('0000000000000002')]), '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId"', line([otlpSpan('0000000000000004')])].join('\n') + '\n',
+      [
+        line([otlpSpan('0000000000000001')]),
+        line([otlpSpan('0000000000000002')]),
+        '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId"',
+        line([otlpSpan('0000000000000004')]),
+      ].join('\n') + '\n',
     );
     const e = await failure(spansOf(p));
     expect(e.code).toBe('FAULTLINE_TRACE_MALFORMED');
-    expect(e.message).toBe(`${p}: line 3: column 54 (in resourceSpans[0].scopeSpans[0].spans[0]): invalid JSON: unexpected end of file`);
+    expect(e.message).toBe(
+      `${p}: line 3: column 54 (in resourceSpans[0].scopeSpans[0].spans[0]): invalid JSON: unexpected end of file`,
+    );
     const errors: FaultlineInputError[] = [];
     const spans = await spansOf(p, { onError: (err) => errors.push(err) });
     expect(spans.map((s) => s.spanId)).toEqual(['0000000000000001', '0000000000000002', '0000000000000004']);
@@ -203,7 +248,14 @@ describe('JSON lines', () => {
   });
 
   it('a line of another shape, and a bad value inside a line, name the line and the path', async () => {
-    const p = file('shapes.jsonl', [line([otlpSpan('0000000000000001')]), '{"hello":"world"}', line([otlpSpan('0000000000000003', { startTimeUnixNano: 'soon' })])].join('\n'));
+    const p = file(
+      'shapes.jsonl',
+      [
+        line([otlpSpan('0000000000000001')]),
+        '{"hello":"world"}',
+        line([otlpSpan('0000000000000003', { startTimeUnixNano: 'soon' })]),
+      ].join('\n'),
+    );
     const errors: string[] = [];
     await spansOf(p, { onError: (err) => errors.push(err.message) });
     expect(errors).toEqual([
@@ -256,7 +308,14 @@ describe('JSON lines', () => {
   it('the idle rule holds through a long run of one trace: the trace it outlasted is emitted, its next span starts anew', async () => {
     const tid = (c: string): string => c.repeat(32);
     // idleSpans 3: A, then four spans of B in one line (a run), then A again, 5 spans after its last.
-    const p = file('run.jsonl', [line([otlpSpan('00000000000000a1', {}, tid('a'))]), line(['b1', 'b2', 'b3', 'b4'].map((x) => otlpSpan(`00000000000000${x}`, {}, tid('b')))), line([otlpSpan('00000000000000a2', {}, tid('a'))])].join('\n'));
+    const p = file(
+      'run.jsonl',
+      [
+        line([otlpSpan('00000000000000a1', {}, tid('a'))]),
+        line(['b1', 'b2', 'b3', 'b4'].map((x) => otlpSpan(`00000000000000${x}`, {}, tid('b')))),
+        line([otlpSpan('00000000000000a2', {}, tid('a'))]),
+      ].join('\n'),
+    );
     const traces = await tracesOf([p], { idleSpans: 3 });
     expect(traces.map((t) => `${t.traceId[0]}:${t.spans.length}`)).toEqual(['a:1', 'b:4', 'a:1']);
   });
@@ -313,17 +372,24 @@ describe('big documents are streamed', () => {
       const spans = [];
       for (let k = 0; k < 5; k++) {
         spans.push(
-          otlpSpan((k + 1).toString(16).padStart(16, '0'), {
-            parentSpanId: k === 0 ? '' : '0000000000000001',
-            attributes: [
-              { key: 'gen_ai.operation.name', value: { stringValue: 'chat' } },
-              { key: 'gen_ai.output', value: { stringValue: `é ✓ \\"quoted\\" ${'x'.repeat(200)}` } },
-              { key: 'gen_ai.usage.output_tokens', value: { intValue: String(k * 100) } },
-            ],
-          }, tid),
+          otlpSpan(
+            (k + 1).toString(16).padStart(16, '0'),
+            {
+              parentSpanId: k === 0 ? '' : '0000000000000001',
+              attributes: [
+                { key: 'gen_ai.operation.name', value: { stringValue: 'chat' } },
+                { key: 'gen_ai.output', value: { stringValue: `é ✓ \\"quoted\\" ${'x'.repeat(200)}` } },
+                { key: 'gen_ai.usage.output_tokens', value: { intValue: String(k * 100) } },
+              ],
+            },
+            tid,
+          ),
         );
       }
-      rs.push({ resource: { attributes: [{ key: 'service.name', value: { stringValue: `svc${i}` } }] }, scopeSpans: [{ scope: { name: 'x' }, spans }] });
+      rs.push({
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: `svc${i}` } }] },
+        scopeSpans: [{ scope: { name: 'x' }, spans }],
+      });
     }
     const p = file('big.json', JSON.stringify({ resourceSpans: rs }, null, 1));
     const parsed = await spansOf(p);
@@ -359,13 +425,17 @@ describe('OTLP protobuf stream (collector file exporter, format: proto)', () => 
     const cut = file('stream-cut.binpb', Buffer.concat([frame, bin, frame, bin.subarray(0, 100)]));
     const errors: string[] = [];
     expect(await spansOf(cut, { onError: (e) => errors.push(e.message) })).toHaveLength(2);
-    expect(errors).toEqual([`${cut}: byte ${4 + bin.length}: truncated: 104 bytes left over after the last complete message`]);
+    expect(errors).toEqual([
+      `${cut}: byte ${4 + bin.length}: truncated: 104 bytes left over after the last complete message`,
+    ]);
   });
 });
 
 describe('streaming hand-out (bounded memory)', () => {
   it('hands each OTLP span out as soon as it is complete and keeps none of them in the document', async () => {
-    const text = JSON.stringify(otlpDoc([otlpSpan('0000000000000001'), otlpSpan('0000000000000002'), otlpSpan('0000000000000003')]));
+    const text = JSON.stringify(
+      otlpDoc([otlpSpan('0000000000000001'), otlpSpan('0000000000000002'), otlpSpan('0000000000000003')]),
+    );
     const events: string[] = [];
     let rest: unknown;
     const parser = new JsonStreamParser({
@@ -396,30 +466,47 @@ describe('JSON lines: one JSON.parse per line, the tokenizer only where a line n
   const line = (spans: unknown[], svc = 'svc'): string => JSON.stringify(otlpDoc(spans, svc));
   const many = (n: number, text: string): unknown[] =>
     Array.from({ length: n }, (_, i) =>
-      otlpSpan((i + 1).toString(16).padStart(16, '0'), { attributes: [{ key: 'gen_ai.output', value: { stringValue: `${text} ${i}` } }] }),
+      otlpSpan((i + 1).toString(16).padStart(16, '0'), {
+        attributes: [{ key: 'gen_ai.output', value: { stringValue: `${text} ${i}` } }],
+      }),
     );
 
   it('a line past the line limit is streamed through the tokenizer and reads the same', async () => {
     const long = line(many(300, 'é ✓ '.repeat(200)));
-    const p = file('long-line.jsonl', [line([otlpSpan('00000000000000a1')]), long, line([otlpSpan('00000000000000a2')])].join('\n') + '\n');
+    const p = file(
+      'long-line.jsonl',
+      [line([otlpSpan('00000000000000a1')]), long, line([otlpSpan('00000000000000a2')])].join('\n') + '\n',
+    );
     const parsed = await spansOf(p);
     expect(parsed).toHaveLength(302);
     // A limit below the long line's size (about 1.3 MB, read in 1 MiB chunks): it goes through the tokenizer.
     expect(await spansOf(p, { streamThresholdBytes: 64 * 1024 })).toEqual(parsed);
     // And a damaged long line keeps what came before its damage, naming the line, column and path.
-    const bad = file('long-bad.jsonl', [line([otlpSpan('00000000000000a1')]), long.slice(0, -5) + '!' + long.slice(-4), line([otlpSpan('00000000000000a3')])].join('\n'));
+    const bad = file(
+      'long-bad.jsonl',
+      [
+        line([otlpSpan('00000000000000a1')]),
+        long.slice(0, -5) + '!' + long.slice(-4),
+        line([otlpSpan('00000000000000a3')]),
+      ].join('\n'),
+    );
     const errors: string[] = [];
     const got = await spansOf(bad, { streamThresholdBytes: 64 * 1024, onError: (e) => errors.push(e.message) });
     expect(got.map((s) => s.spanId).slice(-1)).toEqual(['00000000000000a3']);
     expect(got).toHaveLength(302);
-    expect(errors).toEqual([`${bad}: line 2: column ${long.length - 4} (in resourceSpans[0].scopeSpans[0]): invalid JSON: expected ',' or '}', got "!"`]);
+    expect(errors).toEqual([
+      `${bad}: line 2: column ${long.length - 4} (in resourceSpans[0].scopeSpans[0]): invalid JSON: expected ',' or '}', got "!"`,
+    ]);
   });
 
   it('lines split across chunks, multi-byte characters on a chunk boundary, CRLF, blank lines and a BOM', async () => {
     // 1 MiB chunks: pad the first line so that a 3-byte character straddles the boundary.
     const first = line([otlpSpan('00000000000000b1', { name: '✓'.repeat(10) })]);
-    const pad = line([otlpSpan('00000000000000b0', { name: 'x'.repeat(1024 * 1024 - 2 - Buffer.byteLength(first) - 200) })]);
-    const text = '\uFEFF' + pad + '\r\n\r\n' + line([otlpSpan('00000000000000b2', { name: '✓'.repeat(400) })]) + '\n  \n' + first;
+    const pad = line([
+      otlpSpan('00000000000000b0', { name: 'x'.repeat(1024 * 1024 - 2 - Buffer.byteLength(first) - 200) }),
+    ]);
+    const text =
+      '\uFEFF' + pad + '\r\n\r\n' + line([otlpSpan('00000000000000b2', { name: '✓'.repeat(400) })]) + '\n  \n' + first;
     const p = file('boundaries.jsonl', text);
     const spans = await spansOf(p);
     expect(spans.map((s) => s.spanId)).toEqual(['00000000000000b0', '00000000000000b2', '00000000000000b1']);
@@ -461,7 +548,14 @@ describe('"__proto__" is a key like any other', () => {
       proto(s!.attributes);
       expect(s!.attributes.nested).toBe('{"__proto__":"x"}');
     }
-    const rec = { traceId: T, spanId: '00000000000000c2', name: 'rec', start: 1, end: 2, attributes: { __proto__: 'boom' } };
+    const rec = {
+      traceId: T,
+      spanId: '00000000000000c2',
+      name: 'rec',
+      start: 1,
+      end: 2,
+      attributes: { __proto__: 'boom' },
+    };
     // Object literals treat __proto__ specially: write the line as text.
     const recLine = JSON.stringify(rec).replace('"attributes":{}', '"attributes":{"__proto__":"boom"}');
     const lines = file('proto.jsonl', [recLine, JSON.stringify(otlpDoc([span]))].join('\n') + '\n');
@@ -470,7 +564,10 @@ describe('"__proto__" is a key like any other', () => {
       expect(spans).toHaveLength(2);
       for (const s of spans) proto(s.attributes);
     }
-    const tempo = file('proto.tempo.json', `{"trace":{"traceId":"${T}","services":[{"serviceName":"s","scopes":[{"name":"x","spans":[{"spanId":"00000000000000c3","name":"n","startTimeUnixNano":"1","attributes":{"__proto__":"boom"}}]}]}]}}`);
+    const tempo = file(
+      'proto.tempo.json',
+      `{"trace":{"traceId":"${T}","services":[{"serviceName":"s","scopes":[{"name":"x","spans":[{"spanId":"00000000000000c3","name":"n","startTimeUnixNano":"1","attributes":{"__proto__":"boom"}}]}]}]}}`,
+    );
     for (const opts of [{}, { streamThresholdBytes: 0 }]) proto((await spansOf(tempo, opts))[0]!.attributes);
   });
 });

@@ -27,7 +27,7 @@ export function scatter(spans: readonly ReadableSpan[], seed: number): ReadableS
       [l[i], l[j]] = [l[j]!, l[i]!];
     }
     const batches: ReadableSpan[][] = [];
-    for (let i = 0; i < l.length; ) {
+    for (let i = 0; i < l.length;) {
       const n = 1 + Math.floor(r() * 3);
       batches.push(l.slice(i, i + n));
       i += n;
@@ -45,4 +45,3 @@ export function scatter(spans: readonly ReadableSpan[], seed: number): ReadableS
   }
   return out;
 }
-

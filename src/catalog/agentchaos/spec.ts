@@ -72,7 +72,12 @@ export interface ApplyResult {
 }
 
 /** Run the specs over `body` (never mutated); returns the new body, which fired and the accumulated delay. */
-export function applySpecs(specs: readonly FaultSpec[], body: unknown, state: SpecState, ctx: ApplyContext): ApplyResult {
+export function applySpecs(
+  specs: readonly FaultSpec[],
+  body: unknown,
+  state: SpecState,
+  ctx: ApplyContext,
+): ApplyResult {
   let out = body;
   let copied = false;
   const fired: number[] = [];
@@ -137,7 +142,11 @@ function truncateAt(body: unknown, spec: FaultSpec): void {
   const cur = jpGet(body, spec.target);
   if (cur === null || cur === undefined || cur === '') return;
   if (spec.target.includes('function.arguments') && typeof cur === 'string') {
-    jpSet(body, spec.target, mapJsonLeaves(cur, (v) => truncateLeaves(v, ratio), '{"_fault_truncated": true}'));
+    jpSet(
+      body,
+      spec.target,
+      mapJsonLeaves(cur, (v) => truncateLeaves(v, ratio), '{"_fault_truncated": true}'),
+    );
     return;
   }
   if (typeof cur === 'string') {
@@ -187,7 +196,11 @@ function corruptAt(body: unknown, spec: FaultSpec, rng: PyRandom): void {
   const cur = jpGet(body, spec.target);
   if (typeof cur !== 'string' || cur === '') return;
   if (spec.target.includes('function.arguments')) {
-    jpSet(body, spec.target, mapJsonLeaves(cur, (v) => corruptLeaves(v, rng), '{"_fault_corrupted": true}'));
+    jpSet(
+      body,
+      spec.target,
+      mapJsonLeaves(cur, (v) => corruptLeaves(v, rng), '{"_fault_corrupted": true}'),
+    );
     return;
   }
   const mode = spec.value ?? 'unicode';

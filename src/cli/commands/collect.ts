@@ -16,14 +16,16 @@ function usage(message: string): Error {
 
 function portOf(flag: string, raw: unknown): number {
   const port = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) throw usage(`--${flag}: expected a port number 0-65535, got ${JSON.stringify(raw)}`);
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535)
+    throw usage(`--${flag}: expected a port number 0-65535, got ${JSON.stringify(raw)}`);
   return port;
 }
 
 function countOf(flag: string, raw: unknown, fallback: number): number {
   if (raw === undefined) return fallback;
   const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isSafeInteger(n) || n < 1) throw usage(`--${flag}: expected a positive whole number, got ${JSON.stringify(raw)}`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw usage(`--${flag}: expected a positive whole number, got ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -32,7 +34,9 @@ const plural = (n: number, one: string): string => `${n} ${one}${n === 1 ? '' : 
 /** Why a request is refused for now: more spans of completed traces wait for diagnosis than `max`. */
 function behind(online: import('../../traces/collect-diagnose').OnlineDiagnosis, max: number): string | undefined {
   const waiting = online.stats.waitingSpans;
-  return waiting > max ? `diagnosis is behind (${waiting} spans of completed traces wait, more than --max-open-spans ${max}); retry later` : undefined;
+  return waiting > max
+    ? `diagnosis is behind (${waiting} spans of completed traces wait, more than --max-open-spans ${max}); retry later`
+    : undefined;
 }
 
 /**
@@ -41,21 +45,65 @@ function behind(online: import('../../traces/collect-diagnose').OnlineDiagnosis,
  */
 export const command: Command = {
   name: 'collect',
-  summary: 'Receive OTLP traces (HTTP: JSON or protobuf; gRPC), write them as JSON lines, and diagnose them as they complete',
-  usage: 'faultline collect [--port 4318] [--grpc-port 4317] [--host 127.0.0.1] [--out traces.jsonl] [--diagnose [--diagnoses FILE] [--trace-idle 30s] [--state FILE] [--metrics]]',
+  summary:
+    'Receive OTLP traces (HTTP: JSON or protobuf; gRPC), write them as JSON lines, and diagnose them as they complete',
+  usage:
+    'faultline collect [--port 4318] [--grpc-port 4317] [--host 127.0.0.1] [--out traces.jsonl] [--diagnose [--diagnoses FILE] [--trace-idle 30s] [--state FILE] [--metrics]]',
   options: [
     { name: 'port', short: 'p', value: 'PORT', description: 'OTLP/HTTP port (0 picks a free one)', default: 4318 },
-    { name: 'grpc-port', value: 'PORT', description: 'also receive OTLP/gRPC on this port (what the OTel Collector loadbalancing exporter sends)' },
+    {
+      name: 'grpc-port',
+      value: 'PORT',
+      description: 'also receive OTLP/gRPC on this port (what the OTel Collector loadbalancing exporter sends)',
+    },
     { name: 'host', value: 'HOST', description: 'address to listen on', default: '127.0.0.1' },
-    { name: 'out', short: 'o', value: 'FILE', description: 'JSON-lines file the traces are appended to', default: 'traces.jsonl' },
+    {
+      name: 'out',
+      short: 'o',
+      value: 'FILE',
+      description: 'JSON-lines file the traces are appended to',
+      default: 'traces.jsonl',
+    },
     { name: 'diagnose', description: 'assemble traces as their spans arrive and diagnose each once it is complete' },
-    { name: 'diagnoses', value: 'FILE', description: 'JSON-lines file the diagnoses are appended to (default: diagnoses.jsonl)' },
-    { name: 'trace-idle', value: 'DURATION', description: 'a trace is complete when no span of it arrived for this long, like tail sampling\'s decision_wait (default: 30s)' },
-    { name: 'max-open-spans', value: 'N', description: 'spans held in open traces (past it the longest-idle traces are diagnosed early) and waiting for diagnosis (past it requests are refused with 503, which exporters retry) (default: 200000)' },
-    { name: 'state', value: 'FILE', description: 'on SIGTERM save the open traces here, and take them back at start (graceful restarts)' },
-    { name: 'metrics', description: 'export the faultline.diagnoses counter (per fault type) over OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables)' },
-    { name: 'read-timeout', value: 'DURATION', description: 'close a connection that sends nothing for this long', default: '10s' },
-    { name: 'drain-timeout', value: 'DURATION', description: 'on SIGTERM, how long requests in flight may take to finish', default: '10s' },
+    {
+      name: 'diagnoses',
+      value: 'FILE',
+      description: 'JSON-lines file the diagnoses are appended to (default: diagnoses.jsonl)',
+    },
+    {
+      name: 'trace-idle',
+      value: 'DURATION',
+      description:
+        "a trace is complete when no span of it arrived for this long, like tail sampling's decision_wait (default: 30s)",
+    },
+    {
+      name: 'max-open-spans',
+      value: 'N',
+      description:
+        'spans held in open traces (past it the longest-idle traces are diagnosed early) and waiting for diagnosis (past it requests are refused with 503, which exporters retry) (default: 200000)',
+    },
+    {
+      name: 'state',
+      value: 'FILE',
+      description: 'on SIGTERM save the open traces here, and take them back at start (graceful restarts)',
+    },
+    {
+      name: 'metrics',
+      description:
+        'export the faultline.diagnoses counter (per fault type) over OTLP/HTTP (OTEL_EXPORTER_OTLP_* variables)',
+    },
+    {
+      name: 'read-timeout',
+      value: 'DURATION',
+      description: 'close a connection that sends nothing for this long',
+      default: '10s',
+    },
+    {
+      name: 'drain-timeout',
+      value: 'DURATION',
+      description: 'on SIGTERM, how long requests in flight may take to finish',
+      default: '10s',
+    },
   ],
   details: [
     'Point any OTLP exporter at it, e.g.',
@@ -102,7 +150,8 @@ export const command: Command = {
         await online?.close();
         throw usage(`--state: ${(err as Error).message}`);
       });
-      if (back.traces > 0) restored = `faultline collect: took back ${plural(back.traces, 'open trace')} (${plural(back.spans, 'span')}) from ${statePath}\n`;
+      if (back.traces > 0)
+        restored = `faultline collect: took back ${plural(back.traces, 'open trace')} (${plural(back.spans, 'span')}) from ${statePath}\n`;
     }
     const collector = await startCollector({
       port,
@@ -111,7 +160,9 @@ export const command: Command = {
       readTimeoutMs,
       drainTimeoutMs,
       ...(grpcPort !== undefined ? { grpcPort } : {}),
-      ...(assembler !== undefined ? { onSpans: (spans: import('../../traces/model').SpanRecord[]) => assembler.add(spans) } : {}),
+      ...(assembler !== undefined
+        ? { onSpans: (spans: import('../../traces/model').SpanRecord[]) => assembler.add(spans) }
+        : {}),
       // While more spans wait for diagnosis than the assembler may hold open, new requests wait for their exporters'
       // retry: memory stays bounded however fast the traces come, and nothing answered 200 is lost.
       ...(online !== undefined ? { backpressure: () => behind(online, maxSpans) } : {}),
@@ -123,9 +174,13 @@ export const command: Command = {
     assembler?.start();
     process.stdout.write(
       `faultline collect: receiving OTLP/HTTP traces (JSON or protobuf, gzip) on ${collector.tracesUrl}\n` +
-        (collector.grpcUrl !== undefined ? `faultline collect: receiving OTLP/gRPC traces on ${collector.grpcUrl}\n` : '') +
+        (collector.grpcUrl !== undefined
+          ? `faultline collect: receiving OTLP/gRPC traces on ${collector.grpcUrl}\n`
+          : '') +
         `faultline collect: appending JSON lines to ${out}\n` +
-        (diagnose ? `faultline collect: diagnosing traces ${idleMs} ms after their last span, appending diagnoses to ${diagnosesPath}\n` : '') +
+        (diagnose
+          ? `faultline collect: diagnosing traces ${idleMs} ms after their last span, appending diagnoses to ${diagnosesPath}\n`
+          : '') +
         restored +
         `faultline collect: exporters: OTEL_EXPORTER_OTLP_ENDPOINT=${collector.url}; stop with Ctrl-C\n`,
     );
@@ -156,7 +211,13 @@ export const command: Command = {
     }
     await online?.close();
     const { requests, spans, rejected, busy, cut } = collector.stats;
-    const extra = [rejected > 0 ? `${rejected} rejected` : '', busy > 0 ? `${busy} refused while busy` : '', cut > 0 ? `${cut} cut` : ''].filter(Boolean).join(', ');
+    const extra = [
+      rejected > 0 ? `${rejected} rejected` : '',
+      busy > 0 ? `${busy} refused while busy` : '',
+      cut > 0 ? `${cut} cut` : '',
+    ]
+      .filter(Boolean)
+      .join(', ');
     process.stdout.write(
       `faultline collect: ${signal}: stopped after ${plural(requests, 'request')}, ${plural(spans, 'span')} written to ${out}${extra ? `, ${extra}` : ''}\n` +
         (online !== undefined

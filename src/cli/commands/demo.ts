@@ -14,19 +14,33 @@ export const command: Command = {
   options: [
     { name: 'out', value: 'DIR', description: 'output directory', default: 'faultline-demo' },
     { name: 'concurrency', value: 'N', description: 'cells run at once', default: 4 },
-    { name: 'use-env', description: 'use the model in OPENAI_BASE_URL / OPENAI_API_KEY / FAULTLINE_MODEL instead of the embedded mock' },
+    {
+      name: 'use-env',
+      description: 'use the model in OPENAI_BASE_URL / OPENAI_API_KEY / FAULTLINE_MODEL instead of the embedded mock',
+    },
   ],
   details: `Runs the "smoke" campaign preset on the embedded mock model (no network, no API key), prints the damage per
 topology and fault, the silent failures and what each protection recovers, then scores the rule diagnoser on the
 labelled traces. It ignores OPENAI_BASE_URL unless --use-env is given (so it never spends API credit by surprise).`,
   async run({ options }) {
-    const run = { ...readCampaignOptions({ out: options.out, concurrency: options.concurrency }, { preset: 'smoke', out: 'faultline-demo' }), embedded: options['use-env'] !== true };
+    const run = {
+      ...readCampaignOptions(
+        { out: options.out, concurrency: options.concurrency },
+        { preset: 'smoke', out: 'faultline-demo' },
+      ),
+      embedded: options['use-env'] !== true,
+    };
     const result = await executeCampaign(run, { stdout: process.stdout, stderr: process.stderr });
     if (result.records.length === 0) return 1;
-    process.stdout.write('\nDiagnosing the labelled traces (faultline eval, ground truth hidden from the diagnoser):\n\n');
+    process.stdout.write(
+      '\nDiagnosing the labelled traces (faultline eval, ground truth hidden from the diagnoser):\n\n',
+    );
     const evalHtml = resolve(run.out, 'eval.html');
-    const { command: evalCommand } = (require('./eval') as typeof import('./eval'));
-    const code = await evalCommand.run({ options: { diagnoser: ['rule'], format: 'table', html: evalHtml }, positionals: [result.files.traces] });
+    const { command: evalCommand } = require('./eval') as typeof import('./eval');
+    const code = await evalCommand.run({
+      options: { diagnoser: ['rule'], format: 'table', html: evalHtml },
+      positionals: [result.files.traces],
+    });
     process.stdout.write(`\nDone. Open ${result.files.report} (campaign) and ${evalHtml} (diagnosis).\n`);
     return code;
   },

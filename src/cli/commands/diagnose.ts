@@ -11,7 +11,11 @@ import { DIAGNOSIS_SCOPE, SOURCE_DETAILS, SOURCE_OPTIONS, finish, openTraceInput
 export function concurrencyOption(v: unknown, fallback: number): number {
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (typeof v !== 'string' || !Number.isInteger(n) || n < 1 || n > 256) throw new FaultlineInputError('FAULTLINE_USAGE', `--concurrency must be an integer from 1 to 256; got ${JSON.stringify(v)}`);
+  if (typeof v !== 'string' || !Number.isInteger(n) || n < 1 || n > 256)
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `--concurrency must be an integer from 1 to 256; got ${JSON.stringify(v)}`,
+    );
   return n;
 }
 
@@ -23,15 +27,47 @@ const EXPORTS = ['otlp'] as const;
 export const command: Command = {
   name: 'diagnose',
   summary: 'Name the fault, the faulty step and the evidence of every trace in the given trace files.',
-  usage: 'faultline diagnose FILE... | --jaeger URL | --tempo URL [--diagnoser rule|llm|hybrid] [--format table|json|jsonl] [--export otlp]',
+  usage:
+    'faultline diagnose FILE... | --jaeger URL | --tempo URL [--diagnoser rule|llm|hybrid] [--format table|json|jsonl] [--export otlp]',
   options: [
-    { name: 'diagnoser', short: 'd', value: DIAGNOSER_NAMES.join('|'), description: 'which diagnoser to use', default: 'rule' },
-    { name: 'format', short: 'f', value: DIAGNOSIS_FORMATS.join('|'), description: 'output format; jsonl prints one JSON object per trace per line', default: 'table' },
-    { name: 'concurrency', short: 'c', value: 'N', description: 'traces diagnosed at once (default: 1 for rule, 4 for llm and hybrid)' },
-    { name: 'workers', value: 'N', description: 'worker threads reading and diagnosing trace files with the rule diagnoser (default: one per core for 64 MiB of JSON lines or more; 0: none)' },
+    {
+      name: 'diagnoser',
+      short: 'd',
+      value: DIAGNOSER_NAMES.join('|'),
+      description: 'which diagnoser to use',
+      default: 'rule',
+    },
+    {
+      name: 'format',
+      short: 'f',
+      value: DIAGNOSIS_FORMATS.join('|'),
+      description: 'output format; jsonl prints one JSON object per trace per line',
+      default: 'table',
+    },
+    {
+      name: 'concurrency',
+      short: 'c',
+      value: 'N',
+      description: 'traces diagnosed at once (default: 1 for rule, 4 for llm and hybrid)',
+    },
+    {
+      name: 'workers',
+      value: 'N',
+      description:
+        'worker threads reading and diagnosing trace files with the rule diagnoser (default: one per core for 64 MiB of JSON lines or more; 0: none)',
+    },
     { name: 'fail-on-fault', description: 'exit with code 1 when any trace is diagnosed with a fault' },
-    { name: 'export', value: 'otlp', description: 'also send each diagnosis as a span of its trace to an OTLP/HTTP endpoint (OTEL_EXPORTER_OTLP_*)' },
-    { name: 'otlp-endpoint', value: 'URL', description: 'with --export otlp: the OTLP/HTTP base URL (default OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)' },
+    {
+      name: 'export',
+      value: 'otlp',
+      description: 'also send each diagnosis as a span of its trace to an OTLP/HTTP endpoint (OTEL_EXPORTER_OTLP_*)',
+    },
+    {
+      name: 'otlp-endpoint',
+      value: 'URL',
+      description:
+        'with --export otlp: the OTLP/HTTP base URL (default OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)',
+    },
     ...SOURCE_OPTIONS,
   ],
   details: [
@@ -58,16 +94,21 @@ export const command: Command = {
     const diagnoserName = oneOf(command, 'diagnoser', options.diagnoser, DIAGNOSER_NAMES);
     const format = oneOf(command, 'format', options.format, DIAGNOSIS_FORMATS);
     const exportTo = options.export === undefined ? undefined : oneOf(command, 'export', options.export, EXPORTS);
-    if (options['otlp-endpoint'] !== undefined && exportTo === undefined) throw new FaultlineInputError('FAULTLINE_USAGE', '--otlp-endpoint goes with --export otlp');
+    if (options['otlp-endpoint'] !== undefined && exportTo === undefined)
+      throw new FaultlineInputError('FAULTLINE_USAGE', '--otlp-endpoint goes with --export otlp');
     const concurrency = concurrencyOption(options.concurrency, diagnoserName === 'rule' ? 1 : 4);
     const input = openTraceInput(command.name, options, positionals);
-    const { createDiagnoser, diagnoseTrace, mapOrdered } = require('../../diagnosers/index') as typeof import('../../diagnosers/index');
-    const { diagnosisJson, diagnosisLine, diagnosesTable, failureJson, failureSummary } = require('../../report/diagnoses') as typeof import('../../report/diagnoses');
+    const { createDiagnoser, diagnoseTrace, mapOrdered } =
+      require('../../diagnosers/index') as typeof import('../../diagnosers/index');
+    const { diagnosisJson, diagnosisLine, diagnosesTable, failureJson, failureSummary } =
+      require('../../report/diagnoses') as typeof import('../../report/diagnoses');
     const { useColors } = require('../../report/colors') as typeof import('../../report/colors');
     const { createProgress } = require('../../report/progress') as typeof import('../../report/progress');
     const diagnoser = createDiagnoser(diagnoserName);
     const exporter = exportTo
-      ? (require('../../report/diagnosis-spans') as typeof import('../../report/diagnosis-spans')).createDiagnosisExport({
+      ? (
+          require('../../report/diagnosis-spans') as typeof import('../../report/diagnosis-spans')
+        ).createDiagnosisExport({
           scope: DIAGNOSIS_SCOPE,
           ...(typeof options['otlp-endpoint'] === 'string' ? { endpoint: options['otlp-endpoint'] } : {}),
         })
@@ -83,18 +124,40 @@ export const command: Command = {
       try {
         return await diagnoseTrace(diagnoser, t);
       } catch (err) {
-        return { traceId: t.traceId, diagnoser: diagnoserName, error: err instanceof Error ? err.message : String(err) };
+        return {
+          traceId: t.traceId,
+          diagnoser: diagnoserName,
+          error: err instanceof Error ? err.message : String(err),
+        };
       }
     };
     // The rule diagnoser is CPU-bound: trace files are read and diagnosed on worker threads (same results, same order).
     const workers = options.workers === undefined ? undefined : Number(options.workers);
-    if (workers !== undefined && (typeof options.workers !== 'string' || !Number.isInteger(workers) || workers < 0 || workers > 16)) {
-      throw new FaultlineInputError('FAULTLINE_USAGE', `--workers must be an integer from 0 to 16; got ${JSON.stringify(options.workers)}`);
+    if (
+      workers !== undefined &&
+      (typeof options.workers !== 'string' || !Number.isInteger(workers) || workers < 0 || workers > 16)
+    ) {
+      throw new FaultlineInputError(
+        'FAULTLINE_USAGE',
+        `--workers must be an integer from 0 to 16; got ${JSON.stringify(options.workers)}`,
+      );
     }
-    const inWorkers = diagnoserName === 'rule' && exporter === undefined && positionals.length > 0 && options.jaeger === undefined && options.tempo === undefined;
+    const inWorkers =
+      diagnoserName === 'rule' &&
+      exporter === undefined &&
+      positionals.length > 0 &&
+      options.jaeger === undefined &&
+      options.tempo === undefined;
     const { diagnoseFiles } = require('../../diagnosers/task') as typeof import('../../diagnosers/task');
-    const pairs: AsyncIterable<{ item?: import('../../traces/model').TraceRecord; result: Diagnosis | DiagnosisFailure }> = inWorkers
-      ? diagnoseFiles(positionals, { withoutScopes: [DIAGNOSIS_SCOPE], onError: (e) => input.problems.push(e), ...(workers !== undefined ? { workers } : {}) })
+    const pairs: AsyncIterable<{
+      item?: import('../../traces/model').TraceRecord;
+      result: Diagnosis | DiagnosisFailure;
+    }> = inWorkers
+      ? diagnoseFiles(positionals, {
+          withoutScopes: [DIAGNOSIS_SCOPE],
+          onError: (e) => input.problems.push(e),
+          ...(workers !== undefined ? { workers } : {}),
+        })
       : mapOrdered(input.traces, concurrency, one);
     // JSON lines go out in batches (one write per trace was a syscall per line), none held back more than 200 ms.
     let pending = '';
@@ -129,19 +192,35 @@ export const command: Command = {
       flush(); // what was diagnosed is printed, even when the run stops on an error
     }
     progress.done();
-    if (format === 'json') process.stdout.write(JSON.stringify(rows.map((r) => ('error' in r ? failureJson(r) : diagnosisJson(r))), null, 2) + '\n');
-    else if (format === 'table' && (n > 0 || input.problems.length === 0)) process.stdout.write(n === 0 ? 'no traces found\n' : diagnosesTable(rows, useColors(process.stdout)));
+    if (format === 'json')
+      process.stdout.write(
+        JSON.stringify(
+          rows.map((r) => ('error' in r ? failureJson(r) : diagnosisJson(r))),
+          null,
+          2,
+        ) + '\n',
+      );
+    else if (format === 'table' && (n > 0 || input.problems.length === 0))
+      process.stdout.write(n === 0 ? 'no traces found\n' : diagnosesTable(rows, useColors(process.stdout)));
     let code = 0;
     if (exporter) {
       const sent = await exporter.finish();
       if (sent.error !== undefined) {
-        process.stderr.write(`✖ --export otlp: ${sent.exported}/${sent.spans} diagnosis spans sent to ${sent.endpoint}; the rest failed: ${sent.error}\n`);
+        process.stderr.write(
+          `✖ --export otlp: ${sent.exported}/${sent.spans} diagnosis spans sent to ${sent.endpoint}; the rest failed: ${sent.error}\n`,
+        );
         code = 1;
-      } else if (format === 'table') process.stdout.write(`${sent.exported} diagnosis span${sent.exported === 1 ? '' : 's'} sent to ${sent.endpoint}\n`);
+      } else if (format === 'table')
+        process.stdout.write(
+          `${sent.exported} diagnosis span${sent.exported === 1 ? '' : 's'} sent to ${sent.endpoint}\n`,
+        );
     }
     if (failures.length > 0) {
       for (const line of failureSummary(failures)) process.stderr.write(`✖ ${line}\n`);
-      if (gaveUp) process.stderr.write(`✖ stopped after ${GIVE_UP_AFTER} traces in a row could not be diagnosed; the remaining traces were not tried\n`);
+      if (gaveUp)
+        process.stderr.write(
+          `✖ stopped after ${GIVE_UP_AFTER} traces in a row could not be diagnosed; the remaining traces were not tried\n`,
+        );
       code = 1;
     }
     if (options['fail-on-fault'] === true && faulty > 0) code = 1;

@@ -11,15 +11,42 @@ const EVAL_FORMATS = ['table', 'json'] as const;
 
 export const command: Command = {
   name: 'eval',
-  summary: 'Score diagnosers against the injected ground truth of labelled traces: type and step accuracy, per-type table, confusion matrix, Cohen\'s kappa, false positives on clean traces.',
-  usage: 'faultline eval FILE... | --jaeger URL | --tempo URL [--diagnoser rule|llm|hybrid]... [--html report.html] [--format table|json]',
+  summary:
+    "Score diagnosers against the injected ground truth of labelled traces: type and step accuracy, per-type table, confusion matrix, Cohen's kappa, false positives on clean traces.",
+  usage:
+    'faultline eval FILE... | --jaeger URL | --tempo URL [--diagnoser rule|llm|hybrid]... [--html report.html] [--format table|json]',
   options: [
-    { name: 'diagnoser', short: 'd', value: DIAGNOSER_NAMES.join('|'), description: 'diagnoser(s) to score; repeat or comma-separate for several (kappa needs two)', multiple: true },
-    { name: 'format', short: 'f', value: EVAL_FORMATS.join('|'), description: 'terminal table, or the whole report as JSON', default: 'table' },
+    {
+      name: 'diagnoser',
+      short: 'd',
+      value: DIAGNOSER_NAMES.join('|'),
+      description: 'diagnoser(s) to score; repeat or comma-separate for several (kappa needs two)',
+      multiple: true,
+    },
+    {
+      name: 'format',
+      short: 'f',
+      value: EVAL_FORMATS.join('|'),
+      description: 'terminal table, or the whole report as JSON',
+      default: 'table',
+    },
     { name: 'html', value: 'file', description: 'also write a self-contained HTML report with charts' },
-    { name: 'concurrency', short: 'c', value: 'N', description: 'traces evaluated at once (default: 1, or 4 with llm / hybrid)' },
-    { name: 'min-type-accuracy', value: 'percent', description: 'exit 1 when a diagnoser\'s type accuracy is below this' },
-    { name: 'min-step-accuracy', value: 'percent', description: 'exit 1 when a diagnoser\'s step accuracy is below this' },
+    {
+      name: 'concurrency',
+      short: 'c',
+      value: 'N',
+      description: 'traces evaluated at once (default: 1, or 4 with llm / hybrid)',
+    },
+    {
+      name: 'min-type-accuracy',
+      value: 'percent',
+      description: "exit 1 when a diagnoser's type accuracy is below this",
+    },
+    {
+      name: 'min-step-accuracy',
+      value: 'percent',
+      description: "exit 1 when a diagnoser's step accuracy is below this",
+    },
     ...SOURCE_OPTIONS,
   ],
   details: [
@@ -35,7 +62,13 @@ export const command: Command = {
     '  faultline eval campaign/*.json -d rule -d hybrid --html eval.html',
   ].join('\n'),
   async run({ options, positionals }) {
-    const raw = (Array.isArray(options.diagnoser) ? options.diagnoser : typeof options.diagnoser === 'string' ? [options.diagnoser] : ['rule'])
+    const raw = (
+      Array.isArray(options.diagnoser)
+        ? options.diagnoser
+        : typeof options.diagnoser === 'string'
+          ? [options.diagnoser]
+          : ['rule']
+    )
       .flatMap((d) => d.split(','))
       .map((d) => d.trim())
       .filter((d) => d !== '');
@@ -45,18 +78,22 @@ export const command: Command = {
       const v = options[name];
       if (v === undefined) return undefined;
       const n = Number(v);
-      if (typeof v !== 'string' || !Number.isFinite(n) || n < 0 || n > 100) throw new FaultlineInputError('FAULTLINE_USAGE', `--${name} must be a percentage 0..100; got ${JSON.stringify(v)}`);
+      if (typeof v !== 'string' || !Number.isFinite(n) || n < 0 || n > 100)
+        throw new FaultlineInputError(
+          'FAULTLINE_USAGE',
+          `--${name} must be a percentage 0..100; got ${JSON.stringify(v)}`,
+        );
       return n;
     };
     const minType = threshold('min-type-accuracy');
     const minStep = threshold('min-step-accuracy');
     const { concurrencyOption } = require('./diagnose') as typeof import('./diagnose');
     const concurrency = concurrencyOption(options.concurrency, names.some((n) => n !== 'rule') ? 4 : 1);
-    const { createDiagnoser } = (require('../../diagnosers/index') as typeof import('../../diagnosers/index'));
-    const { evaluate } = (require('../../evaluation/evaluate') as typeof import('../../evaluation/evaluate'));
-    const { evalText, evalJson } = (require('../../report/eval-text') as typeof import('../../report/eval-text'));
-    const { useColors } = (require('../../report/colors') as typeof import('../../report/colors'));
-    const { createProgress } = (require('../../report/progress') as typeof import('../../report/progress'));
+    const { createDiagnoser } = require('../../diagnosers/index') as typeof import('../../diagnosers/index');
+    const { evaluate } = require('../../evaluation/evaluate') as typeof import('../../evaluation/evaluate');
+    const { evalText, evalJson } = require('../../report/eval-text') as typeof import('../../report/eval-text');
+    const { useColors } = require('../../report/colors') as typeof import('../../report/colors');
+    const { createProgress } = require('../../report/progress') as typeof import('../../report/progress');
     // Checked first: an unwritable --html must not cost the whole evaluation.
     const html = typeof options.html === 'string' ? checkWritable(options.html, '--html') : undefined;
     const input = openTraceInput(command.name, options, positionals);
@@ -70,7 +107,7 @@ export const command: Command = {
     }
     process.stdout.write(format === 'json' ? evalJson(report) : evalText(report, useColors(process.stdout)));
     if (html !== undefined && typeof options.html === 'string') {
-      const { evalHtml } = (require('../../report/html') as typeof import('../../report/html'));
+      const { evalHtml } = require('../../report/html') as typeof import('../../report/html');
       try {
         writeFileSync(html, evalHtml(report));
       } catch (err) {
@@ -85,7 +122,9 @@ export const command: Command = {
       code = 1;
     }
     const below = report.diagnosers.filter(
-      (d) => (minType !== undefined && d.accuracy.typeAccuracy < minType) || (minStep !== undefined && d.accuracy.stepAccuracy < minStep),
+      (d) =>
+        (minType !== undefined && d.accuracy.typeAccuracy < minType) ||
+        (minStep !== undefined && d.accuracy.stepAccuracy < minStep),
     );
     if (below.length > 0) {
       process.stderr.write(`✖ below the accuracy threshold: ${below.map((d) => d.diagnoser).join(', ')}\n`);

@@ -30,14 +30,24 @@ function entry(name: string, summary: string, load: () => { command: Command }):
 }
 
 export const COMMANDS: readonly CommandEntry[] = [
-  entry('diagnose', 'name the fault, faulty step and evidence of each trace in trace files', () => require('./diagnose')),
-  entry('eval', 'score diagnosers against the injected ground truth of labelled traces (AgentChaos RQ3)', () => require('./eval')),
+  entry('diagnose', 'name the fault, faulty step and evidence of each trace in trace files', () =>
+    require('./diagnose'),
+  ),
+  entry('eval', 'score diagnosers against the injected ground truth of labelled traces (AgentChaos RQ3)', () =>
+    require('./eval'),
+  ),
   entry('verify', 'check which planned faults fired in a trace file (trigger verification)', () => require('./verify')),
   entry('collect', 'receive OTLP/HTTP traces and write them to a file', () => require('./collect')),
   entry('campaign', 'run a fault-injection campaign over a workflow and label its traces', () => require('./campaign')),
   entry('demo', 'run a small multi-agent workflow with and without faults, then diagnose it', () => require('./demo')),
-  entry('monitor', 'run the workflow monitors over traces: MAST failure modes and ARCF types per trace', () => require('./monitor')),
-  entry('reliability', "ARCF's reliability model from traces: success per agent and route, predicted against observed completion", () => require('./reliability')),
+  entry('monitor', 'run the workflow monitors over traces: MAST failure modes and ARCF types per trace', () =>
+    require('./monitor'),
+  ),
+  entry(
+    'reliability',
+    "ARCF's reliability model from traces: success per agent and route, predicted against observed completion",
+    () => require('./reliability'),
+  ),
 ];
 
 export function findCommand(name: string): CommandEntry | undefined {
@@ -49,7 +59,11 @@ export function tryLoad(e: CommandEntry): Command | undefined {
   try {
     return e.load();
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && String((err as Error).message).includes(`/${e.name}`)) return undefined;
+    if (
+      (err as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' &&
+      String((err as Error).message).includes(`/${e.name}`)
+    )
+      return undefined;
     throw err;
   }
 }

@@ -18,28 +18,44 @@ function judgeLines(results: ReadonlyArray<{ traceId: string; judge?: JudgeOutco
     if (j === undefined) continue;
     if ('error' in j) lines.push(`  ${r.traceId}  not judged: ${j.error}`);
     else if (!j.observable) lines.push(`  ${r.traceId}  not observable: ${j.reason}`);
-    else for (const f of j.findings) lines.push(`  ${r.traceId}  ${f.mode} ${f.name}${f.step !== null ? ` at line ${f.step}` : ''}${f.agent ? ` (${f.agent})` : ''}  ${Math.round(f.confidence * 100)} %  ${f.evidence}  (judge)`);
+    else
+      for (const f of j.findings)
+        lines.push(
+          `  ${r.traceId}  ${f.mode} ${f.name}${f.step !== null ? ` at line ${f.step}` : ''}${f.agent ? ` (${f.agent})` : ''}  ${Math.round(f.confidence * 100)} %  ${f.evidence}  (judge)`,
+        );
   }
   return lines.length === 0 ? '' : `\nMAST judge (an LLM's reading of the dialogue):\n${lines.join('\n')}\n`;
 }
 
 export const command: Command = {
   name: 'monitor',
-  summary: 'run the workflow monitors over traces: MAST failure modes and ARCF types per trace, with the span, agent and step',
-  usage: 'faultline monitor FILE... | --jaeger URL | --tempo URL [--format table|json|jsonl] [--fail-on-finding] [--judge]',
+  summary:
+    'run the workflow monitors over traces: MAST failure modes and ARCF types per trace, with the span, agent and step',
+  usage:
+    'faultline monitor FILE... | --jaeger URL | --tempo URL [--format table|json|jsonl] [--fail-on-finding] [--judge]',
   options: [
-    { name: 'format', short: 'f', value: 'table|json|jsonl', description: 'output format; jsonl prints one JSON object per trace per line', default: 'table' },
+    {
+      name: 'format',
+      short: 'f',
+      value: 'table|json|jsonl',
+      description: 'output format; jsonl prints one JSON object per trace per line',
+      default: 'table',
+    },
     { name: 'fail-on-finding', description: 'exit with code 1 when any trace has a finding' },
-    { name: 'judge', description: 'also ask an LLM (FAULTLINE_LLM_BASE_URL, as the llm diagnoser) for the MAST modes only the dialogue shows; needs captured content' },
+    {
+      name: 'judge',
+      description:
+        'also ask an LLM (FAULTLINE_LLM_BASE_URL, as the llm diagnoser) for the MAST modes only the dialogue shows; needs captured content',
+    },
     ...SOURCE_OPTIONS,
   ],
   details: [
     'Each workflow of a trace (an invoke_workflow span, or the whole trace) is judged in start order with its earlier',
     'steps as history, against what it declared (agent tools and targets, required steps, deadline); findings the',
     'monitors recorded online (faultline.detection events) are read back, marked (online), not judged twice.',
-    'Evidence is the finding\'s own: counts, names, positions, never message content. docs/monitors.md has the modes.',
+    "Evidence is the finding's own: counts, names, positions, never message content. docs/monitors.md has the modes.",
     '',
-    '--judge (off by default) adds the MAST judge: a model reads each trace\'s dialogue (LLM inputs and outputs, tool',
+    "--judge (off by default) adds the MAST judge: a model reads each trace's dialogue (LLM inputs and outputs, tool",
     'runs, messages: content must have been captured) for the modes no span fact shows — task or role disobeyed,',
     'termination unawareness, no clarification asked, derailment, withholding, ignored input, reasoning-action',
     'mismatch, missing or incorrect verification — its answer locked to a schema. A trace without content is',
@@ -55,14 +71,19 @@ export const command: Command = {
     '  faultline monitor --tempo http://localhost:3200 --service my-agent --lookback 6h',
   ].join('\n'),
   async run({ options, positionals }) {
-    const { MONITOR_FORMATS, monitoredTraceJson, monitorSummary, monitorsTable } = require('../../report/monitors') as typeof import('../../report/monitors');
+    const { MONITOR_FORMATS, monitoredTraceJson, monitorSummary, monitorsTable } =
+      require('../../report/monitors') as typeof import('../../report/monitors');
     const format = oneOf(command, 'format', options.format, MONITOR_FORMATS);
     const input = openTraceInput(command.name, options, positionals);
-    const { monitorTrace } = require('../../../detectors/monitors/offline') as typeof import('../../../detectors/monitors/offline');
+    const { monitorTrace } =
+      require('../../../detectors/monitors/offline') as typeof import('../../../detectors/monitors/offline');
     const { useColors } = require('../../report/colors') as typeof import('../../report/colors');
     const { createProgress } = require('../../report/progress') as typeof import('../../report/progress');
     const progress = createProgress({ label: 'monitoring' });
-    const judge = options.judge === true ? (require('../../diagnosers/mast-judge') as typeof import('../../diagnosers/mast-judge')).createMastJudge() : undefined;
+    const judge =
+      options.judge === true
+        ? (require('../../diagnosers/mast-judge') as typeof import('../../diagnosers/mast-judge')).createMastJudge()
+        : undefined;
     const results: Array<ReturnType<typeof monitoredTraceJson> & { judge?: JudgeOutcome }> = [];
     let judgeFailures = 0;
     for await (const trace of input.traces) {
@@ -81,12 +102,19 @@ export const command: Command = {
       progress.update(results.length);
     }
     progress.done();
-    if (format === 'json') process.stdout.write(`${JSON.stringify({ summary: monitorSummary(results), traces: results }, null, 2)}\n`);
+    if (format === 'json')
+      process.stdout.write(`${JSON.stringify({ summary: monitorSummary(results), traces: results }, null, 2)}\n`);
     else if (format === 'table' && (results.length > 0 || input.problems.length === 0)) {
-      process.stdout.write(results.length === 0 ? 'no traces found\n' : monitorsTable(results, useColors(process.stdout)));
+      process.stdout.write(
+        results.length === 0 ? 'no traces found\n' : monitorsTable(results, useColors(process.stdout)),
+      );
       if (judge) process.stdout.write(judgeLines(results));
     }
-    const found = results.some((r) => r.findings.length > 0 || (r.judge !== undefined && 'findings' in r.judge && r.judge.findings.length > 0));
-    return finish(input.problems) || (judgeFailures > 0 ? 2 : 0) || (options['fail-on-finding'] === true && found ? 1 : 0);
+    const found = results.some(
+      (r) => r.findings.length > 0 || (r.judge !== undefined && 'findings' in r.judge && r.judge.findings.length > 0),
+    );
+    return (
+      finish(input.problems) || (judgeFailures > 0 ? 2 : 0) || (options['fail-on-finding'] === true && found ? 1 : 0)
+    );
   },
 };

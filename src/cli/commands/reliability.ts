@@ -13,20 +13,41 @@ const FORMATS = ['table', 'json'] as const;
 function positive(name: string, v: unknown, fallback: number): number {
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (typeof v !== 'string' || !Number.isInteger(n) || n < 1) throw new FaultlineInputError('FAULTLINE_USAGE', `--${name} must be a positive integer; got ${JSON.stringify(v)} (see faultline reliability --help)`);
+  if (typeof v !== 'string' || !Number.isInteger(n) || n < 1)
+    throw new FaultlineInputError(
+      'FAULTLINE_USAGE',
+      `--${name} must be a positive integer; got ${JSON.stringify(v)} (see faultline reliability --help)`,
+    );
   return n;
 }
 
 export const command: Command = {
   name: 'reliability',
-  summary: "ARCF's reliability model from traces: per-agent and per-route success with intervals, predicted against observed completion",
-  usage: 'faultline reliability FILE... | --jaeger URL | --tempo URL [--attempts K] [--group-by ATTR] [--format table|json]',
+  summary:
+    "ARCF's reliability model from traces: per-agent and per-route success with intervals, predicted against observed completion",
+  usage:
+    'faultline reliability FILE... | --jaeger URL | --tempo URL [--attempts K] [--group-by ATTR] [--format table|json]',
   options: [
-    { name: 'attempts', short: 'k', value: 'K', description: 'k of ARCF equation 2: attempts per component with retries', default: 3 },
-    { name: 'group-by', value: 'ATTR', description: 'also group runs by this workflow-span attribute (e.g. faultline.campaign.arm)' },
+    {
+      name: 'attempts',
+      short: 'k',
+      value: 'K',
+      description: 'k of ARCF equation 2: attempts per component with retries',
+      default: 3,
+    },
+    {
+      name: 'group-by',
+      value: 'ATTR',
+      description: 'also group runs by this workflow-span attribute (e.g. faultline.campaign.arm)',
+    },
     { name: 'format', short: 'f', value: FORMATS.join('|'), description: 'output format', default: 'table' },
     { name: 'reps', value: 'N', description: 'bootstrap resamples for the workflow intervals', default: 1000 },
-    { name: 'seed', value: 'N', description: 'bootstrap seed (the same traces and seed give the same report)', default: 1 },
+    {
+      name: 'seed',
+      value: 'N',
+      description: 'bootstrap seed (the same traces and seed give the same report)',
+      default: 1,
+    },
     ...SOURCE_OPTIONS,
   ],
   details: [
@@ -49,11 +70,20 @@ export const command: Command = {
     const reps = positive('reps', options.reps, 1000);
     const seed = positive('seed', options.seed, 1);
     const groupBy = typeof options['group-by'] === 'string' ? options['group-by'] : undefined;
-    if (groupBy?.startsWith('faultline.fault.')) throw new FaultlineInputError('FAULTLINE_USAGE', `--group-by ${groupBy}: faultline.fault.* is ground truth, which the reliability model does not read`);
+    if (groupBy?.startsWith('faultline.fault.'))
+      throw new FaultlineInputError(
+        'FAULTLINE_USAGE',
+        `--group-by ${groupBy}: faultline.fault.* is ground truth, which the reliability model does not read`,
+      );
     const input = openTraceInput(command.name, options, positionals);
     const { reliabilityReport } = require('../../reliability/model') as typeof import('../../reliability/model');
     const { reliabilityText } = require('../../reliability/report') as typeof import('../../reliability/report');
-    const report = await reliabilityReport(input.traces, { attempts, reps, seed, ...(groupBy !== undefined ? { groupBy } : {}) });
+    const report = await reliabilityReport(input.traces, {
+      attempts,
+      reps,
+      seed,
+      ...(groupBy !== undefined ? { groupBy } : {}),
+    });
     if (format === 'json') process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else if (report.traces > 0 || input.problems.length === 0) process.stdout.write(reliabilityText(report));
     return finish(input.problems) || (report.traces === 0 ? 1 : 0);

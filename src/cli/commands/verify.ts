@@ -13,8 +13,16 @@ export const command: Command = {
   usage: 'faultline verify FILE... [--plan plan.yaml] [--format table|json] [--strict]',
   options: [
     { name: 'format', short: 'f', value: FORMATS.join('|'), description: 'plain report or JSON', default: 'table' },
-    { name: 'plan', value: 'FILE', description: 'the fault plan the traces ran under, to name its rules that never fired (default $FAULTLINE_PLAN)' },
-    { name: 'strict', description: 'exit 1 when nothing fired, when a rule of the plan never fired, or when a task\'s fires all changed nothing' },
+    {
+      name: 'plan',
+      value: 'FILE',
+      description: 'the fault plan the traces ran under, to name its rules that never fired (default $FAULTLINE_PLAN)',
+    },
+    {
+      name: 'strict',
+      description:
+        "exit 1 when nothing fired, when a rule of the plan never fired, or when a task's fires all changed nothing",
+    },
   ],
   details: [
     'Reads faultline.fault.injected events; a fire that changed nothing (mojibake on ASCII, truncating an empty string) is a no-op.',
@@ -30,11 +38,18 @@ export const command: Command = {
     const { loadPlan } = require('../../plan/load') as typeof import('../../plan/load');
     const plan = planFile !== undefined ? loadPlan(planFile) : undefined;
     const input = openTraceInput(command.name, options, positionals);
-    const { triggerReportFromSpans, formatTriggerReport } = require('../../inject/verify') as typeof import('../../inject/verify');
+    const { triggerReportFromSpans, formatTriggerReport } =
+      require('../../inject/verify') as typeof import('../../inject/verify');
     const spans: SpanRecord[] = [];
     for await (const t of input.traces) {
       // Only spans that carry fault events or a task id matter to the report: keep memory flat on big files.
-      for (const s of t.spans) if (s.events.some((e) => e.name.startsWith('faultline.fault.')) || s.attributes['faultline.task.id'] !== undefined || s.attributes['faultline.message.task_id'] !== undefined) spans.push(s);
+      for (const s of t.spans)
+        if (
+          s.events.some((e) => e.name.startsWith('faultline.fault.')) ||
+          s.attributes['faultline.task.id'] !== undefined ||
+          s.attributes['faultline.message.task_id'] !== undefined
+        )
+          spans.push(s);
     }
     const report = triggerReportFromSpans(spans);
     // The plan's rules by the names the injector records them under.
@@ -43,11 +58,18 @@ export const command: Command = {
     const fired = new Set(report.tasks.flatMap((t) => t.rules.filter((r) => r.fires > 0).map((r) => r.rule)));
     const neverFired = (ruleNames ?? []).filter((n) => !fired.has(n));
     const noopOnly = report.tasks.filter((t) => !t.triggered);
-    if (format === 'json') process.stdout.write(JSON.stringify(plan ? { ...report, neverFired } : report, null, 2) + '\n');
+    if (format === 'json')
+      process.stdout.write(JSON.stringify(plan ? { ...report, neverFired } : report, null, 2) + '\n');
     else {
       const lines = [formatTriggerReport(report)];
-      if (report.totalTasks === 0) lines.push(`no fault fired in ${input.label}${plan ? '' : ' (is it the trace file of a run with FAULTLINE_PLAN set?)'}`);
-      for (const n of neverFired) lines.push(`✖ rule ${n} of ${planFile} never fired (its selector matched no call, or every matched call was not applicable)`);
+      if (report.totalTasks === 0)
+        lines.push(
+          `no fault fired in ${input.label}${plan ? '' : ' (is it the trace file of a run with FAULTLINE_PLAN set?)'}`,
+        );
+      for (const n of neverFired)
+        lines.push(
+          `✖ rule ${n} of ${planFile} never fired (its selector matched no call, or every matched call was not applicable)`,
+        );
       process.stdout.write(lines.join('\n') + '\n');
     }
     const failed = report.totalTasks === 0 || neverFired.length > 0 || noopOnly.length > 0;

@@ -4,7 +4,16 @@
  * was seen.
  */
 import type { SpanRecord } from '../model';
-import { TraceDataError, describe, isRecord, normId, normKind, normParentId, normStatusCode, plainObjectToAttrs } from '../normalize';
+import {
+  TraceDataError,
+  describe,
+  isRecord,
+  normId,
+  normKind,
+  normParentId,
+  normStatusCode,
+  plainObjectToAttrs,
+} from '../normalize';
 import { JsonStreamParser, formatJsonPath, type JsonPath } from '../json-stream';
 import { appendOtlpSpans, resourceSpansOf, selectOtlp, spansOfOtlpDocument, spansOfSelected } from './otlp-json';
 import { selectJaeger, spansOfJaegerDocument, spansOfJaegerTrace } from './jaeger';
@@ -25,10 +34,12 @@ type Shape = 'otlp-json' | 'tempo' | 'jaeger' | 'span-record';
 export function shapeOf(doc: unknown): Shape | undefined {
   if (Array.isArray(doc)) return 'jaeger';
   if (!isRecord(doc)) return undefined;
-  if ('batches' in doc || (isRecord(doc.trace) && ('resourceSpans' in doc.trace || 'services' in doc.trace))) return 'tempo';
+  if ('batches' in doc || (isRecord(doc.trace) && ('resourceSpans' in doc.trace || 'services' in doc.trace)))
+    return 'tempo';
   if (resourceSpansOf(doc) !== undefined) return 'otlp-json';
   if ('data' in doc || 'traceID' in doc || 'spanID' in doc) return 'jaeger';
-  if (typeof doc.traceId === 'string' && typeof doc.spanId === 'string' && typeof doc.start === 'number') return 'span-record';
+  if (typeof doc.traceId === 'string' && typeof doc.spanId === 'string' && typeof doc.start === 'number')
+    return 'span-record';
   return undefined;
 }
 
@@ -36,7 +47,12 @@ function seen(doc: unknown): string {
   if (Array.isArray(doc)) return `an array of ${doc.length}`;
   if (isRecord(doc)) {
     const keys = Object.keys(doc);
-    return keys.length === 0 ? 'an empty object' : `an object with keys ${keys.slice(0, 8).map((k) => JSON.stringify(k)).join(', ')}${keys.length > 8 ? ', …' : ''}`;
+    return keys.length === 0
+      ? 'an empty object'
+      : `an object with keys ${keys
+          .slice(0, 8)
+          .map((k) => JSON.stringify(k))
+          .join(', ')}${keys.length > 8 ? ', …' : ''}`;
   }
   return describe(doc);
 }
@@ -50,7 +66,9 @@ export function* spansOfDocument(doc: unknown, base = '', expect?: TraceFormat):
   if (isRecord(doc) && Object.keys(doc).length === 0) return;
   const shape = shapeOf(doc);
   if (shape === undefined) {
-    throw new UnknownShapeError(`expected OTLP/JSON (resourceSpans), Jaeger JSON (data / traceID) or Tempo JSON (batches / trace), found ${seen(doc)}`);
+    throw new UnknownShapeError(
+      `expected OTLP/JSON (resourceSpans), Jaeger JSON (data / traceID) or Tempo JSON (batches / trace), found ${seen(doc)}`,
+    );
   }
   if (expect !== undefined && expect !== 'jsonl' && expect !== shape) {
     throw new UnknownShapeError(`expected ${expect} but this is ${shape} (found ${seen(doc)})`);
@@ -65,7 +83,8 @@ export function* spansOfDocument(doc: unknown, base = '', expect?: TraceFormat):
     case 'jaeger':
       if (Array.isArray(doc) && doc.length > 0 && isRecord(doc[0]) && resourceSpansOf(doc[0]) !== undefined) {
         // An array of OTLP requests (some tools save a batch like this).
-        for (let i = 0; i < doc.length; i++) yield* spansOfOtlpDocument(doc[i] as Record<string, unknown>, `${base}[${i}].`);
+        for (let i = 0; i < doc.length; i++)
+          yield* spansOfOtlpDocument(doc[i] as Record<string, unknown>, `${base}[${i}].`);
         return;
       }
       yield* spansOfJaegerDocument(doc, base);
@@ -99,7 +118,8 @@ export function spanFromRecord(o: Record<string, unknown>, path: string): SpanRe
   const traceId = normId(o.traceId, 16, `${path}.traceId`) as string;
   const spanId = normId(o.spanId, 8, `${path}.spanId`) as string;
   const num = (v: unknown, p: string): number => {
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw new TraceDataError(p, `expected epoch milliseconds, got ${describe(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v))
+      throw new TraceDataError(p, `expected epoch milliseconds, got ${describe(v)}`);
     return v;
   };
   const arr = (v: unknown, p: string): unknown[] => {
@@ -120,7 +140,11 @@ export function spanFromRecord(o: Record<string, unknown>, path: string): SpanRe
     events: arr(o.events, `${path}.events`).map((e, i) => {
       const ep = `${path}.events[${i}]`;
       if (!isRecord(e)) throw new TraceDataError(ep, `expected an event object, got ${describe(e)}`);
-      return { name: String(e.name ?? ''), time: num(e.time, `${ep}.time`), attributes: plainObjectToAttrs(e.attributes, `${ep}.attributes`) };
+      return {
+        name: String(e.name ?? ''),
+        time: num(e.time, `${ep}.time`),
+        attributes: plainObjectToAttrs(e.attributes, `${ep}.attributes`),
+      };
     }),
     links: arr(o.links, `${path}.links`).map((l, i) => {
       const lp = `${path}.links[${i}]`;
@@ -157,23 +181,42 @@ export const MAX_STREAMED_STRING_CHARS = 1 << 20;
  * a path. What is not handed out on the way (a lone Jaeger trace, Tempo's LLM form, deferred spans) is read from
  * the completed document.
  */
-export function spanStreamParser(fmt: TraceFormat | undefined, push: (span: SpanRecord) => void, base = ''): JsonStreamParser {
+export function spanStreamParser(
+  fmt: TraceFormat | undefined,
+  push: (span: SpanRecord) => void,
+  base = '',
+): JsonStreamParser {
   const jaeger = fmt === 'jaeger';
   const any = fmt === undefined || fmt === 'jsonl';
-  return new JsonStreamParser({
-    select: jaeger ? selectJaeger : any ? (path, ancestor) => selectJaeger(path) || selectOtlp(path, ancestor) : selectOtlp,
-    onSelect(value: unknown, path: JsonPath, ancestors: readonly unknown[]) {
-      const where = base + formatJsonPath(path);
-      if (jaeger || (any && selectJaeger(path))) {
-        // A top-level array element may be an OTLP request (an array of them) rather than a Jaeger trace.
-        const otlp = any && isRecord(value) && resourceSpansOf(value) !== undefined;
-        for (const s of otlp ? spansOfOtlpDocument(value as Record<string, unknown>, `${where}.`) : spansOfJaegerTrace(value, where)) push(s);
-      } else {
-        for (const s of spansOfSelected(value, path, ancestors, where)) push(s);
-      }
+  return new JsonStreamParser(
+    {
+      select: jaeger
+        ? selectJaeger
+        : any
+          ? (path, ancestor) => selectJaeger(path) || selectOtlp(path, ancestor)
+          : selectOtlp,
+      onSelect(value: unknown, path: JsonPath, ancestors: readonly unknown[]) {
+        const where = base + formatJsonPath(path);
+        if (jaeger || (any && selectJaeger(path))) {
+          // A top-level array element may be an OTLP request (an array of them) rather than a Jaeger trace.
+          const otlp = any && isRecord(value) && resourceSpansOf(value) !== undefined;
+          for (const s of otlp
+            ? spansOfOtlpDocument(value as Record<string, unknown>, `${where}.`)
+            : spansOfJaegerTrace(value, where))
+            push(s);
+        } else {
+          for (const s of spansOfSelected(value, path, ancestors, where)) push(s);
+        }
+      },
+      onDocument(doc: unknown, index: number) {
+        for (const s of spansOfDocument(
+          doc,
+          `${base}${index > 0 ? `[document ${index + 1}] ` : ''}`,
+          any ? undefined : fmt,
+        ))
+          push(s);
+      },
     },
-    onDocument(doc: unknown, index: number) {
-      for (const s of spansOfDocument(doc, `${base}${index > 0 ? `[document ${index + 1}] ` : ''}`, any ? undefined : fmt)) push(s);
-    },
-  }, { maxStringChars: MAX_STREAMED_STRING_CHARS });
+    { maxStringChars: MAX_STREAMED_STRING_CHARS },
+  );
 }

@@ -7,7 +7,18 @@
  */
 import type { AttrValue, Attributes, SpanKindName, SpanLinkRecord, SpanRecord } from '../model';
 import type { JsonPath } from '../json-stream';
-import { TraceDataError, describe, isRecord, microsToMs, normId, normInt64, normKind, normParentId, normStatusCode, plainToAttr } from '../normalize';
+import {
+  TraceDataError,
+  describe,
+  isRecord,
+  microsToMs,
+  normId,
+  normInt64,
+  normKind,
+  normParentId,
+  normStatusCode,
+  plainToAttr,
+} from '../normalize';
 
 export const format = 'jaeger' as const;
 
@@ -46,7 +57,8 @@ function tagsToAttrs(list: unknown, path: string): Attributes {
   if (list === undefined || list === null) return out;
   if (!Array.isArray(list)) throw new TraceDataError(path, `expected a list of tags, got ${describe(list)}`);
   list.forEach((t: unknown, i) => {
-    if (!isRecord(t) || typeof t.key !== 'string') throw new TraceDataError(`${path}[${i}]`, `expected {key, type, value}, got ${describe(t)}`);
+    if (!isRecord(t) || typeof t.key !== 'string')
+      throw new TraceDataError(`${path}[${i}]`, `expected {key, type, value}, got ${describe(t)}`);
     const v = tagValue(t, `${path}[${i}]`);
     if (v !== undefined) out[t.key] = v;
   });
@@ -89,9 +101,18 @@ export function spanFromJaeger(span: unknown, processes: Record<string, Process>
     if (code === 'UNSET') code = 'ERROR';
     delete attributes.error;
   }
-  const scope: SpanRecord['scope'] = { name: typeof attributes['otel.scope.name'] === 'string' ? attributes['otel.scope.name'] : '' };
+  const scope: SpanRecord['scope'] = {
+    name: typeof attributes['otel.scope.name'] === 'string' ? attributes['otel.scope.name'] : '',
+  };
   if (typeof attributes['otel.scope.version'] === 'string') scope.version = attributes['otel.scope.version'];
-  for (const k of ['otel.scope.name', 'otel.scope.version', 'otel.library.name', 'otel.library.version', 'w3c.tracestate']) delete attributes[k];
+  for (const k of [
+    'otel.scope.name',
+    'otel.scope.version',
+    'otel.library.name',
+    'otel.library.version',
+    'w3c.tracestate',
+  ])
+    delete attributes[k];
 
   // The parent is the first CHILD_OF reference into the same trace (as Jaeger's own model does); other references
   // are links.
@@ -132,7 +153,7 @@ export function spanFromJaeger(span: unknown, processes: Record<string, Process>
   const proc =
     span.process !== undefined
       ? processOf(span.process, `${path}.process`)
-      : (typeof span.processID === 'string' ? processes[span.processID] : undefined) ?? { resource: {} };
+      : ((typeof span.processID === 'string' ? processes[span.processID] : undefined) ?? { resource: {} });
 
   const rec: SpanRecord = {
     traceId,
@@ -177,7 +198,8 @@ export function* spansOfJaegerDocument(doc: unknown, base = ''): Generator<SpanR
   }
   if (isRecord(doc) && 'data' in doc) {
     const data = doc.data;
-    if (Array.isArray(data)) for (let i = 0; i < data.length; i++) yield* spansOfJaegerTrace(data[i], `${base}data[${i}]`);
+    if (Array.isArray(data))
+      for (let i = 0; i < data.length; i++) yield* spansOfJaegerTrace(data[i], `${base}data[${i}]`);
     else if (data !== null) yield* spansOfJaegerTrace(data, `${base}data`);
     return;
   }
@@ -186,5 +208,8 @@ export function* spansOfJaegerDocument(doc: unknown, base = ''): Generator<SpanR
 
 /** Streaming selection: each trace of `data[]` (or of a top-level array) is handed out when complete. */
 export function selectJaeger(path: JsonPath): boolean {
-  return (path.length === 2 && path[0] === 'data' && typeof path[1] === 'number') || (path.length === 1 && typeof path[0] === 'number');
+  return (
+    (path.length === 2 && path[0] === 'data' && typeof path[1] === 'number') ||
+    (path.length === 1 && typeof path[0] === 'number')
+  );
 }

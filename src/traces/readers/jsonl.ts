@@ -29,7 +29,12 @@ export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
  * named like any other, and the lines after it are read).
  */
 export function sniff(headText: string, nextLineStart: string): boolean {
-  return headText.replace(/^\uFEFF/, '').trimStart().startsWith('{') && nextLineStart === '{';
+  return (
+    headText
+      .replace(/^\uFEFF/, '')
+      .trimStart()
+      .startsWith('{') && nextLineStart === '{'
+  );
 }
 
 export interface LineProblem {
@@ -156,7 +161,12 @@ export class JsonLinesParser {
       s.parser.write(text);
     } catch (error) {
       s.failed = true;
-      this.problem(this.lines + 1, error instanceof JsonSyntaxError ? new JsonSyntaxError(error.problem, this.lines + 1, error.column, error.jsonPath) : error);
+      this.problem(
+        this.lines + 1,
+        error instanceof JsonSyntaxError
+          ? new JsonSyntaxError(error.problem, this.lines + 1, error.column, error.jsonPath)
+          : error,
+      );
     }
   }
 
@@ -173,7 +183,12 @@ export class JsonLinesParser {
         s.parser.write(s.decoder.end());
         s.parser.end();
       } catch (error) {
-        this.problem(this.lines, error instanceof JsonSyntaxError ? new JsonSyntaxError(error.problem, this.lines, error.column, error.jsonPath) : error);
+        this.problem(
+          this.lines,
+          error instanceof JsonSyntaxError
+            ? new JsonSyntaxError(error.problem, this.lines, error.column, error.jsonPath)
+            : error,
+        );
       }
       return;
     }
@@ -219,7 +234,11 @@ export class JsonLinesParser {
  * A line that fails (bad JSON, unknown shape, bad value) is passed to `onLineError` and skipped; without a handler
  * the error is thrown, after the spans of the lines before it were yielded.
  */
-export async function* readJsonLines(stream: Readable, onLineError?: (p: LineProblem) => void, maxLineBytes?: number): AsyncGenerator<SpanRecord[]> {
+export async function* readJsonLines(
+  stream: Readable,
+  onLineError?: (p: LineProblem) => void,
+  maxLineBytes?: number,
+): AsyncGenerator<SpanRecord[]> {
   const parser = new JsonLinesParser(maxLineBytes);
   const drain = function* (): Generator<SpanRecord[]> {
     if (parser.problems.length > 0) {

@@ -168,7 +168,8 @@ export function appendOtlpSpans(doc: Record<string, unknown>, out: SpanRecord[],
       const ssList = listOf(rs[ssKey], `${rsPath}.${ssKey}`);
       for (let j = 0; j < ssList.length; j++) {
         const ss = ssList[j];
-        if (!isRecord(ss)) throw new TraceDataError(`${rsPath}.${ssKey}[${j}]`, `expected a ScopeSpans object, got ${describe(ss)}`);
+        if (!isRecord(ss))
+          throw new TraceDataError(`${rsPath}.${ssKey}[${j}]`, `expected a ScopeSpans object, got ${describe(ss)}`);
         const scope = scopeOf(ss);
         const spans = listOf(ss.spans, `${rsPath}.${ssKey}[${j}].spans`);
         for (let k = 0; k < spans.length; k++) {
@@ -194,7 +195,8 @@ export function* spansOfResourceSpans(rs: unknown, path: string): Generator<Span
   const list = listOf(rs[ssKey], `${path}.${ssKey}`);
   for (let j = 0; j < list.length; j++) {
     const ss = list[j];
-    if (!isRecord(ss)) throw new TraceDataError(`${path}.${ssKey}[${j}]`, `expected a ScopeSpans object, got ${describe(ss)}`);
+    if (!isRecord(ss))
+      throw new TraceDataError(`${path}.${ssKey}[${j}]`, `expected a ScopeSpans object, got ${describe(ss)}`);
     const scope = scopeOf(ss);
     const spans = listOf(ss.spans, `${path}.${ssKey}[${j}].spans`);
     for (let k = 0; k < spans.length; k++) {
@@ -234,7 +236,13 @@ function isRsPath(path: JsonPath, at: number): boolean {
 export function selectOtlp(path: JsonPath, ancestor: (depth: number) => unknown): boolean {
   const n = path.length;
   if (isRsPath(path, n - 1)) return true;
-  if (n >= 6 && path[n - 2] === 'spans' && typeof path[n - 1] === 'number' && isRsPath(path, n - 5) && SS_KEYS.includes(path[n - 4] as string)) {
+  if (
+    n >= 6 &&
+    path[n - 2] === 'spans' &&
+    typeof path[n - 1] === 'number' &&
+    isRsPath(path, n - 5) &&
+    SS_KEYS.includes(path[n - 4] as string)
+  ) {
     // ancestors: …, ResourceSpans (n-4), scopeSpans list, ScopeSpans (n-2), spans list
     const rs = ancestor(n - 4);
     const ss = ancestor(n - 2);
@@ -244,7 +252,12 @@ export function selectOtlp(path: JsonPath, ancestor: (depth: number) => unknown)
 }
 
 /** Converts what `selectOtlp` handed out: a span (with its ancestors) or a whole ResourceSpans. */
-export function* spansOfSelected(value: unknown, path: JsonPath, ancestors: readonly unknown[], where: string): Generator<SpanRecord> {
+export function* spansOfSelected(
+  value: unknown,
+  path: JsonPath,
+  ancestors: readonly unknown[],
+  where: string,
+): Generator<SpanRecord> {
   const n = path.length;
   if (path[n - 2] === 'spans') {
     const rs = ancestors[n - 4] as Record<string, unknown>;
@@ -267,7 +280,14 @@ function cachedResource(rs: Record<string, unknown>, path: string): Attributes {
   return r;
 }
 
-const KIND_NUM: Record<string, number> = { UNSPECIFIED: 0, INTERNAL: 1, SERVER: 2, CLIENT: 3, PRODUCER: 4, CONSUMER: 5 };
+const KIND_NUM: Record<string, number> = {
+  UNSPECIFIED: 0,
+  INTERNAL: 1,
+  SERVER: 2,
+  CLIENT: 3,
+  PRODUCER: 4,
+  CONSUMER: 5,
+};
 const STATUS_NUM: Record<string, number> = { UNSET: 0, OK: 1, ERROR: 2 };
 
 function int64String(v: unknown): unknown {
@@ -287,7 +307,9 @@ function canonicalAnyValue(v: unknown): unknown {
 }
 
 function canonicalKeyValues(list: unknown): unknown {
-  return Array.isArray(list) ? list.map((kv) => (isRecord(kv) ? { ...kv, value: canonicalAnyValue(kv.value) } : kv)) : list;
+  return Array.isArray(list)
+    ? list.map((kv) => (isRecord(kv) ? { ...kv, value: canonicalAnyValue(kv.value) } : kv))
+    : list;
 }
 
 function withAttrs<T extends Record<string, unknown>>(o: T): T {
@@ -312,9 +334,15 @@ export function canonicalOtlp(doc: Record<string, unknown>): { resourceSpans: un
         const s = ss as Record<string, unknown>;
         const { instrumentationLibrary, spans, ...sRest } = s;
         const o: Record<string, unknown> = { ...sRest };
-        const scope = isRecord(s.scope) ? s.scope : isRecord(instrumentationLibrary) ? instrumentationLibrary : undefined;
+        const scope = isRecord(s.scope)
+          ? s.scope
+          : isRecord(instrumentationLibrary)
+            ? instrumentationLibrary
+            : undefined;
         if (scope) o.scope = withAttrs(scope);
-        o.spans = (Array.isArray(spans) ? spans : []).map((sp: unknown, k) => canonicalSpan(sp as Record<string, unknown>, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]`));
+        o.spans = (Array.isArray(spans) ? spans : []).map((sp: unknown, k) =>
+          canonicalSpan(sp as Record<string, unknown>, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]`),
+        );
         return o;
       });
       return out;
@@ -337,12 +365,18 @@ function canonicalSpan(s: Record<string, unknown>, path: string): Record<string,
     if ('code' in s.status) (o.status as Record<string, unknown>).code = STATUS_NUM[normStatusCode(s.status.code)];
   }
   if (Array.isArray(s.events)) {
-    o.events = s.events.map((e: unknown) => (isRecord(e) ? withAttrs({ ...e, timeUnixNano: int64String(e.timeUnixNano) }) : e));
+    o.events = s.events.map((e: unknown) =>
+      isRecord(e) ? withAttrs({ ...e, timeUnixNano: int64String(e.timeUnixNano) }) : e,
+    );
   }
   if (Array.isArray(s.links)) {
     o.links = s.links.map((l: unknown, i) =>
       isRecord(l)
-        ? withAttrs({ ...l, traceId: normId(l.traceId, 16, `${path}.links[${i}].traceId`), spanId: normId(l.spanId, 8, `${path}.links[${i}].spanId`) })
+        ? withAttrs({
+            ...l,
+            traceId: normId(l.traceId, 16, `${path}.links[${i}].traceId`),
+            spanId: normId(l.spanId, 8, `${path}.links[${i}].spanId`),
+          })
         : l,
     );
   }

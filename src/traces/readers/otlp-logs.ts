@@ -18,7 +18,10 @@ import { sniff as sniffLines } from './jsonl';
 
 /** Whether a source holds OTLP logs: its first document (or first JSON line) has `resourceLogs` and no spans. */
 export function sniffLogs(src: Source): boolean {
-  const text = src.head.toString('utf8', 0, Math.min(src.head.length, 8192)).replace(/^\uFEFF/, '').trimStart();
+  const text = src.head
+    .toString('utf8', 0, Math.min(src.head.length, 8192))
+    .replace(/^\uFEFF/, '')
+    .trimStart();
   if (text[0] !== '{') return false;
   const logs = text.indexOf('"resourceLogs"');
   if (logs < 0) return false;
@@ -39,14 +42,19 @@ function key(traceId: string, spanId: string): string {
 }
 
 /** One OTLP LogRecord → the event it is on its span, or undefined when it names no span. */
-export function logRecordEvent(rec: unknown, path: string): { traceId: string; spanId: string; event: SpanEventRecord } | undefined {
+export function logRecordEvent(
+  rec: unknown,
+  path: string,
+): { traceId: string; spanId: string; event: SpanEventRecord } | undefined {
   if (!isRecord(rec)) throw new TraceDataError(path, 'expected a log record object');
   const traceId = normId(rec.traceId, 16, `${path}.traceId`);
   const spanId = normId(rec.spanId, 8, `${path}.spanId`);
   if (traceId === undefined || spanId === undefined || /^0+$/.test(spanId)) return undefined;
   const attributes = keyValuesToAttrs(rec.attributes, `${path}.attributes`);
   const named = typeof rec.eventName === 'string' && rec.eventName !== '' ? rec.eventName : attributes['event.name'];
-  const time = nanosToMs(rec.timeUnixNano, `${path}.timeUnixNano`) || nanosToMs(rec.observedTimeUnixNano, `${path}.observedTimeUnixNano`);
+  const time =
+    nanosToMs(rec.timeUnixNano, `${path}.timeUnixNano`) ||
+    nanosToMs(rec.observedTimeUnixNano, `${path}.observedTimeUnixNano`);
   const event: SpanEventRecord = { name: typeof named === 'string' ? named : 'log', time, attributes };
   if (rec.body !== undefined && rec.body !== null) {
     const body = anyValuePlain(rec.body, `${path}.body`);
@@ -56,7 +64,10 @@ export function logRecordEvent(rec: unknown, path: string): { traceId: string; s
 }
 
 /** Log records of one parsed document (LogsData / ExportLogsServiceRequest). */
-export function* logEventsOfDocument(doc: unknown, base = ''): Generator<{ traceId: string; spanId: string; event: SpanEventRecord }> {
+export function* logEventsOfDocument(
+  doc: unknown,
+  base = '',
+): Generator<{ traceId: string; spanId: string; event: SpanEventRecord }> {
   if (!isRecord(doc)) throw new TraceDataError(base || '$', 'expected an OTLP logs object');
   const rls = doc.resourceLogs;
   if (rls === undefined) return;
@@ -119,7 +130,15 @@ export class LogJoin {
     }
     const parts: Buffer[] = [];
     for await (const c of src.open()) parts.push(c as Buffer);
-    this.addDocument(parse(Buffer.concat(parts).toString('utf8').replace(/^\uFEFF/, ''), ''), '');
+    this.addDocument(
+      parse(
+        Buffer.concat(parts)
+          .toString('utf8')
+          .replace(/^\uFEFF/, ''),
+        '',
+      ),
+      '',
+    );
   }
 
   private addDocument(doc: unknown, where: string): void {
@@ -154,7 +173,10 @@ function parse(text: string, where: string): unknown {
 }
 
 /** Split inputs into logs files and trace files (order kept), reading the logs into a join. */
-export async function readLogFiles(paths: readonly string[], onError: (file: string, err: unknown) => void): Promise<{ join: LogJoin; traceFiles: string[] }> {
+export async function readLogFiles(
+  paths: readonly string[],
+  onError: (file: string, err: unknown) => void,
+): Promise<{ join: LogJoin; traceFiles: string[] }> {
   const join = new LogJoin();
   const traceFiles: string[] = [];
   for (const file of paths) {

@@ -160,7 +160,8 @@ function anyValueFields(r: Reader): Json {
     else if (f === 3 && w === 0) out = { intValue: int64(r.varintBig()) };
     else if (f === 4 && w === 1) out = { doubleValue: r.double() };
     else if (f === 5 && w === 2) out = { arrayValue: { values: repeated(r.sub(`${r.path}.arrayValue`), 1, anyValue) } };
-    else if (f === 6 && w === 2) out = { kvlistValue: { values: repeated(r.sub(`${r.path}.kvlistValue`), 1, keyValue) } };
+    else if (f === 6 && w === 2)
+      out = { kvlistValue: { values: repeated(r.sub(`${r.path}.kvlistValue`), 1, keyValue) } };
     else if (f === 7 && w === 2) {
       const [s, e] = r.bytes();
       out = { bytesValue: r.buf.toString('base64', s, e) };

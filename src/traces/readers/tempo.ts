@@ -6,7 +6,17 @@
  * Search results (`/api/search`) list matching traces, not their spans: they are refused with a hint.
  */
 import type { SpanRecord } from '../model';
-import { TraceDataError, describe, isRecord, nanosToMs, normId, normKind, normParentId, normStatusCode, plainObjectToAttrs } from '../normalize';
+import {
+  TraceDataError,
+  describe,
+  isRecord,
+  nanosToMs,
+  normId,
+  normKind,
+  normParentId,
+  normStatusCode,
+  plainObjectToAttrs,
+} from '../normalize';
 import { spansOfOtlpDocument } from './otlp-json';
 
 export const format = 'tempo' as const;
@@ -62,7 +72,10 @@ function* spansOfLlmTrace(trace: Record<string, unknown>, path: string): Generat
           name: typeof s.name === 'string' ? s.name : '',
           kind: normKind(s.kind),
           start,
-          end: s.endTimeUnixNano !== undefined ? nanosToMs(s.endTimeUnixNano, `${p}.endTimeUnixNano`) : start + Number(s.durationMs ?? 0),
+          end:
+            s.endTimeUnixNano !== undefined
+              ? nanosToMs(s.endTimeUnixNano, `${p}.endTimeUnixNano`)
+              : start + Number(s.durationMs ?? 0),
           attributes: plainObjectToAttrs(s.attributes, `${p}.attributes`),
           events: list(s.events, `${p}.events`).map((e, m) => {
             const ep = `${p}.events[${m}]`;

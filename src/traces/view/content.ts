@@ -53,7 +53,12 @@ function openAiToolCalls(v: unknown): GenAiPart[] {
     if (!isObj(tc)) continue;
     const fn = isObj(tc.function) ? tc.function : tc;
     if (typeof fn.name !== 'string') continue;
-    out.push({ type: 'tool_call', id: typeof tc.id === 'string' ? tc.id : null, name: fn.name, arguments: argumentsText(fn.arguments ?? fn.input) });
+    out.push({
+      type: 'tool_call',
+      id: typeof tc.id === 'string' ? tc.id : null,
+      name: fn.name,
+      arguments: argumentsText(fn.arguments ?? fn.input),
+    });
   }
   return out;
 }
@@ -67,7 +72,13 @@ function contentParts(content: unknown): GenAiPart[] {
     if (typeof c === 'string') out.push({ type: 'text', content: c });
     else if (isObj(c)) {
       if (typeof c.text === 'string') out.push({ type: 'text', content: c.text });
-      else if (c.type === 'tool_use' && typeof c.name === 'string') out.push({ type: 'tool_call', id: typeof c.id === 'string' ? c.id : null, name: c.name, arguments: argumentsText(c.input) });
+      else if (c.type === 'tool_use' && typeof c.name === 'string')
+        out.push({
+          type: 'tool_call',
+          id: typeof c.id === 'string' ? c.id : null,
+          name: c.name,
+          arguments: argumentsText(c.input),
+        });
     }
   }
   return out;
@@ -77,10 +88,15 @@ function contentParts(content: unknown): GenAiPart[] {
 export function toMessage(raw: unknown, defaultRole = 'user'): GenAiMessage | undefined {
   if (typeof raw === 'string') {
     const parsed = parseJson(raw);
-    return parsed === undefined ? { role: defaultRole, parts: [{ type: 'text', content: raw }] } : toMessage(parsed, defaultRole);
+    return parsed === undefined
+      ? { role: defaultRole, parts: [{ type: 'text', content: raw }] }
+      : toMessage(parsed, defaultRole);
   }
   if (!isObj(raw)) return undefined;
-  const m = isObj(raw.message) && raw.parts === undefined && raw.content === undefined ? { ...raw.message, finish_reason: raw.finish_reason } : raw;
+  const m =
+    isObj(raw.message) && raw.parts === undefined && raw.content === undefined
+      ? { ...raw.message, finish_reason: raw.finish_reason }
+      : raw;
   const role = typeof m.role === 'string' ? m.role : defaultRole;
   let parts: GenAiPart[];
   if (Array.isArray(m.parts)) {
@@ -88,7 +104,12 @@ export function toMessage(raw: unknown, defaultRole = 'user'): GenAiMessage | un
   } else {
     parts = [...contentParts(m.content), ...openAiToolCalls(m.tool_calls)];
     if (isObj(m.function_call) && typeof m.function_call.name === 'string') {
-      parts.push({ type: 'tool_call', id: null, name: m.function_call.name, arguments: argumentsText(m.function_call.arguments) });
+      parts.push({
+        type: 'tool_call',
+        id: null,
+        name: m.function_call.name,
+        arguments: argumentsText(m.function_call.arguments),
+      });
     }
   }
   const out: GenAiMessage = { role, parts };
@@ -100,7 +121,12 @@ export function toMessage(raw: unknown, defaultRole = 'user'): GenAiMessage | un
 function normalisePart(p: GenAiPart): GenAiPart {
   if (p.type !== 'tool_call') return p;
   const t = p as { type: 'tool_call'; id?: unknown; name?: unknown; arguments?: unknown };
-  return { type: 'tool_call', id: typeof t.id === 'string' ? t.id : null, name: typeof t.name === 'string' ? t.name : '', arguments: argumentsText(t.arguments) };
+  return {
+    type: 'tool_call',
+    id: typeof t.id === 'string' ? t.id : null,
+    name: typeof t.name === 'string' ? t.name : '',
+    arguments: argumentsText(t.arguments),
+  };
 }
 
 /** `list.flat()` (one level, holes skipped), without the generic builtin's cost on every call's messages. */
@@ -119,7 +145,8 @@ function flatOnce(list: unknown[]): unknown[] {
 export function messagesValue(v: unknown, defaultRole = 'user'): GenAiMessage[] | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   const parsed = Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? (parseJson(x) ?? x) : x)) : parseJson(v);
-  if (parsed === undefined) return typeof v === 'string' ? [{ role: defaultRole, parts: [{ type: 'text', content: v }] }] : undefined;
+  if (parsed === undefined)
+    return typeof v === 'string' ? [{ role: defaultRole, parts: [{ type: 'text', content: v }] }] : undefined;
   const list = Array.isArray(parsed) ? flatOnce(parsed) : [parsed];
   return list.map((m) => toMessage(m, defaultRole)).filter((m): m is GenAiMessage => m !== undefined);
 }
@@ -190,16 +217,27 @@ export function indexedMessages(attrs: Attributes, prefix: string, defaultRole: 
     if (content !== undefined) {
       // Some producers put a JSON list of content blocks here.
       const blocks = content.startsWith('[') ? parseJson(content) : undefined;
-      parts.push(...(Array.isArray(blocks) && blocks.length > 0 && blocks.every(isObj) ? contentParts(blocks) : [{ type: 'text' as const, content }]));
+      parts.push(
+        ...(Array.isArray(blocks) && blocks.length > 0 && blocks.every(isObj)
+          ? contentParts(blocks)
+          : [{ type: 'text' as const, content }]),
+      );
     }
     for (const j of indices(attrs, `${base}.tool_calls`)) {
       const name = s(attrs, `${base}.tool_calls.${j}.name`) ?? s(attrs, `${base}.tool_calls.${j}.function.name`);
       if (name === undefined) continue;
-      const args = s(attrs, `${base}.tool_calls.${j}.arguments`) ?? s(attrs, `${base}.tool_calls.${j}.function.arguments`) ?? '';
+      const args =
+        s(attrs, `${base}.tool_calls.${j}.arguments`) ?? s(attrs, `${base}.tool_calls.${j}.function.arguments`) ?? '';
       parts.push({ type: 'tool_call', id: s(attrs, `${base}.tool_calls.${j}.id`) ?? null, name, arguments: args });
     }
     const fname = s(attrs, `${base}.function_call.name`);
-    if (fname !== undefined) parts.push({ type: 'tool_call', id: null, name: fname, arguments: s(attrs, `${base}.function_call.arguments`) ?? '' });
+    if (fname !== undefined)
+      parts.push({
+        type: 'tool_call',
+        id: null,
+        name: fname,
+        arguments: s(attrs, `${base}.function_call.arguments`) ?? '',
+      });
     const m: GenAiMessage = { role: s(attrs, `${base}.role`) ?? defaultRole, parts };
     const fr = s(attrs, `${base}.finish_reason`);
     if (fr !== undefined && fr !== '') m.finish_reason = fr;
@@ -212,7 +250,11 @@ export function indexedMessages(attrs: Attributes, prefix: string, defaultRole: 
  * OpenInference's flat messages: `llm.input_messages.N.message.role` / `.content` / `.contents.M.message_content.text`
  * / `.tool_calls.M.tool_call.function.name|arguments` / `.tool_call_id`. Undefined when absent.
  */
-export function openInferenceMessages(attrs: Attributes, prefix: string, defaultRole: string): GenAiMessage[] | undefined {
+export function openInferenceMessages(
+  attrs: Attributes,
+  prefix: string,
+  defaultRole: string,
+): GenAiMessage[] | undefined {
   const idx = indices(attrs, prefix);
   if (idx.length === 0) return undefined;
   const out: GenAiMessage[] = [];
@@ -238,7 +280,10 @@ export function openInferenceMessages(attrs: Attributes, prefix: string, default
     const role = s(attrs, `${base}.role`) ?? defaultRole;
     const callId = s(attrs, `${base}.tool_call_id`);
     if (role === 'tool' && callId !== undefined && parts.length === 1 && parts[0]!.type === 'text') {
-      out.push({ role, parts: [{ type: 'tool_call_response', id: callId, response: (parts[0] as { content: string }).content }] });
+      out.push({
+        role,
+        parts: [{ type: 'tool_call_response', id: callId, response: (parts[0] as { content: string }).content }],
+      });
       continue;
     }
     out.push({ role, parts });
@@ -301,11 +346,17 @@ export function eventContent(events: readonly SpanEventRecord[]): EventContent |
         m.parts = [{ type: 'tool_call_response', id, response: asText(f.content) }];
       }
       if (m) (input ??= []).push(m);
-      if (role === 'system' && typeof f.content === 'string') system = system === undefined ? f.content : `${system}\n${f.content}`;
+      if (role === 'system' && typeof f.content === 'string')
+        system = system === undefined ? f.content : `${system}\n${f.content}`;
     } else if (name === EVENT_CHOICE) {
       const f = eventFields(e);
       const msg = isObj(f.message) ? f.message : f;
-      if ('content' in msg || (Array.isArray(msg.tool_calls) && msg.tool_calls.some((tc) => isObj(tc) && isObj(tc.function) && 'arguments' in tc.function))) captured = true;
+      if (
+        'content' in msg ||
+        (Array.isArray(msg.tool_calls) &&
+          msg.tool_calls.some((tc) => isObj(tc) && isObj(tc.function) && 'arguments' in tc.function))
+      )
+        captured = true;
       const m = toMessage({ role: 'assistant', ...msg, finish_reason: f.finish_reason }, 'assistant');
       if (m) choices.push({ index: typeof f.index === 'number' ? f.index : choices.length, m });
     } else if (name === 'gen_ai.content.prompt' || name === 'gen_ai.content.completion') {
@@ -330,7 +381,12 @@ export function eventContent(events: readonly SpanEventRecord[]): EventContent |
   }
   if (choices.length > 0) output = [...(output ?? []), ...choices.sort((a, b) => a.index - b.index).map((c) => c.m)];
   if (input === undefined && output === undefined && system === undefined) return undefined;
-  return { ...(input ? { input } : {}), ...(output ? { output } : {}), ...(system !== undefined ? { system } : {}), captured };
+  return {
+    ...(input ? { input } : {}),
+    ...(output ? { output } : {}),
+    ...(system !== undefined ? { system } : {}),
+    captured,
+  };
 }
 
 /** `gen_ai.system_instructions`: a JSON list of parts, or plain text. */
@@ -362,7 +418,10 @@ export function toolCallsOf(messages: readonly GenAiMessage[]): ToolCallPart[] {
     for (const p of m.parts) {
       if (p.type !== 'tool_call') continue;
       const t = p as { id?: unknown; name?: unknown; arguments?: unknown };
-      const call: ToolCallPart = { name: typeof t.name === 'string' ? t.name : '', arguments: argumentsText(t.arguments) };
+      const call: ToolCallPart = {
+        name: typeof t.name === 'string' ? t.name : '',
+        arguments: argumentsText(t.arguments),
+      };
       if (typeof t.id === 'string') call.id = t.id;
       out.push(call);
     }
@@ -400,7 +459,8 @@ export function toolDefinitions(attrs: Attributes, requestBody?: Loose): ToolDef
     const parameters = attrs[`llm.request.functions.${i}.parameters`] ?? attrs[`llm.request.functions.${i}.arguments`];
     pushDef(out, toolDefinition({ name, description: s(attrs, `llm.request.functions.${i}.description`), parameters }));
   }
-  if (out.length === 0 && requestBody && Array.isArray(requestBody.tools)) for (const r of requestBody.tools) pushDef(out, toolDefinition(r));
+  if (out.length === 0 && requestBody && Array.isArray(requestBody.tools))
+    for (const r of requestBody.tools) pushDef(out, toolDefinition(r));
   return out;
 }
 

@@ -26,7 +26,8 @@ export function num(a: Attributes, key: string): number | undefined {
 }
 
 // "timed out": openai-node's APIConnectionTimeoutError says "Request timed out."
-const TIMEOUT_RE = /time[_ -]?out|timed[_ -]?out|etimedout|deadline|headers_timeout|body_timeout|connect_timeout|\b408\b|\b504\b/i;
+const TIMEOUT_RE =
+  /time[_ -]?out|timed[_ -]?out|etimedout|deadline|headers_timeout|body_timeout|connect_timeout|\b408\b|\b504\b/i;
 
 /** Whether an error type / status message names a timeout or an exceeded deadline. */
 export function looksLikeTimeout(...texts: (string | undefined)[]): boolean {
@@ -56,4 +57,3 @@ export function spanFailure(span: SpanRecord): SpanFailure | undefined {
   f.timeout = looksLikeTimeout(type, exType, message, f.httpStatus !== undefined ? String(f.httpStatus) : undefined);
   return f;
 }
-

@@ -11,9 +11,28 @@ import { isMessageSpan, joinMessages, readMessage, type MessageExchange } from '
 import { DETECTION_CHILD, agentOfSpan, llmOperation, toolOfSpan } from './recognize';
 import type { AgentSpan, LlmCall, MessageStep, SpanFailure, Step, ToolStep, TraceView } from './types';
 
-export type { AgentSpan, Convention, FaultlineFacts, LlmCall, MessageStep, SpanFailure, Step, ToolStep, TraceView } from './types';
+export type {
+  AgentSpan,
+  Convention,
+  FaultlineFacts,
+  LlmCall,
+  MessageStep,
+  SpanFailure,
+  Step,
+  ToolStep,
+  TraceView,
+} from './types';
 export type { GenAiMessage, ToolCallPart, ToolDefinition } from './content';
-export type { Content, DeliveredFacts, GuardEvent, MessageExchange, MessageFacts, MessageFailure, MessageSide, PayloadFacts } from './message';
+export type {
+  Content,
+  DeliveredFacts,
+  GuardEvent,
+  MessageExchange,
+  MessageFacts,
+  MessageFailure,
+  MessageSide,
+  PayloadFacts,
+} from './message';
 export { messageText } from './content';
 export { looksLikeTimeout, spanFailure } from './failure';
 export { edgeKey, guardEvents, isMessageSpan, joinMessages, messageObservation, readMessage } from './message';
@@ -34,7 +53,8 @@ export function viewTrace(trace: TraceRecord): TraceView {
 function build(trace: TraceRecord): TraceView {
   const byId = new Map<string, SpanRecord>();
   for (const s of trace.spans) byId.set(s.spanId, s);
-  const parentOf = (s: SpanRecord): SpanRecord | undefined => (s.parentSpanId !== undefined ? byId.get(s.parentSpanId) : undefined);
+  const parentOf = (s: SpanRecord): SpanRecord | undefined =>
+    s.parentSpanId !== undefined ? byId.get(s.parentSpanId) : undefined;
 
   // Online detection recorded after the exchange span ended rides on a zero-length child: credit its parent.
   const detectionChildren = new Map<string, SpanRecord[]>();
@@ -121,8 +141,14 @@ function build(trace: TraceRecord): TraceView {
       const t: ToolStep = { kind: 'tool', span: s, name: tool };
       const a = s.attributes;
       const callId = str(a, 'gen_ai.tool.call.id') ?? str(a, 'tool.id') ?? str(a, 'tool_call.id');
-      const args = str(a, 'gen_ai.tool.call.arguments') ?? str(a, 'traceloop.entity.input') ?? (a['openinference.span.kind'] !== undefined ? str(a, 'input.value') : undefined);
-      const result = str(a, 'gen_ai.tool.call.result') ?? str(a, 'traceloop.entity.output') ?? (a['openinference.span.kind'] !== undefined ? str(a, 'output.value') : undefined);
+      const args =
+        str(a, 'gen_ai.tool.call.arguments') ??
+        str(a, 'traceloop.entity.input') ??
+        (a['openinference.span.kind'] !== undefined ? str(a, 'input.value') : undefined);
+      const result =
+        str(a, 'gen_ai.tool.call.result') ??
+        str(a, 'traceloop.entity.output') ??
+        (a['openinference.span.kind'] !== undefined ? str(a, 'output.value') : undefined);
       if (callId !== undefined) t.callId = callId;
       if (args !== undefined) t.arguments = args;
       if (result !== undefined) t.result = result;
@@ -140,7 +166,10 @@ function build(trace: TraceRecord): TraceView {
     for (let p = span.parentSpanId; p !== undefined && d < 256; p = byId.get(p)?.parentSpanId) d++;
     return d;
   };
-  const exchanges = joinMessages(messages.map((m) => m.facts), depthOf);
+  const exchanges = joinMessages(
+    messages.map((m) => m.facts),
+    depthOf,
+  );
   const exchangeBySpan = new Map<string, MessageExchange>();
   for (const x of exchanges) {
     if (x.send) exchangeBySpan.set(x.send.span.spanId, x);

@@ -12,7 +12,19 @@ import {
 } from '../../../instrumentation/semconv';
 import type { UsageSummary } from '../../../instrumentation/types';
 import { str, type AttrValue, type Attributes, type SpanRecord } from '../model';
-import { eventContent, indexedMessages, isObj, messagesValue, messageText, openInferenceMessages, parseJson, systemText, toolCallsOf, toolDefinitions, type GenAiMessage } from './content';
+import {
+  eventContent,
+  indexedMessages,
+  isObj,
+  messagesValue,
+  messageText,
+  openInferenceMessages,
+  parseJson,
+  systemText,
+  toolCallsOf,
+  toolDefinitions,
+  type GenAiMessage,
+} from './content';
 import { num, spanFailure } from './failure';
 import type { Convention, FaultlineFacts, LlmCall } from './types';
 
@@ -78,10 +90,30 @@ function usageOf(a: Attributes, oiOutput: Record<string, unknown> | undefined): 
     return undefined;
   };
   const usage = oiOutput && isObj(oiOutput.usage) ? oiOutput.usage : undefined;
-  const input = first('gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.usage.prompt_tokens', 'llm.token_count.prompt') ?? (typeof usage?.prompt_tokens === 'number' ? usage.prompt_tokens : undefined);
-  const output = first('gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens', 'llm.usage.completion_tokens', 'llm.token_count.completion') ?? (typeof usage?.completion_tokens === 'number' ? usage.completion_tokens : undefined);
-  const cache = first('gen_ai.usage.cache_read.input_tokens', 'gen_ai.usage.cache_read_input_tokens', 'llm.token_count.prompt_details.cache_read');
-  const reasoning = first('gen_ai.usage.reasoning.output_tokens', 'gen_ai.usage.reasoning_tokens', 'llm.token_count.completion_details.reasoning');
+  const input =
+    first(
+      'gen_ai.usage.input_tokens',
+      'gen_ai.usage.prompt_tokens',
+      'llm.usage.prompt_tokens',
+      'llm.token_count.prompt',
+    ) ?? (typeof usage?.prompt_tokens === 'number' ? usage.prompt_tokens : undefined);
+  const output =
+    first(
+      'gen_ai.usage.output_tokens',
+      'gen_ai.usage.completion_tokens',
+      'llm.usage.completion_tokens',
+      'llm.token_count.completion',
+    ) ?? (typeof usage?.completion_tokens === 'number' ? usage.completion_tokens : undefined);
+  const cache = first(
+    'gen_ai.usage.cache_read.input_tokens',
+    'gen_ai.usage.cache_read_input_tokens',
+    'llm.token_count.prompt_details.cache_read',
+  );
+  const reasoning = first(
+    'gen_ai.usage.reasoning.output_tokens',
+    'gen_ai.usage.reasoning_tokens',
+    'llm.token_count.completion_details.reasoning',
+  );
   if (input !== undefined) u.inputTokens = input;
   if (output !== undefined) u.outputTokens = output;
   if (cache !== undefined) u.cacheReadInputTokens = cache;
@@ -90,9 +122,15 @@ function usageOf(a: Attributes, oiOutput: Record<string, unknown> | undefined): 
 }
 
 function conventionOf(a: Attributes): Convention {
-  if (a['faultline.response.output_chars'] !== undefined || a['faultline.response.body_bytes'] !== undefined) return 'faultline';
+  if (a['faultline.response.output_chars'] !== undefined || a['faultline.response.body_bytes'] !== undefined)
+    return 'faultline';
   if (a['openinference.span.kind'] !== undefined) return 'openinference';
-  if (a['llm.request.type'] !== undefined || a['gen_ai.prompt.0.role'] !== undefined || a['gen_ai.completion.0.role'] !== undefined) return 'openllmetry';
+  if (
+    a['llm.request.type'] !== undefined ||
+    a['gen_ai.prompt.0.role'] !== undefined ||
+    a['gen_ai.completion.0.role'] !== undefined
+  )
+    return 'openllmetry';
   return 'genai';
 }
 
@@ -107,7 +145,9 @@ function jsonObject(a: Attributes, key: string): Record<string, unknown> | undef
 function splitSystem(msgs: GenAiMessage[] | undefined): { input?: GenAiMessage[]; system?: string } {
   if (!msgs) return {};
   const sys = msgs.filter((m) => m.role === 'system' || m.role === 'developer');
-  const out: { input?: GenAiMessage[]; system?: string } = { input: msgs.filter((m) => m.role !== 'system' && m.role !== 'developer') };
+  const out: { input?: GenAiMessage[]; system?: string } = {
+    input: msgs.filter((m) => m.role !== 'system' && m.role !== 'developer'),
+  };
   if (sys.length > 0) out.system = sys.map(messageText).join('\n');
   return out;
 }
@@ -116,8 +156,13 @@ function splitSystem(msgs: GenAiMessage[] | undefined): { input?: GenAiMessage[]
 export function readLlmCall(span: SpanRecord, operation: string, step: number): LlmCall {
   const a = span.attributes;
   const oiIn = a['input.value'] !== undefined ? jsonObject(a, 'input.value') : undefined;
-  const oiParams = a['llm.invocation_parameters'] !== undefined ? jsonObject(a, 'llm.invocation_parameters') : undefined;
-  const oiOut = str(a, 'output.mime_type') === 'application/json' || (a['output.value'] !== undefined && a['openinference.span.kind'] !== undefined) ? jsonObject(a, 'output.value') : undefined;
+  const oiParams =
+    a['llm.invocation_parameters'] !== undefined ? jsonObject(a, 'llm.invocation_parameters') : undefined;
+  const oiOut =
+    str(a, 'output.mime_type') === 'application/json' ||
+    (a['output.value'] !== undefined && a['openinference.span.kind'] !== undefined)
+      ? jsonObject(a, 'output.value')
+      : undefined;
   const events = eventContent(span.events);
 
   // Input.
@@ -130,14 +175,21 @@ export function readLlmCall(span: SpanRecord, operation: string, step: number): 
   const system = systemText(a[ATTR_GEN_AI_SYSTEM_INSTRUCTIONS]) ?? inlineSystem ?? events?.system;
 
   // Output: the first source that has it.
-  let output = messagesValue(a[ATTR_GEN_AI_OUTPUT_MESSAGES], 'assistant') ?? indexedMessages(a, 'gen_ai.completion', 'assistant') ?? openInferenceMessages(a, 'llm.output_messages', 'assistant');
+  let output =
+    messagesValue(a[ATTR_GEN_AI_OUTPUT_MESSAGES], 'assistant') ??
+    indexedMessages(a, 'gen_ai.completion', 'assistant') ??
+    openInferenceMessages(a, 'llm.output_messages', 'assistant');
   let hasContent = output !== undefined;
   if (!output && events?.output) {
     output = events.output;
     hasContent = events.captured;
   }
   if (!output && oiOut && Array.isArray(oiOut.choices)) {
-    output = oiOut.choices.map((c) => (isObj(c) ? { ...(isObj(c.message) ? c.message : {}), role: 'assistant', finish_reason: c.finish_reason } : {})).map((m) => messagesValue([m], 'assistant')?.[0] ?? { role: 'assistant', parts: [] });
+    output = oiOut.choices
+      .map((c) =>
+        isObj(c) ? { ...(isObj(c.message) ? c.message : {}), role: 'assistant', finish_reason: c.finish_reason } : {},
+      )
+      .map((m) => messagesValue([m], 'assistant')?.[0] ?? { role: 'assistant', parts: [] });
     hasContent = true;
   }
   const first = output?.[0];
@@ -152,7 +204,9 @@ export function readLlmCall(span: SpanRecord, operation: string, step: number): 
   if (finishReasons.length === 0) {
     // Elsewhere: a single llm.* attribute some producers write, the output messages, the raw response (output.value).
     const single = str(a, 'llm.finish_reason') ?? str(a, 'llm.stop_reason');
-    const fromOutput = (output ?? []).map((m) => m.finish_reason).filter((f): f is string => typeof f === 'string' && f !== '');
+    const fromOutput = (output ?? [])
+      .map((m) => m.finish_reason)
+      .filter((f): f is string => typeof f === 'string' && f !== '');
     const fromRaw = rawFinishReasons(a, oiOut);
     if (single) finishReasons = [single];
     else if (fromOutput.length > 0) finishReasons = fromOutput;
@@ -175,21 +229,38 @@ export function readLlmCall(span: SpanRecord, operation: string, step: number): 
     usage: usageOf(a, oiOut),
     durationMs: Math.max(0, span.end - span.start),
   };
-  const provider = str(a, 'gen_ai.provider.name') ?? str(a, 'gen_ai.system') ?? str(a, 'llm.provider') ?? str(a, 'llm.system');
+  const provider =
+    str(a, 'gen_ai.provider.name') ?? str(a, 'gen_ai.system') ?? str(a, 'llm.provider') ?? str(a, 'llm.system');
   if (provider !== undefined) call.provider = provider.toLowerCase();
-  const reqModel = str(a, 'gen_ai.request.model') ?? (typeof oiIn?.model === 'string' ? oiIn.model : undefined) ?? (typeof oiParams?.model === 'string' ? oiParams.model : undefined);
-  const resModel = str(a, 'gen_ai.response.model') ?? (typeof oiOut?.model === 'string' ? oiOut.model : undefined) ?? str(a, 'llm.model_name');
+  const reqModel =
+    str(a, 'gen_ai.request.model') ??
+    (typeof oiIn?.model === 'string' ? oiIn.model : undefined) ??
+    (typeof oiParams?.model === 'string' ? oiParams.model : undefined);
+  const resModel =
+    str(a, 'gen_ai.response.model') ??
+    (typeof oiOut?.model === 'string' ? oiOut.model : undefined) ??
+    str(a, 'llm.model_name');
   if (reqModel !== undefined) call.requestModel = reqModel;
   if (resModel !== undefined) call.responseModel = resModel;
   const stream =
     bool(a, 'gen_ai.request.stream') ??
     bool(a, 'llm.is_streaming') ??
-    (oiParams?.stream === true || oiIn?.stream === true ? true : oiIn !== undefined || oiParams !== undefined ? false : undefined) ??
+    (oiParams?.stream === true || oiIn?.stream === true
+      ? true
+      : oiIn !== undefined || oiParams !== undefined
+        ? false
+        : undefined) ??
     (fl?.chunks !== undefined ? true : undefined);
   if (stream !== undefined) call.stream = stream;
-  const maxTokens = num(a, 'gen_ai.request.max_tokens') ?? num(a, 'llm.request.max_tokens') ?? pickNumber(oiParams ?? oiIn, 'max_tokens', 'max_completion_tokens');
+  const maxTokens =
+    num(a, 'gen_ai.request.max_tokens') ??
+    num(a, 'llm.request.max_tokens') ??
+    pickNumber(oiParams ?? oiIn, 'max_tokens', 'max_completion_tokens');
   if (maxTokens !== undefined) call.maxTokens = maxTokens;
-  const temperature = num(a, 'gen_ai.request.temperature') ?? num(a, 'llm.request.temperature') ?? pickNumber(oiParams ?? oiIn, 'temperature');
+  const temperature =
+    num(a, 'gen_ai.request.temperature') ??
+    num(a, 'llm.request.temperature') ??
+    pickNumber(oiParams ?? oiIn, 'temperature');
   if (temperature !== undefined) call.temperature = temperature;
   const responseSchema = jsonSchemaFormat(oiParams) ?? jsonSchemaFormat(oiIn);
   if (responseSchema !== undefined) call.responseSchema = responseSchema;
@@ -219,7 +290,9 @@ export function readLlmCall(span: SpanRecord, operation: string, step: number): 
 /** Finish reasons in a raw response kept as output.value: OpenAI `choices[].finish_reason`, or semconv messages. */
 function rawFinishReasons(a: Attributes, parsed: Record<string, unknown> | undefined): string[] {
   if (parsed && Array.isArray(parsed.choices)) {
-    return parsed.choices.map((c) => (isObj(c) && typeof c.finish_reason === 'string' ? c.finish_reason : '')).filter((f) => f !== '');
+    return parsed.choices
+      .map((c) => (isObj(c) && typeof c.finish_reason === 'string' ? c.finish_reason : ''))
+      .filter((f) => f !== '');
   }
   const v = a['output.value'];
   if (typeof v !== 'string' || !v.trimStart().startsWith('[') || v.length > 4_000_000) return [];

@@ -79,10 +79,10 @@ import { num, spanFailure } from './failure';
 export function isMessageSpan(span: SpanRecord): boolean {
   const a = span.attributes;
   if (a[ATTR_FL_MESSAGE_BOUNDARY] !== undefined || a[ATTR_FL_MESSAGE_ID] !== undefined) return true;
-  if (span.kind === 'CLIENT' && (a[ATTR_A2A_METHOD_NAME] !== undefined || a[ATTR_MCP_METHOD_NAME] !== undefined)) return true;
+  if (span.kind === 'CLIENT' && (a[ATTR_A2A_METHOD_NAME] !== undefined || a[ATTR_MCP_METHOD_NAME] !== undefined))
+    return true;
   return false;
 }
-
 
 export type MessageSide = 'send' | 'receive' | 'unknown';
 
@@ -260,7 +260,10 @@ function failureOf(span: SpanRecord): MessageFailure | undefined {
 export function guardEvents(span: SpanRecord): GuardEvent[] {
   return span.events
     .filter((e) => e.name === EVENT_FL_GUARD)
-    .map((e) => ({ action: str(e.attributes, ATTR_FL_GUARD_ACTION) ?? '', reason: str(e.attributes, ATTR_FL_GUARD_REASON) ?? '' }));
+    .map((e) => ({
+      action: str(e.attributes, ATTR_FL_GUARD_ACTION) ?? '',
+      reason: str(e.attributes, ATTR_FL_GUARD_REASON) ?? '',
+    }));
 }
 
 const read = new WeakMap<SpanRecord, MessageFacts>();
@@ -272,7 +275,16 @@ export function readMessage(span: SpanRecord): MessageFacts {
   const a = span.attributes;
   const side = sideOf(span);
   const aborted = a[ATTR_FL_RESPONSE_ABORTED] === true || a[ATTR_FL_RESPONSE_ABORTED] === 'true';
-  const v: MessageFacts = { span, side, system: systemOf(span), peers: [], guards: guardEvents(span), aborted, start: span.start, end: span.end };
+  const v: MessageFacts = {
+    span,
+    side,
+    system: systemOf(span),
+    peers: [],
+    guards: guardEvents(span),
+    aborted,
+    start: span.start,
+    end: span.end,
+  };
   const set = <K extends keyof MessageFacts>(k: K, value: MessageFacts[K] | undefined): void => {
     if (value !== undefined) v[k] = value;
   };
@@ -281,17 +293,25 @@ export function readMessage(span: SpanRecord): MessageFacts {
   set('target', str(a, ATTR_FL_MESSAGE_TARGET) ?? str(a, ATTR_MESSAGING_DESTINATION_NAME));
   set('boundary', str(a, ATTR_FL_MESSAGE_BOUNDARY));
   set('taskId', str(a, ATTR_FL_MESSAGE_TASK_ID));
-  set('sessionId', str(a, ATTR_FL_MESSAGE_SESSION_ID) ?? str(a, ATTR_GEN_AI_CONVERSATION_ID) ?? str(a, ATTR_MCP_SESSION_ID) ?? str(a, 'messaging.message.conversation_id'));
+  set(
+    'sessionId',
+    str(a, ATTR_FL_MESSAGE_SESSION_ID) ??
+      str(a, ATTR_GEN_AI_CONVERSATION_ID) ??
+      str(a, ATTR_MCP_SESSION_ID) ??
+      str(a, 'messaging.message.conversation_id'),
+  );
   set('version', num(a, ATTR_FL_MESSAGE_VERSION));
   set('sentAt', num(a, ATTR_FL_MESSAGE_SENT_AT));
   set('payload', payloadFacts(a));
   if (side !== 'receive') {
     set('delivered', deliveredFacts(a));
-    const reply = str(a, ATTR_GEN_AI_TOOL_CALL_RESULT) ?? (v.system === 'a2a' ? str(a, ATTR_GEN_AI_OUTPUT_MESSAGES) : undefined);
+    const reply =
+      str(a, ATTR_GEN_AI_TOOL_CALL_RESULT) ?? (v.system === 'a2a' ? str(a, ATTR_GEN_AI_OUTPUT_MESSAGES) : undefined);
     if (reply !== undefined) v.reply = { ...parseJson(reply), text: reply };
   }
   const contract = str(a, ATTR_FL_MESSAGE_CONTRACT);
-  if (contract === 'valid' || contract === 'invalid') v.contract = { valid: contract === 'valid', issues: strList(a, ATTR_FL_MESSAGE_CONTRACT_ISSUES) ?? [] };
+  if (contract === 'valid' || contract === 'invalid')
+    v.contract = { valid: contract === 'valid', issues: strList(a, ATTR_FL_MESSAGE_CONTRACT_ISSUES) ?? [] };
   set('copy', num(a, ATTR_FL_MESSAGE_COPY));
   set('failure', failureOf(span));
   set('tool', str(a, ATTR_GEN_AI_TOOL_NAME));
@@ -367,7 +387,11 @@ export function joinMessages(facts: readonly MessageFacts[], depthOf: (span: Spa
    * message id is another send). */
   const sendOf = (id: string, r: MessageFacts): MessageExchange | undefined => {
     const candidates = sendsById.get(id) ?? [];
-    return candidates.find((x) => r.start >= x.step.start - 1 && r.start <= x.step.end + 1) ?? [...candidates].reverse().find((x) => x.step.start <= r.start + 1) ?? candidates[0];
+    return (
+      candidates.find((x) => r.start >= x.step.start - 1 && r.start <= x.step.end + 1) ??
+      [...candidates].reverse().find((x) => x.step.start <= r.start + 1) ??
+      candidates[0]
+    );
   };
   const orphansById = new Map<string, MessageExchange>();
   for (const r of facts) {
@@ -379,7 +403,15 @@ export function joinMessages(facts: readonly MessageFacts[], depthOf: (span: Spa
       peer ??
       (r.id !== undefined && r.system !== 'channel' ? sendOf(r.id, r) : undefined) ??
       (r.system !== 'channel'
-        ? out.find((x) => x.send !== undefined && x.system === r.system && x.target !== undefined && x.target === (r.target ?? r.agent ?? r.tool) && r.start >= x.step.start - 1 && r.start <= x.step.end + 1)
+        ? out.find(
+            (x) =>
+              x.send !== undefined &&
+              x.system === r.system &&
+              x.target !== undefined &&
+              x.target === (r.target ?? r.agent ?? r.tool) &&
+              r.start >= x.step.start - 1 &&
+              r.start <= x.step.end + 1,
+          )
         : undefined);
     if (paired !== undefined) {
       paired.receives.push(r);
@@ -388,7 +420,9 @@ export function joinMessages(facts: readonly MessageFacts[], depthOf: (span: Spa
     const key = r.id !== undefined ? `${r.system}|${r.target ?? ''}|${r.id}` : undefined;
     const earlier = key !== undefined ? orphansById.get(key) : undefined;
     if (earlier !== undefined) {
-      const between = out.some((x) => x !== earlier && x.start > earlier.start && x.start < r.start && edgeKey(x) === edgeKey(earlier));
+      const between = out.some(
+        (x) => x !== earlier && x.start > earlier.start && x.start < r.start && edgeKey(x) === edgeKey(earlier),
+      );
       if (!between) {
         earlier.receives.push(r);
         continue;
@@ -414,13 +448,24 @@ export function joinMessages(facts: readonly MessageFacts[], depthOf: (span: Spa
       if (s !== undefined) x.source = s;
     }
   }
-  return out.sort((a, b) => Math.floor(a.start) - Math.floor(b.start) || a.depth - b.depth || a.start - b.start || (a.step.spanId < b.step.spanId ? -1 : 1));
+  return out.sort(
+    (a, b) =>
+      Math.floor(a.start) - Math.floor(b.start) ||
+      a.depth - b.depth ||
+      a.start - b.start ||
+      (a.step.spanId < b.step.spanId ? -1 : 1),
+  );
 }
 
 // ------------------------------------------------------------------------------------------------ detectors
 
 function agentMessage(f: MessageFacts, payload: unknown): AgentMessage {
-  const m: AgentMessage = { id: f.id ?? f.span.spanId, source: f.source ?? '', target: f.target ?? f.agent ?? f.tool ?? '', payload };
+  const m: AgentMessage = {
+    id: f.id ?? f.span.spanId,
+    source: f.source ?? '',
+    target: f.target ?? f.agent ?? f.tool ?? '',
+    payload,
+  };
   if (f.boundary !== undefined) m.boundary = f.boundary;
   if (f.taskId !== undefined) m.taskId = f.taskId;
   if (f.sessionId !== undefined) m.sessionId = f.sessionId;
@@ -443,7 +488,13 @@ export function messageObservation(x: MessageExchange): MessageObservation {
   const send = x.send;
   const sent = send?.payload?.content;
   const latencyMs = Math.max(0, x.step.end - x.step.start);
-  const obs: MessageObservation = { kind: 'message', spanId: x.step.spanId, delivered: [], hasContent: false, latencyMs };
+  const obs: MessageObservation = {
+    kind: 'message',
+    spanId: x.step.spanId,
+    delivered: [],
+    hasContent: false,
+    latencyMs,
+  };
   const facts: NonNullable<MessageObservation['facts']> = {};
   const pf = send?.payload ?? x.receives[0]?.payload;
   if (pf?.keys !== undefined) facts.keys = pf.keys;

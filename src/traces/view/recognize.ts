@@ -37,7 +37,13 @@ export function llmOperation(span: SpanRecord): string | undefined {
   if (rt !== undefined) return rt === 'chat' ? 'chat' : rt === 'completion' ? 'text_completion' : undefined;
   if (a[TRACELOOP_KIND] !== undefined) return undefined;
   if (a['gen_ai.system'] !== undefined || a['gen_ai.provider.name'] !== undefined) {
-    if (a['gen_ai.request.model'] !== undefined || a['gen_ai.prompt.0.content'] !== undefined || a['gen_ai.prompt.0.role'] !== undefined || a['gen_ai.completion.0.content'] !== undefined) return 'chat';
+    if (
+      a['gen_ai.request.model'] !== undefined ||
+      a['gen_ai.prompt.0.content'] !== undefined ||
+      a['gen_ai.prompt.0.role'] !== undefined ||
+      a['gen_ai.completion.0.content'] !== undefined
+    )
+      return 'chat';
   }
   return undefined;
 }
@@ -53,7 +59,9 @@ export function agentOfSpan(span: SpanRecord): { name: string; kind: 'agent' | '
   const named = (fallbackPrefix: string): string => {
     const n = a['gen_ai.agent.name'] ?? a['gen_ai.workflow.name'] ?? a['traceloop.entity.name'] ?? a['agent.name'];
     if (typeof n === 'string' && n !== '') return n;
-    return span.name.startsWith(fallbackPrefix) ? span.name.slice(fallbackPrefix.length).trim() || span.name : span.name;
+    return span.name.startsWith(fallbackPrefix)
+      ? span.name.slice(fallbackPrefix.length).trim() || span.name
+      : span.name;
   };
   if (op === 'invoke_agent' || op === 'create_agent') return { name: named(`${op} `), kind: 'agent' };
   if (op === 'invoke_workflow') return { name: named('invoke_workflow '), kind: 'workflow' };
@@ -61,7 +69,10 @@ export function agentOfSpan(span: SpanRecord): { name: string; kind: 'agent' | '
   const tl = lower(a, TRACELOOP_KIND);
   if (tl === 'agent' || tl === 'workflow' || tl === 'task') {
     const n = a['traceloop.entity.name'] ?? (tl === 'workflow' ? a['traceloop.workflow.name'] : undefined);
-    return { name: typeof n === 'string' && n !== '' ? n : span.name.replace(/\.(agent|workflow|task)$/, ''), kind: tl };
+    return {
+      name: typeof n === 'string' && n !== '' ? n : span.name.replace(/\.(agent|workflow|task)$/, ''),
+      kind: tl,
+    };
   }
   const oi = lower(a, OI_KIND);
   if (oi === 'agent') {

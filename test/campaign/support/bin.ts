@@ -23,7 +23,11 @@ export function ensureBuilt(): void {
   const srcs = ['src', 'instrumentation', 'detectors'].map((d) => newestMtime(join(ROOT, d)));
   if (existsSync(out) && statSync(out).mtimeMs >= Math.max(...srcs)) return;
   try {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'ignore' });
+    execFileSync(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+      { cwd: ROOT, stdio: 'ignore' },
+    );
   } catch {
     /* type errors elsewhere in the tree still emit JavaScript */
   }
@@ -45,7 +49,11 @@ export interface Started {
 /** Start `faultline ARGS`; `done` settles when it exits, or rejects at the deadline (after killing it). */
 export function start(args: string[], env: NodeJS.ProcessEnv = {}, deadlineMs = 60_000, cwd = ROOT): Started {
   const t0 = Date.now();
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, CI: '1', NO_COLOR: '1', FAULTLINE_LLM_BASE_URL: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd,
+    env: { ...process.env, CI: '1', NO_COLOR: '1', FAULTLINE_LLM_BASE_URL: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -13,7 +13,9 @@ const WORDS: Record<string, string> = { plus: '+', minus: '-', times: '*' };
 function reply(system: string, user: string): string {
   if (system.startsWith('Rewrite')) {
     const m = /(\d+)\s+(plus|minus|times)\s+(\d+)/.exec(user);
-    return m ? `The question asks us to combine two numbers, so the expression to evaluate is straightforward. EXPR: ${m[1]} ${WORDS[m[2]!]} ${m[3]}` : 'I cannot tell.';
+    return m
+      ? `The question asks us to combine two numbers, so the expression to evaluate is straightforward. EXPR: ${m[1]} ${WORDS[m[2]!]} ${m[3]}`
+      : 'I cannot tell.';
   }
   const m = /^(\d+)\s*([+\-*])\s*(\d+)$/.exec(user.trim());
   if (!m) return 'ANSWER: unknown';
@@ -27,7 +29,11 @@ export async function startCalcModel(latencyMs = 0): Promise<LlmServer> {
     const body = JSON.parse(req.body.toString('utf8')) as { messages: Array<{ role: string; content: string }> };
     const system = body.messages.find((m) => m.role === 'system')?.content ?? '';
     const user = body.messages.filter((m) => m.role === 'user').pop()?.content ?? '';
-    const response = chatCompletion({ model: 'gpt-4.1-mini-2025-04-14', text: reply(system, user), inputTokens: roughTokens(system + user) });
+    const response = chatCompletion({
+      model: 'gpt-4.1-mini-2025-04-14',
+      text: reply(system, user),
+      inputTokens: roughTokens(system + user),
+    });
     return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(response) };
   });
 }

@@ -55,9 +55,17 @@ export function perTrace(docs: Doc[]): ServedTrace[] {
   return [...by.values()];
 }
 
-const KINDS = ['SPAN_KIND_UNSPECIFIED', 'SPAN_KIND_INTERNAL', 'SPAN_KIND_SERVER', 'SPAN_KIND_CLIENT', 'SPAN_KIND_PRODUCER', 'SPAN_KIND_CONSUMER'];
+const KINDS = [
+  'SPAN_KIND_UNSPECIFIED',
+  'SPAN_KIND_INTERNAL',
+  'SPAN_KIND_SERVER',
+  'SPAN_KIND_CLIENT',
+  'SPAN_KIND_PRODUCER',
+  'SPAN_KIND_CONSUMER',
+];
 const CODES = ['STATUS_CODE_UNSET', 'STATUS_CODE_OK', 'STATUS_CODE_ERROR'];
-const b64 = (hex: unknown): unknown => (typeof hex === 'string' && hex !== '' ? Buffer.from(hex, 'hex').toString('base64') : hex);
+const b64 = (hex: unknown): unknown =>
+  typeof hex === 'string' && hex !== '' ? Buffer.from(hex, 'hex').toString('base64') : hex;
 
 /** OTLP/JSON as Tempo's trace-by-id answers it (gogo jsonpb). */
 export function tempoFlavour(doc: Doc): unknown {
@@ -81,7 +89,13 @@ export function tempoFlavour(doc: Doc): unknown {
   return { trace: copy, metrics: { inspectedBytes: '1024' } };
 }
 
-async function listen(handler: (path: string, q: URLSearchParams, headers: IncomingHttpHeaders) => { status: number; body: string; type?: string }): Promise<Backend> {
+async function listen(
+  handler: (
+    path: string,
+    q: URLSearchParams,
+    headers: IncomingHttpHeaders,
+  ) => { status: number; body: string; type?: string },
+): Promise<Backend> {
   const seen: Seen[] = [];
   const server: Server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
@@ -116,7 +130,11 @@ function denied(h: IncomingHttpHeaders, auth: Auth | undefined): boolean {
  * Jaeger: the v1 HTTP API (`/api/traces` search and by id, answered from `v1` — recorded Jaeger JSON traces), or,
  * with `v3`, only the api_v3 gateway (v1 answers 404, as on Jaeger main) serving OTLP traces.
  */
-export async function startJaeger(o: { v1?: Array<{ traceID: string; spans: Array<{ startTime: number }> }>; v3?: ServedTrace[]; auth?: Auth }): Promise<Backend> {
+export async function startJaeger(o: {
+  v1?: Array<{ traceID: string; spans: Array<{ startTime: number }> }>;
+  v3?: ServedTrace[];
+  auth?: Auth;
+}): Promise<Backend> {
   return listen((path, q, h) => {
     if (denied(h, o.auth)) return { status: 401, body: '{"error":"unauthorized"}' };
     if (o.v1 && path === '/api/traces') {
@@ -124,36 +142,54 @@ export async function startJaeger(o: { v1?: Array<{ traceID: string; spans: Arra
       const start = Number(q.get('start')) / 1000;
       const limit = Number(q.get('limit'));
       const hits = o.v1
-                .map((t) => ({ t, s: Math.min(...t.spans.map((s) => s.startTime)) / 1000 }))
+        .map((t) => ({ t, s: Math.min(...t.spans.map((s) => s.startTime)) / 1000 }))
         .filter((x) => x.s >= start && x.s <= end)
         .sort((a, b) => b.s - a.s)
         .slice(0, limit)
         .map((x) => x.t);
-      return { status: 200, body: JSON.stringify({ data: hits, total: hits.length, limit: 0, offset: 0, errors: null }) };
+      return {
+        status: 200,
+        body: JSON.stringify({ data: hits, total: hits.length, limit: 0, offset: 0, errors: null }),
+      };
     }
     if (o.v1 && path.startsWith('/api/traces/')) {
       const t = o.v1.find((x) => x.traceID === path.slice('/api/traces/'.length));
-      return t ? { status: 200, body: JSON.stringify({ data: [t], total: 0, limit: 0, offset: 0, errors: null }) } : { status: 404, body: '{"data":null,"total":0,"limit":0,"offset":0,"errors":[{"code":404,"msg":"trace not found"}]}' };
+      return t
+        ? { status: 200, body: JSON.stringify({ data: [t], total: 0, limit: 0, offset: 0, errors: null }) }
+        : {
+            status: 404,
+            body: '{"data":null,"total":0,"limit":0,"offset":0,"errors":[{"code":404,"msg":"trace not found"}]}',
+          };
     }
     if (o.v3 && path === '/api/v3/traces') {
       const min = Date.parse(q.get('query.startTimeMin') ?? '');
       const max = Date.parse(q.get('query.startTimeMax') ?? '');
       const depth = Number(q.get('query.searchDepth') ?? 100);
-      const hits = o.v3.filter((t) => t.start >= min && t.start <= max).sort((a, b) => b.start - a.start).slice(0, depth);
+      const hits = o.v3
+        .filter((t) => t.start >= min && t.start <= max)
+        .sort((a, b) => b.start - a.start)
+        .slice(0, depth);
       if (hits.length === 0) return { status: 404, body: '{"code":5,"message":"No traces found"}' };
       // The gateway streams one {"result": …} chunk per trace.
       return { status: 200, body: hits.map((t) => JSON.stringify({ result: t.otlp })).join('\n') };
     }
     if (o.v3 && path.startsWith('/api/v3/traces/')) {
       const t = o.v3.find((x) => x.traceId === path.slice('/api/v3/traces/'.length));
-      return t ? { status: 200, body: JSON.stringify({ result: t.otlp }) } : { status: 404, body: '{"code":5,"message":"No traces found"}' };
+      return t
+        ? { status: 200, body: JSON.stringify({ result: t.otlp }) }
+        : { status: 404, body: '{"code":5,"message":"No traces found"}' };
     }
     return { status: 404, body: '404 page not found', type: 'text/plain' };
   });
 }
 
 /** Tempo: `/api/search` over `traces` (or the recorded search answer), `/api/v2/traces/<id>` in gogo JSON. */
-export async function startTempo(o: { traces?: ServedTrace[]; recorded?: { search: string; byId: Record<string, string> }; auth?: Auth; v1Only?: boolean }): Promise<Backend> {
+export async function startTempo(o: {
+  traces?: ServedTrace[];
+  recorded?: { search: string; byId: Record<string, string> };
+  auth?: Auth;
+  v1Only?: boolean;
+}): Promise<Backend> {
   return listen((path, q, h) => {
     if (denied(h, o.auth)) return { status: 401, body: 'unauthorized', type: 'text/plain' };
     if (path === '/api/search') {
@@ -161,8 +197,22 @@ export async function startTempo(o: { traces?: ServedTrace[]; recorded?: { searc
       const start = Number(q.get('start')) * 1000;
       const end = Number(q.get('end')) * 1000 + 999;
       const limit = Number(q.get('limit') ?? 20);
-      const hits = (o.traces ?? []).filter((t) => t.start >= start && t.start <= end).sort((a, b) => b.start - a.start).slice(0, limit);
-      return { status: 200, body: JSON.stringify({ traces: hits.map((t) => ({ traceID: t.traceId, rootServiceName: 'svc', startTimeUnixNano: String(BigInt(t.start) * 1_000_000n), durationMs: 1 })), metrics: { completedJobs: 1, totalJobs: 1 } }) };
+      const hits = (o.traces ?? [])
+        .filter((t) => t.start >= start && t.start <= end)
+        .sort((a, b) => b.start - a.start)
+        .slice(0, limit);
+      return {
+        status: 200,
+        body: JSON.stringify({
+          traces: hits.map((t) => ({
+            traceID: t.traceId,
+            rootServiceName: 'svc',
+            startTimeUnixNano: String(BigInt(t.start) * 1_000_000n),
+            durationMs: 1,
+          })),
+          metrics: { completedJobs: 1, totalJobs: 1 },
+        }),
+      };
     }
     const m = /^\/api\/(v2\/)?traces\/([0-9a-f]+)$/.exec(path);
     if (m) {

@@ -18,7 +18,9 @@ export interface CorpusRecord {
   protocol: LlmProtocol;
 }
 
-export function loadCorpus(files = ['openai-chat.jsonl', 'openai-chat-stream.jsonl', 'anthropic-messages.jsonl']): CorpusRecord[] {
+export function loadCorpus(
+  files = ['openai-chat.jsonl', 'openai-chat-stream.jsonl', 'anthropic-messages.jsonl'],
+): CorpusRecord[] {
   const out: CorpusRecord[] = [];
   for (const file of files) {
     const protocol: LlmProtocol = file.startsWith('anthropic') ? 'anthropic.messages' : 'openai.chat';
@@ -38,7 +40,8 @@ export function bodyOf(r: CorpusRecord, response: unknown = r.response): string 
 
 /** When the recorded request was sent: the provider's `created` (OpenAI), else a fixed date (Anthropic has none). */
 export function sentAt(r: CorpusRecord): number {
-  const created = (r.response as { created?: unknown } | undefined)?.created ?? /"created":\s*(\d+)/.exec(r.sse ?? '')?.[1];
+  const created =
+    (r.response as { created?: unknown } | undefined)?.created ?? /"created":\s*(\d+)/.exec(r.sse ?? '')?.[1];
   return created !== undefined ? Number(created) * 1000 : Date.UTC(2025, 0, 1);
 }
 

@@ -39,7 +39,12 @@ export function span(p: SpanSpec): SpanRecord {
   if (p.error) {
     s.status = { code: 'ERROR', ...(p.error.message !== undefined ? { message: p.error.message } : {}) };
     if (p.error.type !== undefined) s.attributes['error.type'] = p.error.type;
-    if (p.error.exception) s.events.push({ name: 'exception', time: s.end, attributes: { 'exception.type': p.error.exception.type, 'exception.message': p.error.exception.message } });
+    if (p.error.exception)
+      s.events.push({
+        name: 'exception',
+        time: s.end,
+        attributes: { 'exception.type': p.error.exception.type, 'exception.message': p.error.exception.message },
+      });
   }
   return s;
 }
@@ -50,11 +55,22 @@ export class Run {
   t = 0;
   root: SpanRecord;
   constructor(name = 'trip') {
-    this.root = span({ name: `invoke_workflow ${name}`, attrs: { 'gen_ai.operation.name': 'invoke_workflow', 'gen_ai.workflow.name': name }, start: 0, end: 0 });
+    this.root = span({
+      name: `invoke_workflow ${name}`,
+      attrs: { 'gen_ai.operation.name': 'invoke_workflow', 'gen_ai.workflow.name': name },
+      start: 0,
+      end: 0,
+    });
     this.spans.push(this.root);
   }
   agent(name: string, parent?: SpanRecord): SpanRecord {
-    const s = span({ name: `invoke_agent ${name}`, parent: parent ?? this.root, attrs: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': name }, start: this.t, end: this.t });
+    const s = span({
+      name: `invoke_agent ${name}`,
+      parent: parent ?? this.root,
+      attrs: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': name },
+      start: this.t,
+      end: this.t,
+    });
     this.spans.push(s);
     return s;
   }
@@ -63,7 +79,12 @@ export class Run {
     const s = span({
       name: 'chat gpt-4o',
       parent: agent,
-      attrs: { 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-4o', ...attrs },
+      attrs: {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'gpt-4o',
+        ...attrs,
+      },
       start: this.t,
       end: this.t + ms,
       ...(opts.error ? { error: opts.error } : {}),
@@ -73,18 +94,46 @@ export class Run {
     this.extend(agent, s.end);
     return s;
   }
-  tool(agent: SpanRecord, name: string, attrs: Attributes = {}, opts: { ms?: number; error?: SpanSpec['error']; parent?: SpanRecord } = {}): SpanRecord {
+  tool(
+    agent: SpanRecord,
+    name: string,
+    attrs: Attributes = {},
+    opts: { ms?: number; error?: SpanSpec['error']; parent?: SpanRecord } = {},
+  ): SpanRecord {
     const ms = opts.ms ?? 20;
-    const s = span({ name: `execute_tool ${name}`, parent: opts.parent ?? agent, attrs: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, ...attrs }, start: this.t, end: this.t + ms, ...(opts.error ? { error: opts.error } : {}) });
+    const s = span({
+      name: `execute_tool ${name}`,
+      parent: opts.parent ?? agent,
+      attrs: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, ...attrs },
+      start: this.t,
+      end: this.t + ms,
+      ...(opts.error ? { error: opts.error } : {}),
+    });
     this.t += ms + 1;
     this.spans.push(s);
     this.extend(agent, s.end);
     return s;
   }
   /** A messaging receive under `agent`, waiting `ms` on `destination` from `at` (default: now); the clock moves to its end. */
-  wait(agent: SpanRecord, destination: string, ms: number, opts: { at?: number; error?: SpanSpec['error'] } = {}): SpanRecord {
+  wait(
+    agent: SpanRecord,
+    destination: string,
+    ms: number,
+    opts: { at?: number; error?: SpanSpec['error'] } = {},
+  ): SpanRecord {
     const start = opts.at ?? this.t;
-    const s = span({ name: `receive ${destination}`, parent: agent, attrs: { 'messaging.system': 'rabbitmq', 'messaging.operation.type': 'receive', 'messaging.destination.name': destination }, start, end: start + ms, ...(opts.error ? { error: opts.error } : {}) });
+    const s = span({
+      name: `receive ${destination}`,
+      parent: agent,
+      attrs: {
+        'messaging.system': 'rabbitmq',
+        'messaging.operation.type': 'receive',
+        'messaging.destination.name': destination,
+      },
+      start,
+      end: start + ms,
+      ...(opts.error ? { error: opts.error } : {}),
+    });
     s.kind = 'CONSUMER';
     this.t = Math.max(this.t, start + ms + 1);
     this.spans.push(s);
@@ -92,7 +141,8 @@ export class Run {
     return s;
   }
   extend(s: SpanRecord, end: number): void {
-    for (let p: SpanRecord | undefined = s; p; p = this.spans.find((x) => x.spanId === p!.parentSpanId)) p.end = Math.max(p.end, end);
+    for (let p: SpanRecord | undefined = s; p; p = this.spans.find((x) => x.spanId === p!.parentSpanId))
+      p.end = Math.max(p.end, end);
   }
   fail(s: SpanRecord, type: string): void {
     s.status = { code: 'ERROR' };
@@ -107,6 +157,10 @@ export class Run {
 }
 
 export const modes = (fs: MonitorFinding[]): string[] => [...new Set(fs.map((f) => `${f.detector}/${f.mast}`))].sort();
-export const usage = (input: number, output: number, finish = 'stop'): Attributes => ({ 'gen_ai.usage.input_tokens': input, 'gen_ai.usage.output_tokens': output, 'gen_ai.response.finish_reasons': [finish] });
-export const defs = (...names: string[]): string => JSON.stringify(names.map((name) => ({ type: 'function', name, parameters: { type: 'object' } })));
-
+export const usage = (input: number, output: number, finish = 'stop'): Attributes => ({
+  'gen_ai.usage.input_tokens': input,
+  'gen_ai.usage.output_tokens': output,
+  'gen_ai.response.finish_reasons': [finish],
+});
+export const defs = (...names: string[]): string =>
+  JSON.stringify(names.map((name) => ({ type: 'function', name, parameters: { type: 'object' } })));

@@ -3,8 +3,21 @@
  * InMemorySpanExporter): a workflow root, agents, chat spans and handoff spans with the attributes faultline's
  * instrumentation records, explicit start/end times, optional online detection events and ground truth.
  */
-import { context, trace as otelTrace, SpanKind, SpanStatusCode, type Attributes as OtelAttributes, type Context, type Span } from '@opentelemetry/api';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  context,
+  trace as otelTrace,
+  SpanKind,
+  SpanStatusCode,
+  type Attributes as OtelAttributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
 import * as sc from '../../../instrumentation/semconv';
 import type { FaultType } from '../../../src/taxonomy';
 import type { TraceRecord } from '../../../src/traces/model';
@@ -80,7 +93,10 @@ export class TraceBuilder {
   readonly finished: ReadableSpan[] = [];
 
   /** Build one trace: `fn` adds agents/calls; returns it normalised. */
-  trace(fn: (t: TraceScope) => void, options: { taskId?: string; condition?: string; start?: number } = {}): TraceRecord {
+  trace(
+    fn: (t: TraceScope) => void,
+    options: { taskId?: string; condition?: string; start?: number } = {},
+  ): TraceRecord {
     const start = options.start ?? 1_790_000_000_000 + (idSeq++ % 1000) * 100_000;
     const root = this.tracer.startSpan('invoke_workflow task', {
       startTime: start,
@@ -109,7 +125,18 @@ export class TraceScope {
   ) {}
 
   agent(name: string, fn: (a: TraceScope) => void, options: { fail?: string } = {}): void {
-    const span = this.tracer.startSpan(`invoke_agent ${name}`, { startTime: this.clock, kind: SpanKind.INTERNAL, attributes: { [sc.ATTR_GEN_AI_OPERATION_NAME]: sc.GEN_AI_OPERATION_INVOKE_AGENT, [sc.ATTR_GEN_AI_AGENT_NAME]: name } }, this.ctx);
+    const span = this.tracer.startSpan(
+      `invoke_agent ${name}`,
+      {
+        startTime: this.clock,
+        kind: SpanKind.INTERNAL,
+        attributes: {
+          [sc.ATTR_GEN_AI_OPERATION_NAME]: sc.GEN_AI_OPERATION_INVOKE_AGENT,
+          [sc.ATTR_GEN_AI_AGENT_NAME]: name,
+        },
+      },
+      this.ctx,
+    );
     const inner = new TraceScope(this.tracer, otelTrace.setSpan(this.ctx, span), this.clock + 1);
     fn(inner);
     this.clock = inner.clock + 1;
@@ -122,7 +149,17 @@ export class TraceScope {
   }
 
   tool(name: string, options: { durationMs?: number; fail?: string } = {}): void {
-    const span = this.tracer.startSpan(`execute_tool ${name}`, { startTime: this.clock, attributes: { [sc.ATTR_GEN_AI_OPERATION_NAME]: sc.GEN_AI_OPERATION_EXECUTE_TOOL, [sc.ATTR_GEN_AI_TOOL_NAME]: name } }, this.ctx);
+    const span = this.tracer.startSpan(
+      `execute_tool ${name}`,
+      {
+        startTime: this.clock,
+        attributes: {
+          [sc.ATTR_GEN_AI_OPERATION_NAME]: sc.GEN_AI_OPERATION_EXECUTE_TOOL,
+          [sc.ATTR_GEN_AI_TOOL_NAME]: name,
+        },
+      },
+      this.ctx,
+    );
     if (options.fail) {
       span.setStatus({ code: SpanStatusCode.ERROR, message: options.fail });
       span.setAttribute(sc.ATTR_ERROR_TYPE, 'ToolError');
@@ -142,7 +179,11 @@ export class TraceScope {
       [sc.ATTR_SERVER_ADDRESS]: '127.0.0.1',
       [sc.ATTR_URL_FULL]: 'http://127.0.0.1:4000/v1/chat/completions',
     };
-    const span = this.tracer.startSpan(`chat ${model}`, { kind: SpanKind.CLIENT, startTime: this.clock, attributes: a }, this.ctx);
+    const span = this.tracer.startSpan(
+      `chat ${model}`,
+      { kind: SpanKind.CLIENT, startTime: this.clock, attributes: a },
+      this.ctx,
+    );
     const failed = spec.errorType !== undefined || (spec.http !== undefined && spec.http >= 400);
     if (spec.http !== undefined) span.setAttribute(sc.ATTR_HTTP_RESPONSE_STATUS_CODE, spec.http);
     if (!failed) {
@@ -164,13 +205,24 @@ export class TraceScope {
       }
       if (spec.text !== undefined) {
         const parts: unknown[] = spec.text === '' ? [] : [{ type: 'text', content: spec.text }];
-        for (let i = 0; i < (spec.toolCalls ?? 0); i++) parts.push({ type: 'tool_call', id: `call_${i}`, name: 'search', arguments: { q: 'x' } });
-        span.setAttribute(sc.ATTR_GEN_AI_OUTPUT_MESSAGES, JSON.stringify([{ role: 'assistant', parts, finish_reason: (spec.finishReasons ?? ['stop'])[0] }]));
+        for (let i = 0; i < (spec.toolCalls ?? 0); i++)
+          parts.push({ type: 'tool_call', id: `call_${i}`, name: 'search', arguments: { q: 'x' } });
+        span.setAttribute(
+          sc.ATTR_GEN_AI_OUTPUT_MESSAGES,
+          JSON.stringify([{ role: 'assistant', parts, finish_reason: (spec.finishReasons ?? ['stop'])[0] }]),
+        );
       }
-      if (spec.input !== undefined) span.setAttribute(sc.ATTR_GEN_AI_INPUT_MESSAGES, JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: spec.input }] }]));
+      if (spec.input !== undefined)
+        span.setAttribute(
+          sc.ATTR_GEN_AI_INPUT_MESSAGES,
+          JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: spec.input }] }]),
+        );
     } else {
       span.setAttribute(sc.ATTR_ERROR_TYPE, spec.errorType ?? String(spec.http));
-      span.setStatus({ code: SpanStatusCode.ERROR, message: spec.statusMessage ?? (spec.http ? `HTTP ${spec.http}` : spec.errorType!) });
+      span.setStatus({
+        code: SpanStatusCode.ERROR,
+        message: spec.statusMessage ?? (spec.http ? `HTTP ${spec.http}` : spec.errorType!),
+      });
     }
     this.clock += spec.durationMs ?? 800;
     addDetections(span, spec.detections, this.clock);
@@ -183,29 +235,45 @@ export class TraceScope {
   message(spec: MessageSpec): string {
     this.clock += spec.gapMs ?? 2;
     const id = `msg-${idSeq++}`;
-    const span = this.tracer.startSpan(`handoff ${spec.source} -> ${spec.target}`, {
-      kind: spec.kind ?? SpanKind.PRODUCER,
-      startTime: this.clock,
-      attributes: {
-        [sc.ATTR_FL_MESSAGE_ID]: id,
-        [sc.ATTR_FL_MESSAGE_SOURCE]: spec.source,
-        [sc.ATTR_FL_MESSAGE_TARGET]: spec.target,
-        ...(spec.boundary ? { [sc.ATTR_FL_MESSAGE_BOUNDARY]: spec.boundary } : {}),
-        ...(spec.taskId ? { [sc.ATTR_FL_MESSAGE_TASK_ID]: spec.taskId } : {}),
-        [sc.ATTR_FL_MESSAGE_PAYLOAD_HASH]: spec.payloadHash ?? 'p1',
-        ...(spec.payload ? { [sc.ATTR_FL_MESSAGE_PAYLOAD]: spec.payload } : {}),
-        ...spec.attributes,
+    const span = this.tracer.startSpan(
+      `handoff ${spec.source} -> ${spec.target}`,
+      {
+        kind: spec.kind ?? SpanKind.PRODUCER,
+        startTime: this.clock,
+        attributes: {
+          [sc.ATTR_FL_MESSAGE_ID]: id,
+          [sc.ATTR_FL_MESSAGE_SOURCE]: spec.source,
+          [sc.ATTR_FL_MESSAGE_TARGET]: spec.target,
+          ...(spec.boundary ? { [sc.ATTR_FL_MESSAGE_BOUNDARY]: spec.boundary } : {}),
+          ...(spec.taskId ? { [sc.ATTR_FL_MESSAGE_TASK_ID]: spec.taskId } : {}),
+          [sc.ATTR_FL_MESSAGE_PAYLOAD_HASH]: spec.payloadHash ?? 'p1',
+          ...(spec.payload ? { [sc.ATTR_FL_MESSAGE_PAYLOAD]: spec.payload } : {}),
+          ...spec.attributes,
+        },
       },
-    }, this.ctx);
+      this.ctx,
+    );
     const delivered = spec.delivered ?? 1;
     span.setAttribute(sc.ATTR_FL_MESSAGE_DELIVERED_COUNT, delivered);
-    span.setAttribute(sc.ATTR_FL_MESSAGE_DELIVERED_HASHES, spec.deliveredHashes ?? Array.from({ length: delivered }, () => spec.payloadHash ?? 'p1'));
+    span.setAttribute(
+      sc.ATTR_FL_MESSAGE_DELIVERED_HASHES,
+      spec.deliveredHashes ?? Array.from({ length: delivered }, () => spec.payloadHash ?? 'p1'),
+    );
     if (spec.errorType) {
       span.setAttribute(sc.ATTR_ERROR_TYPE, spec.errorType);
       span.setStatus({ code: SpanStatusCode.ERROR, message: spec.errorType });
     }
     this.clock += spec.durationMs ?? 3;
-    for (const g of spec.guards ?? []) span.addEvent(sc.EVENT_FL_GUARD, { [sc.ATTR_FL_GUARD_ACTION]: g.action, [sc.ATTR_FL_GUARD_REASON]: g.reason, [sc.ATTR_FL_GUARD_ROUTE]: 'execution' }, this.clock);
+    for (const g of spec.guards ?? [])
+      span.addEvent(
+        sc.EVENT_FL_GUARD,
+        {
+          [sc.ATTR_FL_GUARD_ACTION]: g.action,
+          [sc.ATTR_FL_GUARD_REASON]: g.reason,
+          [sc.ATTR_FL_GUARD_ROUTE]: 'execution',
+        },
+        this.clock,
+      );
     addDetections(span, spec.detections, this.clock);
     addTruth(span, spec.truth, this.clock);
     span.end(this.clock);
@@ -232,7 +300,12 @@ function addDetections(span: Span, ds: Detection[] | undefined, time: number): v
 
 function addTruth(span: Span, t: Truth | undefined, time: number): void {
   if (!t) return;
-  const attrs = { [sc.ATTR_FL_FAULT_TYPE]: t.type, [sc.ATTR_FL_FAULT_NAME]: t.name, [sc.ATTR_FL_FAULT_NOOP]: t.noop ?? false, [sc.ATTR_FL_FAULT_RULE]: t.name };
+  const attrs = {
+    [sc.ATTR_FL_FAULT_TYPE]: t.type,
+    [sc.ATTR_FL_FAULT_NAME]: t.name,
+    [sc.ATTR_FL_FAULT_NOOP]: t.noop ?? false,
+    [sc.ATTR_FL_FAULT_RULE]: t.name,
+  };
   span.setAttributes(attrs);
   span.addEvent(sc.EVENT_FL_FAULT_INJECTED, attrs, time);
 }

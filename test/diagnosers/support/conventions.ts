@@ -9,7 +9,11 @@
  */
 import type { AttrValue, Attributes, SpanEventRecord, SpanRecord, TraceRecord } from '../../../src/traces/model';
 
-type Msg = { role: string; parts: { type: string; content?: unknown; name?: string; arguments?: unknown; id?: string; response?: unknown }[]; finish_reason?: string };
+type Msg = {
+  role: string;
+  parts: { type: string; content?: unknown; name?: string; arguments?: unknown; id?: string; response?: unknown }[];
+  finish_reason?: string;
+};
 
 function messages(v: AttrValue | undefined): Msg[] {
   if (typeof v !== 'string') return [];
@@ -20,7 +24,11 @@ function messages(v: AttrValue | undefined): Msg[] {
   }
 }
 
-const text = (m: Msg): string => m.parts.filter((p) => p.type === 'text').map((p) => String(p.content ?? '')).join('');
+const text = (m: Msg): string =>
+  m.parts
+    .filter((p) => p.type === 'text')
+    .map((p) => String(p.content ?? ''))
+    .join('');
 const args = (a: unknown): string => (typeof a === 'string' ? a : JSON.stringify(a ?? {}));
 const tools = (m: Msg) => m.parts.filter((p) => p.type === 'tool_call');
 
@@ -41,7 +49,17 @@ export function toOpenLlmetryFlat(trace: TraceRecord): TraceRecord {
   return rewrite(trace, (s) => {
     if (!isLlm(s)) return s;
     const a = s.attributes;
-    const out = keep(a, (k) => k.startsWith('gen_ai.input.') || k.startsWith('gen_ai.output.') || k === 'gen_ai.operation.name' || k === 'gen_ai.provider.name' || k === 'gen_ai.tool.definitions' || k.startsWith('gen_ai.usage.') || k === 'gen_ai.response.finish_reasons');
+    const out = keep(
+      a,
+      (k) =>
+        k.startsWith('gen_ai.input.') ||
+        k.startsWith('gen_ai.output.') ||
+        k === 'gen_ai.operation.name' ||
+        k === 'gen_ai.provider.name' ||
+        k === 'gen_ai.tool.definitions' ||
+        k.startsWith('gen_ai.usage.') ||
+        k === 'gen_ai.response.finish_reasons',
+    );
     out['llm.request.type'] = 'chat';
     out['gen_ai.system'] = String(a['gen_ai.provider.name'] ?? 'openai');
     messages(a['gen_ai.input.messages']).forEach((m, i) => {
@@ -63,14 +81,21 @@ export function toOpenLlmetryFlat(trace: TraceRecord): TraceRecord {
         out[`gen_ai.completion.${i}.tool_calls.${j}.arguments`] = args(tc.arguments);
       });
     });
-    const defs = typeof a['gen_ai.tool.definitions'] === 'string' ? (JSON.parse(a['gen_ai.tool.definitions']) as { function?: { name: string; description?: string; parameters?: unknown } }[]) : [];
+    const defs =
+      typeof a['gen_ai.tool.definitions'] === 'string'
+        ? (JSON.parse(a['gen_ai.tool.definitions']) as {
+            function?: { name: string; description?: string; parameters?: unknown };
+          }[])
+        : [];
     defs.forEach((d, i) => {
       out[`llm.request.functions.${i}.name`] = d.function?.name ?? '';
       if (d.function?.description) out[`llm.request.functions.${i}.description`] = d.function.description;
       out[`llm.request.functions.${i}.parameters`] = JSON.stringify(d.function?.parameters ?? {});
     });
-    if (a['gen_ai.usage.input_tokens'] !== undefined) out['gen_ai.usage.prompt_tokens'] = a['gen_ai.usage.input_tokens'];
-    if (a['gen_ai.usage.output_tokens'] !== undefined) out['gen_ai.usage.completion_tokens'] = a['gen_ai.usage.output_tokens'];
+    if (a['gen_ai.usage.input_tokens'] !== undefined)
+      out['gen_ai.usage.prompt_tokens'] = a['gen_ai.usage.input_tokens'];
+    if (a['gen_ai.usage.output_tokens'] !== undefined)
+      out['gen_ai.usage.completion_tokens'] = a['gen_ai.usage.output_tokens'];
     s.attributes = out;
     s.name = 'openai.chat';
     return s;
@@ -87,7 +112,12 @@ export function toOpenInference(trace: TraceRecord): TraceRecord {
       const out = keep(a, (k) => k.startsWith('traceloop.'));
       const name = String(a['traceloop.entity.name'] ?? s.name);
       if (kind === 'agent') Object.assign(out, { 'openinference.span.kind': 'AGENT', 'agent.name': name });
-      else if (kind === 'tool') Object.assign(out, { 'openinference.span.kind': 'TOOL', 'tool.name': name, 'input.value': String(a['traceloop.entity.input'] ?? '') });
+      else if (kind === 'tool')
+        Object.assign(out, {
+          'openinference.span.kind': 'TOOL',
+          'tool.name': name,
+          'input.value': String(a['traceloop.entity.input'] ?? ''),
+        });
       else Object.assign(out, { 'openinference.span.kind': 'CHAIN' });
       s.attributes = out;
       s.name = name;
@@ -116,10 +146,12 @@ export function toOpenInference(trace: TraceRecord): TraceRecord {
     put('llm.output_messages', output);
     out['output.value'] = output.map(text).join('');
     out['output.mime_type'] = 'text/plain';
-    const defs = typeof a['gen_ai.tool.definitions'] === 'string' ? (JSON.parse(a['gen_ai.tool.definitions']) as unknown[]) : [];
+    const defs =
+      typeof a['gen_ai.tool.definitions'] === 'string' ? (JSON.parse(a['gen_ai.tool.definitions']) as unknown[]) : [];
     defs.forEach((d, i) => (out[`llm.tools.${i}.tool.json_schema`] = JSON.stringify(d)));
     if (a['gen_ai.usage.input_tokens'] !== undefined) out['llm.token_count.prompt'] = a['gen_ai.usage.input_tokens'];
-    if (a['gen_ai.usage.output_tokens'] !== undefined) out['llm.token_count.completion'] = a['gen_ai.usage.output_tokens'];
+    if (a['gen_ai.usage.output_tokens'] !== undefined)
+      out['llm.token_count.completion'] = a['gen_ai.usage.output_tokens'];
     s.attributes = out;
     s.name = 'ChatCompletion';
     s.kind = 'INTERNAL';
@@ -132,19 +164,41 @@ export function toContribWithLogs(trace: TraceRecord): TraceRecord {
   return rewrite(trace, (s) => {
     if (!isLlm(s)) return s;
     const a = s.attributes;
-    const out = keep(a, (k) => k.startsWith('gen_ai.input.') || k.startsWith('gen_ai.output.') || k === 'gen_ai.provider.name' || k === 'gen_ai.tool.definitions');
+    const out = keep(
+      a,
+      (k) =>
+        k.startsWith('gen_ai.input.') ||
+        k.startsWith('gen_ai.output.') ||
+        k === 'gen_ai.provider.name' ||
+        k === 'gen_ai.tool.definitions',
+    );
     out['gen_ai.system'] = 'openai';
     const events: SpanEventRecord[] = [...s.events];
-    const ev = (name: string, body: unknown): void => void events.push({ name, time: s.start, attributes: { 'event.name': name, 'gen_ai.system': 'openai' }, body });
+    const ev = (name: string, body: unknown): void =>
+      void events.push({ name, time: s.start, attributes: { 'event.name': name, 'gen_ai.system': 'openai' }, body });
     for (const m of messages(a['gen_ai.input.messages'])) {
-      if (m.role === 'tool') ev('gen_ai.tool.message', { id: m.parts[0]?.id, content: String(m.parts[0]?.response ?? '') });
-      else if (m.role === 'assistant') ev('gen_ai.assistant.message', { ...(text(m) ? { content: text(m) } : {}), tool_calls: tools(m).map((tc) => ({ id: tc.id, type: 'function', function: { name: tc.name, arguments: args(tc.arguments) } })) });
+      if (m.role === 'tool')
+        ev('gen_ai.tool.message', { id: m.parts[0]?.id, content: String(m.parts[0]?.response ?? '') });
+      else if (m.role === 'assistant')
+        ev('gen_ai.assistant.message', {
+          ...(text(m) ? { content: text(m) } : {}),
+          tool_calls: tools(m).map((tc) => ({
+            id: tc.id,
+            type: 'function',
+            function: { name: tc.name, arguments: args(tc.arguments) },
+          })),
+        });
       else ev(`gen_ai.${m.role}.message`, { content: text(m) });
     }
     messages(a['gen_ai.output.messages']).forEach((m, index) => {
       const msg: Record<string, unknown> = {};
       if (text(m)) msg.content = text(m);
-      if (tools(m).length > 0) msg.tool_calls = tools(m).map((tc) => ({ id: tc.id, type: 'function', function: { name: tc.name, arguments: args(tc.arguments) } }));
+      if (tools(m).length > 0)
+        msg.tool_calls = tools(m).map((tc) => ({
+          id: tc.id,
+          type: 'function',
+          function: { name: tc.name, arguments: args(tc.arguments) },
+        }));
       ev('gen_ai.choice', { finish_reason: m.finish_reason, index, message: msg });
     });
     s.attributes = out;

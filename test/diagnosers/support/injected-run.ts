@@ -28,15 +28,32 @@ const DELEGATION_TOOLS = ['delegate_work_to_coworker', 'ask_question_to_coworker
   function: {
     name,
     description: `${name.replaceAll('_', ' ')}: hand a task or a question to one of the coworkers, with all the context they need.`,
-    parameters: { type: 'object', properties: { question: { type: 'string' }, context: { type: 'string' }, coworker: { type: 'string' } }, required: ['question', 'context', 'coworker'] },
+    parameters: {
+      type: 'object',
+      properties: { question: { type: 'string' }, context: { type: 'string' }, coworker: { type: 'string' } },
+      required: ['question', 'context', 'coworker'],
+    },
   },
 }));
 
-const sys = (role: string) => ({ role: 'system', content: `You are ${role} of a small content agency. Work carefully, answer in full sentences and give your complete final answer.` });
+const sys = (role: string) => ({
+  role: 'system',
+  content: `You are ${role} of a small content agency. Work carefully, answer in full sentences and give your complete final answer.`,
+});
 
 /** The planner: a researcher's plan of the article. */
 const PLAN: Step = {
-  request: { model: 'gpt-4o', messages: [sys('the researcher'), { role: 'user', content: 'List the three angles an article on AI agents in customer support should cover, with one line of evidence for each.' }] },
+  request: {
+    model: 'gpt-4o',
+    messages: [
+      sys('the researcher'),
+      {
+        role: 'user',
+        content:
+          'List the three angles an article on AI agents in customer support should cover, with one line of evidence for each.',
+      },
+    ],
+  },
   answer: {
     model: 'gpt-4o-2024-05-13',
     inputTokens: 190,
@@ -51,7 +68,15 @@ const PLAN: Step = {
 
 /** The worker's tool call: a question to a coworker. */
 const ASK: Step = {
-  request: { model: 'gpt-4o', tool_choice: 'auto', tools: DELEGATION_TOOLS, messages: [sys('the editor'), { role: 'user', content: 'Before writing, check with the scorer how strong the working title is.' }] },
+  request: {
+    model: 'gpt-4o',
+    tool_choice: 'auto',
+    tools: DELEGATION_TOOLS,
+    messages: [
+      sys('the editor'),
+      { role: 'user', content: 'Before writing, check with the scorer how strong the working title is.' },
+    ],
+  },
   answer: {
     model: 'gpt-4o-2024-08-06',
     inputTokens: 540,
@@ -60,8 +85,10 @@ const ASK: Step = {
       {
         name: 'ask_question_to_coworker',
         arguments: JSON.stringify({
-          question: "Given the working title 'Agents at the help desk: faster answers, same care', what score from 1 to 5 would you give it?",
-          context: 'Score the title on clarity, relevance to support leaders and how much it makes them want to read on: 1 is poor, 3 is good and 5 is excellent.',
+          question:
+            "Given the working title 'Agents at the help desk: faster answers, same care', what score from 1 to 5 would you give it?",
+          context:
+            'Score the title on clarity, relevance to support leaders and how much it makes them want to read on: 1 is poor, 3 is good and 5 is excellent.',
           coworker: 'Scorer',
         }),
       },
@@ -78,8 +105,25 @@ const DRAFT: Step = {
     messages: [
       sys('the editor'),
       { role: 'user', content: 'Write the opening section of the article on AI agents at the help desk.' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_scoretitle01', type: 'function', function: { name: 'ask_question_to_coworker', arguments: '{"question":"Score the title","context":"1 to 5","coworker":"Scorer"}' } }] },
-      { role: 'tool', tool_call_id: 'call_scoretitle01', content: 'Score: 4. The title is clear and speaks to support leaders; “same care” answers their first worry.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_scoretitle01',
+            type: 'function',
+            function: {
+              name: 'ask_question_to_coworker',
+              arguments: '{"question":"Score the title","context":"1 to 5","coworker":"Scorer"}',
+            },
+          },
+        ],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'call_scoretitle01',
+        content: 'Score: 4. The title is clear and speaks to support leaders; “same care” answers their first worry.',
+      },
       { role: 'user', content: 'Now write the section itself.' },
     ],
   },
@@ -103,7 +147,16 @@ const DRAFT: Step = {
 
 /** The reviewer's verdict: a long text. */
 const REVIEW: Step = {
-  request: { model: 'gpt-4.1-mini', messages: [sys('the senior writer'), { role: 'user', content: 'Review the opening section and say, paragraph by paragraph, what works and what to change.' }] },
+  request: {
+    model: 'gpt-4.1-mini',
+    messages: [
+      sys('the senior writer'),
+      {
+        role: 'user',
+        content: 'Review the opening section and say, paragraph by paragraph, what works and what to change.',
+      },
+    ],
+  },
   answer: {
     model: 'gpt-4.1-mini-2025-04-14',
     inputTokens: 200,
@@ -123,11 +176,27 @@ const REVIEW: Step = {
 
 /** Faults by catalog name; AgentChaos names carry their strategy. Each runs `reps` tasks at random positions. */
 export const FAULTS = [
-  'llm_error_single', 'llm_timeout_single', 'llm_empty_single', 'llm_truncate_single', 'llm_corrupt_single', 'llm_schema_single',
-  'tool_error_single', 'tool_timeout_single', 'tool_empty_single', 'tool_truncate_single', 'tool_corrupt_single', 'tool_schema_single',
-  'llm_truncate_burst', 'llm_error_pos_mid', 'llm_schema_pos_late',
-  'compound_content_filter', 'compound_max_tokens', 'compound_proxy_html', 'compound_stale_cache',
-  'http_503', 'http_429',
+  'llm_error_single',
+  'llm_timeout_single',
+  'llm_empty_single',
+  'llm_truncate_single',
+  'llm_corrupt_single',
+  'llm_schema_single',
+  'tool_error_single',
+  'tool_timeout_single',
+  'tool_empty_single',
+  'tool_truncate_single',
+  'tool_corrupt_single',
+  'tool_schema_single',
+  'llm_truncate_burst',
+  'llm_error_pos_mid',
+  'llm_schema_pos_late',
+  'compound_content_filter',
+  'compound_max_tokens',
+  'compound_proxy_html',
+  'compound_stale_cache',
+  'http_503',
+  'http_429',
 ];
 export const REPS = 3;
 export const CLEAN = 20;
@@ -139,7 +208,7 @@ let queue: Step[] = [];
 
 function rand(seed: number): () => number {
   let s = seed;
-  return () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  return () => (s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
 }
 
 async function workflow(name: string, condition?: string): Promise<void> {
@@ -152,14 +221,18 @@ async function workflow(name: string, condition?: string): Promise<void> {
       /* the agent carries on */
     }
   };
-  await runWorkflow(name, async () => {
-    await runAgent('planner', () => call(PLAN));
-    await runAgent('worker', async () => {
-      await call(ASK);
-      await call(DRAFT);
-    });
-    await runAgent('reviewer', () => call(REVIEW));
-  }, condition ? { attributes: { 'faultline.fault.condition': condition } } : {});
+  await runWorkflow(
+    name,
+    async () => {
+      await runAgent('planner', () => call(PLAN));
+      await runAgent('worker', async () => {
+        await call(ASK);
+        await call(DRAFT);
+      });
+      await runAgent('reviewer', () => call(REVIEW));
+    },
+    condition ? { attributes: { 'faultline.fault.condition': condition } } : {},
+  );
 }
 
 /**
@@ -168,9 +241,17 @@ async function workflow(name: string, condition?: string): Promise<void> {
  * offline detectors.
  */
 export async function runInjected(MODE: 'online' | 'content'): Promise<EvalReport> {
-  h = setupStack(MODE === 'content' ? { captureMessageContent: true, onlineDetection: false } : { captureMessageContent: false, onlineDetection: true });
+  h = setupStack(
+    MODE === 'content'
+      ? { captureMessageContent: true, onlineDetection: false }
+      : { captureMessageContent: false, onlineDetection: true },
+  );
   // Served as a live provider would: a fresh id and `created` time in every answer.
-  server = await startLlmServer(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(chatCompletion(queue.shift()!.answer)) }));
+  server = await startLlmServer(() => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(chatCompletion(queue.shift()!.answer)),
+  }));
   client = new OpenAI({ apiKey: 'sk-test', baseURL: `${server.url}/v1`, maxRetries: 0 });
   const r = rand(20261129);
   for (const fault of FAULTS) {
@@ -183,14 +264,19 @@ export async function runInjected(MODE: 'online' | 'content'): Promise<EvalRepor
   }
   h.plan = undefined;
   for (let i = 0; i < CLEAN; i++) await workflow('clean');
-  const spans: ReadableSpan[] = await h.waitForSpans((s) => s.filter((x) => x.name.startsWith('invoke_workflow')).length >= FAULTS.length * REPS + CLEAN, 10_000);
+  const spans: ReadableSpan[] = await h.waitForSpans(
+    (s) => s.filter((x) => x.name.startsWith('invoke_workflow')).length >= FAULTS.length * REPS + CLEAN,
+    10_000,
+  );
   const report = await evaluate(toTraces(spans), [createDiagnoser('rule')]);
   process.stdout.write(evalText(report));
   if (process.env.FAULTLINE_TEST_DEBUG) {
     for (const row of report.rows) {
       const p = row.predictions.rule;
       if (p && (p.faultType !== row.truth.faultType || p.spanId !== row.truth.spanId)) {
-        process.stdout.write(`${row.truth.name ?? row.truth.condition ?? 'clean'} ${row.truth.faultType}@${row.truth.step} -> ${p.faultType}@${p.step}: ${p.evidence.join(' | ')}\n`);
+        process.stdout.write(
+          `${row.truth.name ?? row.truth.condition ?? 'clean'} ${row.truth.faultType}@${row.truth.step} -> ${p.faultType}@${p.step}: ${p.evidence.join(' | ')}\n`,
+        );
       }
     }
   }
@@ -198,4 +284,3 @@ export async function runInjected(MODE: 'online' | 'content'): Promise<EvalRepor
   await h.shutdown();
   return report;
 }
-

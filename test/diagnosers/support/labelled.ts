@@ -29,13 +29,73 @@ export const LLM_FAULTS: LlmFault[] = [
   { name: 'http_429', type: 'error', spec: () => ({ http: 429 }) },
   { name: 'timeout', type: 'timeout', spec: () => ({ errorType: 'UND_ERR_HEADERS_TIMEOUT', durationMs: 30_000 }) },
   { name: 'llm_empty_single', type: 'empty', spec: () => ({ outputChars: 0 }) },
-  { name: 'tool_empty_single', type: 'empty', spec: () => ({ finishReasons: ['tool_calls'], outputChars: 0, toolCalls: 0 }) },
-  { name: 'compound_content_filter', type: 'empty', spec: () => ({ finishReasons: ['content_filter'], outputChars: 79, detections: [{ detector: 'in_band_error', faultType: 'error', confidence: 0.9, evidence: 'content-filter template' }] }) },
-  { name: 'llm_error_single', type: 'error', spec: () => ({ outputChars: 93, detections: [{ detector: 'in_band_error', faultType: 'error', confidence: 0.95, evidence: '[API ERROR] template' }] }) },
-  { name: 'llm_timeout_single', type: 'timeout', spec: () => ({ outputChars: 86, detections: [{ detector: 'in_band_error', faultType: 'timeout', confidence: 0.95, evidence: '[TIMEOUT] template' }] }) },
-  { name: 'llm_corrupt_single', type: 'corrupt', spec: () => ({ detections: [{ detector: 'encoding', faultType: 'corrupt', confidence: 0.97, evidence: 'mojibake' }] }) },
-  { name: 'tool_corrupt_single', type: 'corrupt', spec: () => ({ finishReasons: ['tool_calls'], toolCalls: 1, outputChars: 0, detections: [{ detector: 'encoding', faultType: 'corrupt', confidence: 0.9, evidence: 'U+26xx symbols in arguments' }] }) },
-  { name: 'tool_schema_single', type: 'schema', spec: () => ({ finishReasons: ['tool_calls'], toolCalls: 1, outputChars: 0, detections: [{ detector: 'schema_contract', faultType: 'schema', confidence: 0.95, evidence: 'unexpected key wrong_param' }] }) },
+  {
+    name: 'tool_empty_single',
+    type: 'empty',
+    spec: () => ({ finishReasons: ['tool_calls'], outputChars: 0, toolCalls: 0 }),
+  },
+  {
+    name: 'compound_content_filter',
+    type: 'empty',
+    spec: () => ({
+      finishReasons: ['content_filter'],
+      outputChars: 79,
+      detections: [
+        { detector: 'in_band_error', faultType: 'error', confidence: 0.9, evidence: 'content-filter template' },
+      ],
+    }),
+  },
+  {
+    name: 'llm_error_single',
+    type: 'error',
+    spec: () => ({
+      outputChars: 93,
+      detections: [
+        { detector: 'in_band_error', faultType: 'error', confidence: 0.95, evidence: '[API ERROR] template' },
+      ],
+    }),
+  },
+  {
+    name: 'llm_timeout_single',
+    type: 'timeout',
+    spec: () => ({
+      outputChars: 86,
+      detections: [
+        { detector: 'in_band_error', faultType: 'timeout', confidence: 0.95, evidence: '[TIMEOUT] template' },
+      ],
+    }),
+  },
+  {
+    name: 'llm_corrupt_single',
+    type: 'corrupt',
+    spec: () => ({
+      detections: [{ detector: 'encoding', faultType: 'corrupt', confidence: 0.97, evidence: 'mojibake' }],
+    }),
+  },
+  {
+    name: 'tool_corrupt_single',
+    type: 'corrupt',
+    spec: () => ({
+      finishReasons: ['tool_calls'],
+      toolCalls: 1,
+      outputChars: 0,
+      detections: [
+        { detector: 'encoding', faultType: 'corrupt', confidence: 0.9, evidence: 'U+26xx symbols in arguments' },
+      ],
+    }),
+  },
+  {
+    name: 'tool_schema_single',
+    type: 'schema',
+    spec: () => ({
+      finishReasons: ['tool_calls'],
+      toolCalls: 1,
+      outputChars: 0,
+      detections: [
+        { detector: 'schema_contract', faultType: 'schema', confidence: 0.95, evidence: 'unexpected key wrong_param' },
+      ],
+    }),
+  },
   { name: 'compound_slow_response', type: 'delay', spec: (r) => ({ durationMs: 5000 + Math.round(r() * 900) }) },
   { name: 'stream_cut', type: 'truncate', spec: () => ({ stream: { chunks: 3, done: false }, finishReasons: [] }) },
 ];
@@ -43,10 +103,27 @@ export const LLM_FAULTS: LlmFault[] = [
 export const MSG_FAULTS: MsgFault[] = [
   { name: 'non_delivery_step4', type: 'non_delivery', spec: () => ({ delivered: 0 }) },
   { name: 'duplicate_delivery', type: 'duplicate', spec: () => ({ delivered: 2 }) },
-  { name: 'valid_partial_message_step4', type: 'partial', spec: () => ({ deliveredHashes: ['x'], detections: [{ detector: 'evidence_completeness', faultType: 'partial', confidence: 0.9, evidence: 'missing required evidence' }] }) },
+  {
+    name: 'valid_partial_message_step4',
+    type: 'partial',
+    spec: () => ({
+      deliveredHashes: ['x'],
+      detections: [
+        {
+          detector: 'evidence_completeness',
+          faultType: 'partial',
+          confidence: 0.9,
+          evidence: 'missing required evidence',
+        },
+      ],
+    }),
+  },
 ];
 
-export function labelledSet(b: TraceBuilder, options: { seed: number; perFault: number; clean?: number; untriggered?: number }): TraceRecord[] {
+export function labelledSet(
+  b: TraceBuilder,
+  options: { seed: number; perFault: number; clean?: number; untriggered?: number },
+): TraceRecord[] {
   const r = rng(options.seed);
   const out: TraceRecord[] = [];
   const agents = ['planner', 'researcher', 'coder', 'reviewer'];
@@ -64,7 +141,15 @@ export function labelledSet(b: TraceBuilder, options: { seed: number; perFault: 
             for (let j = 0; j < calls[i]!; j++, k++) {
               const base: ChatSpec = { durationMs: 500 + Math.round(r() * 900) };
               if (r() < 0.3) Object.assign(base, { finishReasons: ['tool_calls'], toolCalls: 1, outputChars: 0 });
-              if (!fault && r() < 0.15) base.detections = [{ detector: 'structural_truncation', faultType: 'truncate', confidence: 0.35, evidence: 'unclosed sentence (weak)' }];
+              if (!fault && r() < 0.15)
+                base.detections = [
+                  {
+                    detector: 'structural_truncation',
+                    faultType: 'truncate',
+                    confidence: 0.35,
+                    evidence: 'unclosed sentence (weak)',
+                  },
+                ];
               if (k === faultCall) {
                 const truth: Truth = { type: fault!.llm!.type, name: fault!.llm!.name };
                 a.chat({ ...base, ...fault!.llm!.spec(r), truth });
@@ -75,7 +160,8 @@ export function labelledSet(b: TraceBuilder, options: { seed: number; perFault: 
           });
           if (i < nAgents - 1) {
             const m: MessageSpec = { source: agents[i]!, target: agents[i + 1]!, boundary: `I${Math.min(4, i + 2)}` };
-            if (i === faultMsg) Object.assign(m, fault!.msg!.spec(), { truth: { type: fault!.msg!.type, name: fault!.msg!.name } });
+            if (i === faultMsg)
+              Object.assign(m, fault!.msg!.spec(), { truth: { type: fault!.msg!.type, name: fault!.msg!.name } });
             w.message(m);
           }
         }

@@ -25,7 +25,9 @@ export function setupStack(options: { captureMessageContent: boolean; onlineDete
   const exporter = new InMemorySpanExporter();
   const stack = { plan: undefined } as Stack;
   const injector = createInjector(() => stack.plan, { captureMessageContent: options.captureMessageContent });
-  const provider = new NodeTracerProvider({ spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)] });
+  const provider = new NodeTracerProvider({
+    spanProcessors: [injector.spanProcessor, new SimpleSpanProcessor(exporter)],
+  });
   provider.register({ contextManager: new AsyncLocalStorageContextManager() });
   const online = options.onlineDetection ? createOnlineDetection() : undefined;
   const inst = new FaultlineInstrumentation({
@@ -37,7 +39,8 @@ export function setupStack(options: { captureMessageContent: boolean; onlineDete
   inst.enable();
   return Object.assign(stack, {
     exporter,
-    waitForSpans: (pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number) => pollSpans(exporter, pred, timeoutMs),
+    waitForSpans: (pred: (spans: ReadableSpan[]) => boolean, timeoutMs?: number) =>
+      pollSpans(exporter, pred, timeoutMs),
     async shutdown() {
       inst.disable();
       await provider.shutdown();

@@ -10,7 +10,12 @@ setDefaultOpenAIClient(new OpenAI({ apiKey: 'sk-test', baseURL: `${process.env.L
 const getWeather = tool({
   name: 'get_weather',
   description: 'Get the current weather in a given location',
-  parameters: { type: 'object', properties: { location: { type: 'string' } }, required: ['location'], additionalProperties: false },
+  parameters: {
+    type: 'object',
+    properties: { location: { type: 'string' } },
+    required: ['location'],
+    additionalProperties: false,
+  },
   strict: true,
   execute: async ({ location }) => `sunny, 21°C in ${location}`,
 });
@@ -21,7 +26,9 @@ const planner = new Agent({
   model: 'gpt-4.1-mini',
   tools: [getWeather],
   handoffs: [worker],
-  inputGuardrails: [{ name: 'on_topic', execute: async () => ({ outputInfo: { ok: true }, tripwireTriggered: false }) }],
+  inputGuardrails: [
+    { name: 'on_topic', execute: async () => ({ outputInfo: { ok: true }, tripwireTriggered: false }) },
+  ],
 });
 
 const out = {};

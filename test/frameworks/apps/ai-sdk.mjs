@@ -21,7 +21,14 @@ const tools = {
     execute: async ({ location }) => `sunny, 21°C in ${location}`,
   }),
 };
-const call = { model: openai.chat('gpt-4o'), tools, stopWhen: stepCountIs(3), ...(v7 ? { telemetry: { functionId: 'weather-agent' } } : { experimental_telemetry: { isEnabled: true, functionId: 'weather-agent' } }) };
+const call = {
+  model: openai.chat('gpt-4o'),
+  tools,
+  stopWhen: stepCountIs(3),
+  ...(v7
+    ? { telemetry: { functionId: 'weather-agent' } }
+    : { experimental_telemetry: { isEnabled: true, functionId: 'weather-agent' } }),
+};
 
 const out = {};
 try {

@@ -11,7 +11,9 @@ const getWeather = tool(async ({ location }) => `sunny, 21°C in ${location}`, {
   description: 'Get the current weather in a given location',
   schema: z.object({ location: z.string() }),
 });
-const plannerModel = new ChatOpenAI({ model: 'gpt-4.1-mini', apiKey: 'sk-test', configuration }).bindTools([getWeather]);
+const plannerModel = new ChatOpenAI({ model: 'gpt-4.1-mini', apiKey: 'sk-test', configuration }).bindTools([
+  getWeather,
+]);
 const workerModel = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'sk-test', configuration });
 
 const State = Annotation.Root({ question: Annotation(), weather: Annotation(), answer: Annotation() });
@@ -22,10 +24,13 @@ const graph = new StateGraph(State)
       const reply = await plannerModel.invoke(messages);
       messages.push(reply);
       if (!reply.tool_calls?.length) return { weather: reply.content };
-      for (const call of reply.tool_calls) messages.push(new ToolMessage({ content: await getWeather.invoke(call.args), tool_call_id: call.id }));
+      for (const call of reply.tool_calls)
+        messages.push(new ToolMessage({ content: await getWeather.invoke(call.args), tool_call_id: call.id }));
     }
   })
-  .addNode('worker', async (state) => ({ answer: (await workerModel.invoke(`Answer the user with: ${state.weather}`)).content }))
+  .addNode('worker', async (state) => ({
+    answer: (await workerModel.invoke(`Answer the user with: ${state.weather}`)).content,
+  }))
   .addEdge(START, 'planner')
   .addEdge('planner', 'worker')
   .addEdge('worker', END)
@@ -42,7 +47,10 @@ async function main() {
   try {
     let tokens = '';
     let last;
-    for await (const [mode, chunk] of await graph.stream({ question: 'What is the weather in New York?' }, { streamMode: ['messages', 'values'], configurable: { thread_id: 'ny-thread' } })) {
+    for await (const [mode, chunk] of await graph.stream(
+      { question: 'What is the weather in New York?' },
+      { streamMode: ['messages', 'values'], configurable: { thread_id: 'ny-thread' } },
+    )) {
       if (mode === 'messages' && typeof chunk[0].content === 'string') tokens += chunk[0].content;
       if (mode === 'values') last = chunk;
     }

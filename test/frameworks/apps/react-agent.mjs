@@ -10,7 +10,11 @@ const getWeather = tool(async ({ location }) => `sunny, 21°C in ${location}`, {
   description: 'Get the current weather in a given location',
   schema: z.object({ location: z.string() }),
 });
-const llm = new ChatOpenAI({ model: 'gpt-4o', apiKey: 'sk-test', configuration: { baseURL: `${process.env.LLM_URL}/v1` } });
+const llm = new ChatOpenAI({
+  model: 'gpt-4o',
+  apiKey: 'sk-test',
+  configuration: { baseURL: `${process.env.LLM_URL}/v1` },
+});
 const agent = createReactAgent({ llm, tools: [getWeather] });
 
 const out = {};

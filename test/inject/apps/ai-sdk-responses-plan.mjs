@@ -14,7 +14,11 @@ await runWorkflow('ai-sdk-plan', async () => {
   });
   await runAgent('worker', async () => {
     const errors = [];
-    const result = streamText({ model: openai('gpt-4o'), prompt: 'What is 4200 + 42?', onError: ({ error }) => errors.push(String(error?.name ?? error)) });
+    const result = streamText({
+      model: openai('gpt-4o'),
+      prompt: 'What is 4200 + 42?',
+      onError: ({ error }) => errors.push(String(error?.name ?? error)),
+    });
     let text = '';
     for await (const delta of result.textStream) text += delta;
     out.stream = { text, finish: await result.finishReason, errors };

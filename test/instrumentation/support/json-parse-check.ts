@@ -37,7 +37,8 @@ export function expectSameAsJsonParse(body: string, deep = true): void {
   const piecewise = parsePiecewise(buf);
   // The text of a value holds all of a JSON value (key order too); `deep` also compares prototypes and own keys one by
   // one, which costs seconds on large bodies.
-  const same = (v: unknown) => (deep ? expect(v).toStrictEqual(expected) : expect(JSON.stringify(v)).toBe(JSON.stringify(expected)));
+  const same = (v: unknown) =>
+    deep ? expect(v).toStrictEqual(expected) : expect(JSON.stringify(v)).toBe(JSON.stringify(expected));
   if (isObject) {
     same(piecewise);
     expect(JSON.stringify(piecewise)).toBe(JSON.stringify(expected)); // key order too

@@ -26,7 +26,10 @@ export function useScanVsParse(): ScanVsParse {
 
   beforeAll(async () => {
     otel = setupOtel();
-    inst = new FaultlineInstrumentation({ captureMessageContent: true, onExchangeEnd: (_ex, outcome) => outcomes.push(outcome) });
+    inst = new FaultlineInstrumentation({
+      captureMessageContent: true,
+      onExchangeEnd: (_ex, outcome) => outcomes.push(outcome),
+    });
     inst.enable();
     server = await startLlmServer();
   });
@@ -58,21 +61,39 @@ export function useScanVsParse(): ScanVsParse {
         .map((l) => `data: ${l}`)
         .join('\n')}\n\n`;
     });
-  }
+  };
 
   /** The span's attributes and the outcome's stream summary for one streamed call answered with `events`. */
-  const read = async function read(rec: CorpusRecord, events: string[]): Promise<{ attributes: Record<string, unknown>; outcome: unknown }> {
+  const read = async function read(
+    rec: CorpusRecord,
+    events: string[],
+  ): Promise<{ attributes: Record<string, unknown>; outcome: unknown }> {
     otel.exporter.reset();
     outcomes.length = 0;
     server.respond(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events }));
-    const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rec.request) });
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(rec.request),
+    });
     expect(await res.text()).toBe(events.join(''));
     const spans = await otel.waitForSpans((s) => ours(s).length === 1);
     // What depends on the bytes and the clock, not on what the chunks say, is left out.
     const timing = /bytes|size|duration|time|Ms$|chunks/i;
     const strip = (v: unknown): unknown =>
-      Array.isArray(v) ? v.map(strip) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.entries(v).filter(([k]) => !timing.test(k)).map(([k, x]) => [k, strip(x)])) : v;
-    return { attributes: strip({ ...ours(spans)[0]?.attributes }) as Record<string, unknown>, outcome: strip(outcomes[0]?.response ?? null) };
-  }
+      Array.isArray(v)
+        ? v.map(strip)
+        : v !== null && typeof v === 'object'
+          ? Object.fromEntries(
+              Object.entries(v)
+                .filter(([k]) => !timing.test(k))
+                .map(([k, x]) => [k, strip(x)]),
+            )
+          : v;
+    return {
+      attributes: strip({ ...ours(spans)[0]?.attributes }) as Record<string, unknown>,
+      outcome: strip(outcomes[0]?.response ?? null),
+    };
+  };
   return { spaced, read };
 }

@@ -53,7 +53,11 @@ export function firstJson(text: string): Record<string, unknown> | undefined {
   };
   const fenced = /```(?:json)?\s*([\s\S]*?)```/.exec(text);
   const start = text.indexOf('{');
-  return tryParse(text) ?? (fenced ? tryParse(fenced[1]!) : undefined) ?? (start >= 0 ? tryParse(text.slice(start, text.lastIndexOf('}') + 1)) : undefined);
+  return (
+    tryParse(text) ??
+    (fenced ? tryParse(fenced[1]!) : undefined) ??
+    (start >= 0 ? tryParse(text.slice(start, text.lastIndexOf('}') + 1)) : undefined)
+  );
 }
 
 /** How the model writes its answer: bare JSON, JSON in a fenced block after a sentence, or JSON then a remark. */
@@ -71,7 +75,10 @@ function answer(role: string, user: string): object {
   switch (role) {
     case 'Coordinator': {
       // "What was <company>'s <metric> in fiscal <year>? Report in <currency> by <date>."
-      const m = /What was (.+?)'s (revenue|net income) in fiscal (\d{4})\? Report in ([A-Z]{3}) by (\d{4}-\d{2}-\d{2})/.exec(user);
+      const m =
+        /What was (.+?)'s (revenue|net income) in fiscal (\d{4})\? Report in ([A-Z]{3}) by (\d{4}-\d{2}-\d{2})/.exec(
+          user,
+        );
       const company = COMPANIES.find((c) => c.name === m?.[1]) ?? COMPANIES[0]!;
       return {
         company: company.name,
@@ -85,7 +92,16 @@ function answer(role: string, user: string): object {
     }
     case 'Researcher': {
       const f = (asked ?? {}) as { revenue?: number; net_income?: number; ticker?: string; fiscal_year?: number };
-      const caveats = u('c') < 0.4 ? [] : [pick(rngOf(u('k')), ['restated prior-year figures', 'currency translation effects', '[unaudited] segment data'])];
+      const caveats =
+        u('c') < 0.4
+          ? []
+          : [
+              pick(rngOf(u('k')), [
+                'restated prior-year figures',
+                'currency translation effects',
+                '[unaudited] segment data',
+              ]),
+            ];
       return {
         summary: `${f.ticker ?? '?'} FY${f.fiscal_year ?? '?'}: revenue ${f.revenue}, net income ${f.net_income} (millions).`,
         key_figures: { revenue: f.revenue ?? null, net_income: f.net_income ?? null },
@@ -94,7 +110,12 @@ function answer(role: string, user: string): object {
       };
     }
     case 'Analyst': {
-      const o = (asked ?? {}) as { figures?: Record<string, number | string>; filing_id?: string; ticker?: string; fiscal_year?: number };
+      const o = (asked ?? {}) as {
+        figures?: Record<string, number | string>;
+        filing_id?: string;
+        ticker?: string;
+        fiscal_year?: number;
+      };
       const metric = (/metric: (revenue|net_income)/.exec(user)?.[1] ?? 'revenue') as Metric;
       const value = o.figures?.[metric];
       const currency = o.figures?.currency ?? 'USD';
@@ -115,7 +136,11 @@ function answer(role: string, user: string): object {
       const e = (asked ?? {}) as { value?: number; metric?: string; rows?: { line: string; amount: number }[] };
       const row = e.rows?.find((x) => x.line.toLowerCase().replace(' ', '_') === e.metric);
       const ok = row !== undefined && row.amount === e.value;
-      return { verdict: ok ? 'approved' : 'rejected', reasons: ok ? [] : ['the value does not match the cited rows'], checked_rows: e.rows?.length ?? 0 };
+      return {
+        verdict: ok ? 'approved' : 'rejected',
+        reasons: ok ? [] : ['the value does not match the cited rows'],
+        checked_rows: e.rows?.length ?? 0,
+      };
     }
     default:
       return { error: `no such role ${role}` };
@@ -132,9 +157,15 @@ export interface ResearchDesk {
 /** The loopback model (an OpenAI-compatible chat completions endpoint) and a real openai client for it. */
 export async function startResearchModel(): Promise<ResearchDesk> {
   const server: LlmServer = await startLlmServer((req) => {
-    const body = JSON.parse(req.body.toString('utf8')) as { model: string; messages: { role: string; content: string }[] };
+    const body = JSON.parse(req.body.toString('utf8')) as {
+      model: string;
+      messages: { role: string; content: string }[];
+    };
     const system = body.messages.find((m) => m.role === 'system')?.content ?? '';
-    const user = body.messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
+    const user = body.messages
+      .filter((m) => m.role === 'user')
+      .map((m) => m.content)
+      .join('\n');
     const role = /You are the (\w+)/.exec(system)?.[1] ?? '';
     const content = written(answer(role, user), unit(user, 'format'));
     const completion = {
@@ -143,7 +174,11 @@ export async function startResearchModel(): Promise<ResearchDesk> {
       created: Math.floor(Date.now() / 1000),
       model: body.model,
       choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: Math.ceil(user.length / 4), completion_tokens: Math.ceil(content.length / 4), total_tokens: Math.ceil((user.length + content.length) / 4) },
+      usage: {
+        prompt_tokens: Math.ceil(user.length / 4),
+        completion_tokens: Math.ceil(content.length / 4),
+        total_tokens: Math.ceil((user.length + content.length) / 4),
+      },
     };
     return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(completion) };
   });
@@ -184,7 +219,15 @@ function filing(ticker: string, year: number): Record<string, Json> {
 async function runTool<T extends Json>(name: string, args: Record<string, Json>, fn: () => T | Promise<T>): Promise<T> {
   return trace.getTracer('research-desk').startActiveSpan(
     `execute_tool ${name}`,
-    { kind: SpanKind.INTERNAL, attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, 'gen_ai.tool.call.id': `call_${randomUUID().slice(0, 8)}`, 'gen_ai.tool.call.arguments': JSON.stringify(args) } },
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': name,
+        'gen_ai.tool.call.id': `call_${randomUUID().slice(0, 8)}`,
+        'gen_ai.tool.call.arguments': JSON.stringify(args),
+      },
+    },
     async (span) => {
       try {
         const out = await fn();
@@ -245,7 +288,14 @@ export async function researchRun(desk: ResearchDesk, plan: RunPlan, pool: Pool)
   const flaky = plan.recovered === true;
   let analystFailed = false;
   let version = 0;
-  const msg = (source: string, target: string, boundary: string, payload: Json): Omit<AgentMessage, 'id'> => ({ source, target, boundary, sessionId, version: ++version, payload });
+  const msg = (source: string, target: string, boundary: string, payload: Json): Omit<AgentMessage, 'id'> => ({
+    source,
+    target,
+    boundary,
+    sessionId,
+    version: ++version,
+    payload,
+  });
   const contracts = r() < 0.7;
 
   channel.on(
@@ -253,7 +303,9 @@ export async function researchRun(desk: ResearchDesk, plan: RunPlan, pool: Pool)
     (m) =>
       runAgent('Researcher', async () => {
         const p = m.payload as { request_id?: string; ticker?: string; fiscal_year?: number };
-        const found = await runTool('fetch_filing', { ticker: p.ticker ?? '', fiscal_year: p.fiscal_year ?? 0 }, () => filing(p.ticker ?? '', p.fiscal_year ?? 0));
+        const found = await runTool('fetch_filing', { ticker: p.ticker ?? '', fiscal_year: p.fiscal_year ?? 0 }, () =>
+          filing(p.ticker ?? '', p.fiscal_year ?? 0),
+        );
         const said = await ask(desk, 'Researcher', `Summarise this filing for the analyst:\n${JSON.stringify(found)}`);
         await sleep(int(r, 0, 3));
         const figures = (said.key_figures ?? {}) as { revenue?: number; net_income?: number };
@@ -264,7 +316,11 @@ export async function researchRun(desk: ResearchDesk, plan: RunPlan, pool: Pool)
             filing_id: found.filing_id as string,
             ticker: found.ticker as string,
             fiscal_year: found.fiscal_year as number,
-            figures: { revenue: figures.revenue ?? (found.revenue as number), net_income: figures.net_income ?? (found.net_income as number), currency: company.currency },
+            figures: {
+              revenue: figures.revenue ?? (found.revenue as number),
+              net_income: figures.net_income ?? (found.net_income as number),
+              currency: company.currency,
+            },
             filed_on: found.filed_on as string,
             source_url: found.url as string,
             summary: String(said.summary ?? ''),
@@ -292,7 +348,13 @@ export async function researchRun(desk: ResearchDesk, plan: RunPlan, pool: Pool)
         const p = m.payload as { request_id?: string };
         const said = await ask(desk, 'Analyst', `metric: ${metric}\nObservation:\n${JSON.stringify(m.payload)}`);
         const confidence = Number(said.confidence ?? 0);
-        await channel.send(msg('Analyst', 'Reviewer', 'evidence', { request_id: p.request_id ?? requestId, ...(said as Record<string, Json>), confidence: percent ? Math.round(confidence * 100) : confidence }));
+        await channel.send(
+          msg('Analyst', 'Reviewer', 'evidence', {
+            request_id: p.request_id ?? requestId,
+            ...(said as Record<string, Json>),
+            confidence: percent ? Math.round(confidence * 100) : confidence,
+          }),
+        );
       }),
     contracts ? { contract: OBSERVATION_CONTRACT } : {},
   );
@@ -301,8 +363,19 @@ export async function researchRun(desk: ResearchDesk, plan: RunPlan, pool: Pool)
     (m) =>
       runAgent('Reviewer', async () => {
         const p = m.payload as { request_id?: string };
-        const said = await ask(desk, 'Reviewer', `Check this evidence before it is reported:\n${JSON.stringify(m.payload)}`);
-        await channel.send(msg('Reviewer', 'Coordinator', 'verdict', { request_id: p.request_id ?? requestId, verdict: String(said.verdict ?? 'rejected'), reasons: (said.reasons ?? []) as Json, reviewed_at: new Date().toISOString() }));
+        const said = await ask(
+          desk,
+          'Reviewer',
+          `Check this evidence before it is reported:\n${JSON.stringify(m.payload)}`,
+        );
+        await channel.send(
+          msg('Reviewer', 'Coordinator', 'verdict', {
+            request_id: p.request_id ?? requestId,
+            verdict: String(said.verdict ?? 'rejected'),
+            reasons: (said.reasons ?? []) as Json,
+            reviewed_at: new Date().toISOString(),
+          }),
+        );
       }),
     contracts ? { contract: EVIDENCE_CONTRACT } : {},
   );
@@ -310,9 +383,18 @@ export async function researchRun(desk: ResearchDesk, plan: RunPlan, pool: Pool)
 
   const traceId = await runWorkflow('equity-research', async (span) => {
     await runAgent('Coordinator', async () => {
-      const said = await ask(desk, 'Coordinator', `What was ${company.name}'s ${METRICS[metric]} in fiscal ${year}? Report in ${company.currency} by ${deadline}.`);
+      const said = await ask(
+        desk,
+        'Coordinator',
+        `What was ${company.name}'s ${METRICS[metric]} in fiscal ${year}? Report in ${company.currency} by ${deadline}.`,
+      );
       const { steps: _steps, deadline: due, ...rest } = said as Record<string, Json>;
-      const payload = { request_id: requestId, ...rest, ...(keepDeadline && due !== undefined ? { deadline: due } : {}), priority: r() < 0.3 ? 'high' : 'normal' };
+      const payload = {
+        request_id: requestId,
+        ...rest,
+        ...(keepDeadline && due !== undefined ? { deadline: due } : {}),
+        priority: r() < 0.3 ? 'high' : 'normal',
+      };
       const id = randomUUID();
       try {
         await channel.send({ ...msg('Coordinator', 'Researcher', 'plan', payload), id });

@@ -17,7 +17,11 @@ const { isInitializeRequest } = require('@modelcontextprotocol/sdk/types.js');
 const root = process.env.FAULTLINE_ROOT;
 const { FileSpanExporter, instrumentMcpServer } = require(`${root}/dist/src/index.js`);
 
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new FileSpanExporter({ path: process.env.FAULTLINE_CHILD_TRACES, announce: false }))] });
+const provider = new BasicTracerProvider({
+  spanProcessors: [
+    new SimpleSpanProcessor(new FileSpanExporter({ path: process.env.FAULTLINE_CHILD_TRACES, announce: false })),
+  ],
+});
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 trace.setGlobalTracerProvider(provider);
 propagation.setGlobalPropagator(new W3CTraceContextPropagator());
@@ -25,11 +29,22 @@ propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 const shape = { sku: z.string(), quantity: z.number().int(), order_id: z.string() };
 const transports = new Map();
 async function session() {
-  const mcp = instrumentMcpServer(new McpServer({ name: 'warehouse', version: '1.0.0' }), { contracts: { reserve: z.strictObject(shape) }, captureMessageContent: true });
-  mcp.registerTool('reserve', { description: 'Reserve units', inputSchema: shape }, async ({ sku, quantity, order_id }) => ({
-    content: [{ type: 'text', text: JSON.stringify({ reservation_id: `RSV-${order_id}`, sku, quantity }) }],
-  }));
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), enableJsonResponse: true, onsessioninitialized: (id) => transports.set(id, transport) });
+  const mcp = instrumentMcpServer(new McpServer({ name: 'warehouse', version: '1.0.0' }), {
+    contracts: { reserve: z.strictObject(shape) },
+    captureMessageContent: true,
+  });
+  mcp.registerTool(
+    'reserve',
+    { description: 'Reserve units', inputSchema: shape },
+    async ({ sku, quantity, order_id }) => ({
+      content: [{ type: 'text', text: JSON.stringify({ reservation_id: `RSV-${order_id}`, sku, quantity }) }],
+    }),
+  );
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    enableJsonResponse: true,
+    onsessioninitialized: (id) => transports.set(id, transport),
+  });
   await mcp.connect(transport);
   return transport;
 }

@@ -62,7 +62,16 @@ const set = (l: Leaf, value: Json): void => {
   (l.parent as Record<string | number, Json>)[l.key] = value;
 };
 
-const isJsonText = (s: string): boolean => /^\s*[{[]/.test(s) && (() => { try { JSON.parse(s); return true; } catch { return false; } })();
+const isJsonText = (s: string): boolean =>
+  /^\s*[{[]/.test(s) &&
+  (() => {
+    try {
+      JSON.parse(s);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
 
 /** Another value of the same pattern: letters stay letters (upper/lower), digits stay digits, the rest is kept. */
 function samePattern(r: Rng, s: string): string {
@@ -83,7 +92,20 @@ function samePattern(r: Rng, s: string): string {
   return s + '1';
 }
 
-const WORDS = ['approved', 'rejected', 'pending', 'shipped', 'cancelled', 'critical', 'minor', 'verified', 'unknown', 'open', 'closed', 'resolved'];
+const WORDS = [
+  'approved',
+  'rejected',
+  'pending',
+  'shipped',
+  'cancelled',
+  'critical',
+  'minor',
+  'verified',
+  'unknown',
+  'open',
+  'closed',
+  'resolved',
+];
 
 export function partial(r: Rng, payload: Json): Json | undefined {
   const p = clone(payload);
@@ -113,8 +135,20 @@ export function semantic(r: Rng, payload: Json, donor?: Json): Json | undefined 
     // poisoning): same keys, other values.
     const d = slots(clone(donor));
     // Only a block of the same structure (same keys, same list lengths): its values are what differs.
-    const skeleton = (v: Json): string => JSON.stringify(v, (_k, x: unknown) => (x !== null && typeof x === 'object' ? x : typeof x));
-    const blocks = all.filter((l) => l.value !== null && typeof l.value === 'object' && d.some((x) => x.path === l.path && JSON.stringify(x.value) !== JSON.stringify(l.value) && typeof x.value === 'object' && skeleton(x.value) === skeleton(l.value)));
+    const skeleton = (v: Json): string =>
+      JSON.stringify(v, (_k, x: unknown) => (x !== null && typeof x === 'object' ? x : typeof x));
+    const blocks = all.filter(
+      (l) =>
+        l.value !== null &&
+        typeof l.value === 'object' &&
+        d.some(
+          (x) =>
+            x.path === l.path &&
+            JSON.stringify(x.value) !== JSON.stringify(l.value) &&
+            typeof x.value === 'object' &&
+            skeleton(x.value) === skeleton(l.value),
+        ),
+    );
     if (blocks.length > 0) {
       const b = pick(r, blocks);
       set(b, d.find((x) => x.path === b.path)!.value);
@@ -131,12 +165,27 @@ export function semantic(r: Rng, payload: Json, donor?: Json): Json | undefined 
   const l = pick(r, leaves);
   const v = l.value;
   if (typeof v === 'boolean') set(l, !v);
-  else if (typeof v === 'number') set(l, Number.isInteger(v) ? v + (r() < 0.5 ? -1 : 1) * int(r, 1, Math.max(1, Math.round(Math.abs(v) / 2))) : Math.round((v * (r() < 0.5 ? 0.7 : 1.3)) * 100) / 100);
-  else if (WORDS.includes(v as string)) set(l, pick(r, WORDS.filter((w) => w !== v)));
+  else if (typeof v === 'number')
+    set(
+      l,
+      Number.isInteger(v)
+        ? v + (r() < 0.5 ? -1 : 1) * int(r, 1, Math.max(1, Math.round(Math.abs(v) / 2)))
+        : Math.round(v * (r() < 0.5 ? 0.7 : 1.3) * 100) / 100,
+    );
+  else if (WORDS.includes(v as string))
+    set(
+      l,
+      pick(
+        r,
+        WORDS.filter((w) => w !== v),
+      ),
+    );
   else if (UUID.test(v as string)) set(l, randomUUID());
   else if (/^\d{4}-\d{2}-\d{2}/.test(v as string) && !Number.isNaN(Date.parse(v as string))) {
     // Another valid date or time, in the same notation.
-    const shifted = new Date(Date.parse(v as string) + (r() < 0.5 ? -1 : 1) * int(r, 1, 400) * 86_400_000).toISOString();
+    const shifted = new Date(
+      Date.parse(v as string) + (r() < 0.5 ? -1 : 1) * int(r, 1, 400) * 86_400_000,
+    ).toISOString();
     set(l, (v as string).length === 10 ? shifted.slice(0, 10) : shifted);
   } else if (/\d/.test(v as string)) {
     // Another id of the same kind: the digits change, the letters that say what it is stay.
@@ -158,7 +207,11 @@ export function corrupt(r: Rng, payload: Json): Json | undefined {
   if (strings.length === 0) return undefined;
   const l = pick(r, strings);
   const s = l.value as string;
-  const how = isJsonText(s) ? 'cut_json' : /[^\u0020-\u007e]/.test(s) && r() < 0.7 ? 'mojibake' : pick(r, ['noise', 'replacement', 'structured', 'cut_json_like']);
+  const how = isJsonText(s)
+    ? 'cut_json'
+    : /[^\u0020-\u007e]/.test(s) && r() < 0.7
+      ? 'mojibake'
+      : pick(r, ['noise', 'replacement', 'structured', 'cut_json_like']);
   switch (how) {
     case 'cut_json':
       set(l, s.slice(0, Math.max(2, Math.floor(s.length * (0.3 + r() * 0.4)))));
@@ -187,7 +240,16 @@ export function corrupt(r: Rng, payload: Json): Json | undefined {
   return p;
 }
 
-const RENAMES: Record<string, string> = { id: 'identifier', name: 'full_name', price: 'cost', quantity: 'qty', service: 'svc', status: 'state', text: 'body', sku: 'item_code' };
+const RENAMES: Record<string, string> = {
+  id: 'identifier',
+  name: 'full_name',
+  price: 'cost',
+  quantity: 'qty',
+  service: 'svc',
+  status: 'state',
+  text: 'body',
+  sku: 'item_code',
+};
 
 function renamed(k: string): string {
   if (RENAMES[k]) return RENAMES[k];
@@ -212,7 +274,12 @@ export function schema(r: Rng, payload: Json): Json | undefined {
     Object.assign(parent, rebuilt);
     return p;
   }
-  const typed = all.filter((l) => typeof l.value === 'number' || typeof l.value === 'boolean' || (typeof l.value === 'string' && !isJsonText(l.value)));
+  const typed = all.filter(
+    (l) =>
+      typeof l.value === 'number' ||
+      typeof l.value === 'boolean' ||
+      (typeof l.value === 'string' && !isJsonText(l.value)),
+  );
   if (typed.length === 0) return undefined;
   const l = pick(r, typed);
   const v = l.value;
@@ -224,7 +291,14 @@ export type ContentFault = 'partial' | 'semantic' | 'corrupt' | 'schema';
 
 export function applyContent(kind: ContentFault, r: Rng, payload: Json, donor?: Json): Json | undefined {
   for (let attempt = 0; attempt < 6; attempt++) {
-    const out = kind === 'partial' ? partial(r, payload) : kind === 'semantic' ? semantic(r, payload, donor) : kind === 'corrupt' ? corrupt(r, payload) : schema(r, payload);
+    const out =
+      kind === 'partial'
+        ? partial(r, payload)
+        : kind === 'semantic'
+          ? semantic(r, payload, donor)
+          : kind === 'corrupt'
+            ? corrupt(r, payload)
+            : schema(r, payload);
     if (out !== undefined && JSON.stringify(out) !== JSON.stringify(payload)) return out;
   }
   return undefined;

@@ -5,7 +5,13 @@
  * twice (duplicate), rewritten (stale replay, content faults), or answered with an error without forwarding (a
  * transient failure a client retries). Everything else is piped through unchanged, streaming responses included.
  */
-import { request as httpRequest, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  request as httpRequest,
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Json } from './operators';
 
@@ -41,20 +47,24 @@ export async function startProxy(upstream: string, decide: Decide): Promise<Faul
     new Promise((resolve) => {
       const headers: Record<string, string | string[] | undefined> = { ...req.headers, host: target.host };
       if (body.length > 0) headers['content-length'] = String(body.length);
-      else if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'DELETE') delete headers['content-length'];
-      const up = httpRequest({ hostname: target.hostname, port: target.port, path: req.url, method: req.method, headers }, (upRes) => {
-        if (res === undefined) {
-          upRes.resume();
+      else if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'DELETE')
+        delete headers['content-length'];
+      const up = httpRequest(
+        { hostname: target.hostname, port: target.port, path: req.url, method: req.method, headers },
+        (upRes) => {
+          if (res === undefined) {
+            upRes.resume();
+            upRes.on('end', resolve);
+            upRes.on('error', () => resolve());
+            return;
+          }
+          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+          upRes.pipe(res);
           upRes.on('end', resolve);
           upRes.on('error', () => resolve());
-          return;
-        }
-        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        upRes.pipe(res);
-        upRes.on('end', resolve);
-        upRes.on('error', () => resolve());
-        res.on('close', () => upRes.destroy());
-      });
+          res.on('close', () => upRes.destroy());
+        },
+      );
       up.on('error', () => {
         if (res && !res.headersSent) res.writeHead(502).end();
         else res?.destroy();

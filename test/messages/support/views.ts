@@ -15,8 +15,24 @@ import { isMessageSpan } from '../../../src/traces/steps';
 import type { Diagnosis } from '../../../src/diagnosers/types';
 import type { Label } from './workflows';
 
-const CONTENT = ['faultline.message.payload', 'faultline.message.delivered_payloads', 'gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.tool.call.arguments', 'gen_ai.tool.call.result', 'gen_ai.system_instructions'];
-const PAYLOAD_FACTS = ['faultline.message.keys', 'faultline.message.shape', 'faultline.message.payload_hash', 'faultline.message.payload_bytes', 'faultline.message.payload', 'gen_ai.input.messages', 'gen_ai.tool.call.arguments'];
+const CONTENT = [
+  'faultline.message.payload',
+  'faultline.message.delivered_payloads',
+  'gen_ai.input.messages',
+  'gen_ai.output.messages',
+  'gen_ai.tool.call.arguments',
+  'gen_ai.tool.call.result',
+  'gen_ai.system_instructions',
+];
+const PAYLOAD_FACTS = [
+  'faultline.message.keys',
+  'faultline.message.shape',
+  'faultline.message.payload_hash',
+  'faultline.message.payload_bytes',
+  'faultline.message.payload',
+  'gen_ai.input.messages',
+  'gen_ai.tool.call.arguments',
+];
 
 const side = (s: SpanRecord): string | undefined => str(s.attributes, 'faultline.message.side');
 
@@ -43,7 +59,11 @@ export function receiverSide(t: TraceRecord): TraceRecord {
     spans: t.spans
       // Online detections that rode on a child span of a sender's span were computed from both ends too.
       .filter((s) => !(s.name === 'faultline.detection' && s.parentSpanId !== undefined && senders.has(s.parentSpanId)))
-      .map((s) => (senders.has(s.spanId) ? copySpan(s, (k) => k.startsWith('faultline.message.delivered_') || PAYLOAD_FACTS.includes(k), false) : s)),
+      .map((s) =>
+        senders.has(s.spanId)
+          ? copySpan(s, (k) => k.startsWith('faultline.message.delivered_') || PAYLOAD_FACTS.includes(k), false)
+          : s,
+      ),
   };
 }
 
@@ -54,7 +74,8 @@ export function receiverSide(t: TraceRecord): TraceRecord {
  */
 export function plainDelivered(t: TraceRecord): TraceRecord {
   const receives = t.spans.filter((s) => side(s) === 'receive');
-  const firstCopy = (send: SpanRecord): SpanRecord | undefined => receives.find((r) => r.links.some((l) => l.spanId === send.spanId) || r.parentSpanId === send.spanId);
+  const firstCopy = (send: SpanRecord): SpanRecord | undefined =>
+    receives.find((r) => r.links.some((l) => l.spanId === send.spanId) || r.parentSpanId === send.spanId);
   const out: SpanRecord[] = [];
   for (const s of t.spans) {
     if (side(s) === 'receive') continue;
@@ -63,11 +84,24 @@ export function plainDelivered(t: TraceRecord): TraceRecord {
       continue;
     }
     const got = firstCopy(s);
-    const base = copySpan(s, (k) => k === 'faultline.message.side' || k.startsWith('faultline.message.delivered_') || PAYLOAD_FACTS.includes(k), false);
-    if (got) for (const k of [...PAYLOAD_FACTS, 'faultline.message.id', 'faultline.message.task_id', 'faultline.message.session_id', 'faultline.message.version', 'faultline.message.sent_at']) {
-      const v = got.attributes[k];
-      if (v !== undefined) base.attributes[k] = v;
-    }
+    const base = copySpan(
+      s,
+      (k) =>
+        k === 'faultline.message.side' || k.startsWith('faultline.message.delivered_') || PAYLOAD_FACTS.includes(k),
+      false,
+    );
+    if (got)
+      for (const k of [
+        ...PAYLOAD_FACTS,
+        'faultline.message.id',
+        'faultline.message.task_id',
+        'faultline.message.session_id',
+        'faultline.message.version',
+        'faultline.message.sent_at',
+      ]) {
+        const v = got.attributes[k];
+        if (v !== undefined) base.attributes[k] = v;
+      }
     out.push(base);
   }
   return { traceId: t.traceId, spans: out };
@@ -88,7 +122,12 @@ export function truthSpans(t: TraceRecord, label: Label): Set<string> {
   const id = str(send.attributes, 'faultline.message.id');
   for (const s of t.spans) {
     if (side(s) !== 'receive') continue;
-    if (s.links.some((l) => l.spanId === send.spanId) || s.parentSpanId === send.spanId || (label.protocol === 'a2a' && id !== undefined && str(s.attributes, 'faultline.message.id') === id)) out.add(s.spanId);
+    if (
+      s.links.some((l) => l.spanId === send.spanId) ||
+      s.parentSpanId === send.spanId ||
+      (label.protocol === 'a2a' && id !== undefined && str(s.attributes, 'faultline.message.id') === id)
+    )
+      out.add(s.spanId);
   }
   return out;
 }
@@ -112,7 +151,9 @@ export function record(score: Score, trace: TraceRecord, label: Label, d: Diagno
     score.clean++;
     if (d.faultType !== 'none') {
       score.falsePositives++;
-      score.misses.push(`${label.workflow}${label.recovered ? ' (recovered)' : ''} clean → ${d.faultType}: ${d.evidence[0] ?? ''}`);
+      score.misses.push(
+        `${label.workflow}${label.recovered ? ' (recovered)' : ''} clean → ${d.faultType}: ${d.evidence[0] ?? ''}`,
+      );
     }
     return;
   }
@@ -129,7 +170,10 @@ export function record(score: Score, trace: TraceRecord, label: Label, d: Diagno
     score.stepOk++;
     row.step++;
   }
-  if (!typeOk || !stepOk) score.misses.push(`${label.workflow} ${label.fault}@${label.at} (${label.note.slice(0, 70)}) → ${d.faultType}${stepOk ? '' : ' (wrong step)'}: ${(d.evidence[0] ?? '').slice(0, 110)}`);
+  if (!typeOk || !stepOk)
+    score.misses.push(
+      `${label.workflow} ${label.fault}@${label.at} (${label.note.slice(0, 70)}) → ${d.faultType}${stepOk ? '' : ' (wrong step)'}: ${(d.evidence[0] ?? '').slice(0, 110)}`,
+    );
   score.perType.set(label.fault, row);
 }
 

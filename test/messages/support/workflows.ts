@@ -31,7 +31,17 @@ import { applyContent, int, pick, rng, type ContentFault, type Json, type Rng } 
 import { startProxy, type WireFault } from './proxy';
 
 export type FaultKind = 'non_delivery' | 'timeout' | 'delay' | 'duplicate' | 'stale' | ContentFault;
-export const FAULT_KINDS: readonly FaultKind[] = ['non_delivery', 'timeout', 'delay', 'duplicate', 'stale', 'partial', 'semantic', 'corrupt', 'schema'];
+export const FAULT_KINDS: readonly FaultKind[] = [
+  'non_delivery',
+  'timeout',
+  'delay',
+  'duplicate',
+  'stale',
+  'partial',
+  'semantic',
+  'corrupt',
+  'schema',
+];
 
 export type Protocol = 'channel' | 'a2a' | 'mcp';
 
@@ -64,7 +74,17 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 // ------------------------------------------------------------------------------------------------ payload vocabulary
 
 const CITIES = ['Lisbon', 'Kraków', 'São Paulo', 'Zürich', '東京', 'Reykjavík', 'Nairobi', 'Montréal', 'Oslo', 'Quito'];
-const NAMES = ['Zoë Müller', 'Ana Lima', '李雷', 'Åsa Nyström', "Seán O'Brien", 'Ngozi Okafor', 'Łukasz Wójcik', 'Mei Tanaka', 'Ola Nordmann'];
+const NAMES = [
+  'Zoë Müller',
+  'Ana Lima',
+  '李雷',
+  'Åsa Nyström',
+  "Seán O'Brien",
+  'Ngozi Okafor',
+  'Łukasz Wójcik',
+  'Mei Tanaka',
+  'Ola Nordmann',
+];
 const NOTES: (string | null)[] = [
   'window seat please',
   '[VIP] priority boarding',
@@ -73,12 +93,16 @@ const NOTES: (string | null)[] = [
   'Traveller uses a wheelchair 🦽 — request assistance at the gate',
   '{draft} confirm the return leg later',
   'Allergies: peanuts; vegetarian meal',
-  'Long note: ' + 'the traveller prefers morning departures and will accept one stop if the total journey stays under nine hours; '.repeat(3),
+  'Long note: ' +
+    'the traveller prefers morning departures and will accept one stop if the total journey stays under nine hours; '.repeat(
+      3,
+    ),
 ];
 const SERVICES = ['checkout-api', 'search', 'payments', 'auth-gateway', 'inventory-sync'];
 const SEVERITY = ['P1', 'P2', 'P3'];
 
-export const code = (r: Rng, prefix: string, n: number): string => `${prefix}-${Array.from({ length: n }, () => 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789'[int(r, 0, 31)]).join('')}`;
+export const code = (r: Rng, prefix: string, n: number): string =>
+  `${prefix}-${Array.from({ length: n }, () => 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789'[int(r, 0, 31)]).join('')}`;
 const isoAt = (base: number, offsetMin: number): string => new Date(base + offsetMin * 60_000).toISOString();
 
 // ------------------------------------------------------------------------------------------------ the channel's proxy
@@ -179,11 +203,24 @@ const REQUEST_CONTRACT = z.strictObject({
 });
 const OBSERVATION_CONTRACT = z.strictObject({
   request_id: z.string(),
-  offers: z.array(z.strictObject({ offer_id: z.string(), flight_no: z.string(), departs: z.string(), price: z.number(), seats_left: z.number().int() })),
+  offers: z.array(
+    z.strictObject({
+      offer_id: z.string(),
+      flight_no: z.string(),
+      departs: z.string(),
+      price: z.number(),
+      seats_left: z.number().int(),
+    }),
+  ),
   searched_at: z.string(),
   cache: z.null().optional(),
 });
-const VERDICT_CONTRACT = z.strictObject({ request_id: z.string(), booking_ref: z.string().nullable(), verdict: z.enum(['approved', 'rejected']), reasons: z.array(z.string()) });
+const VERDICT_CONTRACT = z.strictObject({
+  request_id: z.string(),
+  booking_ref: z.string().nullable(),
+  verdict: z.enum(['approved', 'rejected']),
+  reasons: z.array(z.string()),
+});
 
 const ACTION_CONTRACT = z.strictObject({
   request_id: z.string(),
@@ -206,7 +243,15 @@ export async function travelRun(plan: RunPlan, pool: Pool): Promise<Label> {
   const envelope = (source: string, target: string, boundary: string, payload: Json): Omit<AgentMessage, 'id'> => {
     const v = (versions.get(`${source}>${target}`) ?? 0) + 1;
     versions.set(`${source}>${target}`, v);
-    return { source, target, boundary, ...(taskId ? { taskId } : {}), ...(sessionId ? { sessionId } : {}), version: v, payload };
+    return {
+      source,
+      target,
+      boundary,
+      ...(taskId ? { taskId } : {}),
+      ...(sessionId ? { sessionId } : {}),
+      version: v,
+      payload,
+    };
   };
   const requestId = code(r, 'REQ', 6);
   const base = Date.UTC(2027, int(r, 0, 11), int(r, 1, 28), int(r, 5, 20));
@@ -215,58 +260,110 @@ export async function travelRun(plan: RunPlan, pool: Pool): Promise<Label> {
   const flaky = plan.recovered === true;
   let bookerFailed = false;
 
-  channel.on('Searcher', (m) =>
-    runAgent('Searcher', async () => {
-      const p = m.payload as { request_id: string };
-      await sleep(int(r, 0, 3));
-      const offers = Array.from({ length: int(r, 0, 4) === 0 ? 1 : int(r, 1, 4) }, () => ({
-        offer_id: code(r, 'OF', 5),
-        flight_no: `${pick(r, ['LH', 'TP', 'AF', 'SK', 'LX'])}${int(r, 100, 9999)}`,
-        departs: isoAt(base, int(r, 0, 600)),
-        price: Math.round((80 + r() * 900) * 100) / 100,
-        seats_left: int(r, 0, 9),
-      }));
-      await channel.send(envelope('Searcher', 'Planner', 'observation', { request_id: p.request_id, offers, searched_at: new Date().toISOString(), ...(r() < 0.5 ? { cache: null } : {}) }));
-    }),
+  channel.on(
+    'Searcher',
+    (m) =>
+      runAgent('Searcher', async () => {
+        const p = m.payload as { request_id: string };
+        await sleep(int(r, 0, 3));
+        const offers = Array.from({ length: int(r, 0, 4) === 0 ? 1 : int(r, 1, 4) }, () => ({
+          offer_id: code(r, 'OF', 5),
+          flight_no: `${pick(r, ['LH', 'TP', 'AF', 'SK', 'LX'])}${int(r, 100, 9999)}`,
+          departs: isoAt(base, int(r, 0, 600)),
+          price: Math.round((80 + r() * 900) * 100) / 100,
+          seats_left: int(r, 0, 9),
+        }));
+        await channel.send(
+          envelope('Searcher', 'Planner', 'observation', {
+            request_id: p.request_id,
+            offers,
+            searched_at: new Date().toISOString(),
+            ...(r() < 0.5 ? { cache: null } : {}),
+          }),
+        );
+      }),
     r() < 0.7 ? { contract: REQUEST_CONTRACT } : {},
   );
-  channel.on('Planner', (m) =>
-    runAgent('Planner', async () => {
-      if (m.boundary === 'verdict') return;
-      const p = m.payload as { request_id?: string; offers?: { offer_id: string; flight_no: string; price: number }[] };
-      const offer = p.offers?.[0];
-      if (!offer) return;
-      const action = envelope('Planner', 'Booker', 'action', { request_id: p.request_id ?? requestId, offer_id: offer.offer_id, flight_no: offer.flight_no, passengers, price: offer.price, currency: 'EUR' });
-      const id = randomUUID();
-      try {
-        await channel.send({ ...action, id });
-      } catch {
-        // The Booker failed on it: send the same message again.
-        await sleep(int(r, 2, 10));
-        await channel.send({ ...action, id });
-      }
-    }),
+  channel.on(
+    'Planner',
+    (m) =>
+      runAgent('Planner', async () => {
+        if (m.boundary === 'verdict') return;
+        const p = m.payload as {
+          request_id?: string;
+          offers?: { offer_id: string; flight_no: string; price: number }[];
+        };
+        const offer = p.offers?.[0];
+        if (!offer) return;
+        const action = envelope('Planner', 'Booker', 'action', {
+          request_id: p.request_id ?? requestId,
+          offer_id: offer.offer_id,
+          flight_no: offer.flight_no,
+          passengers,
+          price: offer.price,
+          currency: 'EUR',
+        });
+        const id = randomUUID();
+        try {
+          await channel.send({ ...action, id });
+        } catch {
+          // The Booker failed on it: send the same message again.
+          await sleep(int(r, 2, 10));
+          await channel.send({ ...action, id });
+        }
+      }),
     r() < 0.7 ? { contract: z.union([OBSERVATION_CONTRACT, VERDICT_CONTRACT]) } : {},
   );
-  channel.on('Booker', (m) =>
-    runAgent('Booker', async () => {
-      if (flaky && !bookerFailed) {
-        bookerFailed = true;
-        throw new Error('booking service restarting');
-      }
-      const p = m.payload as { request_id: string; offer_id: string; flight_no: string; passengers: string[]; price: number; currency: string };
-      const ref = code(r, 'BK', 6);
-      const receipt = JSON.stringify({ booking_ref: ref, flight_no: p.flight_no, price: p.price });
-      await channel.send(envelope('Booker', 'Auditor', 'evidence', { booking_ref: ref, request_id: p.request_id, offer_id: p.offer_id, flight_no: p.flight_no, price: p.price, currency: p.currency, passengers: p.passengers, paid: true, receipt, ...(note !== null ? { note } : {}) }));
-    }),
+  channel.on(
+    'Booker',
+    (m) =>
+      runAgent('Booker', async () => {
+        if (flaky && !bookerFailed) {
+          bookerFailed = true;
+          throw new Error('booking service restarting');
+        }
+        const p = m.payload as {
+          request_id: string;
+          offer_id: string;
+          flight_no: string;
+          passengers: string[];
+          price: number;
+          currency: string;
+        };
+        const ref = code(r, 'BK', 6);
+        const receipt = JSON.stringify({ booking_ref: ref, flight_no: p.flight_no, price: p.price });
+        await channel.send(
+          envelope('Booker', 'Auditor', 'evidence', {
+            booking_ref: ref,
+            request_id: p.request_id,
+            offer_id: p.offer_id,
+            flight_no: p.flight_no,
+            price: p.price,
+            currency: p.currency,
+            passengers: p.passengers,
+            paid: true,
+            receipt,
+            ...(note !== null ? { note } : {}),
+          }),
+        );
+      }),
     r() < 0.7 ? { contract: ACTION_CONTRACT } : {},
   );
-  channel.on('Auditor', (m) =>
-    runAgent('Auditor', async () => {
-      const ok = EVIDENCE_CONTRACT.safeParse(m.payload).success;
-      const p = m.payload as { request_id?: string; booking_ref?: string };
-      await channel.send(envelope('Auditor', 'Planner', 'verdict', { request_id: p.request_id ?? requestId, booking_ref: p.booking_ref ?? null, verdict: ok ? 'approved' : 'rejected', reasons: ok ? [] : ['evidence failed its contract'] }));
-    }),
+  channel.on(
+    'Auditor',
+    (m) =>
+      runAgent('Auditor', async () => {
+        const ok = EVIDENCE_CONTRACT.safeParse(m.payload).success;
+        const p = m.payload as { request_id?: string; booking_ref?: string };
+        await channel.send(
+          envelope('Auditor', 'Planner', 'verdict', {
+            request_id: p.request_id ?? requestId,
+            booking_ref: p.booking_ref ?? null,
+            verdict: ok ? 'approved' : 'rejected',
+            reasons: ok ? [] : ['evidence failed its contract'],
+          }),
+        );
+      }),
     r() < 0.7 ? { contract: EVIDENCE_CONTRACT } : {},
   );
 
@@ -275,7 +372,15 @@ export async function travelRun(plan: RunPlan, pool: Pool): Promise<Label> {
     async (span) => {
       await runAgent('Planner', async () => {
         const trip = { from: pick(r, CITIES), to: pick(r, CITIES), date: isoAt(base, 0).slice(0, 10) };
-        await channel.send(envelope('Planner', 'Searcher', 'request', { request_id: requestId, trip, passengers: passengers.map((name) => ({ name, age: int(r, 1, 90) })), budget: { amount: int(r, 200, 3000), currency: 'EUR' }, ...(r() < 0.5 ? { notes: note } : {}) }));
+        await channel.send(
+          envelope('Planner', 'Searcher', 'request', {
+            request_id: requestId,
+            trip,
+            passengers: passengers.map((name) => ({ name, age: int(r, 1, 90) })),
+            budget: { amount: int(r, 200, 3000), currency: 'EUR' },
+            ...(r() < 0.5 ? { notes: note } : {}),
+          }),
+        );
       }).catch(() => undefined);
       return span.spanContext().traceId;
     },
@@ -293,8 +398,21 @@ const ALERT_CONTRACT = z.strictObject({
   labels: z.array(z.string()),
 });
 const RUNBOOK_QUERY = z.strictObject({ alert_id: z.uuid(), service: z.string(), query: z.string() });
-const OBSERVATION_RUNBOOK = z.strictObject({ alert_id: z.uuid(), steps: z.array(z.string()), owner: z.string().includes('@'), doc_url: z.url(), matched: z.boolean() });
-const ONCALL_CONTRACT = z.strictObject({ alert_id: z.uuid(), service: z.string(), severity: z.string(), summary: z.string(), actions: z.array(z.string()), runbook_url: z.string().nullable() });
+const OBSERVATION_RUNBOOK = z.strictObject({
+  alert_id: z.uuid(),
+  steps: z.array(z.string()),
+  owner: z.string().includes('@'),
+  doc_url: z.url(),
+  matched: z.boolean(),
+});
+const ONCALL_CONTRACT = z.strictObject({
+  alert_id: z.uuid(),
+  service: z.string(),
+  severity: z.string(),
+  summary: z.string(),
+  actions: z.array(z.string()),
+  runbook_url: z.string().nullable(),
+});
 
 /** Incident triage: Monitor → Triage ⇄ Runbook (one or two rounds) → OnCall. */
 export async function triageRun(plan: RunPlan, pool: Pool): Promise<Label> {
@@ -309,45 +427,109 @@ export async function triageRun(plan: RunPlan, pool: Pool): Promise<Label> {
   const started = Date.now() - int(r, 60, 3600) * 1000;
   let round = 0;
   let version = 0;
-  const msg = (source: string, target: string, boundary: string, payload: Json): Omit<AgentMessage, 'id'> => ({ source, target, boundary, sessionId, version: ++version, payload });
+  const msg = (source: string, target: string, boundary: string, payload: Json): Omit<AgentMessage, 'id'> => ({
+    source,
+    target,
+    boundary,
+    sessionId,
+    version: ++version,
+    payload,
+  });
 
   const contracts = r() < 0.7;
-  channel.on('Runbook', (m) =>
-    runAgent('Runbook', async () => {
-      const p = m.payload as { alert_id: string; query: string };
-      await sleep(int(r, 0, 4));
-      const steps = Array.from({ length: int(r, 0, 4) }, (_, i) => `${i + 1}. ${pick(r, ['check the error budget', 'roll back the last deploy', 'scale the pods to 6', 'drain the bad node', 'page the database owner'])}`);
-      await channel.send(msg('Runbook', 'Triage', 'observation', { alert_id: p.alert_id, steps, owner: pick(r, ['sre@example.com', 'oncall-db@example.org', 'zoë@example.net']), doc_url: `https://runbooks.example.com/${service}/${int(r, 1, 40)}`, matched: steps.length > 0 }));
-    }),
+  channel.on(
+    'Runbook',
+    (m) =>
+      runAgent('Runbook', async () => {
+        const p = m.payload as { alert_id: string; query: string };
+        await sleep(int(r, 0, 4));
+        const steps = Array.from(
+          { length: int(r, 0, 4) },
+          (_, i) =>
+            `${i + 1}. ${pick(r, ['check the error budget', 'roll back the last deploy', 'scale the pods to 6', 'drain the bad node', 'page the database owner'])}`,
+        );
+        await channel.send(
+          msg('Runbook', 'Triage', 'observation', {
+            alert_id: p.alert_id,
+            steps,
+            owner: pick(r, ['sre@example.com', 'oncall-db@example.org', 'zoë@example.net']),
+            doc_url: `https://runbooks.example.com/${service}/${int(r, 1, 40)}`,
+            matched: steps.length > 0,
+          }),
+        );
+      }),
     contracts ? { contract: RUNBOOK_QUERY } : {},
   );
-  channel.on('Triage', (m) =>
-    runAgent('Triage', async () => {
-      const p = m.payload as { alert_id: string; steps?: string[]; doc_url?: string };
-      if (m.boundary === 'alert') {
-        await channel.send(msg('Triage', 'Runbook', 'request', { alert_id: p.alert_id, service, query: `${severity} ${service}: ${pick(r, ['latency', 'errors', 'saturation'])}` }));
-        return;
-      }
-      if (++round < rounds) {
-        await channel.send(msg('Triage', 'Runbook', 'request', { alert_id: p.alert_id, service, query: `follow-up: ${pick(r, ['latency', 'errors', 'saturation'])} after step ${round}` }));
-        return;
-      }
-      await channel.send(msg('Triage', 'OnCall', 'evidence', { alert_id: p.alert_id, service, severity, summary: pick(r, ['p99 latency above SLO since the 14:02 deploy', 'error rate 4× baseline on /pay — cause: TLS cert rotation', 'Queue backlog growing; consumers stuck on a poison message', 'Ünïcödé in tenant names breaks the cache key']), actions: p.steps ?? [], runbook_url: p.doc_url ?? null }));
-    }),
+  channel.on(
+    'Triage',
+    (m) =>
+      runAgent('Triage', async () => {
+        const p = m.payload as { alert_id: string; steps?: string[]; doc_url?: string };
+        if (m.boundary === 'alert') {
+          await channel.send(
+            msg('Triage', 'Runbook', 'request', {
+              alert_id: p.alert_id,
+              service,
+              query: `${severity} ${service}: ${pick(r, ['latency', 'errors', 'saturation'])}`,
+            }),
+          );
+          return;
+        }
+        if (++round < rounds) {
+          await channel.send(
+            msg('Triage', 'Runbook', 'request', {
+              alert_id: p.alert_id,
+              service,
+              query: `follow-up: ${pick(r, ['latency', 'errors', 'saturation'])} after step ${round}`,
+            }),
+          );
+          return;
+        }
+        await channel.send(
+          msg('Triage', 'OnCall', 'evidence', {
+            alert_id: p.alert_id,
+            service,
+            severity,
+            summary: pick(r, [
+              'p99 latency above SLO since the 14:02 deploy',
+              'error rate 4× baseline on /pay — cause: TLS cert rotation',
+              'Queue backlog growing; consumers stuck on a poison message',
+              'Ünïcödé in tenant names breaks the cache key',
+            ]),
+            actions: p.steps ?? [],
+            runbook_url: p.doc_url ?? null,
+          }),
+        );
+      }),
     contracts ? { contract: z.union([ALERT_CONTRACT, OBSERVATION_RUNBOOK]) } : {},
   );
   channel.on('OnCall', () => runAgent('OnCall', async () => undefined), r() < 0.7 ? { contract: ONCALL_CONTRACT } : {});
 
   const traceId = await runWorkflow('incident-triage', async (span) => {
     await runAgent('Monitor', async () => {
-      await channel.send(msg('Monitor', 'Triage', 'alert', { alert_id: alertId, service, severity, metrics: { p99_ms: int(r, 120, 9000), error_rate: Math.round(r() * 1000) / 10000 }, window: { start: new Date(started).toISOString(), end: new Date().toISOString() }, labels: r() < 0.5 ? [] : ['prod', pick(r, ['eu-west-1', 'us-east-2'])] }));
+      await channel.send(
+        msg('Monitor', 'Triage', 'alert', {
+          alert_id: alertId,
+          service,
+          severity,
+          metrics: { p99_ms: int(r, 120, 9000), error_rate: Math.round(r() * 1000) / 10000 },
+          window: { start: new Date(started).toISOString(), end: new Date().toISOString() },
+          labels: r() < 0.5 ? [] : ['prod', pick(r, ['eu-west-1', 'us-east-2'])],
+        }),
+      );
     });
     return span.spanContext().traceId;
   });
   return label(traceId, 'channel', 'incident-triage', plan, run);
 }
 
-export function label(traceId: string, protocol: Protocol, workflow: string, plan: RunPlan, run: { applied: boolean; note: string; spanId?: string; at?: number }): Label {
+export function label(
+  traceId: string,
+  protocol: Protocol,
+  workflow: string,
+  plan: RunPlan,
+  run: { applied: boolean; note: string; spanId?: string; at?: number },
+): Label {
   const at = run.at ?? plan.at;
   return {
     traceId,
@@ -374,9 +556,25 @@ const express = require('express') as (() => ExpressApp) & { json(): unknown };
 
 /** What the fact checker accepts: a claim, its evidence, or a verdict request. */
 const CLAIM_CONTRACT = z.union([
-  z.strictObject({ claim_id: z.string().regex(/^CL-\d+$/), text: z.string().min(1), source_url: z.url(), language: z.string().length(2), tags: z.array(z.string()) }),
-  z.strictObject({ claim_id: z.string().regex(/^CL-\d+$/), evidence: z.array(z.strictObject({ doc_id: z.string(), quote: z.string(), score: z.number() })).min(1), retrieved_at: z.iso.datetime() }),
-  z.strictObject({ claim_id: z.string().regex(/^CL-\d+$/), verdict_request: z.boolean(), confidence_floor: z.number(), reviewer: z.string().includes('@'), note: z.string().nullable() }),
+  z.strictObject({
+    claim_id: z.string().regex(/^CL-\d+$/),
+    text: z.string().min(1),
+    source_url: z.url(),
+    language: z.string().length(2),
+    tags: z.array(z.string()),
+  }),
+  z.strictObject({
+    claim_id: z.string().regex(/^CL-\d+$/),
+    evidence: z.array(z.strictObject({ doc_id: z.string(), quote: z.string(), score: z.number() })).min(1),
+    retrieved_at: z.iso.datetime(),
+  }),
+  z.strictObject({
+    claim_id: z.string().regex(/^CL-\d+$/),
+    verdict_request: z.boolean(),
+    confidence_floor: z.number(),
+    reviewer: z.string().includes('@'),
+    note: z.string().nullable(),
+  }),
 ]);
 
 export interface A2aAgent {
@@ -393,12 +591,18 @@ export async function startFactChecker(): Promise<A2aAgent> {
   const executor: AgentExecutor = {
     async execute(ctx, bus) {
       const data = ctx.userMessage.parts.find((p) => p.content?.$case === 'data');
-      const payload = (data?.content?.$case === 'data' ? data.content.value : undefined) as Record<string, unknown> | undefined;
+      const payload = (data?.content?.$case === 'data' ? data.content.value : undefined) as
+        Record<string, unknown> | undefined;
       // Some thinking: the agent's own work, after the message arrived.
-      await sleep(5 + (String(payload?.claim_id ?? '').length * 13) % 120);
+      await sleep(5 + ((String(payload?.claim_id ?? '').length * 13) % 120));
       bus.publish(
         AgentEvent.message(
-          sdk.Message.fromJSON({ messageId: randomUUID(), contextId: ctx.contextId, role: 'ROLE_AGENT', parts: [{ data: { claim_id: payload?.claim_id ?? null, status: 'noted' } }] }),
+          sdk.Message.fromJSON({
+            messageId: randomUUID(),
+            contextId: ctx.contextId,
+            role: 'ROLE_AGENT',
+            parts: [{ data: { claim_id: payload?.claim_id ?? null, status: 'noted' } }],
+          }),
         ),
       );
       bus.finished();
@@ -423,7 +627,9 @@ export async function startFactChecker(): Promise<A2aAgent> {
     defaultOutputModes: ['application/json'],
     skills: [{ id: 'check', name: 'check claims', description: 'Checks claims', tags: ['facts'] }],
   });
-  const handler = instrumentA2aRequestHandler(new DefaultRequestHandler(card, new InMemoryTaskStore(), executor), { contract: CLAIM_CONTRACT });
+  const handler = instrumentA2aRequestHandler(new DefaultRequestHandler(card, new InMemoryTaskStore(), executor), {
+    contract: CLAIM_CONTRACT,
+  });
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   return {
     endpoint,
@@ -494,9 +700,26 @@ function wireDecision(kind: 'a2a' | 'mcp', workflow: string, plan: RunPlan, stat
       }
       default: {
         const params = structuredClone(body.params);
-        const holder = kind === 'a2a' ? firstDataPart(params) : isObj(params.arguments) ? { obj: params, key: 'arguments' } : undefined;
-        const donorHolder = kind === 'a2a' && isObj(donor) ? firstDataPart(donor) : isObj(donor) && isObj(donor.arguments) ? { obj: donor, key: 'arguments' } : undefined;
-        const changed = holder ? applyContent(plan.fault, r, holder.obj[holder.key]!, donorHolder ? donorHolder.obj[donorHolder.key] : undefined) : undefined;
+        const holder =
+          kind === 'a2a'
+            ? firstDataPart(params)
+            : isObj(params.arguments)
+              ? { obj: params, key: 'arguments' }
+              : undefined;
+        const donorHolder =
+          kind === 'a2a' && isObj(donor)
+            ? firstDataPart(donor)
+            : isObj(donor) && isObj(donor.arguments)
+              ? { obj: donor, key: 'arguments' }
+              : undefined;
+        const changed = holder
+          ? applyContent(
+              plan.fault,
+              r,
+              holder.obj[holder.key]!,
+              donorHolder ? donorHolder.obj[donorHolder.key] : undefined,
+            )
+          : undefined;
         if (!holder || changed === undefined) {
           // Nothing to change in this message (a one-key call cannot lose keys): the next message gets the fault.
           state.applied = false;
@@ -522,7 +745,10 @@ function firstDataPart(params: Obj): { obj: Obj; key: string } | undefined {
 export async function factCheckRun(agent: A2aAgent, plan: RunPlan, pool: WirePool): Promise<Label> {
   const r = rng(plan.seed);
   const state: WireState = { n: 0, applied: false, note: '', failedOnce: false };
-  const proxy = await startProxy(agent.endpoint.replace(/\/a2a\/jsonrpc$/, ''), wireDecision('a2a', 'fact-check', plan, state, pool));
+  const proxy = await startProxy(
+    agent.endpoint.replace(/\/a2a\/jsonrpc$/, ''),
+    wireDecision('a2a', 'fact-check', plan, state, pool),
+  );
   try {
     const { ClientFactory, ClientFactoryOptions } = await import('@a2a-js/sdk/client');
     const card: AgentCard = agent.sdk.AgentCard.fromJSON({
@@ -535,20 +761,57 @@ export async function factCheckRun(agent: A2aAgent, plan: RunPlan, pool: WirePoo
       defaultOutputModes: ['application/json'],
       skills: [],
     });
-    const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { clientConfig: { interceptors: [a2aAgentCardInterceptor()] } }));
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        clientConfig: { interceptors: [a2aAgentCardInterceptor()] },
+      }),
+    );
     const client = await factory.createFromAgentCard(card);
     const contextId = randomUUID();
     const claimId = `CL-${int(r, 1000, 99999)}`;
     const lang = pick(r, ['en', 'de', 'ja', 'pt']);
     const messages: Json[] = [
-      { claim_id: claimId, text: pick(r, ['The Eiffel Tower is 330 m tall.', 'Reykjavík is the northernmost capital.', '東京の人口は1400万人を超える。', 'A ação subiu 12% em março.', '[citation needed] bees can recognise faces']), source_url: `https://news.example.org/${int(r, 2020, 2027)}/${int(r, 1, 12)}/story-${int(r, 1, 999)}`, language: lang, tags: r() < 0.4 ? [] : ['science'] },
-      { claim_id: claimId, evidence: Array.from({ length: int(r, 1, 3) }, () => ({ doc_id: `DOC-${int(r, 10000, 99999)}`, quote: pick(r, ['measured at 330 metres including antennas', 'Nuuk is further north but is not a sovereign capital', 'census data, 2020', 'no source found']), score: Math.round(r() * 100) / 100 })), retrieved_at: new Date().toISOString() },
-      { claim_id: claimId, verdict_request: true, confidence_floor: Math.round((0.5 + r() * 0.4) * 100) / 100, reviewer: pick(r, ['ana@example.com', 'zoë.m@example.de', 'li.lei@example.cn']), note: r() < 0.5 ? null : 'urgent' },
+      {
+        claim_id: claimId,
+        text: pick(r, [
+          'The Eiffel Tower is 330 m tall.',
+          'Reykjavík is the northernmost capital.',
+          '東京の人口は1400万人を超える。',
+          'A ação subiu 12% em março.',
+          '[citation needed] bees can recognise faces',
+        ]),
+        source_url: `https://news.example.org/${int(r, 2020, 2027)}/${int(r, 1, 12)}/story-${int(r, 1, 999)}`,
+        language: lang,
+        tags: r() < 0.4 ? [] : ['science'],
+      },
+      {
+        claim_id: claimId,
+        evidence: Array.from({ length: int(r, 1, 3) }, () => ({
+          doc_id: `DOC-${int(r, 10000, 99999)}`,
+          quote: pick(r, [
+            'measured at 330 metres including antennas',
+            'Nuuk is further north but is not a sovereign capital',
+            'census data, 2020',
+            'no source found',
+          ]),
+          score: Math.round(r() * 100) / 100,
+        })),
+        retrieved_at: new Date().toISOString(),
+      },
+      {
+        claim_id: claimId,
+        verdict_request: true,
+        confidence_floor: Math.round((0.5 + r() * 0.4) * 100) / 100,
+        reviewer: pick(r, ['ana@example.com', 'zoë.m@example.de', 'li.lei@example.cn']),
+        note: r() < 0.5 ? null : 'urgent',
+      },
     ];
     const traceId = await runWorkflow('fact-check', async (span) => {
       await runAgent('Coordinator', async () => {
         for (const data of messages) {
-          const params = agent.sdk.SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), contextId, role: 'ROLE_USER', parts: [{ data }] } });
+          const params = agent.sdk.SendMessageRequest.fromJSON({
+            message: { messageId: randomUUID(), contextId, role: 'ROLE_USER', parts: [{ data }] },
+          });
           for (let attempt = 0; attempt < 2; attempt++) {
             try {
               await client.sendMessage(params, { signal: AbortSignal.timeout(2000) });
@@ -598,13 +861,23 @@ export async function startInventory(): Promise<McpTools> {
       if (!/^[A-Z]{3}-\d{3}$/.test(sku)) return { isError: true, ...text({ error: `unknown sku ${sku}` }) };
       return text({ sku, available: stock.get(sku) ?? 40, warehouse: 'LIS-2' });
     });
-    mcp.registerTool('reserve', { description: 'Reserve units', inputSchema: SHAPES.reserve }, async ({ sku, quantity, order_id }) => {
-      if (flakyOrders.delete(order_id)) return { isError: true, ...text({ error: 'inventory store busy, retry' }) };
-      stock.set(sku, (stock.get(sku) ?? 40) - quantity);
-      return text({ reservation_id: `RSV-${order_id}-${quantity}`, sku, quantity });
-    });
-    mcp.registerTool('confirm', { description: 'Confirm a reservation', inputSchema: SHAPES.confirm }, async ({ reservation_id }) => text({ reservation_id, status: 'confirmed' }));
-    mcp.registerTool('search', { description: 'Search the catalogue', inputSchema: SHAPES.search }, async () => text({ skus: ['MUG-120', 'LMP-204'] }));
+    mcp.registerTool(
+      'reserve',
+      { description: 'Reserve units', inputSchema: SHAPES.reserve },
+      async ({ sku, quantity, order_id }) => {
+        if (flakyOrders.delete(order_id)) return { isError: true, ...text({ error: 'inventory store busy, retry' }) };
+        stock.set(sku, (stock.get(sku) ?? 40) - quantity);
+        return text({ reservation_id: `RSV-${order_id}-${quantity}`, sku, quantity });
+      },
+    );
+    mcp.registerTool(
+      'confirm',
+      { description: 'Confirm a reservation', inputSchema: SHAPES.confirm },
+      async ({ reservation_id }) => text({ reservation_id, status: 'confirmed' }),
+    );
+    mcp.registerTool('search', { description: 'Search the catalogue', inputSchema: SHAPES.search }, async () =>
+      text({ skus: ['MUG-120', 'LMP-204'] }),
+    );
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: true,
@@ -669,9 +942,15 @@ export async function inventoryRun(tools: McpTools, plan: RunPlan, pool: WirePoo
     const traceId = await runWorkflow('inventory-reservation', async (span) => {
       await runAgent('Planner', async () => {
         await client.connect(new StreamableHTTPClientTransport(new URL(`${proxy.url}/mcp`)));
-        const call = async (name: string, args: Record<string, unknown>): Promise<{ isError?: boolean; content?: unknown } | undefined> => {
+        const call = async (
+          name: string,
+          args: Record<string, unknown>,
+        ): Promise<{ isError?: boolean; content?: unknown } | undefined> => {
           try {
-            return (await client.callTool({ name, arguments: args }, undefined, { timeout: 2000 })) as { isError?: boolean; content?: unknown };
+            return (await client.callTool({ name, arguments: args }, undefined, { timeout: 2000 })) as {
+              isError?: boolean;
+              content?: unknown;
+            };
           } catch {
             return undefined;
           }
@@ -686,7 +965,8 @@ export async function inventoryRun(tools: McpTools, plan: RunPlan, pool: WirePoo
         };
         let item = sku;
         // Sometimes the agent also checks an alternative product first (a second entity of its own choosing).
-        if (r() < 0.3) await call('get_stock', { sku: `${pick(r, ['MUG', 'LMP', 'PEN', 'CUP', 'BAG'])}-${int(r, 100, 999)}` });
+        if (r() < 0.3)
+          await call('get_stock', { sku: `${pick(r, ['MUG', 'LMP', 'PEN', 'CUP', 'BAG'])}-${int(r, 100, 999)}` });
         const stock = await call('get_stock', { sku: typo ? sku.toLowerCase() : sku });
         if (stock?.isError) {
           // An unknown SKU: the agent looks it up and carries on with what the search found.
@@ -698,7 +978,10 @@ export async function inventoryRun(tools: McpTools, plan: RunPlan, pool: WirePoo
         let reserved = await call('reserve', { sku: item, quantity: qty, order_id: orderId });
         if (reserved?.isError) reserved = await call('reserve', { sku: item, quantity: qty, order_id: orderId });
         const rid = parse(reserved).reservation_id;
-        await call('confirm', { reservation_id: typeof rid === 'string' ? rid : `RSV-${orderId}-${qty}`, order_id: orderId });
+        await call('confirm', {
+          reservation_id: typeof rid === 'string' ? rid : `RSV-${orderId}-${qty}`,
+          order_id: orderId,
+        });
         await client.close();
       });
       return span.spanContext().traceId;
