@@ -38,6 +38,7 @@ import { BodyDecoder, isIdentity } from '../src/wire/decompress';
 import { EXCHANGE } from './exchange';
 import { callContext } from './frameworks/scope';
 import { isLegacyHandler, SPEAKS_LEGACY, toUndici7Handler, type LegacyHandler } from './handler-api';
+import { FollowUps, followUpKey } from './follow-ups';
 import { parseJsonBody } from './json-body';
 import {
   UNREAD,
@@ -48,7 +49,7 @@ import {
 } from './internal-types';
 import type { GenAiMetrics } from './metrics';
 import { protocols as defaultProtocols } from './protocols';
-import { serverPort } from './providers/request-attributes';
+import { recognise, routeOf, type Ignored, type Match, type RouteCache } from './recognition';
 import { headerValue, MAX_PARSE_BYTES } from './providers/response-body';
 import {
   BodyCopy,
@@ -117,17 +118,6 @@ export interface GenAiInterceptorOptions {
   propagate?: () => boolean;
 }
 
-/** Credentials never reach a protocol module (and so never a span). */
-const CREDENTIAL_HEADERS = new Set([
-  'authorization',
-  'proxy-authorization',
-  'x-api-key',
-  'api-key',
-  'cookie',
-  'x-goog-api-key',
-  'x-amz-security-token',
-]);
-
 /** Create the GenAI span layer. */
 export function createGenAiInterceptor(options: GenAiInterceptorOptions): Interceptor {
   return createGenAiLayer(options).interceptor;
@@ -148,7 +138,7 @@ export function createGenAiLayer(options: GenAiInterceptorOptions): GenAiLayer {
   const otlp = new Set(options.otlpExports ?? []);
   const steps = options.steps ?? [];
   const routes: RouteCache = new Map();
-  const followUps = new FollowUps();
+  const followUps = new FollowUps<ExchangeTap>();
 
   const ignored: Ignored = { hosts: ignore, otlp };
   const mayTake = (method: string, origin: string, path: string): boolean =>
@@ -339,123 +329,6 @@ function withTraceContext(opts: Dispatcher.DispatchOptions, ctx: Context): Dispa
   if (Object.keys(carrier).length === 0) return opts;
   const headers = withHeaders(opts.headers, carrier, 'absent');
   return headers === opts.headers ? opts : { ...opts, headers };
-}
-
-// ------------------------------------------------------------------------------------------------ recognition
-
-interface Match {
-  /**
-   * The modules that may take the route, in order, from the first whose `matches` accepted the request: the first of
-   * them whose `matches` and `start` accept it wins. The later ones are asked only when the earlier ones' `start`
-   * declined: most calls are taken by the first.
-   */
-  modules: readonly ProtocolModule[];
-  first: number;
-  url: URL;
-  /** The URL's port, the scheme's default when it has none (URL getters are not free: read once per route). */
-  port: number;
-  method: string;
-  headers: Record<string, string>;
-}
-
-/**
- * Which modules may accept a method + origin + path (asked without headers), and its parsed URL; null when none may
- * (or the host is ignored). Apps call the same few endpoints over and over, so this saves a URL parse and the module
- * checks on every request, ours or not. The URL is shared by the exchanges of one route: it is read, never written
- * (Exchange.url is readonly).
- */
-type RouteCache = Map<string, { url: URL; port: number; modules: ProtocolModule[] } | null>;
-const MAX_ROUTES = 512;
-
-function recognise(
-  opts: Dispatcher.DispatchOptions,
-  modules: readonly ProtocolModule[],
-  ignore: Ignored,
-  enabled: (() => boolean) | undefined,
-  routes: RouteCache,
-): Match | undefined {
-  if (enabled && !enabled()) return undefined;
-  if (opts.upgrade) return undefined;
-  const method = (opts.method ?? 'GET').toUpperCase();
-  const origin = opts.origin;
-  if (origin === undefined || opts.path === undefined) return undefined;
-  const route = routeOf(method, origin, opts.path, modules, ignore, routes);
-  if (route === null) return undefined;
-  const headers = headerRecord(opts.headers);
-  if (!jsonBody(headers['content-type'])) return undefined;
-  const url = route.url;
-  const first = route.modules.findIndex((module) => module.matches(method, url, headers));
-  return first >= 0 ? { modules: route.modules, first, url, port: route.port, method, headers } : undefined;
-}
-
-function routeOf(
-  method: string,
-  origin: string | URL,
-  path: string,
-  modules: readonly ProtocolModule[],
-  ignore: Ignored,
-  routes: RouteCache,
-) {
-  const key = `${method} ${String(origin)} ${path}`;
-  let route = routes.get(key);
-  if (route === undefined) {
-    route = resolveRoute(method, new URL(path, origin), modules, ignore);
-    // A cheap bound for apps with unbounded paths (ids in the path or query): start over rather than track recency.
-    if (routes.size >= MAX_ROUTES) routes.clear();
-    routes.set(key, route);
-  }
-  return route;
-}
-
-/** What is never intercepted: the hosts the user excluded, and the OTLP export requests (`host:port/path`). */
-interface Ignored {
-  hosts: Set<string>;
-  otlp: Set<string>;
-}
-
-function resolveRoute(
-  method: string,
-  url: URL,
-  modules: readonly ProtocolModule[],
-  ignore: Ignored,
-): { url: URL; port: number; modules: ProtocolModule[] } | null {
-  const hosts = ignore.hosts;
-  if (hosts.size > 0 && (hosts.has(url.host.toLowerCase()) || hosts.has(url.hostname.toLowerCase()))) return null;
-  // An OTLP export sent through fetch (protobuf bodies are never read anyway, see jsonBody; this covers OTLP/JSON).
-  if (ignore.otlp.size > 0 && ignore.otlp.has(`${url.host.toLowerCase()}${url.pathname}`)) return null;
-  const matching = modules.filter((module) => module.matches(method, url));
-  return matching.length > 0 ? { url, port: serverPort(url), modules: matching } : null;
-}
-
-/**
- * Every call we read carries JSON: a body declared as anything else (an octet-stream or multipart upload, a form) is
- * not ours, whatever its URL. text/plain is what fetch declares for a string body sent without a content-type.
- */
-function jsonBody(contentType: string | undefined): boolean {
-  if (contentType === undefined) return true;
-  const type = contentType.split(';', 1)[0]!.trim().toLowerCase();
-  return type === '' || type === 'application/json' || type.endsWith('+json') || type === 'text/plain';
-}
-
-function headerRecord(headers: Dispatcher.DispatchOptions['headers']): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (headers == null) return out;
-  if (Array.isArray(headers)) {
-    if (headers.length > 0 && Array.isArray(headers[0]))
-      for (const pair of headers as unknown as [unknown, unknown][]) putHeader(out, pair[0], pair[1]);
-    else for (let i = 0; i + 1 < headers.length; i += 2) putHeader(out, headers[i], headers[i + 1]);
-  } else if (typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
-    for (const pair of headers as Iterable<[unknown, unknown]>) putHeader(out, pair[0], pair[1]);
-  } else {
-    for (const k of Object.keys(headers)) putHeader(out, k, (headers as Record<string, unknown>)[k]);
-  }
-  return out;
-}
-
-function putHeader(out: Record<string, string>, k: unknown, v: unknown): void {
-  const key = String(k).toLowerCase();
-  if (CREDENTIAL_HEADERS.has(key) || v == null) return;
-  out[key] = Array.isArray(v) ? v.map(String).join(', ') : String(v);
 }
 
 // ------------------------------------------------------------------------------------------------ span start
@@ -682,82 +555,8 @@ function rewrite(exchange: LiveExchange): Buffer | undefined {
   return exchange.rewriteBody?.(traceparent, sc.traceState?.serialize());
 }
 
-// ------------------------------------------------------------------------------------------------ redirects
-
-const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
-/** How long a redirect hop waits for its follow-up request (fetch sends it within milliseconds). */
-const FOLLOW_UP_MS = 200;
 /** The most of a response's chunks held unread before they are read (the rest of the time they wait for its end). */
 const READ_BATCH_BYTES = 64 * 1024;
-
-/** The method and URL a client following a redirect sends next (fetch's rules), as a lookup key. */
-function followUpKey(method: string, url: URL, status: number, location: string | undefined): string | undefined {
-  if (location === undefined || !REDIRECT_STATUSES.has(status)) return undefined;
-  let target: URL;
-  try {
-    target = new URL(location, url);
-  } catch {
-    return undefined;
-  }
-  const next =
-    (status === 303 && method !== 'HEAD') || ((status === 301 || status === 302) && method === 'POST') ? 'GET' : method;
-  return `${next} ${target.origin}${target.pathname}${target.search}`;
-}
-
-function requestKey(opts: Dispatcher.DispatchOptions): string | undefined {
-  const origin = opts.origin;
-  if (origin === undefined || opts.path === undefined) return undefined;
-  const o = typeof origin === 'string' ? origin.replace(/\/+$/, '') : origin.origin;
-  return `${(opts.method ?? 'GET').toUpperCase()} ${o}${opts.path}`;
-}
-
-/**
- * Calls whose last hop answered with a redirect, waiting for the client's follow-up request. Two calls redirected to
- * the same URL are told apart by the context they were made in, then by order (each client follows its own redirect as
- * soon as it has it).
- */
-class FollowUps {
-  readonly #parked = new Map<string, { tap: ExchangeTap; timer: NodeJS.Timeout }[]>();
-
-  get size(): number {
-    return this.#parked.size;
-  }
-
-  park(key: string, tap: ExchangeTap, giveUp: () => void): void {
-    const entry = {
-      tap,
-      timer: setTimeout(() => {
-        this.#remove(key, entry);
-        giveUp();
-      }, FOLLOW_UP_MS),
-    };
-    // Waiting never keeps the process alive: the span's end time is already fixed.
-    entry.timer.unref();
-    const list = this.#parked.get(key);
-    if (list) list.push(entry);
-    else this.#parked.set(key, [entry]);
-  }
-
-  take(opts: Dispatcher.DispatchOptions): ExchangeTap | undefined {
-    const key = requestKey(opts);
-    const list = key === undefined ? undefined : this.#parked.get(key);
-    if (key === undefined || list === undefined) return undefined;
-    const active = callContext();
-    const entry = list.find((e) => e.tap.exchange.parent === active) ?? list[0];
-    if (entry === undefined) return undefined;
-    clearTimeout(entry.timer);
-    this.#remove(key, entry);
-    return entry.tap;
-  }
-
-  #remove(key: string, entry: { tap: ExchangeTap; timer: NodeJS.Timeout }): void {
-    const list = this.#parked.get(key);
-    if (!list) return;
-    const i = list.indexOf(entry);
-    if (i !== -1) list.splice(i, 1);
-    if (list.length === 0) this.#parked.delete(key);
-  }
-}
 
 // ------------------------------------------------------------------------------------------------ response side
 
@@ -861,7 +660,7 @@ class ExchangeTap {
   constructor(
     readonly exchange: LiveExchange,
     private readonly options: GenAiInterceptorOptions,
-    private readonly followUps: FollowUps,
+    private readonly followUps: FollowUps<ExchangeTap>,
   ) {
     this.#reader = this.#newReader();
   }
