@@ -24,7 +24,10 @@ import { isProduction, processEnv } from '../env';
 import { checkProduction, injectionDisabled } from '../plan/load';
 import { checkWritable, ensureDir, writeFailed } from '../report/output';
 import { analyse, type CampaignSummary, type RunRecord } from './analysis';
-import { arcfEnv, arcfRuns, arcfSummary, arcfTraceFacts, bareRun, renderArcf } from './arcf';
+import { renderArcf } from '../report/arcf';
+import { arcfEnv, arcfRuns, bareRun } from './arcf';
+import { arcfTraceFacts } from './arcf-facts';
+import { arcfSummary } from './arcf-summary';
 import { fillCommand, shellQuote, splitCommand, type CommandTemplate } from './command-line';
 import { loadMatrix, planOf, type ResolvedMatrix } from './command-matrix';
 import {

@@ -31,7 +31,11 @@ import {
   ATTR_CAMPAIGN_TOPOLOGY,
   runTaskId,
 } from './labels';
-import { arcfCells, arcfPlan, arcfReliability, arcfRunFacts, arcfSummary, measureOverhead, renderArcf } from './arcf';
+import { renderArcf } from '../report/arcf';
+import { arcfCells, arcfPlan, arcfReliability } from './arcf';
+import { arcfRunFacts } from './arcf-facts';
+import { measureOverhead } from './arcf-overhead';
+import { arcfSummary } from './arcf-summary';
 import { expand, planFor, type CampaignSpec, type Cell } from './matrix';
 import { renderHtml, renderText, type ReportMeta } from './report';
 import type { CampaignWorkloads } from './types';
@@ -59,7 +63,7 @@ export interface CampaignOptions {
 export interface CampaignResult {
   summary: CampaignSummary;
   /** The ARCF study's table, when the campaign ran it. */
-  arcf?: import('./arcf').ArcfSummary;
+  arcf?: import('./arcf-summary').ArcfSummary;
   records: RunRecord[];
   interrupted: boolean;
   files: { traces: string; summary: string; report: string };

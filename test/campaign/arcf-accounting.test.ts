@@ -11,7 +11,9 @@ import {
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
 import { SpanStatusCode } from '@opentelemetry/api';
-import { arcfRunFacts, arcfSummary, renderArcf } from '../../src/campaign/arcf';
+import { arcfRunFacts } from '../../src/campaign/arcf-facts';
+import { arcfSummary } from '../../src/campaign/arcf-summary';
+import { renderArcf } from '../../src/report/arcf';
 import type { RunRecord } from '../../src/campaign/analysis';
 
 type Ev = { name: string; attributes: Record<string, string> };
