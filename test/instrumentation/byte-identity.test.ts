@@ -5,58 +5,17 @@
  * error pages and a 10 MB body are unusual-bodies.test.ts.
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FaultlineInstrumentation } from '../../instrumentation';
+import { describe, expect, it } from 'vitest';
 import { loadCorpus, recordBody, type CorpusRecord } from '../support/corpus';
-import { corpusReply, startLlmServer, type LlmServer } from '../support/llm-server';
-import { ours, setupOtel, type TestOtel } from '../support/otel';
+import { corpusReply } from '../support/llm-server';
+import { useLayer } from '../support/layer';
+import { ours } from '../support/otel';
 
-let otel: TestOtel;
-let server: LlmServer;
-let inst: FaultlineInstrumentation;
-const problems: string[] = [];
-
-const capture: DiagLogger = {
-  error: (...a: unknown[]) => problems.push(a.map(String).join(' ')),
-  warn: (...a: unknown[]) => problems.push(a.map(String).join(' ')),
-  info: () => {},
-  debug: () => {},
-  verbose: () => {},
-};
-
-beforeAll(async () => {
-  diag.setLogger(capture, DiagLogLevel.WARN);
-  otel = setupOtel();
-  inst = new FaultlineInstrumentation({ captureMessageContent: true });
-  inst.enable();
-  server = await startLlmServer();
-});
-
-afterAll(async () => {
-  inst.disable();
-  await server.close();
-  await otel.shutdown();
-  diag.disable();
-});
-
-beforeEach(() => {
-  problems.length = 0;
-});
-
-async function rawFetch(path: string, request: unknown): Promise<{ status: number; text: string; sent: string }> {
-  const sent = JSON.stringify(request);
-  const res = await fetch(`${server.url}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: sent,
-  });
-  return { status: res.status, text: await res.text(), sent };
-}
+const layer = useLayer({ watchProblems: true });
 
 function served(rec: CorpusRecord): void {
-  server.respond(() => corpusReply(rec));
+  layer.server.respond(() => corpusReply(rec));
 }
 
 describe.each([
@@ -70,23 +29,23 @@ describe.each([
     let spans = 0;
     for (const rec of records) {
       served(rec);
-      otel.exporter.reset();
-      const before = server.requests.length;
-      const r = await rawFetch(path, rec.request);
+      layer.otel.exporter.reset();
+      const before = layer.server.requests.length;
+      const r = await layer.post(path, rec.request);
       expect(r.status).toBe(rec.status);
       expect(r.text).toBe(recordBody(rec));
-      expect(server.requests[before]?.body.toString()).toBe(r.sent);
-      spans += ours(await otel.waitForSpans((s) => ours(s).length === 1)).length;
+      expect(layer.server.requests[before]?.body.toString()).toBe(r.sent);
+      spans += ours(await layer.otel.waitForSpans((s) => ours(s).length === 1)).length;
     }
     expect(spans).toBe(records.length);
-    expect(problems).toEqual([]);
+    expect(layer.problems).toEqual([]);
   });
 
   it('real SDK client: every record arrives unchanged', async () => {
-    const openai = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 0 });
+    const openai = new OpenAI({ apiKey: 'k', baseURL: `${layer.server.url}/v1`, maxRetries: 0 });
     const anthropic = new Anthropic({
       apiKey: 'k',
-      baseURL: server.url,
+      baseURL: layer.server.url,
       maxRetries: 0,
       openTelemetry: false,
       timeout: 600_000,
@@ -107,6 +66,6 @@ describe.each([
       const res = await call.asResponse();
       expect(await res.text()).toBe(recordBody(rec));
     }
-    expect(problems).toEqual([]);
+    expect(layer.problems).toEqual([]);
   });
 });
