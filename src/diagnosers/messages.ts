@@ -716,9 +716,13 @@ function diagnose(trace: TraceRecord, messages: Logical[]): void {
         const anchored = ids.some(([k, v]) => pins.get(k)?.has(v) === true);
         const senderGot = l.source !== undefined ? received.get(l.source) : undefined;
         const seenAnywhere = (v: string): boolean => [...pins.values()].some((m) => m.has(v));
+        // A message that still carries the agreed value beside others (a list of options, one of them the one the
+        // run went on with) has replaced nothing.
+        const carriesAgreed = (key: string): boolean =>
+          ids.some(([k, v]) => k === key && pins.get(key)?.has(v) === true);
         const swapped = ids.find(([k, v]) => {
           const seen = pins.get(k);
-          if (!seen || seen.size !== 1 || seen.has(v) || seenAnywhere(v)) return false;
+          if (!seen || seen.size !== 1 || seen.has(v) || seenAnywhere(v) || carriesAgreed(k)) return false;
           const [only, n] = [...seen][0]!;
           return (n >= 2 || senderGot?.get(k)?.has(only) === true) && stringFormat(only) === stringFormat(v);
         });
