@@ -75,24 +75,13 @@ export class Run {
     return s;
   }
   chat(agent: SpanRecord, attrs: Attributes, opts: { ms?: number; error?: SpanSpec['error'] } = {}): SpanRecord {
-    const ms = opts.ms ?? 100;
-    const s = span({
-      name: 'chat gpt-4o',
-      parent: agent,
-      attrs: {
-        'gen_ai.operation.name': 'chat',
-        'gen_ai.provider.name': 'openai',
-        'gen_ai.request.model': 'gpt-4o',
-        ...attrs,
-      },
-      start: this.t,
-      end: this.t + ms,
-      ...(opts.error ? { error: opts.error } : {}),
-    });
-    this.t += ms + 1;
-    this.spans.push(s);
-    this.extend(agent, s.end);
-    return s;
+    const attributes = {
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.request.model': 'gpt-4o',
+      ...attrs,
+    };
+    return this.step(agent, { name: 'chat gpt-4o', parent: agent, attrs: attributes }, opts.ms ?? 100, opts.error);
   }
   tool(
     agent: SpanRecord,
@@ -100,15 +89,22 @@ export class Run {
     attrs: Attributes = {},
     opts: { ms?: number; error?: SpanSpec['error']; parent?: SpanRecord } = {},
   ): SpanRecord {
-    const ms = opts.ms ?? 20;
-    const s = span({
-      name: `execute_tool ${name}`,
-      parent: opts.parent ?? agent,
-      attrs: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, ...attrs },
-      start: this.t,
-      end: this.t + ms,
-      ...(opts.error ? { error: opts.error } : {}),
-    });
+    const attributes = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, ...attrs };
+    return this.step(
+      agent,
+      { name: `execute_tool ${name}`, parent: opts.parent ?? agent, attrs: attributes },
+      opts.ms ?? 20,
+      opts.error,
+    );
+  }
+  /** A span of `ms` starting now under `agent`'s work; the clock moves past its end and the agent's span covers it. */
+  private step(
+    agent: SpanRecord,
+    spec: Pick<SpanSpec, 'name' | 'parent' | 'attrs'>,
+    ms: number,
+    error?: SpanSpec['error'],
+  ): SpanRecord {
+    const s = span({ ...spec, start: this.t, end: this.t + ms, ...(error ? { error } : {}) });
     this.t += ms + 1;
     this.spans.push(s);
     this.extend(agent, s.end);
