@@ -8,6 +8,7 @@
 // interception points are process-wide), rounds interleaved; per round the client CPU per call (process.cpuUsage),
 // reported as the median over rounds of the difference to bare in the same round, with its 95% sign-test interval.
 // Needs `npm run build` (dist/). Smaller than interceptor.bench.mjs on purpose: the machines here are shared.
+import { spanSink } from './span-sink.mjs';
 import { fork, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import os from 'node:os';
@@ -96,20 +97,9 @@ function startBedrock() {
 // ------------------------------------------------------------------------------------------------ child
 
 async function child(config) {
-  const { InMemorySpanExporter, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
   const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
-  let spanCount = 0;
-  const counter = {
-    onStart() {},
-    onEnd() {
-      spanCount++;
-    },
-    forceFlush: async () => {},
-    shutdown: async () => {},
-  };
-  const drop = new InMemorySpanExporter();
-  drop.export = (spans, cb) => cb({ code: 0 });
-  const spanProcessors = [counter, new BatchSpanProcessor(drop)];
+  const sink = spanSink();
+  const spanProcessors = sink.spanProcessors;
   let provider;
   if (RUNTIME[config]) {
     const { startRuntime } = require(join(DIST, 'src', 'start'));
@@ -179,7 +169,7 @@ async function child(config) {
       out[w] = (u.user + u.system) / count[w]; // µs per call
     }
     await provider.forceFlush();
-    out.spans = spanCount;
+    out.spans = sink.count();
     return out;
   }
 

@@ -14,6 +14,7 @@
 // instrumentations, 40 rounds) in about a minute, e.g. to measure a change: `BENCH_QUICK=1 node bench/inprocess.bench.mjs`.
 // BENCH_TIMELINE=FILE writes when each batch of each mode ran (process.hrtime, µs), for profile.bench.mjs.
 // Needs `npm run build` (dist/).
+import { spanSink } from './span-sink.mjs';
 import { fork, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -53,18 +54,7 @@ const GENAI = ['otel-openai', 'traceloop', 'openinference'].filter((n) => n in M
 
 async function child() {
   const api = require('@opentelemetry/api');
-  const { InMemorySpanExporter, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
-  let spanCount = 0;
-  const counter = {
-    onStart() {},
-    onEnd() {
-      spanCount++;
-    },
-    forceFlush: async () => {},
-    shutdown: async () => {},
-  };
-  const drop = new InMemorySpanExporter();
-  drop.export = (spans, cb) => cb({ code: 0 });
+  const sink = spanSink();
   // The floor sits on the process-wide dispatcher first, passing every call through unless its mode is on; faultline's
   // layer goes in front of it while its mode is on.
   const floor = require(join(here, 'http-floor.cjs'));
@@ -78,7 +68,7 @@ async function child() {
   // One provider for every mode: faultline's runtime registers it, with the bench's processors in place of the trace file.
   const { startRuntime } = require(join(DIST, 'src', 'start'));
   const runtime = startRuntime({
-    spanProcessors: [counter, new BatchSpanProcessor(drop)],
+    spanProcessors: sink.spanProcessors,
     exitHooks: false,
     env: { ...process.env, OTEL_TRACES_EXPORTER: 'none' },
   });
@@ -105,7 +95,7 @@ async function child() {
   const cpu = (u) => u.user + u.system; // µs
 
   async function batch() {
-    const spans0 = spanCount;
+    const spans0 = sink.count();
     timeline.push([now(), mode, 'json', JSON_CALLS]);
     let c0 = process.cpuUsage();
     const jsonMs = await jsonCalls(client, json.request, JSON_CALLS);
@@ -122,7 +112,7 @@ async function child() {
       streamCpu,
       jsonWall: median(jsonMs) * 1000,
       ttfc: median(ttfcMs) * 1000,
-      spans: spanCount - spans0,
+      spans: sink.count() - spans0,
     };
   }
 

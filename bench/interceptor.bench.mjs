@@ -7,6 +7,7 @@
 // (BENCH_PROCS, default 3: the undici dispatcher and OTel registrations are process-wide); rounds are interleaved
 // across configurations; we report medians, ratios to bare and paired differences with intervals, from the same run. Every configuration uses the same SDK: NodeTracerProvider + BatchSpanProcessor
 // with an exporter that drops spans, so only instrumentation cost differs. Needs `npm run build` (dist/).
+import { spanSink } from './span-sink.mjs';
 import { fork, spawn } from 'node:child_process';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
@@ -68,20 +69,9 @@ const RUNTIME = {
 // ------------------------------------------------------------------------------------------------ child
 
 async function child(config) {
-  const { InMemorySpanExporter, BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base');
   const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
-  let spanCount = 0;
-  const counter = {
-    onStart() {},
-    onEnd() {
-      spanCount++;
-    },
-    forceFlush: async () => {},
-    shutdown: async () => {},
-  };
-  const drop = new InMemorySpanExporter();
-  drop.export = (spans, cb) => cb({ code: 0 });
-  const spanProcessors = [counter, new BatchSpanProcessor(drop)];
+  const sink = spanSink();
+  const spanProcessors = sink.spanProcessors;
   let provider;
   if (RUNTIME[config]) {
     const { options = {}, env = {}, dist = DIST } = RUNTIME[config];
@@ -141,7 +131,7 @@ async function child(config) {
     const streamCpuMs = cpu(process.cpuUsage(c0)) / STREAM_CALLS;
     await settle();
     await provider.forceFlush();
-    return { jsonMs, streamMs, ttfcMs, jsonCpuMs, streamCpuMs, spans: spanCount };
+    return { jsonMs, streamMs, ttfcMs, jsonCpuMs, streamCpuMs, spans: sink.count() };
   }
 
   async function warm() {
