@@ -24,6 +24,7 @@ import { context, propagation, trace, type Attributes, type Context } from '@ope
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { logger, safely } from '../src/diag';
+import { spanTime } from './clock';
 import { EXCHANGE } from './exchange';
 import { callContext } from './frameworks/scope';
 import { isLegacyHandler, type LegacyHandler } from './handler-api';
@@ -329,7 +330,7 @@ function openExchange(
     if (start === undefined) continue;
     const span = options
       .tracer()
-      .startSpan(start.name, { kind: start.kind, attributes: start.attributes, startTime: t0 }, parent);
+      .startSpan(start.name, { kind: start.kind, attributes: start.attributes, startTime: spanTime(t0) }, parent);
     return new LiveExchange(
       module,
       span,

@@ -9,6 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { logger, safely } from '../src/diag';
 import { BodyDecoder, isIdentity } from '../src/wire/decompress';
+import { spanTime } from './clock';
 import { FollowUps, followUpKey } from './follow-ups';
 import { type ResponseReader } from './internal-types';
 import { headerValue, MAX_PARSE_BYTES } from './providers/response-body';
@@ -193,7 +194,7 @@ export class ExchangeTap {
     this.exchange.closed = true;
     this.exchange.dropRead();
     this.#decoder?.destroy();
-    this.exchange.span.end();
+    this.exchange.span.end(spanTime(performance.now()));
   }
 
   /** The follow-up request of this call's redirect is being sent: its response is the call's answer. */
@@ -324,7 +325,7 @@ export class ExchangeTap {
       if (resends > 0) span.setAttribute(ATTR_HTTP_REQUEST_RESEND_COUNT, resends);
       if (failure?.errorType !== undefined) {
         if (!result?.attributes[ATTR_ERROR_TYPE]) span.setAttribute(ATTR_ERROR_TYPE, failure.errorType);
-        if (err instanceof Error) span.recordException(err, endTime);
+        if (err instanceof Error) span.recordException(err, spanTime(endTime));
         span.setStatus({ code: SpanStatusCode.ERROR, message: failure.errorType });
       } else if (result?.error !== undefined) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: result.error });
@@ -344,7 +345,7 @@ export class ExchangeTap {
       }
     }
     try {
-      span.end(endTime);
+      span.end(spanTime(endTime));
     } catch (e) {
       log.error('internal error in span end (ignored, the application is unaffected):', e);
     }
