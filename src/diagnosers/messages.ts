@@ -17,6 +17,9 @@
  *  - recovery: a failed or lost message the sender itself resent and got through, or a failed tool call the agent
  *    went on from, is reported as recovered, not as the run's fault.
  *
+ * The message record and its copies are in message-record.ts, the run's baselines and memory in message-run.ts, the
+ * review of the verdicts and the recoveries in message-review.ts.
+ *
  * Every span is read, and the ends of each message joined, by the layer (src/traces/view/message.ts: `readMessage`,
  * `joinMessages`), never attribute by attribute here.
  */
