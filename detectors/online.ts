@@ -21,6 +21,7 @@ import {
 import type { AgentMessage, DeliveryContext, Exchange, ExchangeOutcome } from '../instrumentation/types';
 import { flushExchanges } from '../instrumentation/interceptor';
 import { logger, safely } from '../src/diag';
+import { median } from '../src/stats';
 import { HISTORY_WINDOW, remember } from './history';
 import { workflowFindings, workflowSnapshot } from './monitors/index';
 import { runDetectors } from './registry';
@@ -114,10 +115,8 @@ class Baselines {
   get(route: string): { medianMs: number; madMs: number } | undefined {
     const w = this.#windows.get(route);
     if (!w || w.length < 8) return undefined;
-    const sorted = [...w].sort((a, b) => a - b);
-    const median = sorted[sorted.length >> 1]!;
-    const dev = w.map((x) => Math.abs(x - median)).sort((a, b) => a - b);
-    return { medianMs: median, madMs: dev[dev.length >> 1]! };
+    const m = median(w);
+    return { medianMs: m, madMs: median(w.map((x) => Math.abs(x - m))) };
   }
 }
 

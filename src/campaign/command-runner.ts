@@ -11,7 +11,7 @@
  * same directory is refused). A budget (LLM calls or tokens, read off each run's spans) stops scheduling before it is
  * spent. The summary and the reports are the example campaigns' (analysis.ts, report.ts), by task instead of topology.
  */
-import { randomBytes, createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -19,6 +19,7 @@ import {
   ATTR_FL_TASK_ID,
   GEN_AI_OPERATION_INVOKE_WORKFLOW,
 } from '../../instrumentation/semconv';
+import { sha256Hex16 } from '../hash';
 import { FaultlineError, FaultlineInputError } from '../errors';
 import { isProduction, processEnv } from '../env';
 import { checkProduction, injectionDisabled } from '../plan/load';
@@ -127,19 +128,16 @@ export function planCommandCampaign(
       }
     }
   }
-  const fingerprint = createHash('sha256')
-    .update(
-      JSON.stringify({
-        cmd: template.words,
-        tasks: tasks.map((t) => t.fields),
-        conditions: matrix.conditions,
-        seeds: matrix.seeds,
-        oracle: o.oracle ?? null,
-        ...(o.arms?.includes('arcf') ? { arms: o.arms } : {}),
-      }),
-    )
-    .digest('hex')
-    .slice(0, 16);
+  const fingerprint = sha256Hex16(
+    JSON.stringify({
+      cmd: template.words,
+      tasks: tasks.map((t) => t.fields),
+      conditions: matrix.conditions,
+      seeds: matrix.seeds,
+      oracle: o.oracle ?? null,
+      ...(o.arms?.includes('arcf') ? { arms: o.arms } : {}),
+    }),
+  );
   return { runs, tasks, matrix, template, fingerprint };
 }
 
