@@ -20,6 +20,7 @@ import {
   type ShapeEntry,
 } from '../../instrumentation/agents/shape';
 import { canonicalJson } from '../../instrumentation/agents/message';
+import { consensusBreaks, parentPath } from './consensus-shape';
 
 export type ChangeType = 'corrupt' | 'schema' | 'partial' | 'semantic';
 
@@ -221,11 +222,6 @@ function underShortenedArray(path: string, a: Map<string, ShapeEntry>, b: Map<st
   return false;
 }
 
-function parentPath(path: string): string {
-  const i = Math.max(path.lastIndexOf('.'), path.endsWith('[]') ? path.length - 2 : -1);
-  return i <= 0 ? '' : path.slice(0, i);
-}
-
 /**
  * Two content-free shapes of a message whose payload hashes differ. What the shapes show is classified as content
  * would be; when they show nothing, some value changed keeping its type and format (semantic).
@@ -397,22 +393,16 @@ export function compareToSiblings(
       const e = s.get(path);
       return e !== undefined && pred(e);
     });
-  const first = parsed[0]!;
-  for (const [path, e] of first) {
+  const breaks = consensusBreaks(mine, parsed);
+  for (const path of breaks.missing) add(d.removed, path);
+  for (const r of breaks.retyped) add(d.retyped, r.replace(' elsewhere,', ' in the other messages,'));
+  for (const [path, e] of parsed[0]!) {
     if (path === '$' || path.includes('[]')) continue;
     const m = mine.get(path);
-    if (m === undefined) {
-      if (mine.has(parentPath(path)) || parentPath(path) === '') {
-        if (everywhere(path, () => true)) add(d.removed, path);
-      }
-      continue;
-    }
-    if (m.type !== e.type && m.type !== 'null' && e.type !== 'null' && everywhere(path, (x) => x.type === e.type)) {
-      add(d.retyped, path, `${e.type} in the other messages, ${m.type} here`);
-    } else if (m.type === 'str' && e.type === 'str' && (m.format === 'garbled' || m.format === 'broken_json')) {
+    if (m === undefined || m.type !== 'str' || e.type !== 'str') continue;
+    if (m.format === 'garbled' || m.format === 'broken_json') {
       add(d.corrupt, path, m.format === 'garbled' ? 'garbled text' : 'JSON text that does not parse');
     } else if (
-      m.type === 'str' &&
       isStructuredFormat(e.format) &&
       !sameFormatFamily(e.format, m.format) &&
       m.format !== 'empty' &&
@@ -421,9 +411,9 @@ export function compareToSiblings(
       add(d.corrupt, path, `a ${e.format} value in the other messages, not here`);
     }
   }
-  // Keys this message has that no sibling has are not judged (optional fields); a rename shows as one removed here
-  // and one added here.
-  for (const path of myTop) if (!parsed.some((s) => s.has(path))) add(d.added, path);
+  // Keys this message has that no sibling has are not judged on their own (optional fields); a rename shows as one
+  // removed here and one added here.
+  for (const path of breaks.extra) add(d.added, path);
   if (d.removed.length === 0 && d.retyped.length === 0 && d.corrupt.length === 0) return undefined;
   const v = verdictOf(d, 0.7);
   return v === undefined ? undefined : { ...v, evidence: `against the other messages of this edge: ${v.evidence}` };

@@ -22,6 +22,7 @@ import {
   type ToolStep,
   type TraceView,
 } from '../traces/view';
+import { consensusSignals } from './consensus-shape';
 import { messageSignals, reviewMessages } from './messages';
 import { describeFault } from './summary';
 import { abortedBelow, gaveUpOn, isCancel } from './gave-up';
@@ -626,6 +627,7 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
     if (twice) out.push(twice);
     const shape = structuredOutput(call);
     if (shape) out.push(shape);
+    out.push(...consensusSignals(call, view));
     out.push(...verdictSignals(call));
   }
   if (delay) out.push(delay);

@@ -88,3 +88,15 @@ export const REPLAY_SAME_AGENT_MIN_CHARS = 80;
 /** An answer that is one passage twice or more end to end was delivered more than once when the passage is at least this
  * long: a model does not restate a sentence-length passage word for word at once; short tokens ("ha ha") it does. */
 export const DOUBLED_MIN_CHARS = 20;
+
+// ---------------------------------------------------------------------------------------------- consensus shape
+
+/** Where no schema was recorded, the trace's other instances of a document (the same tool's other calls, the same
+ * agent's other structured answers) are its reference only when at least this many agree: against one other
+ * instance, either of the two may be the odd one, and an optional key present in one call and absent in the other
+ * looks like a breach; two that agree make the third the odd one out. */
+export const CONSENSUS_MIN_OTHERS = 2;
+/** A breach of the run's consensus shape: above MIN_CONFIDENCE (it is the only evidence a producer without tool
+ * definitions leaves of a schema drift), below a declared schema's breach (0.8–0.85), which knows what is required
+ * rather than inferring it from a handful of instances. */
+export const CONSENSUS_CONFIDENCE = 0.7;

@@ -1,0 +1,152 @@
+/**
+ * The run's own consensus shape: where no declared schema exists, the other instances of the same document in the
+ * trace — the same tool's other calls, the same agent's other structured answers, the same edge's other messages —
+ * are the reference. A document breaks their shape where it lacks a key every other instance carries, carries a key
+ * none of them has, or gives a key a value of another JSON type than all of them do. Only unanimity counts: a key
+ * some instances carry and others not is optional; `null` is compatible with absent; integers and decimals are one
+ * type (`num`); array lengths and the elements' keys are not judged. Read from the content-free shapes of
+ * instrumentation/agents/shape.ts, one definition of a value's kind for messages and calls alike.
+ */
+import { parseShape, payloadShape, type ShapeEntry } from '../../instrumentation/agents/shape';
+import { argumentsValue } from '../../detectors/text';
+import type { LlmCall, TraceView } from '../traces/view';
+import type { Signal } from './signals';
+import { CONSENSUS_CONFIDENCE, CONSENSUS_MIN_OTHERS } from './thresholds';
+
+export interface ShapeBreaks {
+  /** Key paths every other instance carries (not null) that this one lacks. */
+  missing: string[];
+  /** Top-level keys this one carries (not null) that no other instance has. */
+  extra: string[];
+  /** Key paths whose value is of another JSON type here than in every other instance (`path (num elsewhere, str here)`). */
+  retyped: string[];
+}
+
+/** The path of a shape entry's parent ('' at the top level). */
+export function parentPath(path: string): string {
+  const i = Math.max(path.lastIndexOf('.'), path.endsWith('[]') ? path.length - 2 : -1);
+  return i <= 0 ? '' : path.slice(0, i);
+}
+
+const topLevel = (path: string): boolean => path !== '$' && !path.includes('.') && !path.includes('[');
+
+/** How `mine` breaks the shape all of `others` agree on (each list empty when it does not). */
+export function consensusBreaks(
+  mine: ReadonlyMap<string, ShapeEntry>,
+  others: readonly ReadonlyMap<string, ShapeEntry>[],
+): ShapeBreaks {
+  const out: ShapeBreaks = { missing: [], extra: [], retyped: [] };
+  const first = others[0];
+  if (first === undefined) return out;
+  const carried = (s: ReadonlyMap<string, ShapeEntry>, path: string): ShapeEntry | undefined => {
+    const e = s.get(path);
+    return e === undefined || e.type === 'null' ? undefined : e;
+  };
+  for (const [path, e] of first) {
+    if (path === '$' || path.includes('[]') || e.type === 'null') continue;
+    const m = mine.get(path);
+    if (m === undefined) {
+      const parent = parentPath(path);
+      if ((parent === '' || mine.has(parent)) && others.every((s) => carried(s, path) !== undefined))
+        out.missing.push(path);
+      continue;
+    }
+    if (m.type === 'null' || m.type === e.type) continue;
+    if (others.every((s) => carried(s, path)?.type === e.type))
+      out.retyped.push(`${path} (${e.type} elsewhere, ${m.type} here)`);
+  }
+  for (const [path, m] of mine)
+    if (topLevel(path) && m.type !== 'null' && !others.some((s) => s.has(path))) out.extra.push(path);
+  return out;
+}
+
+/** A JSON object (not an array, not null), else undefined. */
+function objectOf(v: unknown): Record<string, unknown> | undefined {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+function structuredAnswer(call: LlmCall): Record<string, unknown> | undefined {
+  if (!call.hasContent || call.toolCalls.length > 0 || call.failure) return undefined;
+  const t = call.text.trim();
+  if (!t.startsWith('{')) return undefined;
+  try {
+    return objectOf(JSON.parse(t));
+  } catch {
+    return undefined;
+  }
+}
+
+const nonEmpty = (o: Record<string, unknown> | undefined): o is Record<string, unknown> =>
+  o !== undefined && Object.keys(o).length > 0;
+
+function describe(b: ShapeBreaks): string | undefined {
+  const list = (xs: string[]): string => xs.slice(0, 3).join(', ') + (xs.length > 3 ? `, … (${xs.length})` : '');
+  const parts = [
+    b.missing.length > 0 ? `lacks ${list(b.missing)}, which every other carries` : '',
+    b.retyped.length > 0 ? `gives ${list(b.retyped)}` : '',
+    b.extra.length > 0 ? `carries ${list(b.extra)}, which none of the others has` : '',
+  ].filter((p) => p !== '');
+  return parts.length > 0 ? parts.join('; ') : undefined;
+}
+
+/**
+ * Where the producer recorded no schema, the call's tool-call arguments against the same tool's other calls in the
+ * trace, and its structured answer (a JSON object, no tool call) against the same agent's other answers to the same
+ * instructions: `schema`, weaker than a declared schema's breach, with at least CONSENSUS_MIN_OTHERS other instances.
+ * A declared schema (the tool's definition, the request's response_format) wins: the rules check against it instead.
+ * Empty arguments are the empty-arguments rule's (`error`), not a shape.
+ */
+export function consensusSignals(call: LlmCall, view: TraceView): Signal[] {
+  if (!call.hasContent || call.failure) return [];
+  const out: Signal[] = [];
+  const signal = (what: string, n: number, b: ShapeBreaks): void => {
+    const why = describe(b);
+    if (why)
+      out.push({
+        faultType: 'schema',
+        confidence: CONSENSUS_CONFIDENCE,
+        evidence: `${what} ${why} (against the shape its ${n} other instances in this trace agree on; no schema was recorded)`,
+        source: 'metadata',
+      });
+  };
+  call.toolCalls.forEach((tc, i) => {
+    if (call.tools.some((t) => t.name === tc.name)) return;
+    const mine = objectOf(argumentsValue(tc));
+    if (!nonEmpty(mine)) return;
+    const others: Record<string, unknown>[] = [];
+    for (const c of view.llm) {
+      if (!c.hasContent || c.failure) continue;
+      c.toolCalls.forEach((o, j) => {
+        if (o.name !== tc.name || (c === call && j === i)) return;
+        const v = objectOf(argumentsValue(o));
+        if (nonEmpty(v)) others.push(v);
+      });
+    }
+    if (others.length < CONSENSUS_MIN_OTHERS) return;
+    const b = consensusBreaks(
+      parseShape(payloadShape(mine)),
+      others.map((o) => parseShape(payloadShape(o))),
+    );
+    signal(`the arguments of tool call ${i + 1} (${tc.name})`, others.length, b);
+  });
+  if (call.responseSchema === undefined) {
+    const mine = structuredAnswer(call);
+    if (nonEmpty(mine)) {
+      const agent = call.agent?.name;
+      const others = view.llm
+        .filter(
+          (c) => c !== call && c.responseSchema === undefined && c.system === call.system && c.agent?.name === agent,
+        )
+        .map(structuredAnswer)
+        .filter(nonEmpty);
+      if (others.length >= CONSENSUS_MIN_OTHERS) {
+        const b = consensusBreaks(
+          parseShape(payloadShape(mine)),
+          others.map((o) => parseShape(payloadShape(o))),
+        );
+        signal(`the structured answer`, others.length, b);
+      }
+    }
+  }
+  return out;
+}
