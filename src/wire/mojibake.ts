@@ -14,14 +14,19 @@ for (let i = 0; i < 32; i++) CP1252_BYTE.set(CP1252.charCodeAt(i), 0x80 + i);
 
 /** Byte a char stands for when text was decoded as Latin-1 / cp1252, or -1. */
 export function byteOf(code: number): number {
-  if (code >= 0x80 && code <= 0xff) return code;
+  if (code < 0x80) return -1;
+  if (code <= 0xff) return code;
   return CP1252_BYTE.get(code) ?? -1;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+// eslint-disable-next-line no-control-regex
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /** Runs of high single-byte chars that decode as strict UTF-8 into fewer characters: confirmed mojibake runs. */
 export function mojibakeRuns(text: string): string[] {
+  // Plain ASCII has no high byte to stand for: one native scan instead of a lookup per character.
+  if (!NON_ASCII.test(text)) return [];
   const found: string[] = [];
   let start = -1;
   const flush = (end: number) => {
