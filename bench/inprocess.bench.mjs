@@ -42,6 +42,7 @@ const MODES = {
   'otel-openai': '@opentelemetry/instrumentation-openai 0.21',
   traceloop: '@traceloop/instrumentation-openai 0.27',
   openinference: '@arizeai/openinference-instrumentation-openai 4.2',
+  'sdk-span': "prototype: faultline's span made at the SDK level (bench/sdk-span-proto.cjs; issue 30)",
 };
 // BENCH_MODES=bare,register,… runs only those (bare always), e.g. to profile one of them.
 const ONLY =
@@ -90,6 +91,8 @@ async function child() {
   setMode('bare');
   const openaiModule = require('openai');
   const OpenAI = openaiModule.OpenAI ?? openaiModule.default ?? openaiModule;
+  if ('sdk-span' in MODES)
+    patching['sdk-span'] = require(join(here, 'sdk-span-proto.cjs')).sdkSpanPrototype(OpenAI, api, DIST);
   const { json, stream } = records();
   const client = new OpenAI({ apiKey: 'sk-bench', baseURL: `${process.env.BENCH_URL}/v1`, maxRetries: 0 });
   const cpu = (u) => u.user + u.system; // µs
@@ -207,12 +210,14 @@ async function parent() {
       '',
     );
     lines.push('| | JSON call CPU | streamed call CPU | first chunk |', '|---|---|---|---|');
-    for (const g of GENAI) {
-      const [j, s, f] = ['jsonCpu', 'streamCpu', 'ttfc'].map((m) => boot('register', g, m));
-      lines.push(
-        `| register − ${g} | ${interval(j)} ${verdict(j)} | ${interval(s)} ${verdict(s)} | ${interval(f)} ${verdict(f)} |`,
-      );
-    }
+    const mine = ['register', 'sdk-span'].filter((n) => n in MODES);
+    for (const a of mine)
+      for (const g of GENAI) {
+        const [j, s, f] = ['jsonCpu', 'streamCpu', 'ttfc'].map((m) => boot(a, g, m));
+        lines.push(
+          `| ${a} − ${g} | ${interval(j)} ${verdict(j)} | ${interval(s)} ${verdict(s)} | ${interval(f)} ${verdict(f)} |`,
+        );
+      }
   }
   lines.push(
     '',
