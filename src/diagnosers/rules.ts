@@ -364,7 +364,7 @@ function replayedAnswer(call: LlmCall, view: TraceView): Signal | undefined {
   if (!call.hasContent || call.toolCalls.length > 0) return undefined;
   const text = call.text.trim();
   if (text.length < REPLAY_OTHER_AGENT_MIN_CHARS) return undefined;
-  const input = inputText(call);
+  let input: string | undefined; // built only when an earlier answer is the same text
   for (const c of view.llm) {
     if (c.step >= call.step) break;
     if (!c.hasContent || c.span.end > call.span.start + 1 || c.text.trim() !== text) continue;
@@ -375,7 +375,7 @@ function replayedAnswer(call: LlmCall, view: TraceView): Signal | undefined {
         0.8,
         `the answer is, verbatim, what agent ${c.agent!.name} answered at LLM call ${c.step} (${text.length} characters), not an answer of agent ${call.agent!.name}'s own`,
       );
-    if (text.length >= REPLAY_SAME_AGENT_MIN_CHARS && inputText(c) !== input)
+    if (text.length >= REPLAY_SAME_AGENT_MIN_CHARS && inputText(c) !== (input ??= inputText(call)))
       return sig(
         'stale',
         0.8,
@@ -396,8 +396,12 @@ function copiesOf(text: string): number {
     for (const sep of ['', ' ', '\n', '\n\n']) {
       const unit = (t.length - sep.length * (k - 1)) / k;
       if (!Number.isInteger(unit) || unit < DOUBLED_MIN_CHARS) continue;
+      // Compared in place (no joined copy built): each further copy is the separator, then the first passage.
       const passage = t.slice(0, unit);
-      if (Array.from({ length: k }, () => passage).join(sep) === t) return k;
+      let same = true;
+      for (let j = 1, at = unit; same && j < k; j++, at += sep.length + unit)
+        same = t.startsWith(sep, at) && t.startsWith(passage, at + sep.length);
+      if (same) return k;
     }
   }
   return 1;

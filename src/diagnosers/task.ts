@@ -2,10 +2,12 @@
  * The diagnose path over trace files on worker threads (src/traces/parallel.ts): each worker loads `diagnosisTask`
  * by name, builds its own diagnoser once and diagnoses the traces it holds, ground truth stripped first as
  * `diagnoseTrace` does (in place: the reader made each trace for this task alone); a diagnoser that fails on a trace
- * gives a failure for that trace, not an error of the run.
+ * gives a failure for that trace, not an error of the run. With `lines`, a diagnosis comes back as the JSON line
+ * the CLI prints (made where it was diagnosed: one string crosses the thread boundary, not the object's tree).
  */
 import type { FaultlineInputError } from '../errors';
 import type { TraceRecord } from '../traces/model';
+import { diagnosisLine } from '../report/diagnoses';
 import { createDiagnoser } from './index';
 import { stripOwnGroundTruth } from './strip-ground-truth';
 import type { Diagnosis } from './types';
@@ -14,6 +16,15 @@ export interface TaskOptions {
   diagnoser?: string;
   /** Spans of these instrumentation scopes are not part of the trace (faultline's own exported diagnoses). */
   withoutScopes?: string[];
+  /** A diagnosis as its JSON line (report/diagnoses.ts diagnosisLine) and whether it names a fault. */
+  lines?: boolean;
+}
+
+/** A diagnosis as the JSON line `diagnose --format jsonl` prints. */
+export interface DiagnosisText {
+  traceId: string;
+  line: string;
+  faulty: boolean;
 }
 
 /** A trace that could not be diagnosed (the shape report/diagnoses.ts prints). */
@@ -26,21 +37,24 @@ export interface TraceFailure {
 /** What a worker runs per trace: null when nothing of the trace is left once `withoutScopes` are dropped. */
 export function diagnosisTask(
   options: TaskOptions = {},
-): (trace: TraceRecord) => Promise<Diagnosis | TraceFailure | null> {
+): (trace: TraceRecord) => Promise<Diagnosis | DiagnosisText | TraceFailure | null> {
   const name = options.diagnoser ?? 'rule';
   const diagnoser = createDiagnoser(name);
   const drop = new Set(options.withoutScopes ?? []);
+  const lines = options.lines === true;
   return async (trace) => {
     const t =
       drop.size === 0 || !trace.spans.some((s) => drop.has(s.scope.name))
         ? trace
         : { traceId: trace.traceId, spans: trace.spans.filter((s) => !drop.has(s.scope.name)) };
     if (t.spans.length === 0) return null;
+    let d: Diagnosis;
     try {
-      return await diagnoser.diagnose(stripOwnGroundTruth(t));
+      d = await diagnoser.diagnose(stripOwnGroundTruth(t));
     } catch (err) {
       return { traceId: t.traceId, diagnoser: name, error: err instanceof Error ? err.message : String(err) };
     }
+    return lines ? { traceId: d.traceId, line: diagnosisLine(d), faulty: d.faultType !== 'none' } : d;
   };
 }
 
@@ -52,17 +66,29 @@ export interface DiagnoseFilesOptions extends TaskOptions {
 }
 
 /** Every trace of `files` diagnosed (in readTraces' order), on worker threads when the input is big enough. */
+export function diagnoseFiles(
+  files: readonly string[],
+  options: DiagnoseFilesOptions & { lines: true },
+): AsyncGenerator<{ result: DiagnosisText | TraceFailure }>;
+export function diagnoseFiles(
+  files: readonly string[],
+  options: DiagnoseFilesOptions,
+): AsyncGenerator<{ result: Diagnosis | TraceFailure }>;
 export async function* diagnoseFiles(
   files: readonly string[],
   options: DiagnoseFilesOptions,
-): AsyncGenerator<{ result: Diagnosis | TraceFailure }> {
+): AsyncGenerator<{ result: Diagnosis | DiagnosisText | TraceFailure }> {
   const { mapTraces } = await import('../traces/parallel.js');
   const task = {
     module: __filename,
     name: 'diagnosisTask',
-    options: { diagnoser: options.diagnoser ?? 'rule', withoutScopes: options.withoutScopes ?? [] },
+    options: {
+      diagnoser: options.diagnoser ?? 'rule',
+      withoutScopes: options.withoutScopes ?? [],
+      lines: options.lines === true,
+    },
   };
-  const run = mapTraces<Diagnosis | TraceFailure | null>(files, task, {
+  const run = mapTraces<Diagnosis | DiagnosisText | TraceFailure | null>(files, task, {
     onError: options.onError,
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
   });

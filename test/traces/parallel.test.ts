@@ -210,6 +210,15 @@ describe('mapTraces on worker threads', () => {
     expect(one.error).toBeUndefined();
     expect(two.out).toEqual(one.out);
     expect(one.out.filter((d) => d.faultType !== 'none').length).toBeGreaterThan(10);
+    // As JSON lines made in the workers (what `diagnose --format jsonl` prints): the same diagnoses, line for line.
+    type Text = import('../../src/diagnosers/task').DiagnosisText;
+    const { diagnosisLine } = require(built('src/report/diagnoses')) as typeof import('../../src/report/diagnoses');
+    const asLines = { ...task, options: { diagnoser: 'rule', lines: true } };
+    const text = await collect(mapTraces<Text>([p], asLines, { workers: 2, blockBytes: 4 * 1024 }));
+    expect(text.error).toBeUndefined();
+    expect(text.out.map((t) => t.line)).toEqual(one.out.map(diagnosisLine));
+    expect(text.out.map((t) => t.faulty)).toEqual(one.out.map((d) => d.faultType !== 'none'));
+    expect(text.out.map((t) => t.traceId)).toEqual(one.out.map((d) => d.traceId));
   }, 60_000);
 
   it('OTLP logs among the inputs join their spans as in one thread (read there: workers hold no log records)', async () => {

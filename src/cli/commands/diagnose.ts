@@ -5,6 +5,7 @@ import { FaultlineInputError } from '../../errors';
 import { DIAGNOSER_NAMES } from '../../diagnosers/types';
 import { DIAGNOSIS_FORMATS, type DiagnosisFailure } from '../../report/diagnoses';
 import type { Diagnosis } from '../../diagnosers/types';
+import type { DiagnosisText } from '../../diagnosers/task';
 import { DIAGNOSIS_SCOPE, SOURCE_DETAILS, SOURCE_OPTIONS, finish, openTraceInput } from '../inputs';
 
 /** --concurrency: a positive integer, or the default. */
@@ -149,13 +150,15 @@ export const command: Command = {
       options.jaeger === undefined &&
       options.tempo === undefined;
     const { diagnoseFiles } = require('../../diagnosers/task') as typeof import('../../diagnosers/task');
+    // JSON lines are made where each trace is diagnosed (a worker), and cross to this thread as text.
     const pairs: AsyncIterable<{
       item?: import('../../traces/model').TraceRecord;
-      result: Diagnosis | DiagnosisFailure;
+      result: Diagnosis | DiagnosisText | DiagnosisFailure;
     }> = inWorkers
       ? diagnoseFiles(positionals, {
           withoutScopes: [DIAGNOSIS_SCOPE],
           onError: (e) => input.problems.push(e),
+          lines: format === 'jsonl',
           ...(workers !== undefined ? { workers } : {}),
         })
       : mapOrdered(input.traces, concurrency, one);
@@ -172,16 +175,24 @@ export const command: Command = {
       for await (const { item, result } of pairs) {
         n++;
         if ('error' in result) failures.push(result);
-        else {
+        else if ('line' in result) {
+          ok++;
+          if (result.faulty) faulty++;
+        } else {
           ok++;
           if (result.faultType !== 'none') faulty++;
           if (item !== undefined) exporter?.add(result, item);
         }
         if (format === 'jsonl') {
-          pending += ('error' in result ? JSON.stringify(failureJson(result)) : diagnosisLine(result)) + '\n';
+          pending +=
+            ('error' in result
+              ? JSON.stringify(failureJson(result))
+              : 'line' in result
+                ? result.line
+                : diagnosisLine(result)) + '\n';
           if (pending.length >= 65536) flush();
           else timer ??= setTimeout(flush, 200);
-        } else rows.push(result);
+        } else if (!('line' in result)) rows.push(result); // lines come only for --format jsonl
         progress.update(n);
         if (ok === 0 && failures.length >= GIVE_UP_AFTER) {
           gaveUp = true;
