@@ -79,12 +79,106 @@ function structuredAnswer(call: LlmCall): Record<string, unknown> | undefined {
 const nonEmpty = (o: Record<string, unknown> | undefined): o is Record<string, unknown> =>
   o !== undefined && Object.keys(o).length > 0;
 
-function describe(b: ShapeBreaks): string | undefined {
+/**
+ * One document of a trace whose shape can be judged against other instances of it: a tool call's arguments (a
+ * non-empty JSON object) or a structured answer (a JSON object as the whole text, no tool call). Made once per trace.
+ */
+export interface ShapeDocument {
+  call: LlmCall;
+  kind: 'arguments' | 'answer';
+  /** The tool call's index in the call (arguments); -1 for an answer. */
+  index: number;
+  /** The tool's name (arguments) or the agent's ('' when the trace names none). */
+  name: string;
+  /** A declared schema covers it (the call's definition of that tool, the request's response_format). */
+  declared: boolean;
+  /** Its shape (instrumentation/agents/shape.ts), made on first read. */
+  readonly shape: ReadonlyMap<string, ShapeEntry>;
+}
+
+function shapeDocument(
+  call: LlmCall,
+  kind: ShapeDocument['kind'],
+  index: number,
+  name: string,
+  declared: boolean,
+  value: Record<string, unknown>,
+): ShapeDocument {
+  let shape: ReadonlyMap<string, ShapeEntry> | undefined;
+  return {
+    call,
+    kind,
+    index,
+    name,
+    declared,
+    get shape() {
+      return (shape ??= parseShape(payloadShape(value)));
+    },
+  };
+}
+
+const documentsOf = new WeakMap<TraceView, ShapeDocument[]>();
+
+/** The trace's documents, in call order (each parsed once: every call is compared with every other). */
+export function shapeDocuments(view: TraceView): ShapeDocument[] {
+  let docs = documentsOf.get(view);
+  if (docs !== undefined) return docs;
+  docs = [];
+  for (const call of view.llm) {
+    if (!call.hasContent || call.failure) continue;
+    call.toolCalls.forEach((tc, index) => {
+      const v = objectOf(argumentsValue(tc));
+      if (nonEmpty(v))
+        docs!.push(
+          shapeDocument(
+            call,
+            'arguments',
+            index,
+            tc.name,
+            call.tools.some((t) => t.name === tc.name),
+            v,
+          ),
+        );
+    });
+    const answer = structuredAnswer(call);
+    if (nonEmpty(answer))
+      docs.push(shapeDocument(call, 'answer', -1, call.agent?.name ?? '', call.responseSchema !== undefined, answer));
+  }
+  documentsOf.set(view, docs);
+  return docs;
+}
+
+/**
+ * The trace's other instances of `doc`: the same tool's other calls (declared or not), or the same agent's other
+ * undeclared answers to the same system instructions.
+ */
+export function otherInstances(doc: ShapeDocument, view: TraceView): ShapeDocument[] {
+  return shapeDocuments(view).filter(
+    (o) =>
+      o !== doc &&
+      o.kind === doc.kind &&
+      o.name === doc.name &&
+      (doc.kind === 'arguments' || (!o.declared && o.call !== doc.call && o.call.system === doc.call.system)),
+  );
+}
+
+/** How a document is named in evidence. */
+export function documentLabel(doc: ShapeDocument): string {
+  return doc.kind === 'arguments'
+    ? `the arguments of tool call ${doc.index + 1} (${doc.name})`
+    : 'the structured answer';
+}
+
+/** The breaks in words, or undefined when there are none; `others` names the instances they were judged against. */
+export function describeBreaks(
+  b: ShapeBreaks,
+  others: { all: string; none: string } = { all: 'every other carries', none: 'none of the others has' },
+): string | undefined {
   const list = (xs: string[]): string => xs.slice(0, 3).join(', ') + (xs.length > 3 ? `, … (${xs.length})` : '');
   const parts = [
-    b.missing.length > 0 ? `lacks ${list(b.missing)}, which every other carries` : '',
+    b.missing.length > 0 ? `lacks ${list(b.missing)}, which ${others.all}` : '',
     b.retyped.length > 0 ? `gives ${list(b.retyped)}` : '',
-    b.extra.length > 0 ? `carries ${list(b.extra)}, which none of the others has` : '',
+    b.extra.length > 0 ? `carries ${list(b.extra)}, which ${others.none}` : '',
   ].filter((p) => p !== '');
   return parts.length > 0 ? parts.join('; ') : undefined;
 }
@@ -99,54 +193,23 @@ function describe(b: ShapeBreaks): string | undefined {
 export function consensusSignals(call: LlmCall, view: TraceView): Signal[] {
   if (!call.hasContent || call.failure) return [];
   const out: Signal[] = [];
-  const signal = (what: string, n: number, b: ShapeBreaks): void => {
-    const why = describe(b);
+  for (const doc of shapeDocuments(view)) {
+    if (doc.call !== call || doc.declared) continue;
+    const others = otherInstances(doc, view);
+    if (others.length < CONSENSUS_MIN_OTHERS) continue;
+    const why = describeBreaks(
+      consensusBreaks(
+        doc.shape,
+        others.map((o) => o.shape),
+      ),
+    );
     if (why)
       out.push({
         faultType: 'schema',
         confidence: CONSENSUS_CONFIDENCE,
-        evidence: `${what} ${why} (against the shape its ${n} other instances in this trace agree on; no schema was recorded)`,
+        evidence: `${documentLabel(doc)} ${why} (against the shape its ${others.length} other instances in this trace agree on; no schema was recorded)`,
         source: 'metadata',
       });
-  };
-  call.toolCalls.forEach((tc, i) => {
-    if (call.tools.some((t) => t.name === tc.name)) return;
-    const mine = objectOf(argumentsValue(tc));
-    if (!nonEmpty(mine)) return;
-    const others: Record<string, unknown>[] = [];
-    for (const c of view.llm) {
-      if (!c.hasContent || c.failure) continue;
-      c.toolCalls.forEach((o, j) => {
-        if (o.name !== tc.name || (c === call && j === i)) return;
-        const v = objectOf(argumentsValue(o));
-        if (nonEmpty(v)) others.push(v);
-      });
-    }
-    if (others.length < CONSENSUS_MIN_OTHERS) return;
-    const b = consensusBreaks(
-      parseShape(payloadShape(mine)),
-      others.map((o) => parseShape(payloadShape(o))),
-    );
-    signal(`the arguments of tool call ${i + 1} (${tc.name})`, others.length, b);
-  });
-  if (call.responseSchema === undefined) {
-    const mine = structuredAnswer(call);
-    if (nonEmpty(mine)) {
-      const agent = call.agent?.name;
-      const others = view.llm
-        .filter(
-          (c) => c !== call && c.responseSchema === undefined && c.system === call.system && c.agent?.name === agent,
-        )
-        .map(structuredAnswer)
-        .filter(nonEmpty);
-      if (others.length >= CONSENSUS_MIN_OTHERS) {
-        const b = consensusBreaks(
-          parseShape(payloadShape(mine)),
-          others.map((o) => parseShape(payloadShape(o))),
-        );
-        signal(`the structured answer`, others.length, b);
-      }
-    }
   }
   return out;
 }

@@ -16,6 +16,7 @@ import {
   type DiagnosisOutcome,
 } from './types';
 import { defaultFindings } from './offline-detectors';
+import { ShapeMemory, traceDocuments, type TraceDocument } from './shape-memory';
 
 export type {
   Diagnoser,
@@ -87,6 +88,26 @@ export async function diagnoseTrace(diagnoser: Diagnoser, trace: TraceRecord): P
 }
 
 /**
+ * diagnoseTrace, with the trace's documents that the judgement across traces reads (shape-memory.ts; none for the
+ * LLM diagnoser, or when reading them failed: the diagnosis stands without that judgement).
+ */
+export async function diagnoseWithDocuments(
+  diagnoser: Diagnoser,
+  trace: TraceRecord,
+): Promise<{ diagnosis: Diagnosis; documents: TraceDocument[] }> {
+  const stripped = stripGroundTruth(trace);
+  const diagnosis = await diagnoser.diagnose(stripped);
+  let documents: TraceDocument[] = [];
+  if (diagnoser.name !== 'llm')
+    try {
+      documents = traceDocuments(stripped);
+    } catch {
+      documents = [];
+    }
+  return { diagnosis, documents };
+}
+
+/**
  * `fn` over a stream with up to `concurrency` calls in flight (an LLM diagnoser waits on the network), yielding
  * results in input order. Reading stays bounded: at most `concurrency` items are held.
  */
@@ -106,37 +127,47 @@ export async function* mapOrdered<T, R>(
 
 /**
  * Diagnose every trace of a stream (ground truth stripped first), in order, one outcome per trace: a diagnosis, or
- * the failure of a trace the diagnoser could not diagnose (the other traces go on).
+ * the failure of a trace the diagnoser could not diagnose (the other traces go on). Each diagnosis is judged against
+ * the traces before it in the stream (shape-memory.ts), as `faultline diagnose` judges a file's traces.
  */
 export async function* diagnoseEach(
   diagnoser: Diagnoser,
   traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>,
   options: { concurrency?: number } = {},
 ): AsyncGenerator<DiagnosisOutcome> {
-  const settle = (t: TraceRecord): Promise<DiagnosisOutcome> =>
-    diagnoseTrace(diagnoser, t).then(
-      (diagnosis): DiagnosisOutcome => ({ ok: true, diagnosis }),
-      (err: unknown): DiagnosisOutcome => {
+  const settle = (t: TraceRecord): Promise<DiagnosisOutcome & { documents: TraceDocument[] }> =>
+    diagnoseWithDocuments(diagnoser, t).then(
+      ({ diagnosis, documents }) => ({ ok: true as const, diagnosis, documents }),
+      (err: unknown) => {
         if (!(err instanceof DiagnoserError) && err instanceof FaultlineInputError) throw err; // a usage error is not per trace
         return {
-          ok: false,
+          ok: false as const,
           failure: {
             traceId: t.traceId,
             diagnoser: diagnoser.name,
             error: err instanceof Error ? err.message : String(err),
           },
+          documents: [],
         };
       },
     );
-  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, settle)) yield result;
+  const memory = new ShapeMemory();
+  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, settle))
+    yield result.ok
+      ? { ok: true, diagnosis: memory.judge(result.diagnosis, result.documents) }
+      : { ok: false, failure: result.failure };
 }
 
-/** Diagnose every trace of a stream (ground truth stripped first), in order. Rejects with the first DiagnoserError. */
+/** Diagnose every trace of a stream (ground truth stripped first), in order, as diagnoseEach judges them. Rejects with
+ * the first DiagnoserError. */
 export async function* diagnoseAll(
   diagnoser: Diagnoser,
   traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>,
   options: { concurrency?: number } = {},
 ): AsyncGenerator<Diagnosis> {
-  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, (t) => diagnoseTrace(diagnoser, t)))
-    yield result;
+  const memory = new ShapeMemory();
+  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, (t) =>
+    diagnoseWithDocuments(diagnoser, t),
+  ))
+    yield memory.judge(result.diagnosis, result.documents);
 }

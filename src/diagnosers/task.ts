@@ -9,6 +9,7 @@ import type { FaultlineInputError } from '../errors';
 import type { TraceRecord } from '../traces/model';
 import { diagnosisLine } from '../report/diagnoses';
 import { createDiagnoser } from './index';
+import { ShapeMemory, traceDocuments, type TraceDocument } from './shape-memory';
 import { stripOwnGroundTruth } from './strip-ground-truth';
 import type { Diagnosis } from './types';
 
@@ -25,6 +26,8 @@ export interface DiagnosisText {
   traceId: string;
   line: string;
   faulty: boolean;
+  /** The faulty span (null when none). */
+  spanId: string | null;
 }
 
 /** A trace that could not be diagnosed (the shape report/diagnoses.ts prints). */
@@ -34,10 +37,18 @@ export interface TraceFailure {
   error: string;
 }
 
-/** What a worker runs per trace: null when nothing of the trace is left once `withoutScopes` are dropped. */
-export function diagnosisTask(
-  options: TaskOptions = {},
-): (trace: TraceRecord) => Promise<Diagnosis | DiagnosisText | TraceFailure | null> {
+/** One trace's outcome, and its documents for the judgement across traces (shape-memory.ts, on the reading thread). */
+export interface TaskResult {
+  result: Diagnosis | DiagnosisText | TraceFailure;
+  documents: TraceDocument[];
+}
+
+/**
+ * What a worker runs per trace: null when nothing of the trace is left once `withoutScopes` are dropped. With
+ * `lines`, a diagnosis the judgement across traces may still change (`none`, with a document its trace could not
+ * judge) comes back as it is, to be made into its line after that judgement.
+ */
+export function diagnosisTask(options: TaskOptions = {}): (trace: TraceRecord) => Promise<TaskResult | null> {
   const name = options.diagnoser ?? 'rule';
   const diagnoser = createDiagnoser(name);
   const drop = new Set(options.withoutScopes ?? []);
@@ -49,12 +60,25 @@ export function diagnosisTask(
         : { traceId: trace.traceId, spans: trace.spans.filter((s) => !drop.has(s.scope.name)) };
     if (t.spans.length === 0) return null;
     let d: Diagnosis;
+    let stripped: TraceRecord;
     try {
-      d = await diagnoser.diagnose(stripOwnGroundTruth(t));
+      stripped = stripOwnGroundTruth(t);
+      d = await diagnoser.diagnose(stripped);
     } catch (err) {
-      return { traceId: t.traceId, diagnoser: name, error: err instanceof Error ? err.message : String(err) };
+      return {
+        result: { traceId: t.traceId, diagnoser: name, error: err instanceof Error ? err.message : String(err) },
+        documents: [],
+      };
     }
-    return lines ? { traceId: d.traceId, line: diagnosisLine(d), faulty: d.faultType !== 'none' } : d;
+    const documents = name === 'llm' ? [] : documentsOf(stripped);
+    const open = d.faultType === 'none' && documents.some((doc) => doc.unjudged);
+    return {
+      result:
+        lines && !open
+          ? { traceId: d.traceId, line: diagnosisLine(d), faulty: d.faultType !== 'none', spanId: d.spanId }
+          : d,
+      documents,
+    };
   };
 }
 
@@ -65,15 +89,10 @@ export interface DiagnoseFilesOptions extends TaskOptions {
   onError(error: FaultlineInputError): void;
 }
 
-/** Every trace of `files` diagnosed (in readTraces' order), on worker threads when the input is big enough. */
-export function diagnoseFiles(
-  files: readonly string[],
-  options: DiagnoseFilesOptions & { lines: true },
-): AsyncGenerator<{ result: DiagnosisText | TraceFailure }>;
-export function diagnoseFiles(
-  files: readonly string[],
-  options: DiagnoseFilesOptions,
-): AsyncGenerator<{ result: Diagnosis | TraceFailure }>;
+/**
+ * Every trace of `files` diagnosed (in readTraces' order), on worker threads when the input is big enough, each judged
+ * against the traces before it (shape-memory.ts) here, in that order.
+ */
 export async function* diagnoseFiles(
   files: readonly string[],
   options: DiagnoseFilesOptions,
@@ -88,9 +107,19 @@ export async function* diagnoseFiles(
       lines: options.lines === true,
     },
   };
-  const run = mapTraces<Diagnosis | DiagnosisText | TraceFailure | null>(files, task, {
+  const run = mapTraces<TaskResult | null>(files, task, {
     onError: options.onError,
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
   });
-  for await (const result of run) if (result !== null) yield { result };
+  const memory = new ShapeMemory();
+  for await (const r of run) if (r !== null) yield { result: memory.judge(r.result, r.documents) };
+}
+
+/** The trace's documents; none when reading them failed (the diagnosis stands without the judgement across traces). */
+function documentsOf(trace: TraceRecord): TraceDocument[] {
+  try {
+    return traceDocuments(trace);
+  } catch {
+    return [];
+  }
 }

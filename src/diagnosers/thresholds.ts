@@ -100,3 +100,24 @@ export const CONSENSUS_MIN_OTHERS = 2;
  * definitions leaves of a schema drift), below a declared schema's breach (0.8–0.85), which knows what is required
  * rather than inferring it from a handful of instances. */
 export const CONSENSUS_CONFIDENCE = 0.7;
+
+// ---------------------------------------------------------------------------------------------- the file's other traces
+
+/** A document its own trace cannot judge (no schema recorded, fewer than CONSENSUS_MIN_OTHERS other instances in the
+ * trace: a workflow's one structured handoff, a specialist's one tool call) is judged against the same document in
+ * the traces read before it once this many were seen: as in the trace, two instances may disagree with each other by
+ * chance (an optional key), and three that agree make a fourth the odd one out. */
+export const FLEET_MIN_INSTANCES = 3;
+/** Of the earlier instances this share may be odd (rounded down: below five instances every one must agree) without
+ * the rest losing their agreement: the first instances of a document are never judged, so a fault nothing showed then
+ * is among them, and with unanimity one such instance would hide every later one. The cost: a key set in more than
+ * four of five instances reads as required; hence FLEET_CONFIDENCE below the trace's own consensus. */
+export const FLEET_ODD_SHARE = 0.2;
+/** Below the trace's own consensus (0.7): other runs may have been asked other things; above MIN_CONFIDENCE, since a
+ * key every earlier run's instance carried is as strong a contract as an inferred one gets. */
+export const FLEET_CONFIDENCE = 0.65;
+/** Memory across traces is bounded: document kinds kept (a tool, an agent's instructions), and key paths per kind —
+ * a kind whose documents carry more distinct paths than this has keys that are data (names, ids), not a schema, and
+ * is never judged. */
+export const FLEET_MAX_KINDS = 10_000;
+export const FLEET_MAX_PATHS = 200;

@@ -6,6 +6,7 @@ import { groundTruth, type GroundTruth } from '../diagnosers/ground-truth';
 import { stripGroundTruth } from '../diagnosers/strip-ground-truth';
 import type { Diagnoser } from '../diagnosers/types';
 import { mapOrdered } from '../diagnosers/index';
+import { ShapeMemory, traceDocuments, type TraceDocument } from '../diagnosers/shape-memory';
 import type { TraceRecord } from '../traces/model';
 import { accuracy, falsePositives, type Accuracy, type EvalRow, type FalsePositives } from './accuracy';
 import { confusion, type ConfusionMatrix } from './confusion';
@@ -56,9 +57,10 @@ export async function evaluate(
   const time = new Map<string, number>(diagnosers.map((d) => [d.name, 0]));
   let spans = 0;
   const failures: EvalFailure[] = [];
-  const one = async (trace: TraceRecord): Promise<EvalRow> => {
+  const one = async (trace: TraceRecord): Promise<{ row: EvalRow; documents: TraceDocument[] }> => {
     const truth = groundTruth(trace);
     const predictions: EvalRow['predictions'] = {};
+    let documents: TraceDocument[] = [];
     if (truth.status !== 'untriggered') {
       const stripped = stripGroundTruth(trace);
       spans += trace.spans.length;
@@ -76,12 +78,22 @@ export async function evaluate(
         }
         time.set(d.name, time.get(d.name)! + performance.now() - t0);
       }
+      try {
+        documents = traceDocuments(stripped);
+      } catch {
+        documents = [];
+      }
     }
-    return { truth, predictions };
+    return { row: { truth, predictions }, documents };
   };
+  // Each diagnosis judged against the traces before it, as `faultline diagnose` does (diagnosers/shape-memory.ts).
+  const memories = new Map(diagnosers.map((d) => [d.name, new ShapeMemory()]));
   for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, one)) {
-    rows.push(result);
-    options.onTrace?.(rows.length, result.truth);
+    const { row, documents } = result;
+    for (const [name, p] of Object.entries(row.predictions))
+      if (p !== undefined) row.predictions[name] = memories.get(name)!.judge(p, documents);
+    rows.push(row);
+    options.onTrace?.(rows.length, row.truth);
   }
   return {
     ...summarize(

@@ -15,7 +15,8 @@ import { randomUUID } from 'node:crypto';
 import { FaultlineInputError } from '../errors';
 import { logger } from '../diag';
 import { metricExportIntervalFromEnv, processEnv } from '../env';
-import { createDiagnoser, diagnoseTrace } from '../diagnosers/index';
+import { createDiagnoser, diagnoseWithDocuments } from '../diagnosers/index';
+import { ShapeMemory } from '../diagnosers/shape-memory';
 import type { Diagnosis } from '../diagnosers/types';
 import { diagnosisLine } from '../report/diagnoses';
 import type { TraceRecord } from './model';
@@ -105,6 +106,8 @@ export async function startOnlineDiagnosis(options: OnlineDiagnosisOptions): Pro
     log.error(`collect: could not write ${options.out}:`, err);
   });
   let queue = Promise.resolve();
+  // Traces are diagnosed one after another; each is judged against those before it (shape-memory.ts).
+  const memory = new ShapeMemory();
   let closed: Promise<void> | undefined;
   const record = async (d: Diagnosis): Promise<void> => {
     stats.diagnosed++;
@@ -123,8 +126,8 @@ export async function startOnlineDiagnosis(options: OnlineDiagnosisOptions): Pro
       const spans = trace.spans.length;
       stats.waitingSpans += spans;
       queue = queue
-        .then(() => diagnoseTrace(diagnoser, trace))
-        .then(record)
+        .then(() => diagnoseWithDocuments(diagnoser, trace))
+        .then(({ diagnosis, documents }) => record(memory.judge(diagnosis, documents)))
         .catch((err: unknown) => log.error(`collect: could not diagnose trace ${trace.traceId}:`, err))
         .finally(() => {
           stats.waitingSpans -= spans;

@@ -99,8 +99,9 @@ export const command: Command = {
       throw new FaultlineInputError('FAULTLINE_USAGE', '--otlp-endpoint goes with --export otlp');
     const concurrency = concurrencyOption(options.concurrency, diagnoserName === 'rule' ? 1 : 4);
     const input = openTraceInput(command.name, options, positionals);
-    const { createDiagnoser, diagnoseTrace, mapOrdered } =
+    const { createDiagnoser, diagnoseWithDocuments, mapOrdered } =
       require('../../diagnosers/index') as typeof import('../../diagnosers/index');
+    const { ShapeMemory } = require('../../diagnosers/shape-memory') as typeof import('../../diagnosers/shape-memory');
     const { diagnosisJson, diagnosisLine, diagnosesTable, failureJson, failureSummary } =
       require('../../report/diagnoses') as typeof import('../../report/diagnoses');
     const { useColors } = require('../../report/colors') as typeof import('../../report/colors');
@@ -121,17 +122,34 @@ export const command: Command = {
     let ok = 0;
     let n = 0;
     let gaveUp = false;
-    const one = async (t: import('../../traces/model').TraceRecord): Promise<Diagnosis | DiagnosisFailure> => {
+    type Judged = {
+      result: Diagnosis | DiagnosisFailure;
+      documents: import('../../diagnosers/shape-memory').TraceDocument[];
+    };
+    const one = async (t: import('../../traces/model').TraceRecord): Promise<Judged> => {
       try {
-        return await diagnoseTrace(diagnoser, t);
+        const { diagnosis, documents } = await diagnoseWithDocuments(diagnoser, t);
+        return { result: diagnosis, documents };
       } catch (err) {
         return {
-          traceId: t.traceId,
-          diagnoser: diagnoserName,
-          error: err instanceof Error ? err.message : String(err),
+          result: {
+            traceId: t.traceId,
+            diagnoser: diagnoserName,
+            error: err instanceof Error ? err.message : String(err),
+          },
+          documents: [],
         };
       }
     };
+    // Each trace judged against the traces before it (shape-memory.ts), in input order.
+    async function* inOrder(): AsyncGenerator<{
+      item: import('../../traces/model').TraceRecord;
+      result: Diagnosis | DiagnosisFailure;
+    }> {
+      const memory = new ShapeMemory();
+      for await (const { item, result } of mapOrdered(input.traces, concurrency, one))
+        yield { item, result: memory.judge(result.result, result.documents) };
+    }
     // The rule diagnoser is CPU-bound: trace files are read and diagnosed on worker threads (same results, same order).
     const workers = options.workers === undefined ? undefined : Number(options.workers);
     if (
@@ -161,7 +179,7 @@ export const command: Command = {
           lines: format === 'jsonl',
           ...(workers !== undefined ? { workers } : {}),
         })
-      : mapOrdered(input.traces, concurrency, one);
+      : inOrder();
     // JSON lines go out in batches (one write per trace was a syscall per line), none held back more than 200 ms.
     let pending = '';
     let timer: NodeJS.Timeout | undefined;

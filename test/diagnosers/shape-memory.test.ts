@@ -1,0 +1,247 @@
+/**
+ * The shape a document has across the traces of one input (src/diagnosers/shape-memory.ts). From real producers
+ * around the real openai client (fixtures/repeated-workflow.cjs: one support workflow run twelve times, no
+ * response_format and, under instrumentation-openai, no tool definitions recorded): a handoff lacking a field, a
+ * tool call with an undeclared argument or a value of another type is `schema` at its call once earlier runs agree,
+ * through `faultline diagnose` on one thread and on workers alike; the first instance is not judged, and a fault among
+ * the earlier ones does not hide a later one. On project-written traces: optional keys, keys that are data and null
+ * are not breaches, three earlier instances are needed; a fault found in the trace stands; the memory is bounded.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createDiagnoser, diagnoseEach } from '../../src/diagnosers/index';
+import { ShapeMemory } from '../../src/diagnosers/shape-memory';
+import { FLEET_MAX_PATHS } from '../../src/diagnosers/thresholds';
+import type { Diagnosis } from '../../src/diagnosers/types';
+import type { Attributes, SpanRecord, TraceRecord } from '../../src/traces/model';
+
+const ROOT = join(__dirname, '..', '..');
+const BIN = join(ROOT, 'bin', 'faultline.js');
+
+interface Line {
+  faultType: string;
+  step: number | null;
+  evidence: string[];
+}
+
+/** The workflow's twelve runs under `producer`, as files: the traces (JSON lines) and, for instrumentation-openai, logs. */
+function runWorkflow(producer: string, faults: string): string[] {
+  const dir = mkdtempSync(join(tmpdir(), 'faultline-memory-'));
+  const traces = join(dir, 'traces.jsonl');
+  const logs = join(dir, 'logs.json');
+  execFileSync(
+    process.execPath,
+    [join(__dirname, 'fixtures', 'repeated-workflow.cjs'), traces, producer, logs, faults],
+    { stdio: ['ignore', 'ignore', 'inherit'], timeout: 60_000 },
+  );
+  return producer === 'genai' ? [traces, logs] : [traces];
+}
+
+/** The CLI's JSON lines over `files`: `faultType@step` per run, and the raw output. */
+function diagnose(files: string[], extra: string[] = []): { got: string[]; stdout: string } {
+  const r = spawnSync(process.execPath, [BIN, 'diagnose', ...files, '--format', 'jsonl', ...extra], {
+    cwd: ROOT,
+    env: { ...process.env, CI: '1', NO_COLOR: '1' },
+    encoding: 'utf8',
+  });
+  expect(r.stderr).toBe('');
+  const lines = r.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Line);
+  expect(lines).toHaveLength(12);
+  return { got: lines.map((d) => `${d.faultType}@${d.step ?? '-'}`), stdout: r.stdout };
+}
+
+describe('a document its trace holds once, judged against the earlier runs of the workflow', () => {
+  it('instrumentation-openai (content as log records): missing field, undeclared argument, retyped value', () => {
+    // Run 2's handoff lacks its field too: the first runs are not judged (one earlier instance is no agreement), and
+    // among five or more earlier instances that odd one does not hide run 7's.
+    const faults = '2:missing,7:missing,8:extra,10:retyped';
+    const files = runWorkflow('genai', faults);
+    const one = diagnose(files, ['--workers', '0']);
+    const want = Array.from({ length: 12 }, () => 'none@-');
+    want[6] = 'schema@1';
+    want[7] = 'schema@2';
+    want[9] = 'schema@2';
+    expect(one.got).toEqual(want);
+    const evidence = one.stdout
+      .split('\n')
+      .filter((l) => l.includes('"schema"'))
+      .map((l) => (JSON.parse(l) as Line).evidence[0]);
+    expect(evidence[0]).toMatch(/structured answer lacks queue, which the earlier instances carry \(6 instances/);
+    expect(evidence[1]).toMatch(/find_order\) carries note, which the earlier instances do not have/);
+    expect(evidence[2]).toMatch(/gives order_id \(str elsewhere, num here\)/);
+    // Worker threads judge in input order too: the same lines.
+    expect(diagnose(files, ['--workers', '2']).stdout).toBe(one.stdout);
+  }, 120_000);
+
+  it('OpenLLMetry current: the handoff lacking a field; clean runs stay clean; on workers alike', () => {
+    const files = runWorkflow('traceloop', '7:missing');
+    const one = diagnose(files, ['--workers', '0']);
+    const want = Array.from({ length: 12 }, () => 'none@-');
+    want[6] = 'schema@1';
+    expect(one.got).toEqual(want);
+    // Spans only (no logs file): the worker threads read and diagnose them, and the judgement stays in input order.
+    expect(diagnose(files, ['--workers', '2']).stdout).toBe(one.stdout);
+  }, 120_000);
+});
+
+// ------------------------------------------------------------------------------------------ project-written traces
+
+let seq = 0;
+function span(traceId: string, name: string, attributes: Attributes, parent?: string): SpanRecord {
+  seq++;
+  const start = 1_700_000_000_000 + seq * 1000;
+  return {
+    traceId,
+    spanId: seq.toString(16).padStart(16, '0'),
+    ...(parent ? { parentSpanId: parent } : {}),
+    name,
+    kind: 'INTERNAL',
+    start,
+    end: start + (parent ? 400 : 60_000),
+    attributes,
+    events: [],
+    links: [],
+    status: { code: 'UNSET' },
+    resource: {},
+    scope: { name: 'project-written' },
+  };
+}
+
+/** A trace of one agent answering one structured document, no schema recorded. */
+function run(i: number, doc: unknown): TraceRecord {
+  const traceId = i.toString(16).padStart(32, '0');
+  const agent = span(traceId, 'invoke_agent triage', {
+    'gen_ai.operation.name': 'invoke_agent',
+    'gen_ai.agent.name': 'triage',
+  });
+  const call = span(
+    traceId,
+    'chat gpt-4o-mini',
+    {
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.request.model': 'gpt-4o-mini',
+      'gen_ai.input.messages': JSON.stringify([
+        { role: 'system', parts: [{ type: 'text', content: 'Route the ticket.' }] },
+        { role: 'user', parts: [{ type: 'text', content: `Ticket ${i}` }] },
+      ]),
+      'gen_ai.output.messages': JSON.stringify([
+        { role: 'assistant', parts: [{ type: 'text', content: JSON.stringify(doc) }], finish_reason: 'stop' },
+      ]),
+    },
+    agent.spanId,
+  );
+  return { traceId, spans: [agent, call] };
+}
+
+async function judged(traces: TraceRecord[]): Promise<string[]> {
+  const out: string[] = [];
+  for await (const r of diagnoseEach(createDiagnoser('rule'), traces))
+    out.push(r.ok ? `${r.diagnosis.faultType}@${r.diagnosis.step ?? '-'}` : 'failed');
+  return out;
+}
+
+const handoff = (i: number) => ({
+  queue: ['billing', 'returns'][i % 2],
+  customer_id: `C-${i}`,
+  summary: `Ticket ${i}.`,
+});
+
+describe('what is not a breach of the earlier runs', () => {
+  it('a key some runs set and others not is optional, whichever comes last', async () => {
+    const docs = Array.from({ length: 10 }, (_, i) => ({ ...handoff(i), ...(i % 3 === 0 ? { note: 'vip' } : {}) }));
+    docs.push(handoff(10)); // without the optional key
+    docs.push({ ...handoff(11), note: 'vip' });
+    expect(await judged(docs.map((d, i) => run(i + 1, d)))).toEqual(docs.map(() => 'none@-'));
+  });
+
+  it('keys that are data (a name per run) are never judged', async () => {
+    const docs = Array.from({ length: 8 }, (_, i) => ({ [`city_${i}`]: i, total: i }));
+    expect(await judged(docs.map((d, i) => run(i + 1, d)))).toEqual(docs.map(() => 'none@-'));
+  });
+
+  it('null is as good as absent, integers and decimals are one type', async () => {
+    const docs: unknown[] = Array.from({ length: 6 }, (_, i) => ({ ...handoff(i), score: 3 }));
+    docs.push({ ...handoff(6), queue: null, score: 2.5 });
+    expect(await judged(docs.map((d, i) => run(i + 1, d)))).toEqual(docs.map(() => 'none@-'));
+  });
+
+  it('a new trace breaking the agreement is named; the runs before it were not', async () => {
+    const docs: unknown[] = Array.from({ length: 6 }, (_, i) => handoff(i));
+    const { queue: _q, ...lacking } = handoff(6);
+    docs.push(lacking);
+    const got = await judged(docs.map((d, i) => run(i + 1, d)));
+    expect(got).toEqual([...docs.slice(0, 6).map(() => 'none@-'), 'schema@1']);
+  });
+
+  it('three earlier instances are needed', async () => {
+    const { queue: _q, ...lacking } = handoff(3);
+    expect(await judged([run(1, handoff(1)), run(2, handoff(2)), run(3, lacking)])).toEqual([
+      'none@-',
+      'none@-',
+      'none@-',
+    ]);
+  });
+});
+
+describe('ShapeMemory itself', () => {
+  const none = (traceId: string): Diagnosis => ({
+    traceId,
+    faultType: 'none',
+    spanId: null,
+    step: null,
+    stepKind: null,
+    confidence: 0.9,
+    evidence: ['no span shows a fault signal'],
+    diagnoser: 'rule',
+  });
+  const doc = (entries: Array<[string, string]>, spanId = 's1') => ({
+    kind: 'answer\u0000triage\u0000x',
+    label: 'the structured answer',
+    entries,
+    unjudged: true,
+    spanId,
+    step: 1,
+    spanName: 'chat',
+    agent: 'triage',
+    operation: 'chat',
+  });
+  const usual: Array<[string, string]> = [
+    ['queue', 'str'],
+    ['customer_id', 'str'],
+  ];
+
+  it('a fault found in the trace stands, and its faulty call is not remembered', () => {
+    const m = new ShapeMemory();
+    for (let i = 0; i < 4; i++) m.judge(none(`t${i}`), [doc(usual)]);
+    const faulty: Diagnosis = { ...none('f'), faultType: 'error', spanId: 's1', step: 1, stepKind: 'llm' };
+    expect(m.judge(faulty, [doc([['customer_id', 'str']])])).toBe(faulty);
+    // Not remembered: the agreement still holds for the next one.
+    expect(m.judge(none('n'), [doc([['customer_id', 'str']])]).faultType).toBe('schema');
+  });
+
+  it('the LLM diagnoser is not revisited', () => {
+    const m = new ShapeMemory();
+    for (let i = 0; i < 4; i++) m.judge(none(`t${i}`), [doc(usual)]);
+    const llm = { ...none('l'), diagnoser: 'llm' };
+    expect(m.judge(llm, [doc([['customer_id', 'str']])])).toBe(llm);
+  });
+
+  it('a kind with more key paths than FLEET_MAX_PATHS is data, never judged', () => {
+    const m = new ShapeMemory();
+    for (let i = 0; i < 5; i++)
+      m.judge(none(`t${i}`), [
+        doc([
+          ['queue', 'str'],
+          ...Array.from({ length: FLEET_MAX_PATHS / 2 }, (_, j): [string, string] => [`k${i}_${j}`, 'num']),
+        ]),
+      ]);
+    expect(m.judge(none('n'), [doc([['other', 'str']])]).faultType).toBe('none');
+  });
+});
