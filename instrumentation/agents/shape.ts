@@ -235,6 +235,43 @@ export function payloadShape(payload: unknown): string[] {
   return out;
 }
 
+/** A key path's JSON type alone, one object per type (payloadTypes allocates none per entry). */
+export interface TypeEntry {
+  readonly type: string;
+}
+const TYPE_ENTRIES = new Map<string, TypeEntry>(
+  ['obj', 'arr', 'str', 'num', 'bool', 'null', 'mixed'].map((type) => [type, { type }]),
+);
+
+/**
+ * The JSON type of each key path of a parsed JSON value: its shape without formats and sizes, for comparing structure
+ * alone (paths, limits and array elements as payloadShape has them; elements of differing types are `mixed`). A
+ * fraction of payloadShape's cost: no string is classified.
+ */
+export function payloadTypes(value: unknown): Map<string, TypeEntry> {
+  const out = new Map<string, TypeEntry>();
+  const walk = (v: unknown, path: string, depth: number): void => {
+    const at = path === '' ? '$' : path;
+    const type = typeToken(v);
+    const had = out.get(at);
+    if (had === undefined) {
+      if (out.size >= MAX_ENTRIES) return;
+      out.set(at, TYPE_ENTRIES.get(type)!);
+    } else if (had.type !== type) out.set(at, TYPE_ENTRIES.get('mixed')!);
+    if (v === null || typeof v !== 'object' || depth >= MAX_DEPTH) return;
+    if (Array.isArray(v)) {
+      const n = Math.min(v.length, MAX_ELEMENTS);
+      for (let i = 0; i < n; i++) walk(v[i], `${at}[]`, depth + 1);
+    } else
+      for (const k of Object.keys(v)) {
+        const child = (v as Record<string, unknown>)[k];
+        if (child !== undefined) walk(child, path === '' ? k : `${path}.${k}`, depth + 1);
+      }
+  };
+  walk(value, '', 0);
+  return out;
+}
+
 /** One parsed shape entry. */
 export interface ShapeEntry {
   path: string;

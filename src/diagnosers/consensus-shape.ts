@@ -7,7 +7,7 @@
  * type (`num`); array lengths and the elements' keys are not judged. Read from the content-free shapes of
  * instrumentation/agents/shape.ts, one definition of a value's kind for messages and calls alike.
  */
-import { parseShape, payloadShape, type ShapeEntry } from '../../instrumentation/agents/shape';
+import { payloadTypes, type TypeEntry } from '../../instrumentation/agents/shape';
 import { argumentsValue } from '../../detectors/text';
 import type { LlmCall, TraceView } from '../traces/view';
 import type { Signal } from './signals';
@@ -32,13 +32,13 @@ const topLevel = (path: string): boolean => path !== '$' && !path.includes('.') 
 
 /** How `mine` breaks the shape all of `others` agree on (each list empty when it does not). */
 export function consensusBreaks(
-  mine: ReadonlyMap<string, ShapeEntry>,
-  others: readonly ReadonlyMap<string, ShapeEntry>[],
+  mine: ReadonlyMap<string, TypeEntry>,
+  others: readonly ReadonlyMap<string, TypeEntry>[],
 ): ShapeBreaks {
   const out: ShapeBreaks = { missing: [], extra: [], retyped: [] };
   const first = others[0];
   if (first === undefined) return out;
-  const carried = (s: ReadonlyMap<string, ShapeEntry>, path: string): ShapeEntry | undefined => {
+  const carried = (s: ReadonlyMap<string, TypeEntry>, path: string): TypeEntry | undefined => {
     const e = s.get(path);
     return e === undefined || e.type === 'null' ? undefined : e;
   };
@@ -92,8 +92,8 @@ export interface ShapeDocument {
   name: string;
   /** A declared schema covers it (the call's definition of that tool, the request's response_format). */
   declared: boolean;
-  /** Its shape (instrumentation/agents/shape.ts), made on first read. */
-  readonly shape: ReadonlyMap<string, ShapeEntry>;
+  /** The JSON type of each of its key paths (instrumentation/agents/shape.ts payloadTypes), made on first read. */
+  readonly shape: ReadonlyMap<string, TypeEntry>;
 }
 
 function shapeDocument(
@@ -104,7 +104,7 @@ function shapeDocument(
   declared: boolean,
   value: Record<string, unknown>,
 ): ShapeDocument {
-  let shape: ReadonlyMap<string, ShapeEntry> | undefined;
+  let shape: ReadonlyMap<string, TypeEntry> | undefined;
   return {
     call,
     kind,
@@ -112,7 +112,7 @@ function shapeDocument(
     name,
     declared,
     get shape() {
-      return (shape ??= parseShape(payloadShape(value)));
+      return (shape ??= payloadTypes(value));
     },
   };
 }

@@ -21,6 +21,7 @@ import { viewTrace } from '../traces/view';
 import type { TraceRecord } from '../traces/model';
 import { describeBreaks, documentLabel, otherInstances, parentPath, shapeDocuments } from './consensus-shape';
 import type { ShapeBreaks } from './consensus-shape';
+import { diagnosisLine } from '../report/diagnoses';
 import { describeFault } from './summary';
 import {
   CONSENSUS_MIN_OTHERS,
@@ -30,7 +31,7 @@ import {
   FLEET_MIN_INSTANCES,
   FLEET_ODD_SHARE,
 } from './thresholds';
-import type { Diagnosis } from './types';
+import type { Diagnosis, DiagnosisText } from './types';
 
 /** A document of a trace with no declared schema, as plain data (it crosses from a worker thread). */
 export interface TraceDocument {
@@ -54,6 +55,12 @@ export interface TraceDocument {
 export function traceDocuments(trace: TraceRecord): TraceDocument[] {
   const view = viewTrace(trace);
   const out: TraceDocument[] = [];
+  const digests = new Map<string, string>(); // a trace's calls of one agent share their instructions
+  const digest = (system: string): string => {
+    let d = digests.get(system);
+    if (d === undefined) digests.set(system, (d = sha256Hex16(system)));
+    return d;
+  };
   for (const doc of shapeDocuments(view)) {
     if (doc.declared) continue;
     const agent = doc.call.agent?.name ?? '';
@@ -63,7 +70,7 @@ export function traceDocuments(trace: TraceRecord): TraceDocument[] {
       kind:
         doc.kind === 'arguments'
           ? `arguments\u0000${agent}\u0000${doc.name}`
-          : `answer\u0000${agent}\u0000${sha256Hex16(doc.call.system ?? '')}`,
+          : `answer\u0000${agent}\u0000${digest(doc.call.system ?? '')}`,
       label: documentLabel(doc),
       entries,
       unjudged: otherInstances(doc, view).length < CONSENSUS_MIN_OTHERS,
@@ -99,18 +106,14 @@ export class ShapeMemory {
    * unjudged document breaks the earlier instances' agreement becomes `schema` at that call; anything else is
    * returned as it is.
    */
-  judge<R extends Diagnosis | { line: string; faulty: boolean; spanId: string | null } | { error: string }>(
-    result: R,
-    documents: readonly TraceDocument[],
-  ): R {
+  judge<R extends Diagnosis | DiagnosisText | { error: string }>(result: R, documents: readonly TraceDocument[]): R {
     if (documents.length === 0 || 'error' in result) return result;
-    if ('line' in result) {
-      this.remember(documents, result.faulty ? (result.spanId ?? undefined) : undefined);
-      return result;
-    }
-    const d = result as Diagnosis;
-    if (d.faultType !== 'none' || (d.diagnoser !== 'rule' && d.diagnoser !== 'hybrid')) {
-      this.remember(documents, d.faultType === 'none' ? undefined : (d.spanId ?? undefined));
+    const text = 'line' in result ? (result as DiagnosisText) : undefined;
+    const d = text === undefined ? (result as Diagnosis) : undefined;
+    const faulty = text !== undefined ? text.faulty : d!.faultType !== 'none';
+    const diagnoser = d?.diagnoser;
+    if (faulty || (diagnoser !== undefined && diagnoser !== 'rule' && diagnoser !== 'hybrid')) {
+      this.remember(documents, faulty ? (text?.spanId ?? d?.spanId ?? undefined) : undefined);
       return result;
     }
     for (const doc of documents) {
@@ -123,11 +126,11 @@ export class ShapeMemory {
         documents.filter((o) => o !== doc),
         undefined,
       );
-      return upgrade(
-        d,
-        doc,
-        `${doc.label} ${why} (${tally.n} instances in the traces before this one; no schema was recorded)`,
-      ) as R;
+      const evidence = `${doc.label} ${why} (${tally.n} instances in the traces before this one; no schema was recorded)`;
+      if (d !== undefined) return upgrade(d, doc, evidence) as R;
+      // A line made on a worker (diagnosisLine's JSON of the diagnosis): read back, changed, made again.
+      const up = upgrade(JSON.parse(text!.line) as Diagnosis, doc, evidence);
+      return { ...text!, line: diagnosisLine(up), faulty: true, spanId: up.spanId } as R;
     }
     this.remember(documents, undefined);
     return result;

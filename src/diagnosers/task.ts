@@ -11,7 +11,9 @@ import { diagnosisLine } from '../report/diagnoses';
 import { createDiagnoser } from './index';
 import { ShapeMemory, traceDocuments, type TraceDocument } from './shape-memory';
 import { stripOwnGroundTruth } from './strip-ground-truth';
-import type { Diagnosis } from './types';
+import type { Diagnosis, DiagnosisText } from './types';
+
+export type { DiagnosisText } from './types';
 
 export interface TaskOptions {
   diagnoser?: string;
@@ -19,15 +21,6 @@ export interface TaskOptions {
   withoutScopes?: string[];
   /** A diagnosis as its JSON line (report/diagnoses.ts diagnosisLine) and whether it names a fault. */
   lines?: boolean;
-}
-
-/** A diagnosis as the JSON line `diagnose --format jsonl` prints. */
-export interface DiagnosisText {
-  traceId: string;
-  line: string;
-  faulty: boolean;
-  /** The faulty span (null when none). */
-  spanId: string | null;
 }
 
 /** A trace that could not be diagnosed (the shape report/diagnoses.ts prints). */
@@ -43,11 +36,7 @@ export interface TaskResult {
   documents: TraceDocument[];
 }
 
-/**
- * What a worker runs per trace: null when nothing of the trace is left once `withoutScopes` are dropped. With
- * `lines`, a diagnosis the judgement across traces may still change (`none`, with a document its trace could not
- * judge) comes back as it is, to be made into its line after that judgement.
- */
+/** What a worker runs per trace: null when nothing of the trace is left once `withoutScopes` are dropped. */
 export function diagnosisTask(options: TaskOptions = {}): (trace: TraceRecord) => Promise<TaskResult | null> {
   const name = options.diagnoser ?? 'rule';
   const diagnoser = createDiagnoser(name);
@@ -70,14 +59,11 @@ export function diagnosisTask(options: TaskOptions = {}): (trace: TraceRecord) =
         documents: [],
       };
     }
-    const documents = name === 'llm' ? [] : documentsOf(stripped);
-    const open = d.faultType === 'none' && documents.some((doc) => doc.unjudged);
     return {
-      result:
-        lines && !open
-          ? { traceId: d.traceId, line: diagnosisLine(d), faulty: d.faultType !== 'none', spanId: d.spanId }
-          : d,
-      documents,
+      result: lines
+        ? { traceId: d.traceId, line: diagnosisLine(d), faulty: d.faultType !== 'none', spanId: d.spanId }
+        : d,
+      documents: name === 'llm' ? [] : documentsOf(stripped),
     };
   };
 }

@@ -58,6 +58,16 @@ export interface Diagnosis {
   recovered?: RecoveredFault[];
 }
 
+/** A diagnosis as the JSON line `diagnose --format jsonl` prints (report/diagnoses.ts diagnosisLine), made where the
+ * trace was diagnosed (a worker thread). */
+export interface DiagnosisText {
+  traceId: string;
+  line: string;
+  faulty: boolean;
+  /** The faulty span (null when none). */
+  spanId: string | null;
+}
+
 export interface Diagnoser {
   readonly name: string;
   /** Resolves with the diagnosis of a well-formed trace; rejects with `DiagnoserError` when it could not diagnose it. */

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { diagnoseByRules } from '../../src/diagnosers/rules';
 import { consensusBreaks } from '../../src/diagnosers/consensus-shape';
-import { parseShape, payloadShape } from '../../instrumentation/agents/shape';
+import { parseShape, payloadShape, payloadTypes } from '../../instrumentation/agents/shape';
 import { detectSpans } from '../../detectors/from-span';
 import type { Attributes, SpanRecord, TraceRecord } from '../../src/traces/model';
 
@@ -217,5 +217,21 @@ describe('consensusBreaks', () => {
   it('needs unanimity: a key one other lacks is optional; a null there is not carrying it', () => {
     const others = [shape({ a: 1, b: 'x', c: null }), shape({ a: 2, b: 'y', c: 'z' })];
     expect(consensusBreaks(shape({ a: 3 }), others)).toEqual({ missing: ['b'], extra: [], retyped: [] });
+  });
+});
+
+describe('payloadTypes, the type-only shape the documents are compared by', () => {
+  it('gives every key path the JSON type payloadShape gives it', () => {
+    const values = [
+      { queue: 'billing', id: 'C-12', n: 3, x: 2.5, ok: true, none: null, nested: { a: [1, 2], b: { c: 'd' } } },
+      { list: [{ k: 1 }, { k: 'two' }], empty: [], deep: { a: { b: { c: { d: { e: { f: { g: { h: 1 } } } } } } } } },
+      { text: 'Lisbon, Portugal — 3 days', url: 'https://example.com/x', when: '2026-12-07', ids: ['a1', 'b2'] },
+      Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`k${i}`, i])),
+    ];
+    for (const v of values) {
+      const types = new Map([...payloadTypes(v)].map(([path, e]) => [path, e.type]));
+      const full = new Map([...parseShape(payloadShape(v))].map(([path, e]) => [path, e.type]));
+      expect(types).toEqual(full);
+    }
   });
 });

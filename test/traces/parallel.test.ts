@@ -212,14 +212,14 @@ describe('mapTraces on worker threads', () => {
     expect(two.out).toEqual(one.out);
     const diagnoses = one.out.map((r) => r.result as Diagnosis);
     expect(diagnoses.filter((d) => d.faultType !== 'none').length).toBeGreaterThan(10);
-    // As JSON lines made in the workers (what `diagnose --format jsonl` prints): the same diagnoses, line for line;
-    // a `none` the judgement across traces may change comes back as the diagnosis itself, to be made a line after it.
+    // As JSON lines made in the workers (what `diagnose --format jsonl` prints): the same diagnoses, line for line.
+    type Text = import('../../src/diagnosers/task').DiagnosisText;
     const { diagnosisLine } = require(built('src/report/diagnoses')) as typeof import('../../src/report/diagnoses');
     const asLines = { ...task, options: { diagnoser: 'rule', lines: true } };
     const text = await collect(mapTraces<Result>([p], asLines, { workers: 2, blockBytes: 4 * 1024 }));
     expect(text.error).toBeUndefined();
-    const line = (r: Result): string => ('line' in r.result ? r.result.line : diagnosisLine(r.result as Diagnosis));
-    expect(text.out.map(line)).toEqual(diagnoses.map(diagnosisLine));
+    expect(text.out.map((r) => (r.result as Text).line)).toEqual(diagnoses.map(diagnosisLine));
+    expect(text.out.map((r) => (r.result as Text).faulty)).toEqual(diagnoses.map((d) => d.faultType !== 'none'));
     expect(text.out.map((r) => r.result.traceId)).toEqual(diagnoses.map((d) => d.traceId));
     expect(text.out.map((r) => r.documents)).toEqual(one.out.map((r) => r.documents));
   }, 60_000);
