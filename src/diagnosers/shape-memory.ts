@@ -8,9 +8,9 @@
  *                                             └─▶ traceDocuments: the undeclared documents, as plain data
  *   in input order, on one thread:  ShapeMemory.judge(diagnosis, documents)
  *       a `none` whose document breaks what the earlier instances agree on ─▶ `schema` at that call
- *       then the documents are remembered (never the one that broke, never those of the faulty call)
+ *       then the documents are remembered (not those of a call the trace's own rules found faulty)
  *
- * Agreement is counted, not assumed: a key path the earlier instances carry (all but FLEET_ODD_SHARE of them), a JSON
+ * Agreement is counted, not assumed: a key path the earlier instances carry (all but the odd one, FLEET_ODD_FROM), a JSON
  * type they give it, a top-level key only the odd few have where every key is carried by nearly all or by those few
  * (a fixed key set). Judged in input order, so the result is the same on worker threads and on one, and a trace never waits for
  * the ones after it; the first instances of each document are not judged. Only the rule and hybrid diagnosers' `none`
@@ -29,6 +29,7 @@ import {
   FLEET_MAX_KINDS,
   FLEET_MAX_PATHS,
   FLEET_MIN_INSTANCES,
+  FLEET_ODD_FROM,
   FLEET_ODD_SHARE,
 } from './thresholds';
 import type { Diagnosis, DiagnosisText } from './types';
@@ -116,24 +117,31 @@ export class ShapeMemory {
       this.remember(documents, faulty ? (text?.spanId ?? d?.spanId ?? undefined) : undefined);
       return result;
     }
+    // Remembered whether it breaks or not: the memory cannot tell a rare fault from a key the model leaves out now
+    // and then, and an omission it never remembered could not become optional (every later one would be named).
+    const breach = this.firstBreach(documents);
+    this.remember(documents, undefined);
+    if (breach === undefined) return result;
+    if (d !== undefined) return upgrade(d, breach.doc, breach.evidence) as R;
+    // A line made on a worker (diagnosisLine's JSON of the diagnosis): read back, changed, made again.
+    const up = upgrade(JSON.parse(text!.line) as Diagnosis, breach.doc, breach.evidence);
+    return { ...text!, line: diagnosisLine(up), faulty: true, spanId: up.spanId } as R;
+  }
+
+  /** The first of the trace's unjudged documents that breaks what the earlier instances agree on, in words. */
+  private firstBreach(documents: readonly TraceDocument[]): { doc: TraceDocument; evidence: string } | undefined {
     for (const doc of documents) {
       if (!doc.unjudged) continue;
       const tally = this.tallies.get(doc.kind);
       if (tally === undefined || tally.open || tally.n < FLEET_MIN_INSTANCES) continue;
       const why = describeBreaks(breaks(doc, tally), EARLIER);
-      if (why === undefined) continue;
-      this.remember(
-        documents.filter((o) => o !== doc),
-        undefined,
-      );
-      const evidence = `${doc.label} ${why} (${tally.n} instances in the traces before this one; no schema was recorded)`;
-      if (d !== undefined) return upgrade(d, doc, evidence) as R;
-      // A line made on a worker (diagnosisLine's JSON of the diagnosis): read back, changed, made again.
-      const up = upgrade(JSON.parse(text!.line) as Diagnosis, doc, evidence);
-      return { ...text!, line: diagnosisLine(up), faulty: true, spanId: up.spanId } as R;
+      if (why !== undefined)
+        return {
+          doc,
+          evidence: `${doc.label} ${why} (${tally.n} instances in the traces before this one; no schema was recorded)`,
+        };
     }
-    this.remember(documents, undefined);
-    return result;
+    return undefined;
   }
 
   private remember(documents: readonly TraceDocument[], faultySpan: string | undefined): void {
@@ -167,7 +175,7 @@ export class ShapeMemory {
 
 /** How `doc` breaks what nearly all of the tally's instances agree on. */
 function breaks(doc: TraceDocument, t: Tally): ShapeBreaks {
-  const need = t.n - Math.floor(t.n * FLEET_ODD_SHARE);
+  const need = t.n - (t.n < FLEET_ODD_FROM ? 0 : Math.max(1, Math.floor(t.n * FLEET_ODD_SHARE)));
   const mine = new Map(doc.entries);
   const out: ShapeBreaks = { missing: [], extra: [], retyped: [] };
   for (const [path, count] of t.carried) {

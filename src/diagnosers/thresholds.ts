@@ -108,11 +108,13 @@ export const CONSENSUS_CONFIDENCE = 0.7;
  * the traces read before it once this many were seen: as in the trace, two instances may disagree with each other by
  * chance (an optional key), and three that agree make a fourth the odd one out. */
 export const FLEET_MIN_INSTANCES = 3;
-/** Of the earlier instances this share may be odd (rounded down: below five instances every one must agree) without
- * the rest losing their agreement: the first instances of a document are never judged, so a fault nothing showed then
- * is among them, and with unanimity one such instance would hide every later one. The cost: a key set in more than
- * four of five instances reads as required; hence FLEET_CONFIDENCE below the trace's own consensus. */
-export const FLEET_ODD_SHARE = 0.2;
+/** Earlier instances that may disagree with the rest without breaking their agreement: none below FLEET_ODD_FROM
+ * instances, then one, and one in twenty (FLEET_ODD_SHARE) from forty on. Why any: the first instances of a document
+ * are never judged, so a fault nothing showed then is remembered, and with unanimity that one instance would hide every
+ * later fault of its kind. Why so few: a key an app's model leaves out now and then (an optional field set in most
+ * answers) must become optional — two earlier instances without it (under forty) make it so. */
+export const FLEET_ODD_FROM = 5;
+export const FLEET_ODD_SHARE = 0.05;
 /** Below the trace's own consensus (0.7): other runs may have been asked other things; above MIN_CONFIDENCE, since a
  * key every earlier run's instance carried is as strong a contract as an inferred one gets. */
 export const FLEET_CONFIDENCE = 0.65;
