@@ -13,6 +13,7 @@ import {
   type Diagnoser,
   type DiagnoserName,
   type Diagnosis,
+  type DiagnosisFailure,
   type DiagnosisOutcome,
 } from './types';
 import { defaultFindings } from './offline-detectors';
@@ -151,11 +152,14 @@ export async function* diagnoseEach(
         };
       },
     );
-  const memory = new ShapeMemory();
-  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, settle))
-    yield result.ok
-      ? { ok: true, diagnosis: memory.judge(result.diagnosis, result.documents) }
-      : { ok: false, failure: result.failure };
+  const memory = new ShapeMemory<Diagnosis | DiagnosisFailure>();
+  const outcome = (r: Diagnosis | DiagnosisFailure): DiagnosisOutcome =>
+    'error' in r ? { ok: false, failure: r } : { ok: true, diagnosis: r };
+  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, settle)) {
+    const r = result.ok ? result.diagnosis : result.failure;
+    for (const out of memory.add(r, result.documents, undefined)) yield outcome(out.result);
+  }
+  for (const out of memory.end()) yield outcome(out.result);
 }
 
 /** Diagnose every trace of a stream (ground truth stripped first), in order, as diagnoseEach judges them. Rejects with
@@ -165,9 +169,10 @@ export async function* diagnoseAll(
   traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>,
   options: { concurrency?: number } = {},
 ): AsyncGenerator<Diagnosis> {
-  const memory = new ShapeMemory();
+  const memory = new ShapeMemory<Diagnosis>();
   for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, (t) =>
     diagnoseWithDocuments(diagnoser, t),
   ))
-    yield memory.judge(result.diagnosis, result.documents);
+    for (const out of memory.add(result.diagnosis, result.documents, undefined)) yield out.result;
+  for (const out of memory.end()) yield out.result;
 }

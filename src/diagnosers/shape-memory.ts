@@ -1,20 +1,20 @@
 /**
  * The shape a document has across the traces of one input: where a trace holds a document only once and no schema was
  * recorded (a workflow's one structured handoff, a specialist's one tool call, under a producer that keeps neither
- * the tool definitions nor the request's response_format), the same document in the traces read before it is the
+ * the tool definitions nor the request's response_format), the same document in the input's other traces is the
  * reference — a file exported by one system holds many runs of the same workflows.
  *
- *   trace ─▶ diagnose (rules, on any thread) ─┬─▶ Diagnosis
+ *   trace ─▶ diagnose (rules, on any thread) ─┬─▶ Diagnosis (or its JSON line)
  *                                             └─▶ traceDocuments: the undeclared documents, as plain data
- *   in input order, on one thread:  ShapeMemory.judge(diagnosis, documents)
- *       a `none` whose document breaks what the earlier instances agree on ─▶ `schema` at that call
- *       then the documents are remembered (not those of a call the trace's own rules found faulty)
+ *   in input order, on one thread:  ShapeMemory.add(outcome, documents) ─▶ the outcomes now final, in input order
+ *       every trace's documents are remembered (not those of a call its own rules found faulty)
+ *       a rules' `none` with a document too few others can judge yet waits (FLEET_WAIT_TRACES at most), then:
+ *       a document breaking what the other instances agree on ─▶ `schema` at that call
  *
- * Agreement is counted, not assumed: a key path the earlier instances carry (all but the odd one, FLEET_ODD_FROM), a JSON
- * type they give it, a top-level key only the odd few have where every key is carried by nearly all or by those few
- * (a fixed key set). Judged in input order, so the result is the same on worker threads and on one, and a trace never waits for
- * the ones after it; the first instances of each document are not judged. Only the rule and hybrid diagnosers' `none`
- * are revisited: a fault found in the trace stands. Memory is bounded (FLEET_MAX_KINDS, FLEET_MAX_PATHS).
+ * Agreement is counted, not assumed: a key path the other instances carry (all of them; one odd instance from five
+ * on), a JSON type they give it, a top-level key outside a fixed key set. Fed in input order, so the result is the
+ * same on worker threads and on one. A fault found in the trace stands. Memory is bounded (FLEET_MAX_KINDS,
+ * FLEET_MAX_PATHS, the waiting outcomes).
  */
 import { sha256Hex16 } from '../hash';
 import { viewTrace } from '../traces/view';
@@ -31,6 +31,7 @@ import {
   FLEET_MIN_INSTANCES,
   FLEET_ODD_FROM,
   FLEET_ODD_SHARE,
+  FLEET_WAIT_TRACES,
 } from './thresholds';
 import type { Diagnosis, DiagnosisText } from './types';
 
@@ -96,49 +97,103 @@ interface Tally {
 }
 
 const isTop = (path: string): boolean => !path.includes('.');
-const EARLIER = { all: 'the earlier instances carry', none: 'the earlier instances do not have' };
+const OTHERS = { all: 'the other instances carry', none: 'the other instances do not have' };
 
-/** What earlier traces' documents looked like, and the judgement of each new trace against it. */
-export class ShapeMemory {
+/** What the memory judges: a diagnosis, the JSON line of one, or a trace that could not be diagnosed. */
+export type Outcome = Diagnosis | DiagnosisText | { error: string };
+
+interface Waiting<R, T> {
+  result: R;
+  tag: T;
+  documents: readonly TraceDocument[];
+  /** A `none` of the rules with a document its trace could not judge: the memory may still change it. */
+  open: boolean;
+}
+
+/**
+ * The documents of the traces seen, and the judgement of each trace against the others. A trace the memory may
+ * change waits until every document it could not judge has FLEET_MIN_INSTANCES other instances, or `wait` traces
+ * came after it, or the input ends (end()): then it is judged against every other instance seen, before it and
+ * after. Outcomes come out in the order they went in, each with its tag.
+ */
+export class ShapeMemory<R extends Outcome, T = undefined> {
   private readonly tallies = new Map<string, Tally>();
+  private readonly queue: Waiting<R, T>[] = [];
 
-  /**
-   * `result` judged against the traces given before it, then its documents remembered. A `none` diagnosis whose
-   * unjudged document breaks the earlier instances' agreement becomes `schema` at that call; anything else is
-   * returned as it is.
-   */
-  judge<R extends Diagnosis | DiagnosisText | { error: string }>(result: R, documents: readonly TraceDocument[]): R {
-    if (documents.length === 0 || 'error' in result) return result;
+  /** `wait`: how many later traces a trace may wait for (0: judged at once, against the traces before it). */
+  constructor(private readonly wait: number = FLEET_WAIT_TRACES) {}
+
+  /** One trace's outcome and documents, in input order; returns the outcomes now final, in input order. */
+  add(result: R, documents: readonly TraceDocument[], tag: T): Array<{ result: R; tag: T }> {
+    this.queue.push({ result, tag, documents, open: this.take(result, documents) });
+    return this.release(false);
+  }
+
+  /** The input ended: every outcome still waiting, judged against all that was seen. */
+  end(): Array<{ result: R; tag: T }> {
+    return this.release(true);
+  }
+
+  /** Remember the trace's documents; whether the memory may still change its outcome. */
+  private take(result: R, documents: readonly TraceDocument[]): boolean {
+    if (documents.length === 0 || 'error' in result) return false;
     const text = 'line' in result ? (result as DiagnosisText) : undefined;
     const d = text === undefined ? (result as Diagnosis) : undefined;
     const faulty = text !== undefined ? text.faulty : d!.faultType !== 'none';
-    const diagnoser = d?.diagnoser;
-    if (faulty || (diagnoser !== undefined && diagnoser !== 'rule' && diagnoser !== 'hybrid')) {
-      this.remember(documents, faulty ? (text?.spanId ?? d?.spanId ?? undefined) : undefined);
-      return result;
+    if (faulty) {
+      this.remember(documents, text?.spanId ?? d?.spanId ?? undefined); // not the faulty call's: known bad
+      return false;
     }
     // Remembered whether it breaks or not: the memory cannot tell a rare fault from a key the model leaves out now
     // and then, and an omission it never remembered could not become optional (every later one would be named).
-    const breach = this.firstBreach(documents);
     this.remember(documents, undefined);
-    if (breach === undefined) return result;
-    if (d !== undefined) return upgrade(d, breach.doc, breach.evidence) as R;
-    // A line made on a worker (diagnosisLine's JSON of the diagnosis): read back, changed, made again.
-    const up = upgrade(JSON.parse(text!.line) as Diagnosis, breach.doc, breach.evidence);
-    return { ...text!, line: diagnosisLine(up), faulty: true, spanId: up.spanId } as R;
+    return (d === undefined || d.diagnoser === 'rule' || d.diagnoser === 'hybrid') && documents.some((x) => x.unjudged);
   }
 
-  /** The first of the trace's unjudged documents that breaks what the earlier instances agree on, in words. */
+  private release(ending: boolean): Array<{ result: R; tag: T }> {
+    const out: Array<{ result: R; tag: T }> = [];
+    while (this.queue.length > 0) {
+      const head = this.queue[0]!;
+      if (head.open && !ending && this.queue.length <= this.wait && !this.ready(head.documents)) break;
+      this.queue.shift();
+      out.push({ result: head.open ? this.judge(head.result, head.documents) : head.result, tag: head.tag });
+    }
+    return out;
+  }
+
+  /** Every unjudged document has enough other instances to be judged (or never will be: its keys are data). */
+  private ready(documents: readonly TraceDocument[]): boolean {
+    return documents.every((doc) => {
+      const t = this.tallies.get(doc.kind);
+      return !doc.unjudged || t === undefined || t.open || t.n - 1 >= FLEET_MIN_INSTANCES;
+    });
+  }
+
+  /** A `none` whose unjudged document breaks what the other instances agree on becomes `schema` at that call. */
+  private judge(result: R, documents: readonly TraceDocument[]): R {
+    const breach = this.firstBreach(documents);
+    if (breach === undefined) return result;
+    if (!('line' in result)) return upgrade(result as Diagnosis, breach.doc, breach.evidence) as R;
+    // A line made on a worker (diagnosisLine's JSON of the diagnosis): read back, changed, made again.
+    const text = result as DiagnosisText;
+    const up = upgrade(JSON.parse(text.line) as Diagnosis, breach.doc, breach.evidence);
+    return { ...text, line: diagnosisLine(up), faulty: true, spanId: up.spanId } as R;
+  }
+
+  /** The first of the trace's unjudged documents that breaks what the other instances agree on, in words. */
   private firstBreach(documents: readonly TraceDocument[]): { doc: TraceDocument; evidence: string } | undefined {
     for (const doc of documents) {
       if (!doc.unjudged) continue;
       const tally = this.tallies.get(doc.kind);
-      if (tally === undefined || tally.open || tally.n < FLEET_MIN_INSTANCES) continue;
-      const why = describeBreaks(breaks(doc, tally), EARLIER);
+      if (tally === undefined || tally.open) continue;
+      this.count(doc, tally, -1); // the others: not itself
+      const why = tally.n >= FLEET_MIN_INSTANCES ? describeBreaks(breaks(doc, tally), OTHERS) : undefined;
+      const n = tally.n;
+      this.count(doc, tally, 1);
       if (why !== undefined)
         return {
           doc,
-          evidence: `${doc.label} ${why} (${tally.n} instances in the traces before this one; no schema was recorded)`,
+          evidence: `${doc.label} ${why} (${n} instances in the other traces of the input; no schema was recorded)`,
         };
     }
     return undefined;
@@ -153,22 +208,32 @@ export class ShapeMemory {
         t = { n: 0, carried: new Map(), typed: new Map(), top: new Map(), open: false };
         this.tallies.set(doc.kind, t);
       }
-      t.n++;
-      if (t.open) continue;
-      for (const [path, type] of doc.entries) {
-        if (isTop(path)) t.top.set(path, (t.top.get(path) ?? 0) + 1);
-        if (type === 'null') continue;
-        t.carried.set(path, (t.carried.get(path) ?? 0) + 1);
-        let types = t.typed.get(path);
-        if (types === undefined) t.typed.set(path, (types = new Map()));
-        types.set(type, (types.get(type) ?? 0) + 1);
-      }
-      if (t.carried.size > FLEET_MAX_PATHS) {
-        t.open = true;
-        t.carried.clear();
-        t.typed.clear();
-        t.top.clear();
-      }
+      this.count(doc, t, 1);
+    }
+  }
+
+  /** Add (1) or take back (−1) one instance's counts. */
+  private count(doc: TraceDocument, t: Tally, by: 1 | -1): void {
+    t.n += by;
+    if (t.open) return;
+    const bump = (m: Map<string, number>, key: string): void => {
+      const c = (m.get(key) ?? 0) + by;
+      if (c > 0) m.set(key, c);
+      else m.delete(key);
+    };
+    for (const [path, type] of doc.entries) {
+      if (isTop(path)) bump(t.top, path);
+      if (type === 'null') continue;
+      bump(t.carried, path);
+      let types = t.typed.get(path);
+      if (types === undefined) t.typed.set(path, (types = new Map()));
+      bump(types, type);
+    }
+    if (t.carried.size > FLEET_MAX_PATHS) {
+      t.open = true;
+      t.carried.clear();
+      t.typed.clear();
+      t.top.clear();
     }
   }
 }

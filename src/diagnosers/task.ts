@@ -97,8 +97,10 @@ export async function* diagnoseFiles(
     onError: options.onError,
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
   });
-  const memory = new ShapeMemory();
-  for await (const r of run) if (r !== null) yield { result: memory.judge(r.result, r.documents) };
+  const memory = new ShapeMemory<Diagnosis | DiagnosisText | TraceFailure>();
+  for await (const r of run)
+    if (r !== null) for (const { result } of memory.add(r.result, r.documents, undefined)) yield { result };
+  for (const { result } of memory.end()) yield { result };
 }
 
 /** The trace's documents; none when reading them failed (the diagnosis stands without the judgement across traces). */

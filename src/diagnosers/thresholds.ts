@@ -122,4 +122,8 @@ export const FLEET_CONFIDENCE = 0.65;
  * a kind whose documents carry more distinct paths than this has keys that are data (names, ids), not a schema, and
  * is never judged. */
 export const FLEET_MAX_KINDS = 10_000;
+/** A trace whose document has too few other instances yet waits for at most this many later traces (their outputs
+ * wait behind it, in order): long enough for a workflow's next few runs in an export of several workflows, short
+ * enough that what waits is a few hundred small results, not a file. */
+export const FLEET_WAIT_TRACES = 256;
 export const FLEET_MAX_PATHS = 200;

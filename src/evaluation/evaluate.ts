@@ -4,7 +4,7 @@
  */
 import { groundTruth, type GroundTruth } from '../diagnosers/ground-truth';
 import { stripGroundTruth } from '../diagnosers/strip-ground-truth';
-import type { Diagnoser } from '../diagnosers/types';
+import type { Diagnoser, Diagnosis } from '../diagnosers/types';
 import { mapOrdered } from '../diagnosers/index';
 import { ShapeMemory, traceDocuments, type TraceDocument } from '../diagnosers/shape-memory';
 import type { TraceRecord } from '../traces/model';
@@ -86,15 +86,19 @@ export async function evaluate(
     }
     return { row: { truth, predictions }, documents };
   };
-  // Each diagnosis judged against the traces before it, as `faultline diagnose` does (diagnosers/shape-memory.ts).
-  const memories = new Map(diagnosers.map((d) => [d.name, new ShapeMemory()]));
+  // Each diagnosis judged against the other traces, as `faultline diagnose` does (diagnosers/shape-memory.ts).
+  const memories = new Map(diagnosers.map((d) => [d.name, new ShapeMemory<Diagnosis, EvalRow>()]));
+  const settle = (name: string, released: Array<{ result: Diagnosis; tag: EvalRow }>): void => {
+    for (const { result, tag } of released) tag.predictions[name] = result;
+  };
   for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, one)) {
     const { row, documents } = result;
     for (const [name, p] of Object.entries(row.predictions))
-      if (p !== undefined) row.predictions[name] = memories.get(name)!.judge(p, documents);
+      if (p !== undefined) settle(name, memories.get(name)!.add(p, documents, row));
     rows.push(row);
     options.onTrace?.(rows.length, row.truth);
   }
+  for (const [name, memory] of memories) settle(name, memory.end());
   return {
     ...summarize(
       rows,

@@ -106,8 +106,8 @@ export async function startOnlineDiagnosis(options: OnlineDiagnosisOptions): Pro
     log.error(`collect: could not write ${options.out}:`, err);
   });
   let queue = Promise.resolve();
-  // Traces are diagnosed one after another; each is judged against those before it (shape-memory.ts).
-  const memory = new ShapeMemory();
+  // Traces are diagnosed one after another, live: each is judged at once against those before it (shape-memory.ts).
+  const memory = new ShapeMemory<Diagnosis>(0);
   let closed: Promise<void> | undefined;
   const record = async (d: Diagnosis): Promise<void> => {
     stats.diagnosed++;
@@ -127,7 +127,9 @@ export async function startOnlineDiagnosis(options: OnlineDiagnosisOptions): Pro
       stats.waitingSpans += spans;
       queue = queue
         .then(() => diagnoseWithDocuments(diagnoser, trace))
-        .then(({ diagnosis, documents }) => record(memory.judge(diagnosis, documents)))
+        .then(async ({ diagnosis, documents }) => {
+          for (const o of memory.add(diagnosis, documents, undefined)) await record(o.result);
+        })
         .catch((err: unknown) => log.error(`collect: could not diagnose trace ${trace.traceId}:`, err))
         .finally(() => {
           stats.waitingSpans -= spans;

@@ -2,11 +2,11 @@
  * The shape a document has across the traces of one input (src/diagnosers/shape-memory.ts). From real producers
  * around the real openai client (fixtures/repeated-workflow.cjs: one support workflow run twelve times, no
  * response_format and, under instrumentation-openai, no tool definitions recorded): a handoff lacking a field, a
- * tool call with an undeclared argument or a value of another type is `schema` at its call once earlier runs agree,
- * through `faultline diagnose` on one thread and on workers alike; the first instance is not judged, and a fault among
- * the earlier ones does not hide a later one. On project-written traces: optional keys, keys that are data and null
- * are not breaches, three earlier instances are needed; a fault found in the trace stands; the memory is bounded.
- */
+ * tool call with an undeclared argument or a value of another type is `schema` at its call once other runs agree,
+ * through `faultline diagnose` on one thread and on workers alike; an early run waits for later ones and is judged
+ * against them, and one odd instance does not hide a later fault. On project-written traces: optional keys, keys that
+ * are data and null are not breaches, a key left out more than once becomes optional, three other instances are
+ * needed; a fault found in the trace stands; the memory is bounded. */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,14 +56,15 @@ function diagnose(files: string[], extra: string[] = []): { got: string[]; stdou
   return { got: lines.map((d) => `${d.faultType}@${d.step ?? '-'}`), stdout: r.stdout };
 }
 
-describe('a document its trace holds once, judged against the earlier runs of the workflow', () => {
+describe('a document its trace holds once, judged against the other runs of the workflow', () => {
   it('instrumentation-openai (content as log records): missing field, undeclared argument, retyped value', () => {
-    // Run 2's handoff lacks its field too: the first runs are not judged (one earlier instance is no agreement), and
-    // among five or more earlier instances that odd one does not hide run 7's.
+    // Run 2's handoff lacks its field too: it waits for later runs (one earlier instance is no agreement) and is
+    // judged against them; among five or more instances that odd one does not hide run 7's.
     const faults = '2:missing,7:missing,8:extra,10:retyped';
     const files = runWorkflow('genai', faults);
     const one = diagnose(files, ['--workers', '0']);
     const want = Array.from({ length: 12 }, () => 'none@-');
+    want[1] = 'schema@1';
     want[6] = 'schema@1';
     want[7] = 'schema@2';
     want[9] = 'schema@2';
@@ -72,9 +73,14 @@ describe('a document its trace holds once, judged against the earlier runs of th
       .split('\n')
       .filter((l) => l.includes('"schema"'))
       .map((l) => (JSON.parse(l) as Line).evidence[0]);
-    expect(evidence[0]).toMatch(/structured answer lacks queue, which the earlier instances carry \(6 instances/);
-    expect(evidence[1]).toMatch(/find_order\) carries note, which the earlier instances do not have/);
-    expect(evidence[2]).toMatch(/gives order_id \(str elsewhere, num here\)/);
+    expect(evidence[0]).toMatch(
+      /structured answer lacks queue, which the other instances carry \(3 instances in the other/,
+    );
+    expect(evidence[1]).toMatch(
+      /structured answer lacks queue, which the other instances carry \(6 instances in the other/,
+    );
+    expect(evidence[2]).toMatch(/find_order\) carries note, which the other instances do not have/);
+    expect(evidence[3]).toMatch(/gives order_id \(str elsewhere, num here\)/);
     // Worker threads judge in input order too: the same lines.
     expect(diagnose(files, ['--workers', '2']).stdout).toBe(one.stdout);
   }, 120_000);
@@ -153,7 +159,7 @@ const handoff = (i: number) => ({
   summary: `Ticket ${i}.`,
 });
 
-describe('what is not a breach of the earlier runs', () => {
+describe('what is and is not a breach of the other runs', () => {
   it('a key some runs set and others not is optional, whichever comes last', async () => {
     const docs = Array.from({ length: 10 }, (_, i) => ({ ...handoff(i), ...(i % 3 === 0 ? { note: 'vip' } : {}) }));
     docs.push(handoff(10)); // without the optional key
@@ -191,7 +197,7 @@ describe('what is not a breach of the earlier runs', () => {
     expect(got).toEqual([...docs.slice(0, 6).map(() => 'none@-'), 'schema@1']);
   });
 
-  it('three earlier instances are needed', async () => {
+  it('three other instances are needed, before or after', async () => {
     const { queue: _q, ...lacking } = handoff(3);
     expect(await judged([run(1, handoff(1)), run(2, handoff(2)), run(3, lacking)])).toEqual([
       'none@-',
@@ -202,6 +208,9 @@ describe('what is not a breach of the earlier runs', () => {
 });
 
 describe('ShapeMemory itself', () => {
+  // Judged at once (wait 0), against the traces before it: one outcome in, one out.
+  const judge = (m: ShapeMemory<Diagnosis>, d: Diagnosis, docs: ReturnType<typeof doc>[]): Diagnosis =>
+    m.add(d, docs, undefined)[0]!.result;
   const none = (traceId: string): Diagnosis => ({
     traceId,
     faultType: 'none',
@@ -229,30 +238,60 @@ describe('ShapeMemory itself', () => {
   ];
 
   it('a fault found in the trace stands, and its faulty call is not remembered', () => {
-    const m = new ShapeMemory();
-    for (let i = 0; i < 4; i++) m.judge(none(`t${i}`), [doc(usual)]);
+    const m = new ShapeMemory<Diagnosis>(0);
+    for (let i = 0; i < 4; i++) judge(m, none(`t${i}`), [doc(usual)]);
     const faulty: Diagnosis = { ...none('f'), faultType: 'error', spanId: 's1', step: 1, stepKind: 'llm' };
-    expect(m.judge(faulty, [doc([['customer_id', 'str']])])).toBe(faulty);
+    expect(judge(m, faulty, [doc([['customer_id', 'str']])])).toBe(faulty);
     // Not remembered: the agreement still holds for the next one.
-    expect(m.judge(none('n'), [doc([['customer_id', 'str']])]).faultType).toBe('schema');
+    expect(judge(m, none('n'), [doc([['customer_id', 'str']])]).faultType).toBe('schema');
   });
 
   it('the LLM diagnoser is not revisited', () => {
-    const m = new ShapeMemory();
-    for (let i = 0; i < 4; i++) m.judge(none(`t${i}`), [doc(usual)]);
+    const m = new ShapeMemory<Diagnosis>(0);
+    for (let i = 0; i < 4; i++) judge(m, none(`t${i}`), [doc(usual)]);
     const llm = { ...none('l'), diagnoser: 'llm' };
-    expect(m.judge(llm, [doc([['customer_id', 'str']])])).toBe(llm);
+    expect(judge(m, llm, [doc([['customer_id', 'str']])])).toBe(llm);
+  });
+
+  it('a trace waits for later ones at most `wait` traces, and the outcomes keep their order', () => {
+    const m = new ShapeMemory<Diagnosis, number>(2);
+    const lacking = doc([['customer_id', 'str']], 'early');
+    expect(m.add(none('t0'), [lacking], 0)).toEqual([]); // too few other instances yet: it waits
+    expect(m.add(none('t1'), [doc(usual)], 1)).toEqual([]); // behind it, in order
+    // The wait is over for t0: judged with what there is (two others: too few, left as it is); t1 and t2 wait on.
+    expect(m.add(none('t2'), [doc(usual)], 2).map((o) => [o.tag, o.result.faultType])).toEqual([[0, 'none']]);
+    expect(m.end().map((o) => [o.tag, o.result.faultType])).toEqual([
+      [1, 'none'],
+      [2, 'none'],
+    ]);
+    // With room to wait, the early one is judged once three others are there, before or after it.
+    const m2 = new ShapeMemory<Diagnosis, number>();
+    const out = [m2.add(none('t0'), [lacking], 0)];
+    for (let i = 1; i <= 3; i++) out.push(m2.add(none(`t${i}`), [doc(usual)], i));
+    out.push(m2.end());
+    expect(out.map((batch) => batch.map((o) => [o.tag, o.result.faultType]))).toEqual([
+      [],
+      [],
+      [],
+      [
+        [0, 'schema'],
+        [1, 'none'],
+        [2, 'none'],
+        [3, 'none'],
+      ],
+      [],
+    ]);
   });
 
   it('a kind with more key paths than FLEET_MAX_PATHS is data, never judged', () => {
-    const m = new ShapeMemory();
+    const m = new ShapeMemory<Diagnosis>(0);
     for (let i = 0; i < 5; i++)
-      m.judge(none(`t${i}`), [
+      judge(m, none(`t${i}`), [
         doc([
           ['queue', 'str'],
           ...Array.from({ length: FLEET_MAX_PATHS / 2 }, (_, j): [string, string] => [`k${i}_${j}`, 'num']),
         ]),
       ]);
-    expect(m.judge(none('n'), [doc([['other', 'str']])]).faultType).toBe('none');
+    expect(judge(m, none('n'), [doc([['other', 'str']])]).faultType).toBe('none');
   });
 });

@@ -146,9 +146,11 @@ export const command: Command = {
       item: import('../../traces/model').TraceRecord;
       result: Diagnosis | DiagnosisFailure;
     }> {
-      const memory = new ShapeMemory();
+      const memory = new ShapeMemory<Diagnosis | DiagnosisFailure, import('../../traces/model').TraceRecord>();
       for await (const { item, result } of mapOrdered(input.traces, concurrency, one))
-        yield { item, result: memory.judge(result.result, result.documents) };
+        for (const out of memory.add(result.result, result.documents, item))
+          yield { item: out.tag, result: out.result };
+      for (const out of memory.end()) yield { item: out.tag, result: out.result };
     }
     // The rule diagnoser is CPU-bound: trace files are read and diagnosed on worker threads (same results, same order).
     const workers = options.workers === undefined ? undefined : Number(options.workers);
