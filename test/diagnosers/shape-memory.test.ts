@@ -16,7 +16,8 @@ import { createDiagnoser, diagnoseEach } from '../../src/diagnosers/index';
 import { ShapeMemory } from '../../src/diagnosers/shape-memory';
 import { FLEET_MAX_PATHS } from '../../src/diagnosers/thresholds';
 import type { Diagnosis } from '../../src/diagnosers/types';
-import type { Attributes, SpanRecord, TraceRecord } from '../../src/traces/model';
+import type { TraceRecord } from '../../src/traces/model';
+import { TraceBuilder } from './support/builder';
 
 const ROOT = join(__dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'faultline.js');
@@ -98,52 +99,16 @@ describe('a document its trace holds once, judged against the other runs of the 
 
 // ------------------------------------------------------------------------------------------ project-written traces
 
-let seq = 0;
-function span(traceId: string, name: string, attributes: Attributes, parent?: string): SpanRecord {
-  seq++;
-  const start = 1_700_000_000_000 + seq * 1000;
-  return {
-    traceId,
-    spanId: seq.toString(16).padStart(16, '0'),
-    ...(parent ? { parentSpanId: parent } : {}),
-    name,
-    kind: 'INTERNAL',
-    start,
-    end: start + (parent ? 400 : 60_000),
-    attributes,
-    events: [],
-    links: [],
-    status: { code: 'UNSET' },
-    resource: {},
-    scope: { name: 'project-written' },
-  };
-}
+const builder = new TraceBuilder();
 
-/** A trace of one agent answering one structured document, no schema recorded. */
+/** A trace (the real OTel SDK) of one agent answering one structured document, no schema recorded. */
 function run(i: number, doc: unknown): TraceRecord {
-  const traceId = i.toString(16).padStart(32, '0');
-  const agent = span(traceId, 'invoke_agent triage', {
-    'gen_ai.operation.name': 'invoke_agent',
-    'gen_ai.agent.name': 'triage',
-  });
-  const call = span(
-    traceId,
-    'chat gpt-4o-mini',
-    {
-      'gen_ai.operation.name': 'chat',
-      'gen_ai.provider.name': 'openai',
-      'gen_ai.request.model': 'gpt-4o-mini',
-      'gen_ai.input.messages': JSON.stringify([
-        { role: 'system', parts: [{ type: 'text', content: 'Route the ticket.' }] },
-        { role: 'user', parts: [{ type: 'text', content: `Ticket ${i}` }] },
-      ]),
-      'gen_ai.output.messages': JSON.stringify([
-        { role: 'assistant', parts: [{ type: 'text', content: JSON.stringify(doc) }], finish_reason: 'stop' },
-      ]),
-    },
-    agent.spanId,
+  const text = JSON.stringify(doc);
+  return builder.trace((t) =>
+    t.agent('triage', (a) => {
+      a.chat({ input: `Ticket ${i}`, text, outputTokens: Math.ceil(text.length / 4), foreign: true });
+    }),
   );
-  return { traceId, spans: [agent, call] };
 }
 
 async function judged(traces: TraceRecord[]): Promise<string[]> {
