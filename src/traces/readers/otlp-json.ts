@@ -101,14 +101,15 @@ function otlpSpan(span: unknown, resource: Attributes, scope: ScopeInfo): SpanRe
 const NO_STATUS: Record<string, unknown> = {};
 
 /**
- * `span` holding the same id strings as `prev`, the span read before it, where they are equal: a trace's spans come
- * in runs and siblings share a parent, and every span keeps its ids for as long as its trace is open (the idle
- * window), so one string instead of one per span is less for every garbage collection to copy. (A child often
- * comes right after its parent, and siblings share a parent.)
+ * `span` holding the same strings as `prev`, the span read before it, where they are equal: its trace id and name,
+ * and its parent id (a child often comes right after its parent, and siblings share a parent). A trace's spans come
+ * in runs, and every span keeps these for as long as its trace is open (the idle window): one string instead of one
+ * per span is less for every garbage collection to copy.
  */
-function shareIds(span: SpanRecord, prev: SpanRecord | undefined): SpanRecord {
+function shareStrings(span: SpanRecord, prev: SpanRecord | undefined): SpanRecord {
   if (prev === undefined) return span;
   if (span.traceId === prev.traceId) span.traceId = prev.traceId;
+  if (span.name === prev.name) span.name = prev.name;
   const parent = span.parentSpanId;
   if (parent === undefined) return span;
   if (parent === prev.parentSpanId) span.parentSpanId = prev.parentSpanId;
@@ -190,7 +191,7 @@ export function appendOtlpSpans(doc: Record<string, unknown>, out: SpanRecord[],
         const spans = listOf(ss.spans, `${rsPath}.${ssKey}[${j}].spans`);
         for (let k = 0; k < spans.length; k++) {
           try {
-            out.push(shareIds(otlpSpan(spans[k], resource, scope), out[out.length - 1]));
+            out.push(shareStrings(otlpSpan(spans[k], resource, scope), out[out.length - 1]));
           } catch (err) {
             throw under(`${rsPath}.${ssKey}[${j}].spans[${k}]`, err);
           }
