@@ -396,6 +396,8 @@ function copiesOf(text: string): number {
     for (const sep of ['', ' ', '\n', '\n\n']) {
       const unit = (t.length - sep.length * (k - 1)) / k;
       if (!Number.isInteger(unit) || unit < DOUBLED_MIN_CHARS) continue;
+      // A second copy starts with the first one's first character: most answers fail here, before any slice.
+      if (t.charCodeAt(unit + sep.length) !== t.charCodeAt(0)) continue;
       // Compared in place (no joined copy built): each further copy is the separator, then the first passage.
       const passage = t.slice(0, unit);
       let same = true;
@@ -639,6 +641,23 @@ function llmSignals(call: LlmCall, view: TraceView, delay: Signal | undefined): 
 }
 
 /**
+ * `list` sorted ascending, in place. A trace's few latencies are sorted by insertion: Array.prototype.sort sets up
+ * its merge state on every call, whatever the length, and this runs several times per trace. Finite numbers have
+ * one ascending order (equal ones are indistinguishable), so the result is the builtin's; anything else (NaN, an
+ * infinity) and long lists go to the builtin.
+ */
+function sortAscending(list: number[]): number[] {
+  if (list.length > 16 || !list.every(Number.isFinite)) return list.sort((a, b) => a - b);
+  for (let i = 1; i < list.length; i++) {
+    const x = list[i]!;
+    let j = i - 1;
+    for (; j >= 0 && list[j]! > x; j--) list[j + 1] = list[j]!;
+    list[j + 1] = x;
+  }
+  return list;
+}
+
+/**
  * Latency against the trace's own distribution, per model. LLM latency grows with the output and varies several-fold
  * naturally, so each call's cost (its duration per output token plus a first-token overhead, or its duration when
  * usage is unknown) is compared with the other calls of the same model (of the trace when the model has too few): a
@@ -657,13 +676,22 @@ function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio:
   const withTokens = ok.every((c) => tokens(c) !== undefined);
   const cost = (c: LlmCall): number => (withTokens ? durationMs(c.span) / (tokens(c)! + K) : durationMs(c.span));
   const model = (c: LlmCall): string => c.responseModel ?? c.requestModel ?? '';
-  const all = ok.map(cost).sort((a, b) => a - b);
+  const costs = ok.map(cost);
+  const all = sortAscending(costs.slice());
   const byModel = new Map<string, number[]>();
-  for (const c of ok) byModel.set(model(c), [...(byModel.get(model(c)) ?? []), cost(c)]);
-  for (const list of byModel.values()) list.sort((a, b) => a - b);
-  for (const c of ok) {
+  for (let i = 0; i < ok.length; i++) {
+    const key = model(ok[i]!);
+    const list = byModel.get(key);
+    if (list === undefined) byModel.set(key, [costs[i]!]);
+    else list.push(costs[i]!);
+  }
+  // One model (the usual trace): its list is `all`, in the same order, so sorted it is `all` too.
+  if (byModel.size === 1) byModel.set(model(ok[0]!), all);
+  else for (const list of byModel.values()) sortAscending(list);
+  for (let i = 0; i < ok.length; i++) {
+    const c = ok[i]!;
     const d = durationMs(c.span);
-    const x = cost(c);
+    const x = costs[i]!;
     const own = byModel.get(model(c))!;
     const pool = own.length >= LATENCY_MIN_CALLS ? own : all;
     const m = medianWithout(pool, x);
@@ -672,10 +700,9 @@ function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio:
     const base = Math.max(expected, 1);
     if (d < expected + opts.delayExtraMs || d < opts.delayRatio * base) continue;
     const self = pool.indexOf(x);
-    const deviations = pool
-      .filter((_, i) => i !== self)
-      .map((y) => Math.abs(y - m))
-      .sort((a, b) => a - b);
+    const deviations: number[] = [];
+    for (let j = 0; j < pool.length; j++) if (j !== self) deviations.push(Math.abs(pool[j]! - m));
+    sortAscending(deviations);
     const mad = Math.max(deviations[deviations.length >> 1] ?? 0, LATENCY_MAD_FLOOR * m);
     const z = mad > 0 ? (MAD_Z_SCALE * (x - m)) / mad : Infinity;
     const extreme = z >= OUTLIER_Z && d >= DELAY_FAULT_RATIO * base;
@@ -694,8 +721,10 @@ function delaySignals(view: TraceView, opts: { delayExtraMs: number; delayRatio:
   return out;
 }
 
-function findingSignals(findings: readonly Finding[] | undefined): Signal[] {
-  if (!findings) return [];
+/** No signals: read only (a span without findings shares it). */
+const NO_SIGNALS: readonly Signal[] = [];
+
+function findingSignals(findings: readonly Finding[]): Signal[] {
   return findings
     .filter((f): f is Finding & { faultType: Exclude<FaultType, 'none'> } => f.faultType !== 'none')
     .map((f) => ({
@@ -739,19 +768,23 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
   const stepBySpan = new Map<string, Step>();
   for (const s of view.steps) stepBySpan.set(s.span.spanId, s);
   const carried = view.detectionChildren;
-  const childIds = new Set<string>();
-  if (carried.size > 0) for (const list of carried.values()) for (const c of list) childIds.add(c.spanId);
+  let childIds: Set<string> | undefined; // most traces have no detection children
+  if (carried.size > 0) {
+    childIds = new Set();
+    for (const list of carried.values()) for (const c of list) childIds.add(c.spanId);
+  }
   const out: SpanVerdict[] = [];
   for (const span of trace.spans) {
-    if (childIds.has(span.spanId)) continue;
+    if (childIds?.has(span.spanId) === true) continue;
     const step = stepBySpan.get(span.spanId) ?? null;
-    const signals: Signal[] = [];
+    let signals: Signal[];
     if (step?.kind === 'llm') {
-      signals.push(...llmSignals(step, view, delays.get(step)));
+      signals = llmSignals(step, view, delays.get(step)); // a list of its own, made for this span
     } else if (step?.kind === 'message') {
       // Message faults are judged per message, from all its ends and the trace's baselines (messages.ts).
-      signals.push(...messageSignals(step, { view }));
+      signals = messageSignals(step, { view });
     } else {
+      signals = [];
       const f = view.failureOf(span);
       // The application's record of its own cancel of a call below it is no fault (gave-up.ts).
       const failure = f !== undefined && isCancel(f) && abortedBelow(span, view) ? undefined : failureSignal(f, span);
@@ -761,8 +794,9 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
     const children = carried.get(span.spanId);
     if (span.events.length > 0) detectionSignals(span, signals);
     if (children !== undefined) for (const c of children) detectionSignals(c, signals);
-    let findings = findingSignals(offline?.get(span.spanId));
-    if (step?.kind === 'llm') {
+    const found = offline?.get(span.spanId);
+    let findings = found === undefined ? NO_SIGNALS : findingSignals(found);
+    if (step?.kind === 'llm' && findings.length > 0) {
       if ((step.toolCallCount ?? step.toolCalls.length) > 0) {
         // A response that carried tool calls is not empty by definition, whatever a text-length heuristic says.
         findings = findings.filter((f) => f.faultType !== 'empty');
@@ -772,7 +806,7 @@ export function spanVerdicts(trace: TraceRecord, options: RuleDiagnoserOptions =
         findings = findings.filter((f) => f.faultType !== 'empty' && f.faultType !== 'truncate');
       }
     }
-    signals.push(...findings);
+    if (findings.length > 0) signals.push(...findings);
     if (step?.kind === 'llm') yieldRejection(signals);
     if (step !== null) yieldToGarbling(signals);
     if (step?.kind === 'llm' && atOwnLimit(step) && ownLimit(step, view)) {

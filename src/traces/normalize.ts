@@ -217,6 +217,36 @@ export function anyValueToAttr(v: unknown, path: string): AttrValue | undefined 
   return plainToAttr(anyValuePlain(v, path));
 }
 
+/**
+ * What anyValueToAttr makes of an AnyValue holding only an `intValue` of up to 15 digits (a decimal string, exact in
+ * a double, or a finite number) or only a number `doubleValue`; undefined for anything else, which it reads.
+ */
+function plainNumber(v: unknown): number | string | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || 'stringValue' in v) return undefined;
+  const o = v as { intValue?: unknown; boolValue?: unknown; doubleValue?: unknown };
+  if ('intValue' in o) {
+    const i = o.intValue;
+    if (typeof i === 'number') return Number.isFinite(i) ? i : undefined;
+    return typeof i === 'string' ? shortDecimal(i) : undefined;
+  }
+  if ('boolValue' in o || typeof o.doubleValue !== 'number') return undefined;
+  return Number.isFinite(o.doubleValue) ? o.doubleValue : String(o.doubleValue);
+}
+
+/** A decimal integer of 1 to 15 digits (optionally negative), no spaces: its value; else undefined. */
+function shortDecimal(s: string): number | undefined {
+  const neg = s.charCodeAt(0) === 45; // -
+  const from = neg ? 1 : 0;
+  if (s.length === from || s.length - from > 15) return undefined;
+  let n = 0;
+  for (let i = from; i < s.length; i++) {
+    const d = s.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return undefined;
+    n = n * 10 + d;
+  }
+  return neg ? -n : n;
+}
+
 /** OTLP `[{key, value: AnyValue}]` → attributes. Later duplicates win, as in the SDK. */
 export function keyValuesToAttrs(list: unknown, path: string): Attributes {
   const out: Attributes = {};
@@ -228,10 +258,11 @@ export function keyValuesToAttrs(list: unknown, path: string): Attributes {
       throw new TraceDataError(`${path}[${i}]`, `expected {key, value}, got ${describe(kv)}`);
     }
     const v = kv.value as { stringValue?: unknown } | null | undefined;
-    // Most attributes are strings: read them without building the value's path.
+    // Most attributes are strings, and most others a token count or a parameter: read those without building the
+    // value's path (anyValueToAttr gives the same for them).
     let value: AttrValue | undefined;
     if (typeof v === 'object' && v !== null && typeof v.stringValue === 'string') value = v.stringValue;
-    else {
+    else if ((value = plainNumber(v)) === undefined) {
       try {
         value = anyValueToAttr(v, '');
       } catch (err) {

@@ -75,30 +75,62 @@ function otlpSpan(span: unknown, resource: Attributes, scope: ScopeInfo): SpanRe
   if (traceId === undefined) throw new TraceDataError('.traceId', 'missing');
   if (spanId === undefined) throw new TraceDataError('.spanId', 'missing');
   const status = isRecord(span.status) ? span.status : NO_STATUS;
-  const rec: SpanRecord = {
-    traceId,
-    spanId,
-    name: typeof span.name === 'string' ? span.name : '',
-    kind: normKind(span.kind),
-    start: nanosToMs(span.startTimeUnixNano, '.startTimeUnixNano'),
-    end: nanosToMs(span.endTimeUnixNano, '.endTimeUnixNano'),
-    attributes: keyValuesToAttrs(span.attributes, '.attributes'),
-    events: eventsOf(span.events),
-    links: linksOf(span.links),
-    status: { code: normStatusCode(status.code) },
-    resource,
-    scope,
-  };
-  const parent = span.parentSpanId;
-  if (parent !== undefined && parent !== '') {
-    const p = normParentId(parent, '.parentSpanId');
-    if (p !== undefined) rec.parentSpanId = p;
-  }
+  // Read in the record's field order, so that of several bad values the first is reported.
+  const name = typeof span.name === 'string' ? span.name : '';
+  const kind = normKind(span.kind);
+  const start = nanosToMs(span.startTimeUnixNano, '.startTimeUnixNano');
+  const end = nanosToMs(span.endTimeUnixNano, '.endTimeUnixNano');
+  const attributes = keyValuesToAttrs(span.attributes, '.attributes');
+  const events = eventsOf(span.events);
+  const links = linksOf(span.links);
+  const code = normStatusCode(status.code);
+  const parentSpanId = parentOf(span.parentSpanId);
+  // The parent id is the last field when there is one. Made in one literal, a span with a parent (most spans) is
+  // one object; a field added after it would give it a second store for its fields, held as long as the span.
+  const rec: SpanRecord =
+    parentSpanId === undefined
+      ? { traceId, spanId, name, kind, start, end, attributes, events, links, status: { code }, resource, scope }
+      : {
+          traceId,
+          spanId,
+          name,
+          kind,
+          start,
+          end,
+          attributes,
+          events,
+          links,
+          status: { code },
+          resource,
+          scope,
+          parentSpanId,
+        };
   if (typeof status.message === 'string' && status.message !== '') rec.status.message = status.message;
   return rec;
 }
 
+function parentOf(v: unknown): string | undefined {
+  return v !== undefined && v !== '' ? normParentId(v, '.parentSpanId') : undefined;
+}
+
 const NO_STATUS: Record<string, unknown> = {};
+
+/**
+ * `span` holding the same strings as `prev`, the span read before it, where they are equal: its trace id and name,
+ * and its parent id (a child often comes right after its parent, and siblings share a parent). A trace's spans come
+ * in runs, and every span keeps these for as long as its trace is open (the idle window): one string instead of one
+ * per span is less for every garbage collection to copy.
+ */
+function shareStrings(span: SpanRecord, prev: SpanRecord | undefined): SpanRecord {
+  if (prev === undefined) return span;
+  if (span.traceId === prev.traceId) span.traceId = prev.traceId;
+  if (span.name === prev.name) span.name = prev.name;
+  const parent = span.parentSpanId;
+  if (parent === undefined) return span;
+  if (parent === prev.parentSpanId) span.parentSpanId = prev.parentSpanId;
+  else if (parent === prev.spanId) span.parentSpanId = prev.spanId;
+  return span;
+}
 
 function eventsOf(v: unknown): SpanRecord['events'] {
   const list = listOf(v, '.events');
@@ -174,7 +206,7 @@ export function appendOtlpSpans(doc: Record<string, unknown>, out: SpanRecord[],
         const spans = listOf(ss.spans, `${rsPath}.${ssKey}[${j}].spans`);
         for (let k = 0; k < spans.length; k++) {
           try {
-            out.push(otlpSpan(spans[k], resource, scope));
+            out.push(shareStrings(otlpSpan(spans[k], resource, scope), out[out.length - 1]));
           } catch (err) {
             throw under(`${rsPath}.${ssKey}[${j}].spans[${k}]`, err);
           }

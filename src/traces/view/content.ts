@@ -100,7 +100,9 @@ export function toMessage(raw: unknown, defaultRole = 'user'): GenAiMessage | un
   const role = typeof m.role === 'string' ? m.role : defaultRole;
   let parts: GenAiPart[];
   if (Array.isArray(m.parts)) {
-    parts = m.parts.filter((p): p is GenAiPart => isObj(p) && typeof p.type === 'string').map(normalisePart);
+    // One pass, one list: this runs for every message of every call.
+    parts = [];
+    for (const p of m.parts) if (isObj(p) && typeof p.type === 'string') parts.push(normalisePart(p as GenAiPart));
   } else {
     parts = [...contentParts(m.content), ...openAiToolCalls(m.tool_calls)];
     if (isObj(m.function_call) && typeof m.function_call.name === 'string') {
@@ -129,26 +131,33 @@ function normalisePart(p: GenAiPart): GenAiPart {
   };
 }
 
-/** `list.flat()` (one level, holes skipped), without the generic builtin's cost on every call's messages. */
-function flatOnce(list: unknown[]): unknown[] {
-  const out: unknown[] = [];
-  for (let i = 0; i < list.length; i++) {
-    if (!(i in list)) continue;
-    const x = list[i];
-    if (!Array.isArray(x)) out.push(x);
-    else for (let j = 0; j < x.length; j++) if (j in x) out.push(x[j]);
-  }
-  return out;
+function pushMessage(out: GenAiMessage[], raw: unknown, defaultRole: string): void {
+  const m = toMessage(raw, defaultRole);
+  if (m !== undefined) out.push(m);
 }
 
-/** A messages attribute: a JSON array (or object) string, an array of JSON strings, or already-parsed data. */
+/**
+ * A messages attribute: a JSON array (or object) string, an array of JSON strings, or already-parsed data. A list
+ * is read one level flat (`list.flat()`, holes skipped) straight into the messages: no list in between, as this
+ * runs for every call's input and output.
+ */
 export function messagesValue(v: unknown, defaultRole = 'user'): GenAiMessage[] | undefined {
   if (v === undefined || v === null || v === '') return undefined;
   const parsed = Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? (parseJson(x) ?? x) : x)) : parseJson(v);
   if (parsed === undefined)
     return typeof v === 'string' ? [{ role: defaultRole, parts: [{ type: 'text', content: v }] }] : undefined;
-  const list = Array.isArray(parsed) ? flatOnce(parsed) : [parsed];
-  return list.map((m) => toMessage(m, defaultRole)).filter((m): m is GenAiMessage => m !== undefined);
+  const out: GenAiMessage[] = [];
+  if (!Array.isArray(parsed)) {
+    pushMessage(out, parsed, defaultRole);
+    return out;
+  }
+  for (let i = 0; i < parsed.length; i++) {
+    if (!(i in parsed)) continue;
+    const x: unknown = parsed[i];
+    if (!Array.isArray(x)) pushMessage(out, x, defaultRole);
+    else for (let j = 0; j < x.length; j++) if (j in x) pushMessage(out, x[j], defaultRole);
+  }
+  return out;
 }
 
 /** Every indexed family of an attribute set (`prefix.N.*` → prefix → indices), found in one pass over its keys. */

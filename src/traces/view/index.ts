@@ -39,6 +39,7 @@ export { edgeKey, guardEvents, isMessageSpan, joinMessages, messageObservation, 
 export { DETECTION_CHILD, agentOfSpan, isLlmCallSpan, llmOperation, toolOfSpan } from './recognize';
 
 const views = new WeakMap<TraceRecord, TraceView>();
+const NO_CHILDREN: ReadonlyMap<string, SpanRecord[]> = new Map();
 
 /** The reading of a trace, built once per TraceRecord object (spans must already be in start order). */
 export function viewTrace(trace: TraceRecord): TraceView {
@@ -56,10 +57,12 @@ function build(trace: TraceRecord): TraceView {
   const parentOf = (s: SpanRecord): SpanRecord | undefined =>
     s.parentSpanId !== undefined ? byId.get(s.parentSpanId) : undefined;
 
-  // Online detection recorded after the exchange span ended rides on a zero-length child: credit its parent.
-  const detectionChildren = new Map<string, SpanRecord[]>();
+  // Online detection recorded after the exchange span ended rides on a zero-length child: credit its parent. (Most
+  // traces have none: they share one empty map, which is only read.)
+  let detectionChildren: Map<string, SpanRecord[]> | undefined;
   for (const s of trace.spans) {
     if (s.name !== DETECTION_CHILD || s.parentSpanId === undefined || !byId.has(s.parentSpanId)) continue;
+    detectionChildren ??= new Map();
     const list = detectionChildren.get(s.parentSpanId) ?? [];
     list.push(s);
     detectionChildren.set(s.parentSpanId, list);
@@ -72,10 +75,11 @@ function build(trace: TraceRecord): TraceView {
     const op = llmOperation(s);
     if (op !== undefined) ops.set(s.spanId, op);
   }
-  const wrappers = new Set<string>();
+  let wrappers: Set<string> | undefined; // made for the first wrapper found (most traces have none)
   for (const id of ops.keys()) {
     let p = parentOf(byId.get(id)!);
-    for (let depth = 0; p && depth < 64; depth++, p = parentOf(p)) if (ops.has(p.spanId)) wrappers.add(p.spanId);
+    for (let depth = 0; p && depth < 64; depth++, p = parentOf(p))
+      if (ops.has(p.spanId)) (wrappers ??= new Set()).add(p.spanId);
   }
 
   const agentCache = new Map<string, AgentSpan | null>();
@@ -84,7 +88,7 @@ function build(trace: TraceRecord): TraceView {
   for (const s of trace.spans) {
     const a = agentOfSpan(s);
     if (a) {
-      const rec: AgentSpan = { span: s, ...a };
+      const rec: AgentSpan = { span: s, name: a.name, kind: a.kind };
       agentSpans.push(rec);
       agentById.set(s.spanId, rec);
     }
@@ -122,7 +126,7 @@ function build(trace: TraceRecord): TraceView {
   const llmById = new Map<string, LlmCall>();
   for (const s of trace.spans) {
     const op = ops.get(s.spanId);
-    if (op !== undefined && !wrappers.has(s.spanId)) {
+    if (op !== undefined && wrappers?.has(s.spanId) !== true) {
       const call = readLlmCall(s, op, llm.length + 1);
       const agent = agentOf(s);
       if (agent) call.agent = agent;
@@ -186,7 +190,7 @@ function build(trace: TraceRecord): TraceView {
     tools,
     agents: agentSpans,
     steps,
-    detectionChildren,
+    detectionChildren: detectionChildren ?? NO_CHILDREN,
     llmOf: (spanId) => llmById.get(spanId),
     exchangeOf: (spanId) => exchangeBySpan.get(spanId),
     agentOf,

@@ -53,67 +53,95 @@ function strings(v: AttrValue | undefined): string[] | undefined {
   return v === undefined ? undefined : list(v);
 }
 
+/** faultline's own facts: which attribute each is read from, and how. */
+const FACT_READERS: readonly (readonly [keyof FaultlineFacts, (a: Attributes) => unknown])[] = [
+  ['outputChars', (a) => num(a, 'faultline.response.output_chars')],
+  ['toolCallCount', (a) => num(a, 'faultline.response.tool_call_count')],
+  ['contentHash', (a) => str(a, 'faultline.response.content_hash')],
+  ['bodyBytes', (a) => num(a, 'faultline.response.body_bytes')],
+  ['contentType', (a) => str(a, 'faultline.response.content_type')],
+  ['created', (a) => num(a, 'faultline.response.created')],
+  ['chunks', (a) => num(a, 'faultline.response.chunk_count')],
+  ['done', (a) => bool(a, 'faultline.response.done')],
+  ['aborted', (a) => bool(a, 'faultline.response.aborted')],
+  ['malformedEvents', (a) => num(a, 'faultline.response.malformed_events')],
+  ['retryCount', (a) => num(a, 'faultline.request.retry_count')],
+  ['messageCount', (a) => num(a, 'faultline.request.message_count')],
+  ['argumentsParse', (a) => strings(a['faultline.tool_call.arguments_parse'])],
+  ['toolSchema', (a) => strings(a['faultline.tool_call.schema'])],
+  ['toolSchemaIssue', (a) => strings(a['faultline.tool_call.schema_issue'])],
+  ['garbled', (a) => strings(a['faultline.response.garbled'])],
+  ['blank', (a) => bool(a, 'faultline.response.blank')],
+  ['responseSchema', (a) => str(a, 'faultline.response.schema')],
+  ['responseSchemaIssue', (a) => str(a, 'faultline.response.schema_issue')],
+];
+
+/** Every attribute FACT_READERS reads starts so. */
+const FACTS_PREFIX = 'faultline.';
+
+/**
+ * The facts present, or undefined. Most producers' spans have none: one pass over the span's keys for the prefix
+ * costs less than asking for each of the facts, and the object is made only for a span that has one.
+ */
 function faultlineFacts(a: Attributes): FaultlineFacts | undefined {
-  const f: FaultlineFacts = {};
-  const set = <K extends keyof FaultlineFacts>(k: K, v: FaultlineFacts[K] | undefined): void => {
-    if (v !== undefined) f[k] = v;
-  };
-  set('outputChars', num(a, 'faultline.response.output_chars'));
-  set('toolCallCount', num(a, 'faultline.response.tool_call_count'));
-  set('contentHash', str(a, 'faultline.response.content_hash'));
-  set('bodyBytes', num(a, 'faultline.response.body_bytes'));
-  set('contentType', str(a, 'faultline.response.content_type'));
-  set('created', num(a, 'faultline.response.created'));
-  set('chunks', num(a, 'faultline.response.chunk_count'));
-  set('done', bool(a, 'faultline.response.done'));
-  set('aborted', bool(a, 'faultline.response.aborted'));
-  set('malformedEvents', num(a, 'faultline.response.malformed_events'));
-  set('retryCount', num(a, 'faultline.request.retry_count'));
-  set('messageCount', num(a, 'faultline.request.message_count'));
-  set('argumentsParse', strings(a['faultline.tool_call.arguments_parse']));
-  set('toolSchema', strings(a['faultline.tool_call.schema']));
-  set('toolSchemaIssue', strings(a['faultline.tool_call.schema_issue']));
-  set('garbled', strings(a['faultline.response.garbled']));
-  set('blank', bool(a, 'faultline.response.blank'));
-  set('responseSchema', str(a, 'faultline.response.schema'));
-  set('responseSchemaIssue', str(a, 'faultline.response.schema_issue'));
-  return Object.keys(f).length > 0 ? f : undefined;
+  let any = false;
+  for (const k in a) {
+    if (k.startsWith(FACTS_PREFIX)) {
+      any = true;
+      break;
+    }
+  }
+  if (!any) return undefined;
+  let f: Record<string, unknown> | undefined;
+  for (const [key, read] of FACT_READERS) {
+    const v = read(a);
+    if (v !== undefined) (f ??= {})[key] = v;
+  }
+  return f as FaultlineFacts | undefined;
+}
+
+/** Each usage count under its names, latest GenAI semconv first. */
+const INPUT_TOKENS = [
+  'gen_ai.usage.input_tokens',
+  'gen_ai.usage.prompt_tokens',
+  'llm.usage.prompt_tokens',
+  'llm.token_count.prompt',
+];
+const OUTPUT_TOKENS = [
+  'gen_ai.usage.output_tokens',
+  'gen_ai.usage.completion_tokens',
+  'llm.usage.completion_tokens',
+  'llm.token_count.completion',
+];
+const CACHE_READ_TOKENS = [
+  'gen_ai.usage.cache_read.input_tokens',
+  'gen_ai.usage.cache_read_input_tokens',
+  'llm.token_count.prompt_details.cache_read',
+];
+const REASONING_TOKENS = [
+  'gen_ai.usage.reasoning.output_tokens',
+  'gen_ai.usage.reasoning_tokens',
+  'llm.token_count.completion_details.reasoning',
+];
+
+/** The first of `keys` that holds a finite number. */
+function firstNum(a: Attributes, keys: readonly string[]): number | undefined {
+  for (const k of keys) {
+    const v = num(a, k);
+    if (v !== undefined) return v;
+  }
+  return undefined;
 }
 
 function usageOf(a: Attributes, oiOutput: Record<string, unknown> | undefined): UsageSummary {
   const u: UsageSummary = {};
-  const first = (...keys: string[]): number | undefined => {
-    for (const k of keys) {
-      const v = num(a, k);
-      if (v !== undefined) return v;
-    }
-    return undefined;
-  };
   const usage = oiOutput && isObj(oiOutput.usage) ? oiOutput.usage : undefined;
   const input =
-    first(
-      'gen_ai.usage.input_tokens',
-      'gen_ai.usage.prompt_tokens',
-      'llm.usage.prompt_tokens',
-      'llm.token_count.prompt',
-    ) ?? (typeof usage?.prompt_tokens === 'number' ? usage.prompt_tokens : undefined);
+    firstNum(a, INPUT_TOKENS) ?? (typeof usage?.prompt_tokens === 'number' ? usage.prompt_tokens : undefined);
   const output =
-    first(
-      'gen_ai.usage.output_tokens',
-      'gen_ai.usage.completion_tokens',
-      'llm.usage.completion_tokens',
-      'llm.token_count.completion',
-    ) ?? (typeof usage?.completion_tokens === 'number' ? usage.completion_tokens : undefined);
-  const cache = first(
-    'gen_ai.usage.cache_read.input_tokens',
-    'gen_ai.usage.cache_read_input_tokens',
-    'llm.token_count.prompt_details.cache_read',
-  );
-  const reasoning = first(
-    'gen_ai.usage.reasoning.output_tokens',
-    'gen_ai.usage.reasoning_tokens',
-    'llm.token_count.completion_details.reasoning',
-  );
+    firstNum(a, OUTPUT_TOKENS) ?? (typeof usage?.completion_tokens === 'number' ? usage.completion_tokens : undefined);
+  const cache = firstNum(a, CACHE_READ_TOKENS);
+  const reasoning = firstNum(a, REASONING_TOKENS);
   if (input !== undefined) u.inputTokens = input;
   if (output !== undefined) u.outputTokens = output;
   if (cache !== undefined) u.cacheReadInputTokens = cache;

@@ -52,19 +52,20 @@ export function isLlmCallSpan(span: SpanRecord): boolean {
   return llmOperation(span) !== undefined;
 }
 
+/** A GenAI agent or workflow span's name: its attribute, else the span name after the operation's prefix. */
+function agentName(span: SpanRecord, fallbackPrefix: string): string {
+  const a = span.attributes;
+  const n = a['gen_ai.agent.name'] ?? a['gen_ai.workflow.name'] ?? a['traceloop.entity.name'] ?? a['agent.name'];
+  if (typeof n === 'string' && n !== '') return n;
+  return span.name.startsWith(fallbackPrefix) ? span.name.slice(fallbackPrefix.length).trim() || span.name : span.name;
+}
+
 /** An agent, workflow or task span and its name, or undefined. */
 export function agentOfSpan(span: SpanRecord): { name: string; kind: 'agent' | 'workflow' | 'task' } | undefined {
   const a = span.attributes;
   const op = a[ATTR_GEN_AI_OPERATION_NAME];
-  const named = (fallbackPrefix: string): string => {
-    const n = a['gen_ai.agent.name'] ?? a['gen_ai.workflow.name'] ?? a['traceloop.entity.name'] ?? a['agent.name'];
-    if (typeof n === 'string' && n !== '') return n;
-    return span.name.startsWith(fallbackPrefix)
-      ? span.name.slice(fallbackPrefix.length).trim() || span.name
-      : span.name;
-  };
-  if (op === 'invoke_agent' || op === 'create_agent') return { name: named(`${op} `), kind: 'agent' };
-  if (op === 'invoke_workflow') return { name: named('invoke_workflow '), kind: 'workflow' };
+  if (op === 'invoke_agent' || op === 'create_agent') return { name: agentName(span, `${op} `), kind: 'agent' };
+  if (op === 'invoke_workflow') return { name: agentName(span, 'invoke_workflow '), kind: 'workflow' };
   if (typeof op === 'string') return undefined;
   const tl = lower(a, TRACELOOP_KIND);
   if (tl === 'agent' || tl === 'workflow' || tl === 'task') {
@@ -90,12 +91,15 @@ export function agentOfSpan(span: SpanRecord): { name: string; kind: 'agent' | '
 export function toolOfSpan(span: SpanRecord): string | undefined {
   const a = span.attributes;
   const op = a[ATTR_GEN_AI_OPERATION_NAME];
-  const name = (): string => {
-    const n = a['gen_ai.tool.name'] ?? a['tool.name'] ?? a['traceloop.entity.name'];
-    return typeof n === 'string' && n !== '' ? n : span.name.replace(/^execute_tool /, '').replace(/\.tool$/, '');
-  };
-  if (op === 'execute_tool') return name();
+  if (op === 'execute_tool') return toolName(span);
   if (typeof op === 'string') return undefined;
-  if (lower(a, TRACELOOP_KIND) === 'tool' || lower(a, OI_KIND) === 'tool') return name();
+  if (lower(a, TRACELOOP_KIND) === 'tool' || lower(a, OI_KIND) === 'tool') return toolName(span);
   return undefined;
+}
+
+/** A tool span's tool name: its attribute, else the span name without the producer's prefix or suffix. */
+function toolName(span: SpanRecord): string {
+  const a = span.attributes;
+  const n = a['gen_ai.tool.name'] ?? a['tool.name'] ?? a['traceloop.entity.name'];
+  return typeof n === 'string' && n !== '' ? n : span.name.replace(/^execute_tool /, '').replace(/\.tool$/, '');
 }
