@@ -14,7 +14,7 @@
  * Agreement is counted, not assumed: a key path the other instances carry (all of them; one odd instance from five
  * on), a JSON type they give it, a top-level key outside a fixed key set. Fed in input order, so the result is the
  * same on worker threads and on one. A fault found in the trace stands. Memory is bounded (FLEET_MAX_KINDS,
- * FLEET_MAX_PATHS, the waiting outcomes).
+ * FLEET_MAX_SHAPES, the waiting outcomes).
  */
 import { sha256Hex16 } from '../hash';
 import { viewTrace } from '../traces/view';
@@ -27,7 +27,7 @@ import {
   CONSENSUS_MIN_OTHERS,
   FLEET_CONFIDENCE,
   FLEET_MAX_KINDS,
-  FLEET_MAX_PATHS,
+  FLEET_MAX_SHAPES,
   FLEET_MIN_INSTANCES,
   FLEET_ODD_FROM,
   FLEET_ODD_SHARE,
@@ -42,8 +42,10 @@ export interface TraceDocument {
   kind: string;
   /** How it is named in evidence ("the structured answer", "the arguments of tool call 1 (lookup)"). */
   label: string;
-  /** Key path and JSON type of each value (array elements left out: their number and keys vary with the data). */
-  entries: Array<[path: string, type: string]>;
+  /** Its shape as one string: each key path and the JSON type of its value (array elements left out: their number and
+   * keys vary with the data), `path` U+0000 `type`, entries joined by U+0001. One string crosses threads cheaply, and
+   * the instances of a document mostly share it: the memory counts shapes, and reads one's entries once. */
+  shape: string;
   /** Its own trace could not judge it (fewer than CONSENSUS_MIN_OTHERS other instances there). */
   unjudged: boolean;
   spanId: string;
@@ -66,15 +68,15 @@ export function traceDocuments(trace: TraceRecord): TraceDocument[] {
   for (const doc of shapeDocuments(view)) {
     if (doc.declared) continue;
     const agent = doc.call.agent?.name ?? '';
-    const entries: Array<[string, string]> = [];
-    for (const [path, e] of doc.shape) if (path !== '$' && !path.includes('[]')) entries.push([path, e.type]);
+    const entries: string[] = [];
+    for (const [path, e] of doc.shape) if (path !== '$' && !path.includes('[]')) entries.push(`${path}\u0000${e.type}`);
     out.push({
       kind:
         doc.kind === 'arguments'
           ? `arguments\u0000${agent}\u0000${doc.name}`
           : `answer\u0000${agent}\u0000${digest(doc.call.system ?? '')}`,
       label: documentLabel(doc),
-      entries,
+      shape: entries.join('\u0001'),
       unjudged: otherInstances(doc, view).length < CONSENSUS_MIN_OTHERS,
       spanId: doc.call.span.spanId,
       step: doc.call.step,
@@ -86,15 +88,20 @@ export function traceDocuments(trace: TraceRecord): TraceDocument[] {
   return out;
 }
 
-/** How many earlier instances carried each path, with which type, and each top-level key (null included). */
+/** The instances of one document kind: how many have each shape, and how many carry each path, with which type, and
+ * each top-level key (null included). */
 interface Tally {
   n: number;
+  shapes: Map<string, { count: number; entries: ReadonlyMap<string, string> }>;
   carried: Map<string, number>;
   typed: Map<string, Map<string, number>>;
   top: Map<string, number>;
-  /** More distinct paths than FLEET_MAX_PATHS: the keys are data, never judged. */
+  /** More distinct shapes than FLEET_MAX_SHAPES: the keys are data, never judged. */
   open: boolean;
 }
+
+const entriesOf = (shape: string): Map<string, string> =>
+  new Map(shape === '' ? [] : shape.split('\u0001').map((e) => e.split('\u0000') as [string, string]));
 
 const isTop = (path: string): boolean => !path.includes('.');
 const OTHERS = { all: 'the other instances carry', none: 'the other instances do not have' };
@@ -186,10 +193,8 @@ export class ShapeMemory<R extends Outcome, T = undefined> {
       if (!doc.unjudged) continue;
       const tally = this.tallies.get(doc.kind);
       if (tally === undefined || tally.open) continue;
-      this.count(doc, tally, -1); // the others: not itself
-      const why = tally.n >= FLEET_MIN_INSTANCES ? describeBreaks(breaks(doc, tally), OTHERS) : undefined;
-      const n = tally.n;
-      this.count(doc, tally, 1);
+      const n = tally.n - 1; // the others: not itself (remembered when it came in)
+      const why = n >= FLEET_MIN_INSTANCES ? describeBreaks(breaks(doc, tally), OTHERS) : undefined;
       if (why !== undefined)
         return {
           doc,
@@ -205,62 +210,72 @@ export class ShapeMemory<R extends Outcome, T = undefined> {
       let t = this.tallies.get(doc.kind);
       if (t === undefined) {
         if (this.tallies.size >= FLEET_MAX_KINDS) continue;
-        t = { n: 0, carried: new Map(), typed: new Map(), top: new Map(), open: false };
+        t = { n: 0, shapes: new Map(), carried: new Map(), typed: new Map(), top: new Map(), open: false };
         this.tallies.set(doc.kind, t);
       }
-      this.count(doc, t, 1);
-    }
-  }
-
-  /** Add (1) or take back (−1) one instance's counts. */
-  private count(doc: TraceDocument, t: Tally, by: 1 | -1): void {
-    t.n += by;
-    if (t.open) return;
-    const bump = (m: Map<string, number>, key: string): void => {
-      const c = (m.get(key) ?? 0) + by;
-      if (c > 0) m.set(key, c);
-      else m.delete(key);
-    };
-    for (const [path, type] of doc.entries) {
-      if (isTop(path)) bump(t.top, path);
-      if (type === 'null') continue;
-      bump(t.carried, path);
-      let types = t.typed.get(path);
-      if (types === undefined) t.typed.set(path, (types = new Map()));
-      bump(types, type);
-    }
-    if (t.carried.size > FLEET_MAX_PATHS) {
-      t.open = true;
-      t.carried.clear();
-      t.typed.clear();
-      t.top.clear();
+      t.n++;
+      if (!t.open) count(t, doc.shape);
     }
   }
 }
 
-/** How `doc` breaks what nearly all of the tally's instances agree on. */
+/** One more instance of `shape` in the tally (its entries read once per distinct shape). */
+function count(t: Tally, shape: string): void {
+  let s = t.shapes.get(shape);
+  if (s === undefined) {
+    if (t.shapes.size >= FLEET_MAX_SHAPES) {
+      t.open = true;
+      t.shapes.clear();
+      t.carried.clear();
+      t.typed.clear();
+      t.top.clear();
+      return;
+    }
+    t.shapes.set(shape, (s = { count: 0, entries: entriesOf(shape) }));
+  }
+  s.count++;
+  const bump = (m: Map<string, number>, key: string): void => void m.set(key, (m.get(key) ?? 0) + 1);
+  for (const [path, type] of s.entries) {
+    if (isTop(path)) bump(t.top, path);
+    if (type === 'null') continue;
+    bump(t.carried, path);
+    let types = t.typed.get(path);
+    if (types === undefined) t.typed.set(path, (types = new Map()));
+    bump(types, type);
+  }
+}
+
+/** How `doc` (one of the tally's instances) breaks what nearly all of the others agree on. */
 function breaks(doc: TraceDocument, t: Tally): ShapeBreaks {
-  const need = t.n - (t.n < FLEET_ODD_FROM ? 0 : Math.max(1, Math.floor(t.n * FLEET_ODD_SHARE)));
-  const mine = new Map(doc.entries);
   const out: ShapeBreaks = { missing: [], extra: [], retyped: [] };
-  for (const [path, count] of t.carried) {
-    if (count < need || mine.has(path)) continue;
+  const n = t.n - 1;
+  const need = n - (n < FLEET_ODD_FROM ? 0 : Math.max(1, Math.floor(n * FLEET_ODD_SHARE)));
+  const own = t.shapes.get(doc.shape);
+  if (own === undefined) return out;
+  // Most instances share one shape: when enough others have exactly this one, nothing they agree on (more than half
+  // of them) can be missing, retyped or new here.
+  if (own.count - 1 >= need) return out;
+  const mine = own.entries;
+  // The counts are of every instance; this one's own is taken out where it counted (a path it carries, a type it gives).
+  for (const [path, c] of t.carried) {
+    if (c < need || mine.has(path)) continue;
     const parent = parentPath(path);
     if (parent === '' || mine.has(parent)) out.missing.push(path);
   }
   for (const [path, type] of mine) {
     if (type === 'null') continue;
-    for (const [usual, count] of t.typed.get(path) ?? [])
-      if (count >= need && usual !== type) out.retyped.push(`${path} (${usual} elsewhere, ${type} here)`);
+    for (const [usual, c] of t.typed.get(path) ?? [])
+      if (c >= need && usual !== type) out.retyped.push(`${path} (${usual} elsewhere, ${type} here)`);
   }
   // A fixed key set: every top-level key seen is carried by nearly all instances, or is one of the few odd keys that
   // together appeared no more often than the odd few instances may (keys that are data appear once per instance).
-  const odd = t.n - need;
+  const others = (path: string, c: number): number => c - (mine.has(path) ? 1 : 0);
+  const odd = n - need;
   let rare = 0;
-  for (const count of t.top.values()) if (count < need) rare += count;
+  for (const [path, c] of t.top) if (others(path, c) < need) rare += others(path, c);
   if (rare <= odd)
     for (const [path, type] of mine)
-      if (isTop(path) && type !== 'null' && (t.top.get(path) ?? 0) < need) out.extra.push(path);
+      if (isTop(path) && type !== 'null' && others(path, t.top.get(path) ?? 0) < need) out.extra.push(path);
   return out;
 }
 

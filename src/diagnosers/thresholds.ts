@@ -118,12 +118,12 @@ export const FLEET_ODD_SHARE = 0.05;
 /** Below the trace's own consensus (0.7): other runs may have been asked other things; above MIN_CONFIDENCE, since a
  * key every earlier run's instance carried is as strong a contract as an inferred one gets. */
 export const FLEET_CONFIDENCE = 0.65;
-/** Memory across traces is bounded: document kinds kept (a tool, an agent's instructions), and key paths per kind —
- * a kind whose documents carry more distinct paths than this has keys that are data (names, ids), not a schema, and
+/** Memory across traces is bounded: document kinds kept (a tool, an agent's instructions), and distinct shapes per
+ * kind — a kind whose documents come in more shapes than this has keys that are data (names, ids), not a schema, and
  * is never judged. */
 export const FLEET_MAX_KINDS = 10_000;
 /** A trace whose document has too few other instances yet waits for at most this many later traces (their outputs
  * wait behind it, in order): long enough for a workflow's next few runs in an export of several workflows, short
  * enough that what waits is a few hundred small results, not a file. */
 export const FLEET_WAIT_TRACES = 256;
-export const FLEET_MAX_PATHS = 200;
+export const FLEET_MAX_SHAPES = 64;

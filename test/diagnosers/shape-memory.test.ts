@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createDiagnoser, diagnoseEach } from '../../src/diagnosers/index';
 import { ShapeMemory } from '../../src/diagnosers/shape-memory';
-import { FLEET_MAX_PATHS } from '../../src/diagnosers/thresholds';
+import { FLEET_MAX_SHAPES } from '../../src/diagnosers/thresholds';
 import type { Diagnosis } from '../../src/diagnosers/types';
 import type { TraceRecord } from '../../src/traces/model';
 import { TraceBuilder } from './support/builder';
@@ -189,7 +189,7 @@ describe('ShapeMemory itself', () => {
   const doc = (entries: Array<[string, string]>, spanId = 's1') => ({
     kind: 'answer\u0000triage\u0000x',
     label: 'the structured answer',
-    entries,
+    shape: entries.map(([path, type]) => `${path}\u0000${type}`).join('\u0001'),
     unjudged: true,
     spanId,
     step: 1,
@@ -248,15 +248,25 @@ describe('ShapeMemory itself', () => {
     ]);
   });
 
-  it('a kind with more key paths than FLEET_MAX_PATHS is data, never judged', () => {
+  it('a kind whose documents come in more than FLEET_MAX_SHAPES shapes is data, never judged', () => {
     const m = new ShapeMemory<Diagnosis>(0);
-    for (let i = 0; i < 5; i++)
+    for (let i = 0; i <= FLEET_MAX_SHAPES; i++)
       judge(m, none(`t${i}`), [
         doc([
           ['queue', 'str'],
-          ...Array.from({ length: FLEET_MAX_PATHS / 2 }, (_, j): [string, string] => [`k${i}_${j}`, 'num']),
+          [`k${i}`, 'num'],
         ]),
       ]);
     expect(judge(m, none('n'), [doc([['other', 'str']])]).faultType).toBe('none');
+    // Below the bound the same documents are judged: a document without the key all the others carry is named.
+    const m2 = new ShapeMemory<Diagnosis>(0);
+    for (let i = 0; i < 8; i++)
+      judge(m2, none(`t${i}`), [
+        doc([
+          ['queue', 'str'],
+          [`k${i}`, 'num'],
+        ]),
+      ]);
+    expect(judge(m2, none('n'), [doc([['other', 'str']])]).faultType).toBe('schema');
   });
 });
