@@ -141,14 +141,18 @@ export const command: Command = {
         };
       }
     };
-    // Each trace judged against the traces before it (shape-memory.ts), in input order.
+    // Each trace judged against the input's other traces (shape-memory.ts), in input order.
     async function* inOrder(): AsyncGenerator<{
-      item: import('../../traces/model').TraceRecord;
+      item: import('../../traces/model').TraceRecord | undefined;
       result: Diagnosis | DiagnosisFailure;
     }> {
-      const memory = new ShapeMemory<Diagnosis | DiagnosisFailure, import('../../traces/model').TraceRecord>();
+      // A waiting outcome keeps its trace only when --export needs it (to place the diagnosis span).
+      const memory = new ShapeMemory<
+        Diagnosis | DiagnosisFailure,
+        import('../../traces/model').TraceRecord | undefined
+      >();
       for await (const { item, result } of mapOrdered(input.traces, concurrency, one))
-        for (const out of memory.add(result.result, result.documents, item))
+        for (const out of memory.add(result.result, result.documents, exporter ? item : undefined))
           yield { item: out.tag, result: out.result };
       for (const out of memory.end()) yield { item: out.tag, result: out.result };
     }
