@@ -17,7 +17,7 @@ import {
   type DiagnosisOutcome,
 } from './types';
 import { defaultFindings } from './offline-detectors';
-import { ShapeMemory, traceDocuments, type TraceDocument } from './shape-memory';
+import { inInputOrder, traceDocuments, type TraceDocument } from './shape-memory';
 
 export type {
   Diagnoser,
@@ -152,14 +152,13 @@ export async function* diagnoseEach(
         };
       },
     );
-  const memory = new ShapeMemory<Diagnosis | DiagnosisFailure>();
-  const outcome = (r: Diagnosis | DiagnosisFailure): DiagnosisOutcome =>
-    'error' in r ? { ok: false, failure: r } : { ok: true, diagnosis: r };
-  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, settle)) {
-    const r = result.ok ? result.diagnosis : result.failure;
-    for (const out of memory.add(r, result.documents, undefined)) yield outcome(out.result);
-  }
-  for (const out of memory.end()) yield outcome(out.result);
+  const judged = inInputOrder(mapOrdered(traces, options.concurrency ?? 1, settle), ({ result }) => ({
+    result: result.ok ? (result.diagnosis as Diagnosis | DiagnosisFailure) : result.failure,
+    documents: result.documents,
+    tag: undefined,
+  }));
+  for await (const { result } of judged)
+    yield 'error' in result ? { ok: false, failure: result } : { ok: true, diagnosis: result };
 }
 
 /** Diagnose every trace of a stream (ground truth stripped first), in order, as diagnoseEach judges them. Rejects with
@@ -169,10 +168,11 @@ export async function* diagnoseAll(
   traces: AsyncIterable<TraceRecord> | Iterable<TraceRecord>,
   options: { concurrency?: number } = {},
 ): AsyncGenerator<Diagnosis> {
-  const memory = new ShapeMemory<Diagnosis>();
-  for await (const { result } of mapOrdered(traces, options.concurrency ?? 1, (t) =>
-    diagnoseWithDocuments(diagnoser, t),
-  ))
-    for (const out of memory.add(result.diagnosis, result.documents, undefined)) yield out.result;
-  for (const out of memory.end()) yield out.result;
+  const diagnosed = mapOrdered(traces, options.concurrency ?? 1, (t) => diagnoseWithDocuments(diagnoser, t));
+  for await (const { result } of inInputOrder(diagnosed, ({ result: r }) => ({
+    result: r.diagnosis,
+    documents: r.documents,
+    tag: undefined,
+  })))
+    yield result;
 }

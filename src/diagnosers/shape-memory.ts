@@ -295,3 +295,24 @@ function upgrade(d: Diagnosis, doc: TraceDocument, evidence: string): Diagnosis 
   out.summary = describeFault(out, evidence);
   return out;
 }
+
+/**
+ * Every item of `source` through one memory, in order: each outcome as it becomes final, the waiting ones when the
+ * source ends — or, before an error of the source goes on, what had been diagnosed (nothing is lost with it).
+ */
+export async function* inInputOrder<I, R extends Outcome, T>(
+  source: AsyncIterable<I>,
+  outcomeOf: (item: I) => { result: R; documents: readonly TraceDocument[]; tag: T },
+  memory: ShapeMemory<R, T> = new ShapeMemory<R, T>(),
+): AsyncGenerator<{ result: R; tag: T }> {
+  try {
+    for await (const item of source) {
+      const { result, documents, tag } = outcomeOf(item);
+      yield* memory.add(result, documents, tag);
+    }
+  } catch (err) {
+    yield* memory.end();
+    throw err;
+  }
+  yield* memory.end();
+}

@@ -9,7 +9,7 @@ import type { FaultlineInputError } from '../errors';
 import type { TraceRecord } from '../traces/model';
 import { diagnosisLine } from '../report/diagnoses';
 import { createDiagnoser } from './index';
-import { ShapeMemory, traceDocuments, type TraceDocument } from './shape-memory';
+import { inInputOrder, traceDocuments, type TraceDocument } from './shape-memory';
 import { stripOwnGroundTruth } from './strip-ground-truth';
 import type { Diagnosis, DiagnosisText } from './types';
 
@@ -97,10 +97,10 @@ export async function* diagnoseFiles(
     onError: options.onError,
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
   });
-  const memory = new ShapeMemory<Diagnosis | DiagnosisText | TraceFailure>();
-  for await (const r of run)
-    if (r !== null) for (const { result } of memory.add(r.result, r.documents, undefined)) yield { result };
-  for (const { result } of memory.end()) yield { result };
+  async function* diagnosed(): AsyncGenerator<TaskResult> {
+    for await (const r of run) if (r !== null) yield r;
+  }
+  for await (const { result } of inInputOrder(diagnosed(), (r) => ({ ...r, tag: undefined }))) yield { result };
 }
 
 /** The trace's documents; none when reading them failed (the diagnosis stands without the judgement across traces). */

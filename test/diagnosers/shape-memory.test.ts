@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createDiagnoser, diagnoseEach } from '../../src/diagnosers/index';
-import { ShapeMemory } from '../../src/diagnosers/shape-memory';
+import { inInputOrder, ShapeMemory } from '../../src/diagnosers/shape-memory';
 import { FLEET_MAX_SHAPES } from '../../src/diagnosers/thresholds';
 import type { Diagnosis } from '../../src/diagnosers/types';
 import type { TraceRecord } from '../../src/traces/model';
@@ -246,6 +246,22 @@ describe('ShapeMemory itself', () => {
       ],
       [],
     ]);
+  });
+
+  it('an error of the source comes after the outcomes still waiting (nothing diagnosed is lost with it)', async () => {
+    async function* source(): AsyncGenerator<Diagnosis> {
+      yield none('t0'); // waits: too few other instances
+      yield none('t1');
+      throw new Error('the backend went away');
+    }
+    const got: string[] = [];
+    await expect(
+      (async () => {
+        for await (const o of inInputOrder(source(), (d) => ({ result: d, documents: [doc(usual)], tag: undefined })))
+          got.push(o.result.traceId);
+      })(),
+    ).rejects.toThrow('the backend went away');
+    expect(got).toEqual(['t0', 't1']);
   });
 
   it('a kind whose documents come in more than FLEET_MAX_SHAPES shapes is data, never judged', () => {

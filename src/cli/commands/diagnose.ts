@@ -101,7 +101,7 @@ export const command: Command = {
     const input = openTraceInput(command.name, options, positionals);
     const { createDiagnoser, diagnoseWithDocuments, mapOrdered } =
       require('../../diagnosers/index') as typeof import('../../diagnosers/index');
-    const { ShapeMemory } = require('../../diagnosers/shape-memory') as typeof import('../../diagnosers/shape-memory');
+    const { inInputOrder } = require('../../diagnosers/shape-memory') as typeof import('../../diagnosers/shape-memory');
     const { diagnosisJson, diagnosisLine, diagnosesTable, failureJson, failureSummary } =
       require('../../report/diagnoses') as typeof import('../../report/diagnoses');
     const { useColors } = require('../../report/colors') as typeof import('../../report/colors');
@@ -147,14 +147,11 @@ export const command: Command = {
       result: Diagnosis | DiagnosisFailure;
     }> {
       // A waiting outcome keeps its trace only when --export needs it (to place the diagnosis span).
-      const memory = new ShapeMemory<
-        Diagnosis | DiagnosisFailure,
-        import('../../traces/model').TraceRecord | undefined
-      >();
-      for await (const { item, result } of mapOrdered(input.traces, concurrency, one))
-        for (const out of memory.add(result.result, result.documents, exporter ? item : undefined))
-          yield { item: out.tag, result: out.result };
-      for (const out of memory.end()) yield { item: out.tag, result: out.result };
+      const judged = inInputOrder(mapOrdered(input.traces, concurrency, one), ({ item, result }) => ({
+        ...result,
+        tag: exporter ? item : undefined,
+      }));
+      for await (const { result, tag } of judged) yield { item: tag, result };
     }
     // The rule diagnoser is CPU-bound: trace files are read and diagnosed on worker threads (same results, same order).
     const workers = options.workers === undefined ? undefined : Number(options.workers);
