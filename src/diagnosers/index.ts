@@ -98,14 +98,7 @@ export async function diagnoseWithDocuments(
 ): Promise<{ diagnosis: Diagnosis; documents: TraceDocument[] }> {
   const stripped = stripGroundTruth(trace);
   const diagnosis = await diagnoser.diagnose(stripped);
-  let documents: TraceDocument[] = [];
-  if (diagnoser.name !== 'llm')
-    try {
-      documents = traceDocuments(stripped);
-    } catch {
-      documents = [];
-    }
-  return { diagnosis, documents };
+  return { diagnosis, documents: traceDocuments(stripped, diagnoser.name) };
 }
 
 /**

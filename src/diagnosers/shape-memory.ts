@@ -55,8 +55,21 @@ export interface TraceDocument {
   operation: string;
 }
 
-/** The trace's undeclared documents (the trace's view is the one its diagnosis built). */
-export function traceDocuments(trace: TraceRecord): TraceDocument[] {
+/**
+ * The trace's undeclared documents (the trace's view is the one its diagnosis built), for the memory across traces.
+ * None for the LLM diagnoser's traces (the memory revisits only the rules'), and none when reading them failed: the
+ * diagnosis stands without that judgement. Never throws.
+ */
+export function traceDocuments(trace: TraceRecord, diagnoser = 'rule'): TraceDocument[] {
+  if (diagnoser === 'llm') return [];
+  try {
+    return readDocuments(trace);
+  } catch {
+    return [];
+  }
+}
+
+function readDocuments(trace: TraceRecord): TraceDocument[] {
   const view = viewTrace(trace);
   const out: TraceDocument[] = [];
   const digests = new Map<string, string>(); // a trace's calls of one agent share their instructions
@@ -97,7 +110,7 @@ interface Tally {
   typed: Map<string, Map<string, number>>;
   top: Map<string, number>;
   /** More distinct shapes than FLEET_MAX_SHAPES: the keys are data, never judged. */
-  open: boolean;
+  keysAreData: boolean;
 }
 
 const entriesOf = (shape: string): Map<string, string> =>
@@ -172,7 +185,7 @@ export class ShapeMemory<R extends Outcome, T = undefined> {
   private ready(documents: readonly TraceDocument[]): boolean {
     return documents.every((doc) => {
       const t = this.tallies.get(doc.kind);
-      return !doc.unjudged || t === undefined || t.open || t.n - 1 >= FLEET_MIN_INSTANCES;
+      return !doc.unjudged || t === undefined || t.keysAreData || t.n - 1 >= FLEET_MIN_INSTANCES;
     });
   }
 
@@ -192,7 +205,7 @@ export class ShapeMemory<R extends Outcome, T = undefined> {
     for (const doc of documents) {
       if (!doc.unjudged) continue;
       const tally = this.tallies.get(doc.kind);
-      if (tally === undefined || tally.open) continue;
+      if (tally === undefined || tally.keysAreData) continue;
       const n = tally.n - 1; // the others: not itself (remembered when it came in)
       const why = n >= FLEET_MIN_INSTANCES ? describeBreaks(breaks(doc, tally), OTHERS) : undefined;
       if (why !== undefined)
@@ -210,11 +223,11 @@ export class ShapeMemory<R extends Outcome, T = undefined> {
       let t = this.tallies.get(doc.kind);
       if (t === undefined) {
         if (this.tallies.size >= FLEET_MAX_KINDS) continue;
-        t = { n: 0, shapes: new Map(), carried: new Map(), typed: new Map(), top: new Map(), open: false };
+        t = { n: 0, shapes: new Map(), carried: new Map(), typed: new Map(), top: new Map(), keysAreData: false };
         this.tallies.set(doc.kind, t);
       }
       t.n++;
-      if (!t.open) count(t, doc.shape);
+      if (!t.keysAreData) count(t, doc.shape);
     }
   }
 }
@@ -224,7 +237,7 @@ function count(t: Tally, shape: string): void {
   let s = t.shapes.get(shape);
   if (s === undefined) {
     if (t.shapes.size >= FLEET_MAX_SHAPES) {
-      t.open = true;
+      t.keysAreData = true;
       t.shapes.clear();
       t.carried.clear();
       t.typed.clear();

@@ -63,7 +63,7 @@ export function diagnosisTask(options: TaskOptions = {}): (trace: TraceRecord) =
       result: lines
         ? { traceId: d.traceId, line: diagnosisLine(d), faulty: d.faultType !== 'none', spanId: d.spanId }
         : d,
-      documents: name === 'llm' ? [] : documentsOf(stripped),
+      documents: traceDocuments(stripped, name),
     };
   };
 }
@@ -77,7 +77,7 @@ export interface DiagnoseFilesOptions extends TaskOptions {
 
 /**
  * Every trace of `files` diagnosed (in readTraces' order), on worker threads when the input is big enough, each judged
- * against the traces before it (shape-memory.ts) here, in that order.
+ * against the input's other traces (shape-memory.ts) here, in that order.
  */
 export async function* diagnoseFiles(
   files: readonly string[],
@@ -101,13 +101,4 @@ export async function* diagnoseFiles(
     for await (const r of run) if (r !== null) yield r;
   }
   for await (const { result } of inInputOrder(diagnosed(), (r) => ({ ...r, tag: undefined }))) yield { result };
-}
-
-/** The trace's documents; none when reading them failed (the diagnosis stands without the judgement across traces). */
-function documentsOf(trace: TraceRecord): TraceDocument[] {
-  try {
-    return traceDocuments(trace);
-  } catch {
-    return [];
-  }
 }

@@ -78,11 +78,7 @@ export async function evaluate(
         }
         time.set(d.name, time.get(d.name)! + performance.now() - t0);
       }
-      try {
-        documents = traceDocuments(stripped);
-      } catch {
-        documents = [];
-      }
+      documents = traceDocuments(stripped);
     }
     return { row: { truth, predictions }, documents };
   };
