@@ -11,6 +11,7 @@ import { payloadTypes, type TypeEntry } from '../../instrumentation/agents/shape
 import { argumentsValue } from '../../detectors/text';
 import type { LlmCall, TraceView } from '../traces/view';
 import type { Signal } from './signals';
+import { ObjectMemo } from '../memo';
 import { CONSENSUS_CONFIDENCE, CONSENSUS_MIN_OTHERS } from './thresholds';
 
 export interface ShapeBreaks {
@@ -117,7 +118,7 @@ function shapeDocument(
   };
 }
 
-const documentsOf = new WeakMap<TraceView, ShapeDocument[]>();
+const documentsOf = new ObjectMemo<TraceView, ShapeDocument[]>('faultline.shapeDocuments');
 
 /** The trace's documents, in call order (each parsed once: every call is compared with every other). */
 export function shapeDocuments(view: TraceView): ShapeDocument[] {

@@ -58,6 +58,7 @@ import {
 import { recoveries, review } from './message-review';
 import { identities, RunBaselines, RunMemory } from './message-run';
 import { median as statsMedian } from '../stats';
+import { ObjectMemo } from '../memo';
 import { durationMs, type Signal, type SpanVerdict } from './signals';
 import {
   DELAY_MIN_EXTRA_MS as CALL_DELAY_EXTRA_MS,
@@ -569,7 +570,7 @@ function checkTiming({ l, out, copies }: Case, run: RunBaselines): void {
 
 // ------------------------------------------------------------------------------------------------ per-step hooks
 
-const analyses = new WeakMap<TraceView, MessageAnalysis>();
+const analyses = new ObjectMemo<TraceView, MessageAnalysis>('faultline.messageAnalysis');
 
 /** The analysis of a trace, computed once per reading of it (the per-step hooks below share it). */
 export function messageAnalysis(view: TraceView): MessageAnalysis {

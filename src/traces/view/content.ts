@@ -12,6 +12,7 @@
  */
 import type { GenAiMessage, GenAiPart, ToolDefinition } from '../../../instrumentation/types';
 import type { AttrValue, Attributes, SpanEventRecord } from '../model';
+import { ObjectMemo } from '../../memo';
 
 export type { GenAiMessage, GenAiPart, ToolDefinition };
 
@@ -161,7 +162,7 @@ export function messagesValue(v: unknown, defaultRole = 'user'): GenAiMessage[] 
 }
 
 /** Every indexed family of an attribute set (`prefix.N.*` → prefix → indices), found in one pass over its keys. */
-const families = new WeakMap<Attributes, Map<string, Set<number>>>();
+const families = new ObjectMemo<Attributes, Map<string, Set<number>>>('faultline.attributeFamilies');
 const NO_FAMILIES: ReadonlyMap<string, Set<number>> = new Map();
 /** The last set found to have no family: a call's attributes are asked several times in a row, and most have none. */
 let lastWithout: Attributes | undefined;
@@ -169,7 +170,7 @@ let lastWithout: Attributes | undefined;
 function familiesOf(attrs: Attributes): ReadonlyMap<string, Set<number>> {
   if (attrs === lastWithout) return NO_FAMILIES;
   // Producers index from 0: a set with no `.0` segment has no family (the common case, checked first and cheaply —
-  // no key list, no WeakMap lookup — and not kept in the WeakMap, whose entries cost at every garbage collection).
+  // no key list, no lookup — and not remembered).
   let indexed = false;
   for (const k in attrs) {
     if (k.includes('.0.') || k.endsWith('.0')) {

@@ -5,6 +5,7 @@
  * The offline detectors (detectors/from-span.ts) and every diagnoser read this, never raw attributes.
  */
 import { str, type SpanRecord, type TraceRecord } from '../model';
+import { ObjectMemo } from '../../memo';
 import { spanFailure } from './failure';
 import { readLlmCall } from './llm';
 import { isMessageSpan, joinMessages, readMessage, type MessageExchange } from './message';
@@ -38,7 +39,7 @@ export { looksLikeTimeout, spanFailure } from './failure';
 export { edgeKey, guardEvents, isMessageSpan, joinMessages, messageObservation, readMessage } from './message';
 export { DETECTION_CHILD, agentOfSpan, isLlmCallSpan, llmOperation, toolOfSpan } from './recognize';
 
-const views = new WeakMap<TraceRecord, TraceView>();
+const views = new ObjectMemo<TraceRecord, TraceView>('faultline.view');
 const NO_CHILDREN: ReadonlyMap<string, SpanRecord[]> = new Map();
 
 /** The reading of a trace, built once per TraceRecord object (spans must already be in start order). */

@@ -70,6 +70,7 @@ import {
 import type { AgentMessage } from '../../../instrumentation/types';
 import type { MessageObservation } from '../../../detectors/types';
 import { str, strList, type Attributes, type SpanRecord } from '../model';
+import { ObjectMemo } from '../../memo';
 import { num, spanFailure } from './failure';
 
 /**
@@ -266,7 +267,7 @@ export function guardEvents(span: SpanRecord): GuardEvent[] {
     }));
 }
 
-const read = new WeakMap<SpanRecord, MessageFacts>();
+const read = new ObjectMemo<SpanRecord, MessageFacts>('faultline.messageFacts');
 
 /** The facts of a message span (read once per span object). */
 export function readMessage(span: SpanRecord): MessageFacts {
