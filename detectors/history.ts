@@ -10,6 +10,7 @@
 import { contentHash } from '../instrumentation/providers/content';
 import type { AgentMessage, LlmRequestSummary } from '../instrumentation/types';
 import type { LlmObservation, MessageObservation, Observation } from './types';
+import { ObjectMemo } from '../src/memo';
 
 /** Earlier observations of a task the detectors look back on, online and offline alike: a replay or a duplicate is
  * recognised within the last few dozen calls, and looking back further would make long tasks quadratic. */
@@ -20,9 +21,9 @@ const SMALL_PAYLOAD_CHARS = 1024;
 /** Bookkeeping bytes counted per remembered observation besides its strings. */
 const OVERHEAD_BYTES = 256;
 
-const contentPrints = new WeakMap<LlmObservation, string>();
-const requestPrints = new WeakMap<LlmObservation, string>();
-const payloadPrints = new WeakMap<AgentMessage, string>();
+const contentPrints = new ObjectMemo<LlmObservation, string>('faultline.contentPrint');
+const requestPrints = new ObjectMemo<LlmObservation, string>('faultline.requestPrint');
+const payloadPrints = new WeakMap<AgentMessage, string>(); // an application's message object: not written to
 
 /** Fingerprint of an answer's text and tool calls (the recorded content hash when the content was not captured). */
 export function contentPrint(o: LlmObservation): string | undefined {
@@ -51,7 +52,7 @@ export function requestPrint(o: LlmObservation): string | undefined {
 /** Whether `requestPrint` tells this request apart from others: it was remembered, or its messages are at hand (an
  * offline call recorded without content has none, and every such request would print alike). */
 export function knowsRequest(o: LlmObservation): boolean {
-  return requestPrints.has(o) || (o.request !== undefined && o.request.messages.length > 0);
+  return requestPrints.get(o) !== undefined || (o.request !== undefined && o.request.messages.length > 0);
 }
 
 /** Fingerprints of an answer's tool calls, one per call (name and arguments). */

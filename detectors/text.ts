@@ -4,6 +4,7 @@
  */
 import type { GenAiMessage, LlmRequestSummary } from '../instrumentation/types';
 import type { LlmObservation } from './types';
+import { ObjectMemo } from '../src/memo';
 
 export type JsonShape = 'complete' | 'incomplete' | 'malformed';
 
@@ -58,7 +59,7 @@ export function safeParse(text: string): unknown {
   }
 }
 
-const parsedArguments = new WeakMap<object, { text: string; value: unknown }>();
+const parsedArguments = new ObjectMemo<object, { text: string; value: unknown }>('faultline.parsedArguments');
 
 /**
  * A tool call's arguments parsed (undefined when they are not JSON), once per tool-call object and text: the
@@ -144,7 +145,7 @@ function parametersText(p: unknown): string {
   return text;
 }
 
-const conversationCache = new WeakMap<LlmRequestSummary, { raw: string; lower: string }>();
+const conversationCache = new ObjectMemo<LlmRequestSummary, { raw: string; lower: string }>('faultline.conversation');
 
 function conversation(req: LlmRequestSummary): { raw: string; lower: string } {
   let c = conversationCache.get(req);

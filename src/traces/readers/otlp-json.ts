@@ -6,6 +6,7 @@
  */
 import type { Attributes, SpanRecord } from '../model';
 import type { JsonPath } from '../json-stream';
+import { ObjectMemo } from '../../memo';
 import {
   TraceDataError,
   describe,
@@ -302,7 +303,7 @@ export function* spansOfSelected(
 }
 
 // The resource of a streamed ResourceSpans is converted once, not once per span.
-const resourceCache = new WeakMap<object, Attributes>();
+const resourceCache = new ObjectMemo<object, Attributes>('faultline.resource');
 function cachedResource(rs: Record<string, unknown>, path: string): Attributes {
   let r = resourceCache.get(rs);
   if (r === undefined) {
