@@ -11,7 +11,8 @@
  * (BENCHMARKS.md, "Per-trace caches on the object") the caches moved here cut the CPU of `faultline diagnose` by a
  * sixth. A key that cannot take a property (frozen, sealed) uses a WeakMap.
  *
- * Only for objects faultline made (spans it read, views, observations): an application's objects are not written to.
+ * For objects faultline reads: the spans and traces it read or was given to analyse, views, observations (docs/api.md
+ * says so for the analysis functions). An application's own objects (a message it sends) are not written to.
  */
 export class ObjectMemo<K extends object, V> {
   private readonly slot: symbol;
