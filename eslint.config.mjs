@@ -30,6 +30,24 @@ export default tseslint.config(
     },
   },
   {
+    // What is computed once per object faultline reads (a trace, its view, a span, an observation) is kept with
+    // ObjectMemo (src/memo.ts), not in a WeakMap: V8 keeps an old WeakMap's values through young-generation
+    // collections after their keys died, which promoted every diagnosed trace (BENCHMARKS.md, "Per-trace caches on
+    // the object"). A WeakMap keyed by an application's objects, which are not written to, says so where it is made.
+    files: ['src/traces/**/*.ts', 'src/diagnosers/**/*.ts', 'detectors/**/*.ts'],
+    ignores: ['detectors/guards/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "NewExpression[callee.name='WeakMap']",
+          message:
+            'keep per-object values with ObjectMemo (src/memo.ts): an old WeakMap keeps its values through scavenges',
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     languageOptions: {
       globals: {

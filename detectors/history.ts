@@ -23,7 +23,9 @@ const OVERHEAD_BYTES = 256;
 
 const contentPrints = new ObjectMemo<LlmObservation, string>('faultline.contentPrint');
 const requestPrints = new ObjectMemo<LlmObservation, string>('faultline.requestPrint');
-const payloadPrints = new WeakMap<AgentMessage, string>(); // an application's message object: not written to
+// An application's message object: not written to (ObjectMemo would), so a WeakMap.
+// eslint-disable-next-line no-restricted-syntax
+const payloadPrints = new WeakMap<AgentMessage, string>();
 
 /** Fingerprint of an answer's text and tool calls (the recorded content hash when the content was not captured). */
 export function contentPrint(o: LlmObservation): string | undefined {

@@ -42,6 +42,9 @@ interface Entry {
 }
 
 const byContent = new Map<string, Entry>();
+// A schema object may be the application's (a guard route's): not written to, so a WeakMap (its values, the compiled
+// checks, are shared by content and outlive the keys anyway).
+// eslint-disable-next-line no-restricted-syntax
 const byObject = new WeakMap<object, Entry>();
 const shared = new Map<Draft, AjvInstance>();
 

@@ -132,7 +132,7 @@ function stringify(v: unknown): string {
   }
 }
 
-const parametersTexts = new WeakMap<object, string>();
+const parametersTexts = new ObjectMemo<object, string>('faultline.parametersText');
 
 /** A tool's parameter schema as JSON text, once per schema object (the calls of an agent share their definitions). */
 function parametersText(p: unknown): string {
