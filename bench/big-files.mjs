@@ -1,7 +1,7 @@
 // Bench-only helpers shared by the trace-reading and diagnosis benches: the generated trace files (kept in
 // bench/out/, git-ignored, regenerated when missing or from another generator version) and running a measured
 // configuration in a child process (wall time, CPU time, peak RSS of the whole process, worker threads included).
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,10 +39,35 @@ export async function traceFile(mb) {
   return { file, ...m };
 }
 
+const TICKS_PER_SECOND = 100; // USER_HZ, as /proc reports utime and stime on Linux
+
+/**
+ * CPU seconds of each thread of process `pid` so far (utime + stime from /proc/PID/task/TID/stat), by thread id;
+ * undefined where /proc is not there (not Linux) or the process is gone.
+ */
+function threadCpu(pid) {
+  try {
+    const out = new Map();
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        out.set(Number(tid), (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND);
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Run `node args…`; resolves with wall seconds, CPU seconds (user + system) and peak RSS (MiB) of the child, read by
  * a preload (bench/peak-rss.cjs) at its exit through fd 3, and its stdout when `stdout` is 'capture' (a file
- * descriptor to write it to, or 'ignore').
+ * descriptor to write it to, or 'ignore'). On Linux also `threads`: each thread's CPU seconds as last sampled (every
+ * 200 ms; a thread's last 200 ms before it ended can be missing), the main thread first, then by CPU.
  */
 export function measureChild(args, { env = {}, stdout = 'capture' } = {}) {
   return new Promise((resolve, reject) => {
@@ -52,6 +77,11 @@ export function measureChild(args, { env = {}, stdout = 'capture' } = {}) {
       env: { ...process.env, ...env },
       stdio: ['ignore', stdout === 'capture' ? 'pipe' : stdout, 'pipe', 'pipe'],
     });
+    const seen = new Map();
+    const sample = () => {
+      for (const [tid, s] of threadCpu(child.pid) ?? []) seen.set(tid, s);
+    };
+    const sampler = setInterval(sample, 200);
     let err = '';
     let out = '';
     let usage = '';
@@ -60,10 +90,20 @@ export function measureChild(args, { env = {}, stdout = 'capture' } = {}) {
     child.stdio[3].on('data', (c) => (usage += c));
     child.on('error', reject);
     child.on('close', (code) => {
+      clearInterval(sampler);
       const seconds = (performance.now() - t0) / 1000;
       if (code !== 0) return reject(new Error(`node ${args.join(' ')} exited ${code}: ${err.slice(-2000)}`));
       const u = JSON.parse(usage);
-      resolve({ seconds, cpuSeconds: (u.userUs + u.systemUs) / 1e6, peakRssMb: u.maxRssKb / 1024, stdout: out });
+      const main = seen.get(child.pid);
+      const others = [...seen].filter(([tid]) => tid !== child.pid).map(([, s]) => s);
+      const threads = main === undefined ? undefined : { main, others: others.sort((a, b) => b - a) };
+      resolve({
+        seconds,
+        cpuSeconds: (u.userUs + u.systemUs) / 1e6,
+        peakRssMb: u.maxRssKb / 1024,
+        stdout: out,
+        threads,
+      });
     });
   });
 }

@@ -2,12 +2,25 @@
 // Diagnosis throughput as a user runs it: `faultline diagnose FILE --format jsonl > diagnoses.jsonl` (rule diagnoser;
 // worker threads by default for big inputs) and the same with `--workers 0`, over generated OTLP JSON-lines files
 // (bench/out/, FAULTLINE_BENCH_SIZES_MB, default 1 GB and 4 GB). Each run is a child process: wall and CPU time,
-// peak RSS of the whole process. At the first size the two configurations are interleaved over FAULTLINE_BENCH_ROUNDS
-// rounds (default 3) with a 95 % interval of their paired difference. Then where the time goes, per span, in one
-// thread over the first 64 MiB (bench/diagnosis-phases.cjs). Prints a Markdown section. Needs `npm run build`.
+// peak RSS of the whole process, and on Linux CPU by thread (main, trace workers, the rest). At the first size the two
+// configurations are interleaved over FAULTLINE_BENCH_ROUNDS rounds (default 3) with a 95 % interval of their paired
+// difference. Then where the time goes, per span, in one thread over the first 64 MiB (bench/diagnosis-phases.cjs).
+// Prints a Markdown section. Needs `npm run build`.
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { OUT, fmt, load, machine, measureChild, mib, sizes, throughputTable, traceFile } from './big-files.mjs';
+import { cpus } from 'node:os';
+import {
+  OUT,
+  fmt,
+  load,
+  machine,
+  measureChild,
+  mib,
+  sizes,
+  summary,
+  throughputTable,
+  traceFile,
+} from './big-files.mjs';
 
 const CONFIGS = [
   { name: '`faultline diagnose --format jsonl` (default: worker threads)', key: 'default', extra: [] },
@@ -19,6 +32,25 @@ function countLines(file) {
   let n = 0;
   for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++;
   return n;
+}
+
+/**
+ * Where the CPU of the default configuration went, by thread (Linux): the main thread (reading, grouping, the memory
+ * across traces, writing), the trace workers (the `workers` busiest other threads) and the rest (V8's platform
+ * threads, which do the garbage collector's parallel and concurrent work, and libuv's), medians over the rounds.
+ */
+function threadTable(rounds) {
+  const withThreads = rounds.filter((m) => m.threads !== undefined);
+  if (withThreads.length === 0) return [];
+  const workers = cpus().length;
+  const med = (xs) => summary(xs).median;
+  const main = med(withThreads.map((m) => m.threads.main));
+  const busiest = med(withThreads.map((m) => m.threads.others.slice(0, workers).reduce((a, b) => a + b, 0)));
+  const rest = med(withThreads.map((m) => m.threads.others.slice(workers).reduce((a, b) => a + b, 0)));
+  return [
+    `CPU by thread, default configuration (utime + stime from /proc, sampled every 200 ms; medians over ${withThreads.length} rounds): main thread ${fmt(main, 1)} s, the ${workers} busiest other threads (the trace workers) ${fmt(busiest, 1)} s, the other threads (V8's platform threads, where the garbage collector's parallel and concurrent work runs, and libuv's) ${fmt(rest, 1)} s.`,
+    '',
+  ];
 }
 
 async function main() {
@@ -58,6 +90,7 @@ async function main() {
     );
     lines.push(...throughputTable(f, CONFIGS, runs, n, { workers: 'default', one: 'one' }));
     lines.push('');
+    if (first) lines.push(...threadTable(runs.get('default')));
     first = false;
   }
   process.stderr.write('bench diagnosis: where the time goes …\n');
