@@ -37,7 +37,7 @@ function bool(a: Attributes, key: string): boolean | undefined {
   return undefined;
 }
 
-/** A list attribute: an array, a JSON-array string, or a single value. */
+/** A list attribute: an array, a JSON-array string (as some exporters flatten a list), or a single value. */
 function list(v: AttrValue | undefined): string[] | undefined {
   if (v === undefined) return undefined;
   if (Array.isArray(v)) return v.map(String);
@@ -46,11 +46,6 @@ function list(v: AttrValue | undefined): string[] | undefined {
     if (Array.isArray(parsed)) return parsed.filter((x) => x !== null && x !== undefined).map(String);
   }
   return [String(v)];
-}
-
-/** A string-list attribute (an array, or a JSON-array string as some exporters flatten it). */
-function strings(v: AttrValue | undefined): string[] | undefined {
-  return v === undefined ? undefined : list(v);
 }
 
 /** faultline's own facts: which attribute each is read from, and how. */
@@ -67,10 +62,10 @@ const FACT_READERS: readonly (readonly [keyof FaultlineFacts, (a: Attributes) =>
   ['malformedEvents', (a) => num(a, 'faultline.response.malformed_events')],
   ['retryCount', (a) => num(a, 'faultline.request.retry_count')],
   ['messageCount', (a) => num(a, 'faultline.request.message_count')],
-  ['argumentsParse', (a) => strings(a['faultline.tool_call.arguments_parse'])],
-  ['toolSchema', (a) => strings(a['faultline.tool_call.schema'])],
-  ['toolSchemaIssue', (a) => strings(a['faultline.tool_call.schema_issue'])],
-  ['garbled', (a) => strings(a['faultline.response.garbled'])],
+  ['argumentsParse', (a) => list(a['faultline.tool_call.arguments_parse'])],
+  ['toolSchema', (a) => list(a['faultline.tool_call.schema'])],
+  ['toolSchemaIssue', (a) => list(a['faultline.tool_call.schema_issue'])],
+  ['garbled', (a) => list(a['faultline.response.garbled'])],
   ['blank', (a) => bool(a, 'faultline.response.blank')],
   ['responseSchema', (a) => str(a, 'faultline.response.schema')],
   ['responseSchemaIssue', (a) => str(a, 'faultline.response.schema_issue')],
