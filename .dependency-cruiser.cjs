@@ -13,7 +13,7 @@ const layers = [
     name: 'base',
     comment: 'diag, errors, version, taxonomy, attribute names, context keys, JSON Schema, hashing, statistics, env',
     paths: [
-      '^src/(diag|errors|version|taxonomy|failure-modes|duration|env|otlp-endpoint|hash|memo|stats)\\.ts$',
+      '^src/(diag|errors|version|taxonomy|failure-modes|duration|env|otlp-endpoint|hash|memo|stats|clock)\\.ts$',
       '^src/report/output\\.ts$',
       '^src/plan/rng\\.ts$',
       '^instrumentation/semconv\\.ts$',

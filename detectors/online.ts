@@ -21,6 +21,7 @@ import {
 import type { AgentMessage, DeliveryContext, Exchange, ExchangeOutcome } from '../instrumentation/types';
 import { flushExchanges } from '../instrumentation/interceptor';
 import { logger, safely } from '../src/diag';
+import { now } from '../src/clock';
 import { median } from '../src/stats';
 import { HISTORY_WINDOW, remember } from './history';
 import { workflowFindings, workflowSnapshot } from './monitors/index';
@@ -96,11 +97,12 @@ export function recordFindings(findings: readonly Finding[], span: Span | undefi
   let child: Span | undefined;
   if (!span.isRecording()) {
     const ctx = parent ?? trace.setSpan(otelContext.active(), span);
-    child = trace.getTracer('faultline').startSpan(DETECTION_SPAN_NAME, {}, ctx);
+    child = trace.getTracer('faultline').startSpan(DETECTION_SPAN_NAME, { startTime: now() }, ctx);
     target = child;
   }
-  for (const f of findings) target.addEvent(EVENT_FL_DETECTION, detectionAttributes(f));
-  child?.end();
+  const at = now();
+  for (const f of findings) target.addEvent(EVENT_FL_DETECTION, detectionAttributes(f), at);
+  child?.end(at);
 }
 
 /** Durations per route, for latency baselines. */

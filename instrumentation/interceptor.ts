@@ -24,7 +24,7 @@ import { context, propagation, trace, type Attributes, type Context } from '@ope
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { logger, safely } from '../src/diag';
-import { spanTime } from './clock';
+import { spanTime } from '../src/clock';
 import { EXCHANGE } from './exchange';
 import { callContext } from './frameworks/scope';
 import { isLegacyHandler, type LegacyHandler } from './handler-api';

@@ -9,7 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { logger, safely } from '../src/diag';
 import { BodyDecoder, isIdentity } from '../src/wire/decompress';
-import { spanTime } from './clock';
+import { spanTime } from '../src/clock';
 import { FollowUps, followUpKey } from './follow-ups';
 import { type ResponseReader } from './internal-types';
 import { headerValue, MAX_PARSE_BYTES } from './providers/response-body';

@@ -3,6 +3,7 @@
  * what the guards did and why. Never throws.
  */
 import type { Span } from '@opentelemetry/api';
+import { now } from '../../src/clock';
 import {
   ATTR_FL_GUARD_ACTION,
   ATTR_FL_GUARD_ATTEMPT,
@@ -44,7 +45,7 @@ export function recordGuard(
       [ATTR_FL_GUARD_REASON]: reason.slice(0, 300),
     };
     if (attempt !== undefined) attrs[ATTR_FL_GUARD_ATTEMPT] = attempt;
-    span.addEvent(EVENT_FL_GUARD, attrs);
+    span.addEvent(EVENT_FL_GUARD, attrs, now());
   } catch {
     /* recording is best effort */
   }

@@ -27,6 +27,7 @@ import {
   type TextMapGetter,
 } from '@opentelemetry/api';
 import { logger, safely } from '../../src/diag';
+import { now } from '../../src/clock';
 import {
   ATTR_A2A_MESSAGE_ID,
   ATTR_A2A_METHOD_NAME,
@@ -182,7 +183,7 @@ class ServerCall {
       this.span.setAttribute(ATTR_ERROR_TYPE, errorTypeOf(err));
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
     }
-    this.span.end();
+    this.span.end(now());
   }
 }
 

@@ -12,6 +12,7 @@
  */
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import { logger, safely } from '../../src/diag';
+import { now } from '../../src/clock';
 import { FaultlineInputError, isFaultlineError } from '../../src/errors';
 import {
   ATTR_ERROR_TYPE,
@@ -124,7 +125,7 @@ export class MessageChannel {
         undefined,
       );
       if (entry === undefined) {
-        received?.end();
+        received?.end(now());
       } else if (received === undefined) {
         await entry.handler(message);
       } else {
@@ -141,7 +142,11 @@ export class MessageChannel {
 
     const parent = callContext(); // the active context, or the framework agent/tool span the message is sent from
     const attributes = safely(log, 'handoff attributes', () => handoffAttributes(message, capture, parent), {});
-    const span = tracer().startSpan(`handoff ${message.target}`, { kind: SpanKind.INTERNAL, attributes }, parent);
+    const span = tracer().startSpan(
+      `handoff ${message.target}`,
+      { kind: SpanKind.INTERNAL, attributes, startTime: now() },
+      parent,
+    );
     const ctx: DeliveryContext = {
       span,
       context: trace.setSpan(parent, span),
@@ -160,7 +165,7 @@ export class MessageChannel {
         // Deliberate (a guard rejected the message): the sender sees it.
         span.setAttribute(ATTR_ERROR_TYPE, err.code);
         span.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
-        span.end();
+        span.end(now());
         throw err;
       }
       log.error(`internal error in a delivery step of channel "${this.name}" (the message is delivered as sent):`, err);
@@ -175,7 +180,7 @@ export class MessageChannel {
     if (onDelivery !== undefined) {
       safely(log, 'onDelivery', () => onDelivery(ctx, message, delivered), undefined);
     }
-    span.end();
+    span.end(now());
     return { delivered, span };
   }
 }

@@ -13,6 +13,7 @@
  * is recorded on the workflow span and nothing changes for the application.
  */
 import { context, createContextKey, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { now } from '../../src/clock';
 import { logger, safely } from '../../src/diag';
 import { FaultlineError, FaultlineInputError } from '../../src/errors';
 
@@ -289,11 +290,15 @@ function stepDone(wf: WorkflowState, name: string, kind: 'agent' | 'checkpoint',
   wf.completed.push(name);
   wf.lastProgressAt = Date.now();
   if (wf.declared && wf.span.isRecording()) {
-    wf.span.addEvent(EVENT_FL_WORKFLOW_STEP, {
-      [ATTR_FL_STEP_NAME]: name,
-      [ATTR_FL_STEP_KIND]: kind,
-      [ATTR_FL_STEP_DURATION_MS]: Math.max(0, durationMs),
-    });
+    wf.span.addEvent(
+      EVENT_FL_WORKFLOW_STEP,
+      {
+        [ATTR_FL_STEP_NAME]: name,
+        [ATTR_FL_STEP_KIND]: kind,
+        [ATTR_FL_STEP_DURATION_MS]: Math.max(0, durationMs),
+      },
+      now(),
+    );
   }
   emit({ type: 'step', workflow: wf, step: name, kind });
 }
@@ -501,12 +506,16 @@ export async function runStep<T>(
     if (verdict.ok) return value;
     const reason = verdict.reason ?? 'rejected';
     if (wf?.span.isRecording()) {
-      wf.span.addEvent(EVENT_FL_CHECKPOINT, {
-        [ATTR_FL_CHECKPOINT_NAME]: name,
-        [ATTR_FL_CHECKPOINT_ACTION]: 'verify_failed',
-        [ATTR_FL_CHECKPOINT_REASON]: reason,
-        [ATTR_FL_CHECKPOINT_ATTEMPT]: attempt + 1,
-      });
+      wf.span.addEvent(
+        EVENT_FL_CHECKPOINT,
+        {
+          [ATTR_FL_CHECKPOINT_NAME]: name,
+          [ATTR_FL_CHECKPOINT_ACTION]: 'verify_failed',
+          [ATTR_FL_CHECKPOINT_REASON]: reason,
+          [ATTR_FL_CHECKPOINT_ATTEMPT]: attempt + 1,
+        },
+        now(),
+      );
     }
     if (attempt >= retries || typeof state !== 'function') throw new VerificationFailedError(name, reason);
   }
@@ -524,7 +533,7 @@ export function checkpointEvent(
   const a: Attributes = { [ATTR_FL_CHECKPOINT_NAME]: name, [ATTR_FL_CHECKPOINT_ACTION]: action };
   if (reason !== undefined) a[ATTR_FL_CHECKPOINT_REASON] = reason;
   if (attempt !== undefined) a[ATTR_FL_CHECKPOINT_ATTEMPT] = attempt;
-  wf.span.addEvent(EVENT_FL_CHECKPOINT, a);
+  wf.span.addEvent(EVENT_FL_CHECKPOINT, a, now());
 }
 
 /** A step the checkpoint session completed (saved or restored): progress for the monitors. */

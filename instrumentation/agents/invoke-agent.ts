@@ -4,6 +4,7 @@
  * A2A / MCP modules and the message channel can name the sender of a message without being told.
  */
 import { SpanKind, createContextKey, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { now } from '../../src/clock';
 import { FaultlineInputError } from '../../src/errors';
 import { PACKAGE_NAME, VERSION } from '../../src/version';
 import {
@@ -86,7 +87,7 @@ export function runAgent<T>(name: string, fn: (span: Span) => T, options: RunAge
   // Inside a framework's agent or tool span (an Agents SDK tool, a LangGraph node), the turn nests under it.
   const parent = frameworkContext();
   const spanName = name === '' ? GEN_AI_OPERATION_INVOKE_AGENT : `${GEN_AI_OPERATION_INVOKE_AGENT} ${name}`;
-  const span = tracer().startSpan(spanName, { kind: SpanKind.INTERNAL, attributes }, parent);
+  const span = tracer().startSpan(spanName, { kind: SpanKind.INTERNAL, attributes, startTime: now() }, parent);
   const ctx = enterAgent(
     trace.setSpan(name === '' ? parent : parent.setValue(AGENT_KEY, name), span),
     name,

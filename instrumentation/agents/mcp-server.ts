@@ -27,6 +27,7 @@ import {
   type TextMapGetter,
 } from '@opentelemetry/api';
 import { logger, safely } from '../../src/diag';
+import { now } from '../../src/clock';
 import {
   ATTR_ERROR_TYPE,
   ATTR_GEN_AI_OPERATION_NAME,
@@ -140,7 +141,8 @@ function wrapTransport(transport: TransportLike, options: McpServerOptions): voi
     return send(message, sendOptions);
   };
   t.onclose = () => {
-    for (const spans of pending.values()) for (const s of spans) s.end();
+    const end = now();
+    for (const spans of pending.values()) for (const s of spans) s.end(end);
     pending.clear();
     onclose?.();
   };
@@ -199,7 +201,7 @@ function endCall(span: Span, response: Json): void {
     span.setAttribute(ATTR_ERROR_TYPE, 'tool_error');
     span.setStatus({ code: SpanStatusCode.ERROR, message: 'tool_error' });
   }
-  span.end();
+  span.end(now());
 }
 
 /**

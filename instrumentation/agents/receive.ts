@@ -7,6 +7,7 @@
  * in this process or another — by comparing both, as an end-to-end integrity check would.
  */
 import { SpanKind, type Attributes, type Context, type Link, type Span, type SpanContext } from '@opentelemetry/api';
+import { now } from '../../src/clock';
 import {
   ATTR_FL_MESSAGE_CONTRACT,
   ATTR_FL_MESSAGE_CONTRACT_ISSUES,
@@ -82,7 +83,7 @@ export function startReceiveSpan(input: ReceiveSpanInput): Span {
       kind: input.kind ?? SpanKind.CONSUMER,
       attributes: receiveAttributes(input),
       links,
-      ...(input.startTime !== undefined ? { startTime: input.startTime } : {}),
+      startTime: input.startTime ?? now(),
     },
     input.parent,
   );

@@ -4,6 +4,7 @@
  * same error object): we only observe them.
  */
 import { SpanStatusCode, context, type Context, type Span } from '@opentelemetry/api';
+import { now } from '../../src/clock';
 import { ATTR_ERROR_TYPE, ERROR_TYPE_OTHER } from '../semconv';
 
 export function runInSpan<T>(span: Span, ctx: Context, fn: (span: Span) => T): T {
@@ -16,12 +17,12 @@ export function runInSpan<T>(span: Span, ctx: Context, fn: (span: Span) => T): T
   }
   if (isThenable(result)) {
     result.then(
-      () => span.end(),
+      () => span.end(now()),
       (err: unknown) => endWithError(span, err),
     );
     return result;
   }
-  span.end();
+  span.end(now());
   return result;
 }
 
@@ -38,9 +39,9 @@ export function errorTypeOf(err: unknown): string {
 
 function endWithError(span: Span, err: unknown): void {
   span.setAttribute(ATTR_ERROR_TYPE, errorTypeOf(err));
-  if (err instanceof Error) span.recordException(err);
+  if (err instanceof Error) span.recordException(err, now());
   span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-  span.end();
+  span.end(now());
 }
 
 function isThenable<T>(value: T): value is T & PromiseLike<unknown> {

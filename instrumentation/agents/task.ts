@@ -15,6 +15,7 @@ import {
   type Span,
 } from '@opentelemetry/api';
 import { FaultlineInputError } from '../../src/errors';
+import { now } from '../../src/clock';
 import { getFrameworkRun, isRootCall } from '../frameworks/scope';
 import { ATTR_FL_TASK_ID, ATTR_GEN_AI_OPERATION_NAME, GEN_AI_OPERATION_INVOKE_WORKFLOW } from '../semconv';
 import {
@@ -118,6 +119,7 @@ export function runWorkflow<T>(name: string, fn: (span: Span) => T, options: Run
     {
       kind: SpanKind.INTERNAL,
       root: true,
+      startTime: now(),
       attributes: {
         ...options.attributes,
         ...workflowDeclarationAttributes(options),

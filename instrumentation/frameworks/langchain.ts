@@ -19,6 +19,7 @@ import { SpanStatusCode, context, type Attributes } from '@opentelemetry/api';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
 import { logger, safely } from '../../src/diag';
+import { now } from '../../src/clock';
 import { withAgentName } from '../agents/invoke-agent';
 import { getTaskId } from '../agents/task';
 import { errorTypeOf } from '../agents/run-in-span';
@@ -162,7 +163,7 @@ export class FaultlineCallbackHandler {
           const result = toolResult(output);
           if (result !== undefined) run.mirror.span.setAttribute(ATTR_GEN_AI_TOOL_CALL_RESULT, result);
         }
-        run.mirror.span.end();
+        run.mirror.span.end(now());
       },
       undefined,
     );
@@ -173,7 +174,7 @@ export class FaultlineCallbackHandler {
   }
 
   async handleChainEnd(_outputs: unknown, runId: string): Promise<void> {
-    safely(log, 'handleChainEnd', () => this.#take(runId)?.mirror?.span.end(), undefined);
+    safely(log, 'handleChainEnd', () => this.#take(runId)?.mirror?.span.end(now()), undefined);
   }
 
   async handleChainError(err: unknown, runId: string): Promise<void> {
@@ -196,7 +197,8 @@ export class FaultlineCallbackHandler {
 
   disable(): void {
     this.#enabled = false;
-    for (const run of this.#runs.values()) run.mirror?.span.end();
+    const end = now();
+    for (const run of this.#runs.values()) run.mirror?.span.end(end);
     this.#runs.clear();
   }
 
@@ -250,7 +252,7 @@ export class FaultlineCallbackHandler {
     this.#runs.set(runId, run);
     if (this.#runs.size > MAX_RUNS) {
       const oldest = this.#runs.keys().next().value as string;
-      this.#runs.get(oldest)?.mirror?.span.end();
+      this.#runs.get(oldest)?.mirror?.span.end(now());
       this.#runs.delete(oldest);
     }
   }
@@ -268,10 +270,10 @@ export class FaultlineCallbackHandler {
     // LangGraph's interrupts and Command handoffs to a parent graph travel as errors: control flow, not failures.
     if (!(err !== null && typeof err === 'object' && (err as { is_bubble_up?: unknown }).is_bubble_up === true)) {
       span.setAttribute(ATTR_ERROR_TYPE, errorType ?? errorTypeOf(err));
-      if (err instanceof Error) span.recordException(err);
+      if (err instanceof Error) span.recordException(err, now());
       span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
     }
-    span.end();
+    span.end(now());
   }
 }
 

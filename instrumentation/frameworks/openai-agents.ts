@@ -12,6 +12,7 @@
  * `setTraceProcessors`: a processor the SDK shuts down that way is registered again.
  */
 import { SpanStatusCode, context, type Attributes, type Context } from '@opentelemetry/api';
+import { now } from '../../src/clock';
 import { logger, safely } from '../../src/diag';
 import { agentDeclarationAttributes } from '../agents/declarations';
 import { withAgentName } from '../agents/invoke-agent';
@@ -115,7 +116,7 @@ export class AgentsTraceProcessor {
 
   /** Fires when an agent, tool, handoff, guardrail, generation, … span starts. */
   async onSpanStart(span: SdkSpan): Promise<void> {
-    safely(log, 'onSpanStart', () => this.#enabled && this.#entry(span), undefined);
+    safely(log, 'onSpanStart', () => this.#enabled && this.#entry(span, undefined, true), undefined);
   }
 
   /** Fires when such a span ends, with its final data (handoff target, tool output, guardrail outcome, error). */
@@ -132,7 +133,7 @@ export class AgentsTraceProcessor {
         const mirror = this.#traces.get(sdkTrace.traceId);
         if (mirror === undefined) return;
         this.#traces.delete(sdkTrace.traceId);
-        mirror.span.end();
+        mirror.span.end(now());
       },
       undefined,
     );
@@ -196,8 +197,12 @@ export class AgentsTraceProcessor {
     return mirror;
   }
 
-  /** The entry of an SDK span, made now if the processor has not seen the span start (it was registered late). */
-  #entry(span: SdkSpan, sdkTrace?: SdkTrace): Entry {
+  /**
+   * The entry of an SDK span, made now if the processor has not seen the span start (it was registered late). A span
+   * seen as it starts is stamped now, on the span clock of faultline's own spans under it; one mirrored late keeps the
+   * start the SDK recorded.
+   */
+  #entry(span: SdkSpan, sdkTrace?: SdkTrace, startingNow = false): Entry {
     const known = this.#spans.get(span.spanId);
     if (known !== undefined) return known;
     let parent: Mirror | undefined;
@@ -209,16 +214,15 @@ export class AgentsTraceProcessor {
     parent ??= this.#trace(
       sdkTrace?.traceId === span.traceId ? sdkTrace : { traceId: span.traceId, name: 'Agent workflow' },
     );
-    const mirror = this.#mirror(span, parent.context);
+    const mirror = this.#mirror(span, parent.context, startingNow);
     const entry: Entry = mirror !== undefined ? { mirror, scope: mirror } : { scope: parent };
     this.#spans.set(span.spanId, entry);
     return entry;
   }
 
-  #mirror(span: SdkSpan, parent: Context): Mirror | undefined {
+  #mirror(span: SdkSpan, parent: Context, startingNow: boolean): Mirror | undefined {
     const data = span.spanData;
-    const startTime = span.startedAt !== null ? new Date(span.startedAt) : undefined;
-    const at = startTime !== undefined ? { startTime } : {};
+    const at = !startingNow && span.startedAt !== null ? { startTime: new Date(span.startedAt) } : {};
     switch (data.type) {
       case 'agent': {
         const name = data.name ?? '';
@@ -287,13 +291,14 @@ export class AgentsTraceProcessor {
       otel.setAttribute(ATTR_ERROR_TYPE, data.type === 'function' ? 'tool_error' : ERROR_TYPE_OTHER);
       otel.setStatus({ code: SpanStatusCode.ERROR, message: span.error.message });
     }
-    otel.end();
+    otel.end(now());
   }
 
   #endAll(): void {
-    for (const entry of this.#spans.values()) entry.mirror?.span.end();
+    const end = now();
+    for (const entry of this.#spans.values()) entry.mirror?.span.end(end);
     this.#spans.clear();
-    for (const mirror of this.#traces.values()) mirror.span.end();
+    for (const mirror of this.#traces.values()) mirror.span.end(end);
     this.#traces.clear();
   }
 }

@@ -18,6 +18,7 @@ import {
   type Span,
   type TimeInput,
 } from '@opentelemetry/api';
+import { now } from '../../src/clock';
 import { logger } from '../../src/diag';
 import { PACKAGE_NAME, VERSION } from '../../src/version';
 import { aiSdkFunctionId, aiSdkOperationFunctionId } from './ai-sdk';
@@ -124,7 +125,7 @@ export function startMirror(name: string, parent: Context, options: MirrorOption
     {
       kind: options.kind ?? SpanKind.INTERNAL,
       ...(options.attributes ? { attributes: options.attributes } : {}),
-      ...(options.startTime !== undefined ? { startTime: options.startTime } : {}),
+      startTime: options.startTime ?? now(),
     },
     parent,
   );

@@ -4,6 +4,7 @@
  * capture is on). Everything stays under the faultline.fault. prefix, which diagnosers never see.
  */
 import { sha256Hex16 } from '../hash';
+import { now } from '../clock';
 import type { Attributes, Span } from '@opentelemetry/api';
 import {
   ATTR_FL_FAULT_BASE,
@@ -83,5 +84,5 @@ export function recordFire(span: Span, fire: FireRecord, captureContent: boolean
   if (fire.delayMs) ev[ATTR_FL_FAULT_DELAY_MS] = fire.delayMs;
   if (fire.detail) ev[ATTR_FL_FAULT_DETAIL] = fire.detail;
   if (fire.taskId) ev[ATTR_FL_FAULT_TASK_ID] = fire.taskId;
-  span.addEvent(EVENT_FL_FAULT_INJECTED, ev);
+  span.addEvent(EVENT_FL_FAULT_INJECTED, ev, now());
 }

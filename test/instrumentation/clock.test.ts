@@ -1,10 +1,18 @@
 /**
  * Span times: the calls of a process keep the order they were made in, even when they are less than a millisecond
  * apart (the SDK's own conversion anchors each span to a whole-millisecond `Date.now()`), and stay on the wall clock.
+ * Every span faultline makes reads the same clock, so a wall clock a few milliseconds off the monotonic one (a slew,
+ * the truncation of `Date.now()`) cannot put a span before one that ended ahead of it, or a child before its parent.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { FaultlineInstrumentation } from '../../instrumentation';
-import { spanTime } from '../../instrumentation/clock';
+import { MessageChannel } from '../../instrumentation/agents/channel';
+import { runAgent } from '../../instrumentation/agents/invoke-agent';
+import { runWorkflow } from '../../instrumentation/agents/task';
+import { startMirror } from '../../instrumentation/frameworks/scope';
+import { context } from '@opentelemetry/api';
+import { spanTime } from '../../src/clock';
 import { startLlmServer, type LlmServer } from '../support/llm-server';
 import { chatCompletion } from '../support/openai-wire';
 import { ours, setupOtel, type TestOtel } from '../support/otel';
@@ -67,5 +75,88 @@ describe('call spans', () => {
       Array.from({ length: N }, (_, i) => `m-${i}`),
     );
     for (let i = 1; i < N; i++) expect(ns(byStart[i].startTime) > ns(byStart[i - 1].endTime)).toBe(true);
+  });
+});
+
+describe('one clock for all of faultline’s spans', () => {
+  let otel: TestOtel;
+  let server: LlmServer;
+  let inst: FaultlineInstrumentation;
+  beforeAll(async () => {
+    otel = setupOtel();
+    inst = new FaultlineInstrumentation();
+    inst.enable();
+    server = await startLlmServer(() => ({
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chatCompletion({ model: 'gpt-4o', text: 'ok' })),
+    }));
+  });
+  afterAll(async () => {
+    inst.disable();
+    await server.close();
+    await otel.shutdown();
+  });
+
+  const chat = async () => {
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test' },
+      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    await res.arrayBuffer();
+  };
+
+  it('with the wall clock 3 ms ahead of the monotonic one, children lie inside their parents and siblings keep their order', async () => {
+    const wall = Date.now.bind(Date);
+    // Less than the clock's follow threshold: the span clock keeps its anchor, as it does for a slew or truncation.
+    const skew = vi.spyOn(Date, 'now').mockImplementation(() => wall() + 3);
+    try {
+      const channel = new MessageChannel().on('worker', () => undefined);
+      await runWorkflow('flow', async () => {
+        await runAgent('planner', async () => {
+          // A framework's tool run (a LangGraph tool, an Agents SDK function span), then the next LLM call.
+          const tool = startMirror('execute_tool lookup', context.active());
+          tool.span.end(spanTime(performance.now()));
+          await chat();
+        });
+        await channel.send({ source: 'planner', target: 'worker', payload: 'go' });
+        await runAgent('worker', chat);
+      });
+    } finally {
+      skew.mockRestore();
+    }
+    const spans = ours(await otel.waitForSpans((s) => ours(s).some((x) => x.name === 'invoke_workflow flow')));
+    const id = (s: ReadableSpan) => s.spanContext().spanId;
+    const children = (p: ReadableSpan) =>
+      spans
+        .filter((s) => s.parentSpanContext?.spanId === id(p))
+        .sort((a, b) => (ns(a.startTime) < ns(b.startTime) ? -1 : 1));
+    const outline = (p: ReadableSpan, depth = 0): string[] => [
+      `${'  '.repeat(depth)}${p.name}`,
+      ...children(p).flatMap((c) => outline(c, depth + 1)),
+    ];
+    const root = spans.find((s) => s.name === 'invoke_workflow flow')!;
+    expect(outline(root)).toEqual([
+      'invoke_workflow flow',
+      '  invoke_agent planner',
+      '    execute_tool lookup',
+      '    chat gpt-4o',
+      '  handoff worker',
+      '  receive worker',
+      '  invoke_agent worker',
+      '    chat gpt-4o',
+    ]);
+    for (const s of spans) {
+      const parent = spans.find((p) => id(p) === s.parentSpanContext?.spanId);
+      if (parent === undefined) continue;
+      expect(ns(s.startTime) >= ns(parent.startTime), `${s.name} starts inside ${parent.name}`).toBe(true);
+      expect(ns(s.endTime) <= ns(parent.endTime), `${s.name} ends inside ${parent.name}`).toBe(true);
+    }
+    for (const p of spans) {
+      const cs = children(p);
+      for (let i = 1; i < cs.length; i++)
+        if (cs[i].name !== 'receive worker')
+          expect(ns(cs[i].startTime) >= ns(cs[i - 1].endTime), `${cs[i].name} after ${cs[i - 1].name}`).toBe(true);
+    }
   });
 });
