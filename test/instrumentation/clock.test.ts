@@ -4,7 +4,7 @@
  * Every span faultline makes reads the same clock, so a wall clock a few milliseconds off the monotonic one (a slew,
  * the truncation of `Date.now()`) cannot put a span before one that ended ahead of it, or a child before its parent.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { FaultlineInstrumentation } from '../../instrumentation';
 import { MessageChannel } from '../../instrumentation/agents/channel';
@@ -37,7 +37,7 @@ describe('spanTime', () => {
   });
 });
 
-describe('call spans', () => {
+describe('spans', () => {
   let otel: TestOtel;
   let server: LlmServer;
   let inst: FaultlineInstrumentation;
@@ -53,22 +53,25 @@ describe('call spans', () => {
       };
     });
   });
+  afterEach(() => otel.exporter.reset());
   afterAll(async () => {
     inst.disable();
     await server.close();
     await otel.shutdown();
   });
 
-  it('start in the order of calls made back to back, with ends after starts', async () => {
+  const chat = async (model = 'gpt-4o') => {
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    await res.arrayBuffer();
+  };
+
+  it('of calls made back to back start in their order, with ends after starts', async () => {
     const N = 40;
-    for (let i = 0; i < N; i++) {
-      const res = await fetch(`${server.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test' },
-        body: JSON.stringify({ model: `m-${i}`, messages: [{ role: 'user', content: 'hi' }] }),
-      });
-      await res.arrayBuffer();
-    }
+    for (let i = 0; i < N; i++) await chat(`m-${i}`);
     const spans = ours(await otel.waitForSpans((s) => ours(s).length >= N));
     const byStart = [...spans].sort((a, b) => (ns(a.startTime) < ns(b.startTime) ? -1 : 1));
     expect(byStart.map((s) => s.attributes['gen_ai.request.model'])).toEqual(
@@ -76,35 +79,6 @@ describe('call spans', () => {
     );
     for (let i = 1; i < N; i++) expect(ns(byStart[i].startTime) > ns(byStart[i - 1].endTime)).toBe(true);
   });
-});
-
-describe('one clock for all of faultline’s spans', () => {
-  let otel: TestOtel;
-  let server: LlmServer;
-  let inst: FaultlineInstrumentation;
-  beforeAll(async () => {
-    otel = setupOtel();
-    inst = new FaultlineInstrumentation();
-    inst.enable();
-    server = await startLlmServer(() => ({
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(chatCompletion({ model: 'gpt-4o', text: 'ok' })),
-    }));
-  });
-  afterAll(async () => {
-    inst.disable();
-    await server.close();
-    await otel.shutdown();
-  });
-
-  const chat = async () => {
-    const res = await fetch(`${server.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test' },
-      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
-    });
-    await res.arrayBuffer();
-  };
 
   it('with the wall clock 3 ms ahead of the monotonic one, children lie inside their parents and siblings keep their order', async () => {
     const wall = Date.now.bind(Date);
@@ -120,7 +94,7 @@ describe('one clock for all of faultline’s spans', () => {
           await chat();
         });
         await channel.send({ source: 'planner', target: 'worker', payload: 'go' });
-        await runAgent('worker', chat);
+        await runAgent('worker', () => chat());
       });
     } finally {
       skew.mockRestore();
