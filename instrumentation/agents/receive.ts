@@ -44,14 +44,10 @@ export interface ReceiveSpanInput {
   system: string;
   /** Protocol attributes (a2a.*, mcp.*, gen_ai.*). */
   attributes?: Attributes;
-  /** Start time (epoch ms); default now. */
-  startTime?: number;
 }
 
 /** The attributes of a receive span (exported for tests and for receivers that build their own span). */
-export function receiveAttributes(
-  input: Omit<ReceiveSpanInput, 'name' | 'kind' | 'parent' | 'sender' | 'startTime'>,
-): Attributes {
+export function receiveAttributes(input: Omit<ReceiveSpanInput, 'name' | 'kind' | 'parent' | 'sender'>): Attributes {
   const { message } = input;
   const attrs: Attributes = {
     ...input.attributes,
@@ -83,7 +79,7 @@ export function startReceiveSpan(input: ReceiveSpanInput): Span {
       kind: input.kind ?? SpanKind.CONSUMER,
       attributes: receiveAttributes(input),
       links,
-      startTime: input.startTime ?? now(),
+      startTime: now(),
     },
     input.parent,
   );
