@@ -32,6 +32,33 @@ describe('spanTime', () => {
     expect(Math.abs(diff)).toBeLessThan(2);
   });
 
+  it('keeps its anchor through a reading interrupted between the two clocks (a GC pause, the thread descheduled)', () => {
+    const at = performance.now();
+    const before = ns(spanTime(at));
+    const mono = performance.now.bind(performance);
+    const wall = Date.now.bind(Date);
+    // Each read of the wall clock is followed by an 8 ms pause before the next monotonic read.
+    let paused = false;
+    const monoSpy = vi.spyOn(performance, 'now').mockImplementation(() => {
+      const t = mono() + (paused ? 8 : 0);
+      paused = false;
+      return t;
+    });
+    const wallSpy = vi.spyOn(Date, 'now').mockImplementation(() => {
+      paused = true;
+      return wall();
+    });
+    let during: bigint;
+    try {
+      during = ns(spanTime(at));
+    } finally {
+      monoSpy.mockRestore();
+      wallSpy.mockRestore();
+    }
+    expect(Math.abs(Number(during - before)) / 1e6).toBeLessThan(1);
+    expect(ns(spanTime(at))).toBe(before);
+  });
+
   it('gives nanoseconds below one second', () => {
     for (let ms = 0; ms < 3000; ms += 0.37) expect(spanTime(ms)[1]).toBeLessThan(1e9);
   });
